@@ -1,0 +1,89 @@
+/* error.c - the error object, status names, and small shared helpers. */
+#include "pd_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *pd_status_name(pd_status code)
+{
+    switch (code) {
+    case PD_OK: return "ok";
+    case PD_ERR_IO: return "i/o error";
+    case PD_ERR_FORMAT: return "format error";
+    case PD_ERR_UNSUPPORTED: return "unsupported";
+    case PD_ERR_SHAPE: return "shape error";
+    case PD_ERR_RANGE: return "out of range";
+    case PD_ERR_NOMEM: return "out of memory";
+    case PD_ERR_ARG: return "invalid argument";
+    case PD_ERR_CONTEXT: return "context full";
+    case PD_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+void pd_free(void *ptr) { free(ptr); }
+
+pd_status pd_set_error(pd_error *err, pd_status code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+pd_status pd_error_prefix(pd_error *err, const char *fmt, ...)
+{
+    if (!err) return PD_ERR_INTERNAL;
+    char prefix[PD_ERROR_MESSAGE_SIZE], old[PD_ERROR_MESSAGE_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->message, sizeof old);
+    snprintf(err->message, sizeof err->message, "%s: %s", prefix, old);
+    return err->code;
+}
+
+pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        fclose(f);
+        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap > SIZE_MAX / 4) break;
+            char *bigger = realloc(buf, cap * 2 + 1);
+            if (!bigger) {
+                free(buf);
+                fclose(f);
+                return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
+            }
+            buf = bigger;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return pd_set_error(err, PD_ERR_IO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return PD_OK;
+}

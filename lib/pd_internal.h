@@ -1,0 +1,134 @@
+/*
+ * pd_internal.h - what the modules of libpocketdec share with each other and
+ * with the in-tree tests. Not installed; not part of the public API.
+ */
+#ifndef PD_INTERNAL_H
+#define PD_INTERNAL_H
+
+#include "pocketdec.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define PD_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PD_PRINTF(a, b)
+#endif
+
+/* Fill err (may be NULL) and return code. */
+pd_status pd_set_error(pd_error *err, pd_status code, const char *fmt, ...) PD_PRINTF(3, 4);
+/* Prefix an existing message: "context: old message". */
+pd_status pd_error_prefix(pd_error *err, const char *fmt, ...) PD_PRINTF(2, 3);
+
+/* Overflow-checked size arithmetic: return false on overflow. */
+static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+
+/* Read a whole file into memory (NUL-terminated). */
+pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err);
+
+/* ------------------------------------------------------------- tensors */
+
+/* Element types; the numbers are GGUF's ggml_type values. */
+typedef enum pd_dtype {
+    PD_F32 = 0,
+    PD_F16 = 1,
+    PD_Q4_0 = 2,
+    PD_Q4_1 = 3,
+    PD_Q8_0 = 8,
+    PD_BF16 = 30
+} pd_dtype;
+
+#define PD_QBLOCK 32 /* weights per Q8_0/Q4_0/Q4_1 block */
+
+const char *pd_dtype_name(pd_dtype t);
+/* Bytes of a row of n elements (n a multiple of the block size for block
+ * types; returns 0 when it is not, or when t is unknown). */
+size_t pd_dtype_row_bytes(pd_dtype t, int64_t n);
+bool pd_dtype_known(int t);
+
+/* A tensor view into mapped file data. shape is outermost first (HF/numpy
+ * order): a linear layer's weight is [out, in] and each of its `out` rows is
+ * `in` contiguous elements, whichever file it came from. */
+typedef struct pd_tensor {
+    char *name;
+    pd_dtype dtype;
+    int n_dims;
+    int64_t shape[4];
+    const uint8_t *data;
+    size_t nbytes;
+} pd_tensor;
+
+/* A read-only memory mapping of one file. */
+typedef struct pd_mapping {
+    char *path;
+    const uint8_t *data;
+    size_t size;
+} pd_mapping;
+
+/* Every tensor of a model, whatever files it came from. Tensor names are HF
+ * names (GGUF names are translated on load). */
+typedef struct pd_tensor_store {
+    pd_tensor *tensors;
+    size_t n_tensors, cap_tensors;
+    pd_mapping *maps;
+    size_t n_maps, cap_maps;
+} pd_tensor_store;
+
+void pd_store_init(pd_tensor_store *st);
+void pd_store_free(pd_tensor_store *st);
+const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name);
+
+/* Map one .safetensors file and add its tensors (F32/F16/BF16). The header is
+ * validated: length inside the file, JSON well formed, offsets inside the
+ * data, end - begin == product(shape) * dtype size, no overlaps, no duplicate
+ * names across files. */
+pd_status pd_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err);
+
+/* Read config.json of a Qwen3 model (refuses other architectures). */
+pd_status pd_hf_config_load(const char *path, pd_config *cfg, pd_error *err);
+
+/* Load an HF model directory: config.json, then model.safetensors or the
+ * shards listed by model.safetensors.index.json. */
+pd_status pd_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err);
+
+/* The vocabulary parts a GGUF file carries (tokenizer.ggml.*). Owned by the
+ * struct; freed with pd_vocab_parts_free. */
+typedef struct pd_vocab_parts {
+    char **tokens;        /* byte-level strings, as in tokenizer.json */
+    int32_t *token_types; /* GGUF token_type (1 normal, 3 control, 4 user defined) or NULL */
+    size_t n_tokens;
+    char **merges;        /* "a b" */
+    size_t n_merges;
+    char *pre;            /* pre-tokenizer name ("qwen2"), may be NULL */
+} pd_vocab_parts;
+
+void pd_vocab_parts_free(pd_vocab_parts *parts);
+
+/* Map a GGUF v3 file: metadata into cfg (qwen3.*), tensors into st under HF
+ * names, with dims reversed into HF order. vocab (may be NULL) receives the
+ * tokenizer.ggml.* arrays when present (n_tokens 0 otherwise). */
+pd_status pd_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
+                       pd_error *err);
+
+/* Build a tokenizer from GGUF vocabulary parts (Qwen2/3 pre-tokenizer). */
+pd_tokenizer *pd_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err);
+
+/* ------------------------------------------------------------- kernels */
+
+/* Convert n elements of a row of type t to F32 (n a multiple of the block
+ * size for block types). */
+void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n);
+
+float pd_f16_to_f32(uint16_t h);
+uint16_t pd_f32_to_f16(float f);
+float pd_bf16_to_f32(uint16_t h);
+
+#endif /* PD_INTERNAL_H */

@@ -1,0 +1,227 @@
+/*
+ * pocketdec.h - the one public header of libpocketdec.
+ *
+ * pocketdec runs Qwen3 decoders of the MNN-Pocket-0.3B family on the CPU.
+ *
+ * Conventions (as in SQLite and jansson):
+ *   - Handles are opaque. A pd_model is immutable once loaded and may be shared
+ *     read-only by any number of pd_context objects in any threads; a
+ *     pd_context is used by one thread at a time.
+ *   - Every call that can fail takes a pd_error * (may be NULL) and returns a
+ *     pd_status (0 = PD_OK) or NULL. On failure err->code holds the status and
+ *     err->message a one-line text that names the file and the problem.
+ *   - Memory returned to the caller is released with pd_free().
+ *   - There is no global mutable state.
+ */
+#ifndef POCKETDEC_H
+#define POCKETDEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PD_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum pd_status {
+    PD_OK = 0,
+    PD_ERR_IO = 1,          /* a file is missing or cannot be read */
+    PD_ERR_FORMAT = 2,      /* a file is malformed, truncated or inconsistent */
+    PD_ERR_UNSUPPORTED = 3, /* valid input that pocketdec does not handle (architecture, dtype) */
+    PD_ERR_SHAPE = 4,       /* a tensor has the wrong shape or is missing */
+    PD_ERR_RANGE = 5,       /* an id, index or length is out of range */
+    PD_ERR_NOMEM = 6,       /* an allocation failed */
+    PD_ERR_ARG = 7,         /* an invalid argument (NULL, zero size, bad option) */
+    PD_ERR_CONTEXT = 8,     /* the context (KV cache) is full */
+    PD_ERR_INTERNAL = 9     /* a bug: please report it */
+} pd_status;
+
+#define PD_ERROR_MESSAGE_SIZE 512
+
+typedef struct pd_error {
+    pd_status code;
+    char message[PD_ERROR_MESSAGE_SIZE];
+} pd_error;
+
+/* A short constant name for a status ("format error", ...). */
+const char *pd_status_name(pd_status code);
+
+/* Release memory that pocketdec returned to the caller. NULL is fine. */
+void pd_free(void *ptr);
+
+/* --------------------------------------------------------------- tokenizer */
+
+typedef struct pd_tokenizer pd_tokenizer;
+
+/* Load an HF tokenizer.json (byte-level BPE, NFC normalizer, Split regex
+ * pre-tokenizer, added tokens). */
+pd_tokenizer *pd_tokenizer_load(const char *path, pd_error *err);
+void pd_tokenizer_free(pd_tokenizer *tok);
+
+/* Number of ids (vocabulary plus added tokens, i.e. max id + 1). */
+int32_t pd_tokenizer_n_vocab(const pd_tokenizer *tok);
+
+/* Encode UTF-8 text (special/added tokens written inline are recognised).
+ * On success *ids is a pd_free()-able array of *n_ids ids. Invalid UTF-8 in
+ * the text is refused with PD_ERR_FORMAT. */
+pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t text_len,
+                              int32_t **ids, size_t *n_ids, pd_error *err);
+
+/* Decode ids to bytes (not necessarily valid UTF-8: a token may hold part of a
+ * character). *text is pd_free()-able and NUL-terminated; *text_len excludes
+ * the NUL. Out-of-range ids give PD_ERR_RANGE. */
+pd_status pd_tokenizer_decode(const pd_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                              char **text, size_t *text_len, pd_error *err);
+
+/* The raw bytes a token stands for (after the byte-level mapping is undone).
+ * Returns NULL for an out-of-range id. The pointer lives as long as tok. */
+const char *pd_tokenizer_token_bytes(const pd_tokenizer *tok, int32_t id, size_t *len);
+
+/* Id of a token written exactly as in the vocabulary or added tokens
+ * (e.g. "<|im_end|>"), or -1. */
+int32_t pd_tokenizer_token_id(const pd_tokenizer *tok, const char *token);
+
+/* Whether id is a special added token (skipped by nothing, but useful to UIs). */
+int pd_tokenizer_is_special(const pd_tokenizer *tok, int32_t id);
+
+/* ------------------------------------------------------------------- model */
+
+typedef struct pd_model pd_model;
+
+/* Dimensions of a Qwen3 model, from config.json or GGUF metadata. */
+typedef struct pd_config {
+    int32_t n_layers;
+    int32_t hidden;        /* hidden_size */
+    int32_t n_heads;       /* num_attention_heads */
+    int32_t n_kv_heads;    /* num_key_value_heads */
+    int32_t head_dim;
+    int32_t ffn;           /* intermediate_size */
+    int32_t vocab;         /* rows of the embedding matrix */
+    int32_t max_positions; /* max_position_embeddings / context_length */
+    float rope_theta;
+    float rms_eps;
+    int tied_embeddings;   /* 1 when the LM head is the embedding matrix */
+    int32_t bos_id, eos_id; /* -1 when unknown */
+} pd_config;
+
+typedef struct pd_model_params {
+    int32_t reserved; /* zero-initialise; options come with later features */
+} pd_model_params;
+
+/* Load a model: an HF directory (config.json + model.safetensors or a sharded
+ * model.safetensors.index.json, tokenizer.json optional) or a .gguf file.
+ * Weights are mmapped. params may be NULL. */
+pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err);
+void pd_model_free(pd_model *model);
+
+const pd_config *pd_model_config(const pd_model *model);
+
+/* The tokenizer that came with the model, or NULL when there is none. */
+const pd_tokenizer *pd_model_tokenizer(const pd_model *model);
+
+/* Writes a JSON object describing the model (architecture, dimensions,
+ * dtypes, parameter count, source). pd_free() the result. */
+char *pd_model_info_json(const pd_model *model);
+
+/* ----------------------------------------------------------------- context */
+
+typedef struct pd_context pd_context;
+
+typedef struct pd_context_params {
+    int32_t n_ctx;     /* KV cache length in tokens; 0 = min(model max, 4096) */
+    int32_t n_threads; /* worker threads; 0 = 1 */
+    int32_t n_batch;   /* tokens per prefill chunk; 0 = 256 */
+} pd_context_params;
+
+pd_context_params pd_context_default_params(void);
+
+pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err);
+void pd_context_free(pd_context *ctx);
+
+/* A new context holding a copy of ctx's KV cache (a shared prefix evaluated
+ * once, continued several ways). */
+pd_context *pd_context_fork(const pd_context *ctx, pd_error *err);
+
+/* Tokens currently in the KV cache. */
+int32_t pd_context_kv_len(const pd_context *ctx);
+int32_t pd_context_n_ctx(const pd_context *ctx);
+
+/* Forget the cache past its first n tokens (n <= kv_len). */
+pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err);
+
+/* One evaluation step: tokens appended to the KV cache and run through the
+ * trunk. Every token sees the whole cache that was there before the batch.
+ * Within the batch it sees the tokens that `visible` allows (row-major
+ * n_tokens x n_tokens bytes, visible[i*n+j] != 0 when token i may attend to
+ * token j; j == i must be allowed) or, when visible is NULL, itself and the
+ * tokens before it (causal). positions NULL means kv_len, kv_len+1, ... */
+typedef struct pd_batch {
+    const int32_t *tokens;
+    int32_t n_tokens;
+    const int32_t *positions;  /* may be NULL */
+    const uint8_t *visible;    /* may be NULL */
+    const int32_t *outputs;    /* batch rows whose hidden state to keep */
+    int32_t n_outputs;         /* 0 with outputs NULL: keep the last row only */
+    int want_logits;           /* also compute full logits for the kept rows */
+} pd_batch;
+
+pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err);
+
+/* Convenience: causal evaluation of ids, keeping logits of the last token. */
+pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err);
+
+/* Results of the last pd_eval, for its i-th kept row (0 <= i < n_outputs).
+ * Pointers stay valid until the next pd_eval on ctx. */
+int32_t pd_context_n_outputs(const pd_context *ctx);
+const float *pd_context_hidden(const pd_context *ctx, int32_t i);  /* [hidden], final-norm */
+const float *pd_context_logits(const pd_context *ctx, int32_t i);  /* [vocab] or NULL */
+
+/* Logits of chosen vocabulary rows only, from the i-th kept hidden state: out[k]
+ * = logit of rows[k]. Reads just those rows of the LM head (sparse head). */
+pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows,
+                                 float *out, pd_error *err);
+
+/* -------------------------------------------------------------- generation */
+
+typedef struct pd_sampler_params {
+    float temperature;  /* <= 0: greedy */
+    int32_t top_k;      /* <= 0: off */
+    float top_p;        /* >= 1: off */
+    uint64_t seed;
+} pd_sampler_params;
+
+pd_sampler_params pd_sampler_default_params(void); /* greedy */
+
+/* Pick a token from logits[n_vocab] (mask: NULL or n_vocab bytes, 0 = banned).
+ * *rng_state carries the random stream between calls (seed it with
+ * params->seed). Returns the id, or -1 when every token is banned. */
+int32_t pd_sample(const float *logits, int32_t n_vocab, const uint8_t *mask,
+                  const pd_sampler_params *params, uint64_t *rng_state);
+
+typedef struct pd_generate_params {
+    pd_sampler_params sampler;
+    int32_t max_tokens;  /* 0 = until a stop token or the context ends */
+    int chat;            /* wrap the prompt as a ChatML user turn */
+} pd_generate_params;
+
+/* Per-token callback; return non-zero to stop. */
+typedef int (*pd_token_callback)(int32_t id, const char *piece, size_t piece_len, void *user);
+
+/* Tokenize prompt with the model's tokenizer, evaluate it, and generate until
+ * EOS/<|im_end|>/max_tokens. *text (may be NULL) receives the generated bytes,
+ * pd_free()-able. */
+pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_params *params,
+                      pd_token_callback callback, void *user, char **text, pd_error *err);
+
+/* ChatML form of one user message followed by the assistant turn header. */
+char *pd_chatml_user(const char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POCKETDEC_H */
