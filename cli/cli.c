@@ -1,0 +1,266 @@
+/* cli.c - the subcommand dispatcher, option accessors and JSON printers. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int find(cli_args *a, const char *name)
+{
+    for (int i = 0; i < a->argc; i++)
+        if (strcmp(a->argv[i], name) == 0) return i;
+    return -1;
+}
+
+const char *cli_opt(cli_args *a, const char *name)
+{
+    int i = find(a, name);
+    if (i < 0 || i + 1 >= a->argc) return NULL;
+    return a->argv[i + 1];
+}
+
+bool cli_flag(cli_args *a, const char *name)
+{
+    int i = find(a, name);
+    if (i < 0) return false;
+    return true;
+}
+
+int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t hi, int32_t *out)
+{
+    const char *s = cli_opt(a, name);
+    *out = def;
+    if (!s) return find(a, name) >= 0 ? cli_usage(a, "an option is missing its value") : 0;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "pocketdec %s: %s must be an integer in [%d, %d], got '%s'\n", a->command, name, lo, hi, s);
+        return 2;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out)
+{
+    const char *s = cli_opt(a, name);
+    *out = def;
+    if (!s) return find(a, name) >= 0 ? cli_usage(a, "an option is missing its value") : 0;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "pocketdec %s: %s must be a number in [%g, %g], got '%s'\n", a->command, name, lo, hi, s);
+        return 2;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_ids(const char *s, int32_t **ids, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    int32_t *v = malloc(cap * sizeof *v);
+    if (!v) return 1;
+    size_t k = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long x = strtol(p, &end, 10);
+        if (end == p || errno || x < INT32_MIN || x > INT32_MAX || (*end && *end != ',')) {
+            free(v);
+            return 1;
+        }
+        v[k++] = (int32_t)x;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && !*p) { /* trailing comma */
+            free(v);
+            return 1;
+        }
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}
+
+int cli_json_ids(const json_t *arr, int32_t **ids, size_t *n)
+{
+    if (!json_is_array(arr)) return 1;
+    size_t len = json_array_size(arr);
+    int32_t *v = malloc((len ? len : 1) * sizeof *v);
+    if (!v) return 1;
+    for (size_t i = 0; i < len; i++) {
+        json_t *e = json_array_get(arr, i);
+        json_int_t x = json_integer_value(e);
+        if (!json_is_integer(e) || x < INT32_MIN || x > INT32_MAX) {
+            free(v);
+            return 1;
+        }
+        v[i] = (int32_t)x;
+    }
+    *ids = v;
+    *n = len;
+    return 0;
+}
+
+void cli_print_ids(FILE *f, const int32_t *ids, size_t n)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", ids[i]);
+    fputs("]\n", f);
+}
+
+void cli_print_floats(FILE *f, const float *v, int64_t n)
+{
+    fputc('[', f);
+    for (int64_t i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            fprintf(f, i ? ",%.9g" : "%.9g", (double)v[i]);
+        else
+            fputs(i ? ",null" : "null", f); /* JSON has no inf/nan */
+    }
+    fputc(']', f);
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+static size_t utf8_valid_len(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80) return 1;
+    size_t len;
+    uint32_t min;
+    if ((s[0] & 0xe0) == 0xc0) len = 2, min = 0x80;
+    else if ((s[0] & 0xf0) == 0xe0) len = 3, min = 0x800;
+    else if ((s[0] & 0xf8) == 0xf0) len = 4, min = 0x10000;
+    else return 0;
+    if (len > n) return 0;
+    uint32_t cp = s[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+void cli_print_json_string(FILE *f, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_valid_len(p + i, len - i);
+        if (k == 0) {
+            fputs("\xef\xbf\xbd", f); /* U+FFFD for each invalid byte */
+            i++;
+            continue;
+        }
+        unsigned char ch = p[i];
+        if (k == 1 && (ch < 0x20 || ch == '"' || ch == '\\')) {
+            switch (ch) {
+            case '"': fputs("\\\"", f); break;
+            case '\\': fputs("\\\\", f); break;
+            case '\n': fputs("\\n", f); break;
+            case '\r': fputs("\\r", f); break;
+            case '\t': fputs("\\t", f); break;
+            default: fprintf(f, "\\u%04x", ch);
+            }
+        } else {
+            fwrite(p + i, 1, k, f);
+        }
+        i += k;
+    }
+    fputc('"', f);
+}
+
+int cli_fail(const pd_error *err)
+{
+    fprintf(stderr, "pocketdec: %s\n", err->message);
+    return 1;
+}
+
+int cli_failf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("pocketdec: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int cli_usage(cli_args *a, const char *what)
+{
+    fprintf(stderr, "pocketdec %s: %s\nusage: pocketdec %s %s\n", a->command, what, a->command, a->usage);
+    return 2;
+}
+
+/* Whether `name` appears in the usage text, and whether it takes a value: the
+ * usage is the single statement of a command's options ("--model PATH",
+ * "[--threads N]" take values; "[--chat]" is a flag). Returns 0 unknown, 1
+ * flag, 2 option with a value. */
+static int usage_kind(const char *usage, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(usage, name); p; p = strstr(p + 1, name)) {
+        bool starts = p == usage || p[-1] == ' ' || p[-1] == '[';
+        if (!starts || (p[n] != ' ' && p[n] != ']' && p[n] != '\0')) continue;
+        return p[n] == ' ' && p[n + 1] != '[' && p[n + 1] != '-' ? 2 : 1;
+    }
+    return 0;
+}
+
+/* Refuse unknown options and options missing their value, before any work. */
+static int check_known(cli_args *a)
+{
+    for (int k = 0; k < a->argc; k++) {
+        int kind = strncmp(a->argv[k], "--", 2) == 0 ? usage_kind(a->usage, a->argv[k]) : 0;
+        if (kind == 0) {
+            fprintf(stderr, "pocketdec %s: unknown argument '%s'\nusage: pocketdec %s %s\n", a->command,
+                    a->argv[k], a->command, a->usage);
+            return 1;
+        }
+        if (kind == 2 && ++k >= a->argc) {
+            fprintf(stderr, "pocketdec %s: %s needs a value\n", a->command, a->argv[k - 1]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void print_help(const cli_command *commands, size_t n)
+{
+    printf("pocketdec %s - Qwen3 decoders of the MNN-Pocket family on the CPU\n\nusage: pocketdec COMMAND [options]\n\n",
+           PD_VERSION);
+    for (size_t i = 0; i < n; i++) printf("  %-9s %s\n", commands[i].name, commands[i].usage);
+    printf("\nPATH is an HF model directory or a .gguf file. 'pocketdec COMMAND --help' explains one command.\n");
+}
+
+int cli_main(int argc, char **argv, const cli_command *commands, size_t n_commands)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        print_help(commands, n_commands);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("pocketdec %s\n", PD_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < n_commands; i++) {
+        const cli_command *c = &commands[i];
+        if (strcmp(argv[1], c->name) != 0) continue;
+        cli_args a = {c->name, c->usage, argc - 2, argv + 2};
+        if (find(&a, "--help") >= 0 || find(&a, "-h") >= 0) {
+            printf("usage: pocketdec %s %s\n\n%s\n", c->name, c->usage, c->help);
+            return 0;
+        }
+        return check_known(&a) ? 2 : c->run(&a);
+    }
+    fprintf(stderr, "pocketdec: unknown command '%s' (try pocketdec --help)\n", argv[1]);
+    return 2;
+}

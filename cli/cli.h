@@ -1,0 +1,48 @@
+/* cli.h - argument parsing and JSON printing shared by the pocketdec subcommands. */
+#ifndef PD_CLI_H
+#define PD_CLI_H
+
+#include "pocketdec.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct cli_args {
+    const char *command;
+    const char *usage;
+    int argc;
+    char **argv; /* the subcommand's arguments */
+} cli_args;
+
+typedef struct cli_command {
+    const char *name, *usage, *help;
+    int (*run)(cli_args *a);
+} cli_command;
+
+int cli_main(int argc, char **argv, const cli_command *commands, size_t n_commands);
+
+/* The value after `name`, or NULL. */
+const char *cli_opt(cli_args *a, const char *name);
+bool cli_flag(cli_args *a, const char *name);
+/* Integer/float option with default and range; prints a usage error and returns 2 when bad. */
+int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t hi, int32_t *out);
+int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
+
+/* "1,2,3" -> ids (malloc'd); non-zero when malformed. */
+int cli_parse_ids(const char *s, int32_t **ids, size_t *n);
+/* A JSON array of integers -> ids (malloc'd); non-zero when malformed. */
+int cli_json_ids(const json_t *arr, int32_t **ids, size_t *n);
+
+void cli_print_ids(FILE *f, const int32_t *ids, size_t n);
+void cli_print_floats(FILE *f, const float *v, int64_t n);
+/* A JSON string of bytes; invalid UTF-8 sequences become U+FFFD. */
+void cli_print_json_string(FILE *f, const char *s, size_t len);
+
+/* Print "pocketdec: message" on stderr and return 1. */
+int cli_fail(const pd_error *err);
+int cli_failf(const char *fmt, ...);
+/* Print a usage error for the subcommand and return 2. */
+int cli_usage(cli_args *a, const char *what);
+
+#endif

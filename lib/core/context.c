@@ -1,0 +1,157 @@
+/* context.c - a context's run state: KV cache, scratch, outputs; create, fork, truncate. */
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+pd_context_params pd_context_default_params(void)
+{
+    pd_context_params p = {0, 1, 256};
+    return p;
+}
+
+static int64_t max3(int64_t a, int64_t b, int64_t c)
+{
+    int64_t m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+/* Allocate n floats, n computed from factors without overflow; NULL on failure. */
+static float *alloc_floats(size_t a, size_t b, size_t c)
+{
+    size_t n, bytes;
+    if (!pd_mul_size(a, b, &n) || !pd_mul_size(n, c, &n) || !pd_mul_size(n, sizeof(float), &bytes) || bytes == 0)
+        return NULL;
+    return calloc(1, bytes);
+}
+
+static size_t kv_dim(const pd_config *c) { return (size_t)c->n_kv_heads * (size_t)c->head_dim; }
+
+pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err)
+{
+    if (!model) {
+        pd_set_error(err, PD_ERR_ARG, "pd_context_new: no model");
+        return NULL;
+    }
+    pd_context_params p = params ? *params : pd_context_default_params();
+    const pd_config *c = &model->cfg;
+    if (p.n_ctx < 0 || p.n_threads < 0 || p.n_batch < 0 || p.n_threads > 256) {
+        pd_set_error(err, PD_ERR_ARG, "pd_context_new: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
+                     p.n_ctx, p.n_threads, p.n_batch);
+        return NULL;
+    }
+    if (p.n_ctx == 0) p.n_ctx = c->max_positions < 4096 ? c->max_positions : 4096;
+    if (p.n_ctx > c->max_positions) {
+        pd_set_error(err, PD_ERR_RANGE, "%s: context of %d tokens asked, the model supports %d", model->source,
+                     p.n_ctx, c->max_positions);
+        return NULL;
+    }
+    if (p.n_threads == 0) p.n_threads = 1;
+    if (p.n_batch == 0) p.n_batch = 256;
+    if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
+
+    pd_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) goto nomem;
+    ctx->model = model;
+    ctx->n_ctx = p.n_ctx;
+    ctx->n_batch = p.n_batch;
+    size_t B = (size_t)p.n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
+    size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
+    size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
+    ctx->k_cache = alloc_floats((size_t)c->n_layers, (size_t)p.n_ctx, KV);
+    ctx->v_cache = alloc_floats((size_t)c->n_layers, (size_t)p.n_ctx, KV);
+    ctx->x = alloc_floats(B, H, 1);
+    ctx->xn = alloc_floats(B, H, 1);
+    ctx->q = alloc_floats(B, Q, 1);
+    ctx->k = alloc_floats(B, KV, 1);
+    ctx->v = alloc_floats(B, KV, 1);
+    ctx->att = alloc_floats(B, Q, 1);
+    ctx->gate = alloc_floats(B, F, 1);
+    ctx->up = alloc_floats(B, F, 1);
+    ctx->delta = alloc_floats(B, H, 1);
+    ctx->rowbuf = alloc_floats(T, max_cols, 1);
+    ctx->scores = alloc_floats(T, (size_t)p.n_ctx, 1);
+    ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
+    ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
+    ctx->chunk_pos = calloc(B, sizeof(int32_t));
+    ctx->pool = pd_pool_new(p.n_threads);
+    if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
+        !ctx->gate || !ctx->up || !ctx->delta || !ctx->rowbuf || !ctx->scores || !ctx->rope_cos ||
+        !ctx->rope_sin || !ctx->chunk_pos || !ctx->pool)
+        goto nomem;
+    return ctx;
+nomem:
+    pd_context_free(ctx);
+    pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a context of %d tokens", model->source, p.n_ctx);
+    return NULL;
+}
+
+void pd_context_free(pd_context *ctx)
+{
+    if (!ctx) return;
+    pd_pool_free(ctx->pool);
+    free(ctx->k_cache);
+    free(ctx->v_cache);
+    free(ctx->x);
+    free(ctx->xn);
+    free(ctx->q);
+    free(ctx->k);
+    free(ctx->v);
+    free(ctx->att);
+    free(ctx->gate);
+    free(ctx->up);
+    free(ctx->delta);
+    free(ctx->rowbuf);
+    free(ctx->scores);
+    free(ctx->rope_cos);
+    free(ctx->rope_sin);
+    free(ctx->chunk_pos);
+    free(ctx->out_hidden);
+    free(ctx->out_logits);
+    free(ctx);
+}
+
+pd_context *pd_context_fork(const pd_context *src, pd_error *err)
+{
+    if (!src) {
+        pd_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
+        return NULL;
+    }
+    pd_context_params p = {src->n_ctx, pd_pool_size(src->pool), src->n_batch};
+    pd_context *ctx = pd_context_new(src->model, &p, err);
+    if (!ctx) return NULL;
+    const pd_config *c = &src->model->cfg;
+    size_t layer_stride = (size_t)src->n_ctx * kv_dim(c);
+    size_t used = (size_t)src->kv_len * kv_dim(c) * sizeof(float);
+    for (int l = 0; l < c->n_layers; l++) {
+        memcpy(ctx->k_cache + l * layer_stride, src->k_cache + l * layer_stride, used);
+        memcpy(ctx->v_cache + l * layer_stride, src->v_cache + l * layer_stride, used);
+    }
+    ctx->kv_len = src->kv_len;
+    return ctx;
+}
+
+int32_t pd_context_kv_len(const pd_context *ctx) { return ctx->kv_len; }
+int32_t pd_context_n_ctx(const pd_context *ctx) { return ctx->n_ctx; }
+
+pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err)
+{
+    if (n < 0 || n > ctx->kv_len)
+        return pd_set_error(err, PD_ERR_RANGE, "pd_context_kv_truncate: %d is outside [0, %d]", n, ctx->kv_len);
+    ctx->kv_len = n;
+    return PD_OK;
+}
+
+int32_t pd_context_n_outputs(const pd_context *ctx) { return ctx->n_outputs; }
+
+const float *pd_context_hidden(const pd_context *ctx, int32_t i)
+{
+    if (i < 0 || i >= ctx->n_outputs) return NULL;
+    return ctx->out_hidden + (size_t)i * (size_t)ctx->model->cfg.hidden;
+}
+
+const float *pd_context_logits(const pd_context *ctx, int32_t i)
+{
+    if (!ctx->have_logits || i < 0 || i >= ctx->n_outputs) return NULL;
+    return ctx->out_logits + (size_t)i * (size_t)ctx->model->cfg.vocab;
+}

@@ -1,0 +1,333 @@
+/* forward.c - the Qwen3 forward pass (HF semantics), one chunk of tokens at a time.
+ *
+ * For each layer: RMSNorm, q/k/v projections, per-head q/k RMSNorm, RoPE
+ * (rotate-half), K/V appended to the cache, grouped-query attention under the
+ * batch's visibility, output projection into the residual stream; RMSNorm,
+ * SwiGLU MLP into the residual stream. Then the final norm for the rows the
+ * caller keeps, and the LM head for those rows. */
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ matmul */
+
+typedef struct {
+    const pd_kernels *kern;
+    const pd_matrix *w;
+    const float *x;  /* [n_tok][x_stride] */
+    float *y;        /* [n_tok][y_stride] */
+    int64_t n_tok, x_stride, y_stride;
+    float *rowbuf;   /* per thread [row_cap] */
+    int64_t row_cap;
+    const int32_t *rows; /* NULL: rows 0..n-1 of w; else the chosen rows (sparse head) */
+} matmul_job;
+
+/* Tokens per tile: keeps the inputs of a tile in cache while one weight row
+ * (converted once per tile) is dotted with each. */
+#define TOKEN_TILE 64
+
+static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    const matmul_job *j = arg;
+    const pd_matrix *w = j->w;
+    float *row = j->rowbuf + (size_t)thread * (size_t)j->row_cap;
+    bool direct = w->dtype == PD_F32 && ((uintptr_t)w->data % sizeof(float)) == 0;
+    for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOKEN_TILE) {
+        int64_t t1 = t0 + TOKEN_TILE < j->n_tok ? t0 + TOKEN_TILE : j->n_tok;
+        for (int64_t i = begin; i < end; i++) {
+            int64_t r = j->rows ? j->rows[i] : i;
+            const float *wr;
+            if (direct) {
+                wr = (const float *)(const void *)(w->data + (size_t)r * w->row_bytes);
+            } else {
+                pd_matrix_row(w, r, row);
+                wr = row;
+            }
+            for (int64_t t = t0; t < t1; t++)
+                j->y[t * j->y_stride + i] = j->kern->dot(wr, j->x + t * j->x_stride, w->cols);
+        }
+    }
+}
+
+/* y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when rows is NULL). */
+static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
+                        int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok, float *rowbuf, int64_t row_cap)
+{
+    matmul_job j = {ctx->model->kern, w, x, y, n_tok, x_stride, y_stride, rowbuf, row_cap, rows};
+    pd_pool_for(ctx->pool, n_out, 16, matmul_range, &j);
+}
+
+static int64_t scratch_cols(const pd_config *c)
+{
+    int64_t q = (int64_t)c->n_heads * c->head_dim, m = c->hidden > q ? c->hidden : q;
+    return m > c->ffn ? m : c->ffn;
+}
+
+static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y,
+                   int64_t y_stride, int64_t n_tok)
+{
+    matmul_rows(ctx, w, NULL, w->rows, x, x_stride, y, y_stride, n_tok, ctx->rowbuf, scratch_cols(&ctx->model->cfg));
+}
+
+/* --------------------------------------------------------------- attention */
+
+typedef struct {
+    pd_context *ctx;
+    int layer;
+    int32_t n_tok;        /* tokens in this chunk */
+    int32_t chunk_start;  /* index of the chunk's first token in the batch */
+    int32_t batch_kv0;    /* cache length before the batch */
+    const pd_batch *batch;
+} attn_job;
+
+static bool sees(const attn_job *a, int32_t i_batch, int32_t t)
+{
+    if (t < a->batch_kv0) return true;
+    int32_t jb = t - a->batch_kv0;
+    if (a->batch->visible) return a->batch->visible[(size_t)i_batch * (size_t)a->batch->n_tokens + (size_t)jb] != 0;
+    return jb <= i_batch;
+}
+
+static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    const attn_job *a = arg;
+    pd_context *ctx = a->ctx;
+    const pd_config *c = &ctx->model->cfg;
+    const pd_kernels *kern = ctx->model->kern;
+    int hd = c->head_dim, nh = c->n_heads, group = c->n_heads / c->n_kv_heads;
+    size_t kvd = (size_t)c->n_kv_heads * (size_t)hd;
+    size_t layer_off = (size_t)a->layer * (size_t)ctx->n_ctx * kvd;
+    const float *kc = ctx->k_cache + layer_off, *vc = ctx->v_cache + layer_off;
+    float *scores = ctx->scores + (size_t)thread * (size_t)ctx->n_ctx;
+    float inv_sqrt = 1.0f / sqrtf((float)hd);
+    int32_t kv_end = a->batch_kv0 + a->chunk_start + a->n_tok;
+
+    for (int64_t item = begin; item < end; item++) {
+        int32_t i = (int32_t)(item / nh), h = (int32_t)(item % nh);
+        int32_t i_batch = a->chunk_start + i;
+        const float *q = ctx->q + (size_t)i * nh * hd + (size_t)h * hd;
+        size_t kv_off = (size_t)(h / group) * hd;
+        float maxs = -INFINITY;
+        for (int32_t t = 0; t < kv_end; t++) {
+            if (!sees(a, i_batch, t)) {
+                scores[t] = -INFINITY;
+                continue;
+            }
+            float s = kern->dot(q, kc + (size_t)t * kvd + kv_off, hd) * inv_sqrt;
+            scores[t] = s;
+            if (s > maxs) maxs = s;
+        }
+        float *out = ctx->att + (size_t)i * nh * hd + (size_t)h * hd;
+        memset(out, 0, (size_t)hd * sizeof(float));
+        double sum = 0.0;
+        for (int32_t t = 0; t < kv_end; t++) {
+            if (scores[t] == -INFINITY) continue;
+            float e = expf(scores[t] - maxs);
+            sum += e;
+            kern->axpy(out, e, vc + (size_t)t * kvd + kv_off, hd);
+        }
+        float inv = (float)(1.0 / sum);
+        for (int d = 0; d < hd; d++) out[d] *= inv;
+    }
+}
+
+/* ------------------------------------------------------------------- RoPE */
+
+static void rope_tables(pd_context *ctx, int32_t n_tok)
+{
+    const pd_config *c = &ctx->model->cfg;
+    int half = c->head_dim / 2;
+    for (int32_t i = 0; i < n_tok; i++) {
+        for (int k = 0; k < half; k++) {
+            double inv_freq = pow((double)c->rope_theta, -2.0 * k / (double)c->head_dim);
+            double angle = (double)ctx->chunk_pos[i] * inv_freq;
+            ctx->rope_cos[(size_t)i * half + k] = (float)cos(angle);
+            ctx->rope_sin[(size_t)i * half + k] = (float)sin(angle);
+        }
+    }
+}
+
+/* Per-head RMSNorm then rotate-half RoPE, in place, on n_heads vectors of a token. */
+static void norm_rope(float *v, int n_heads, int hd, const float *norm_w, float eps, const float *cosv,
+                      const float *sinv)
+{
+    int half = hd / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *x = v + (size_t)h * hd;
+        pd_rmsnorm(x, x, norm_w, hd, eps);
+        for (int k = 0; k < half; k++) {
+            float x1 = x[k], x2 = x[k + half];
+            x[k] = x1 * cosv[k] - x2 * sinv[k];
+            x[k + half] = x2 * cosv[k] + x1 * sinv[k];
+        }
+    }
+}
+
+/* -------------------------------------------------------------- one chunk */
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_start, int32_t batch_kv0,
+                          const pd_batch *batch)
+{
+    const pd_model *m = ctx->model;
+    const pd_config *c = &m->cfg;
+    const pd_layer *L = &m->layers[l];
+    int64_t H = c->hidden, hd = c->head_dim, Q = (int64_t)c->n_heads * hd, KV = (int64_t)c->n_kv_heads * hd;
+    int64_t F = c->ffn;
+
+    for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->attn_norm, H, c->rms_eps);
+    matmul(ctx, &L->wq, ctx->xn, H, ctx->q, Q, n_tok);
+    matmul(ctx, &L->wk, ctx->xn, H, ctx->k, KV, n_tok);
+    matmul(ctx, &L->wv, ctx->xn, H, ctx->v, KV, n_tok);
+
+    size_t layer_off = (size_t)l * (size_t)ctx->n_ctx * (size_t)KV;
+    for (int32_t t = 0; t < n_tok; t++) {
+        const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
+        norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, L->q_norm, c->rms_eps, cs, sn);
+        norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, L->k_norm, c->rms_eps, cs, sn);
+        size_t slot = layer_off + (size_t)(batch_kv0 + chunk_start + t) * (size_t)KV;
+        memcpy(ctx->k_cache + slot, ctx->k + t * KV, (size_t)KV * sizeof(float));
+        memcpy(ctx->v_cache + slot, ctx->v + t * KV, (size_t)KV * sizeof(float));
+    }
+
+    attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
+    pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_heads, 4, attention_range, &aj);
+    matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
+    for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
+
+    for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->ffn_norm, H, c->rms_eps);
+    matmul(ctx, &L->w_gate, ctx->xn, H, ctx->gate, F, n_tok);
+    matmul(ctx, &L->w_up, ctx->xn, H, ctx->up, F, n_tok);
+    for (int64_t i = 0; i < (int64_t)n_tok * F; i++) ctx->gate[i] = silu(ctx->gate[i]) * ctx->up[i];
+    matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
+    for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
+}
+
+/* ------------------------------------------------------------- validation */
+
+static pd_status check_batch(const pd_context *ctx, const pd_batch *b, pd_error *err)
+{
+    const pd_config *c = &ctx->model->cfg;
+    const char *src = ctx->model->source;
+    if (!b || !b->tokens || b->n_tokens <= 0)
+        return pd_set_error(err, PD_ERR_ARG, "pd_eval: empty batch");
+    if (b->n_tokens > ctx->n_ctx - ctx->kv_len)
+        return pd_set_error(err, PD_ERR_CONTEXT, "%s: %d tokens do not fit: %d of the context's %d are in use", src,
+                            b->n_tokens, ctx->kv_len, ctx->n_ctx);
+    for (int32_t i = 0; i < b->n_tokens; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= c->vocab)
+            return pd_set_error(err, PD_ERR_RANGE, "%s: token %d at batch index %d is outside the vocabulary [0, %d)",
+                                src, b->tokens[i], i, c->vocab);
+        if (b->positions && (b->positions[i] < 0 || b->positions[i] >= c->max_positions))
+            return pd_set_error(err, PD_ERR_RANGE, "%s: position %d at batch index %d is outside [0, %d)", src,
+                                b->positions[i], i, c->max_positions);
+    }
+    if (b->visible) {
+        size_t n = (size_t)b->n_tokens;
+        for (size_t i = 0; i < n; i++) {
+            if (!b->visible[i * n + i])
+                return pd_set_error(err, PD_ERR_ARG, "pd_eval: token %zu of the batch must see itself", i);
+            for (size_t j = i + 1; j < n; j++)
+                if (b->visible[i * n + j])
+                    return pd_set_error(err, PD_ERR_ARG,
+                                        "pd_eval: token %zu may not see the later token %zu (the mask must be lower-triangular)", i, j);
+        }
+    }
+    if (b->n_outputs < 0 || (b->n_outputs > 0 && !b->outputs))
+        return pd_set_error(err, PD_ERR_ARG, "pd_eval: %d outputs asked with no output list", b->n_outputs);
+    for (int32_t k = 0; k < b->n_outputs; k++)
+        if (b->outputs[k] < 0 || b->outputs[k] >= b->n_tokens)
+            return pd_set_error(err, PD_ERR_RANGE, "pd_eval: output row %d is outside the batch of %d tokens",
+                                b->outputs[k], b->n_tokens);
+    return PD_OK;
+}
+
+static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_error *err)
+{
+    const pd_config *c = &ctx->model->cfg;
+    if (n > ctx->cap_outputs || (logits && !ctx->out_logits)) {
+        int32_t cap = n > ctx->cap_outputs ? n : ctx->cap_outputs;
+        size_t hb, lb;
+        if (!pd_mul_size((size_t)cap, (size_t)c->hidden * sizeof(float), &hb) ||
+            !pd_mul_size((size_t)cap, (size_t)c->vocab * sizeof(float), &lb))
+            return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: %d outputs are too many", n);
+        float *h = realloc(ctx->out_hidden, hb);
+        if (!h) return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for %d outputs", n);
+        ctx->out_hidden = h;
+        free(ctx->out_logits);
+        ctx->out_logits = NULL;
+        if (logits && !(ctx->out_logits = malloc(lb))) {
+            ctx->cap_outputs = 0;
+            return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for the logits of %d outputs", n);
+        }
+        ctx->cap_outputs = cap;
+    }
+    return PD_OK;
+}
+
+/* ------------------------------------------------------------------- eval */
+
+pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
+{
+    if (!ctx) return pd_set_error(err, PD_ERR_ARG, "pd_eval: no context");
+    pd_status rc = check_batch(ctx, batch, err);
+    if (rc) return rc;
+    int32_t last = batch->n_tokens - 1;
+    const int32_t *outputs = batch->n_outputs > 0 ? batch->outputs : &last;
+    int32_t n_out = batch->n_outputs > 0 ? batch->n_outputs : 1;
+    if ((rc = reserve_outputs(ctx, n_out, batch->want_logits, err))) return rc;
+    ctx->n_outputs = 0;
+    ctx->have_logits = 0;
+
+    const pd_model *m = ctx->model;
+    const pd_config *c = &m->cfg;
+    int64_t H = c->hidden;
+    int32_t batch_kv0 = ctx->kv_len;
+    for (int32_t start = 0; start < batch->n_tokens; start += ctx->n_batch) {
+        int32_t n_tok = batch->n_tokens - start < ctx->n_batch ? batch->n_tokens - start : ctx->n_batch;
+        for (int32_t t = 0; t < n_tok; t++) {
+            pd_matrix_row(&m->embed, batch->tokens[start + t], ctx->x + t * H);
+            ctx->chunk_pos[t] = batch->positions ? batch->positions[start + t] : batch_kv0 + start + t;
+        }
+        rope_tables(ctx, n_tok);
+        for (int l = 0; l < c->n_layers; l++) layer_forward(ctx, l, n_tok, start, batch_kv0, batch);
+        ctx->kv_len = batch_kv0 + start + n_tok;
+        for (int32_t k = 0; k < n_out; k++) {
+            int32_t r = outputs[k] - start;
+            if (r >= 0 && r < n_tok)
+                pd_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)r * H, m->final_norm, H, c->rms_eps);
+        }
+    }
+    ctx->n_outputs = n_out;
+    if (batch->want_logits) {
+        matmul(ctx, &m->lm_head, ctx->out_hidden, H, ctx->out_logits, c->vocab, n_out);
+        ctx->have_logits = 1;
+    }
+    return PD_OK;
+}
+
+pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err)
+{
+    pd_batch b = {ids, n_ids, NULL, NULL, NULL, 0, 1};
+    return pd_eval(ctx, &b, err);
+}
+
+pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows, float *out,
+                                 pd_error *err)
+{
+    const pd_config *c = &ctx->model->cfg;
+    if (i < 0 || i >= ctx->n_outputs)
+        return pd_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: output %d of %d", i, ctx->n_outputs);
+    if (n_rows < 0 || (n_rows > 0 && (!rows || !out)))
+        return pd_set_error(err, PD_ERR_ARG, "pd_context_logits_rows: no rows or no output buffer");
+    for (int32_t k = 0; k < n_rows; k++)
+        if (rows[k] < 0 || rows[k] >= c->vocab)
+            return pd_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: row %d is outside [0, %d)", rows[k],
+                                c->vocab);
+    matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), c->hidden, out, n_rows, 1,
+                ctx->rowbuf, scratch_cols(c));
+    return PD_OK;
+}

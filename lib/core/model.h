@@ -1,0 +1,69 @@
+/* model.h - the loaded model and the run state of a context (llama2.c style:
+ * a config, a weights struct, and the scratch of a forward pass). */
+#ifndef PD_MODEL_H
+#define PD_MODEL_H
+
+#include "kernels.h"
+#include "threadpool.h"
+
+/* A weight matrix [rows, cols] of any supported dtype, rows contiguous. Later
+ * features (merged adapters, quantized copies) point rows elsewhere. */
+typedef struct pd_matrix {
+    pd_dtype dtype;
+    int64_t rows, cols;
+    size_t row_bytes;
+    const uint8_t *data;
+} pd_matrix;
+
+typedef struct pd_layer {
+    const float *attn_norm, *q_norm, *k_norm, *ffn_norm; /* F32 copies */
+    pd_matrix wq, wk, wv, wo, w_gate, w_up, w_down;
+} pd_layer;
+
+struct pd_model {
+    pd_config cfg;
+    char *source;       /* path it was loaded from */
+    const char *format; /* "hf" or "gguf" */
+    pd_tensor_store store;
+    pd_matrix embed, lm_head;
+    const float *final_norm;
+    pd_layer *layers;
+    float *norm_storage; /* the F32 copies of every 1-D norm weight */
+    pd_tokenizer *tokenizer;
+    const pd_kernels *kern;
+};
+
+/* Validated row access: the matrix's row r converted to F32. */
+static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
+{
+    pd_row_to_f32(m->dtype, m->data + (size_t)r * m->row_bytes, dst, m->cols);
+}
+
+struct pd_context {
+    const pd_model *model;
+    int32_t n_ctx, n_batch;
+    pd_pool *pool;
+    int32_t kv_len;
+    float *k_cache, *v_cache; /* [layer][n_ctx][kv_dim], K after RoPE */
+
+    /* scratch for one chunk of up to n_batch tokens */
+    float *x;      /* residual stream [n_batch][hidden] */
+    float *xn;     /* normed input [n_batch][max(hidden, ffn)] */
+    float *q;      /* [n_batch][n_heads*head_dim] */
+    float *k, *v;  /* [n_batch][kv_dim] */
+    float *att;    /* attention output [n_batch][n_heads*head_dim] */
+    float *gate, *up; /* [n_batch][ffn] */
+    float *delta;  /* projection output added to x [n_batch][hidden] */
+    float *rowbuf; /* per thread: one weight row [max cols] */
+    float *scores; /* per thread: attention scores [n_ctx] */
+    float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
+    int32_t *chunk_pos;
+
+    /* results of the last pd_eval */
+    int32_t n_outputs, cap_outputs;
+    float *out_hidden; /* [n_outputs][hidden] */
+    float *out_logits; /* [n_outputs][vocab], NULL rows when not asked */
+    int have_logits;
+};
+
+#endif

@@ -1,0 +1,22 @@
+/* threadpool.h - a fixed set of worker threads that run one parallel loop at a time. */
+#ifndef PD_THREADPOOL_H
+#define PD_THREADPOOL_H
+
+#include <stdint.h>
+
+typedef struct pd_pool pd_pool;
+
+/* The body of a parallel loop: handles items [begin, end) on worker `thread`
+ * (0 <= thread < n_threads, so per-thread scratch can be indexed by it). */
+typedef void (*pd_range_fn)(void *arg, int64_t begin, int64_t end, int thread);
+
+/* n_threads counts the calling thread: 1 starts no worker. NULL on failure. */
+pd_pool *pd_pool_new(int n_threads);
+void pd_pool_free(pd_pool *pool);
+int pd_pool_size(const pd_pool *pool);
+
+/* Split [0, n) into contiguous chunks of at least `grain` items and run fn on
+ * them across the pool; returns when all are done. */
+void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""Write the random test models and their expected outputs for test_forward.
+
+Usage: make_fixtures.py OUTDIR STAMP
+
+Each case is a random Qwen3 model written by tools/testmodels/make_model.py and
+the logits and final-norm hidden states that the independent numpy reference
+(tools/testmodels/reference.py, float64) computes for a fixed id sequence.
+OUTDIR/cases.json lists them for the C test.
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOLS = os.path.join(ROOT, "tools", "testmodels")
+PY = sys.executable
+
+# name, preset, format, extra make_model arguments, number of ids
+CASES = [
+    ("tiny-hf-f32", "tiny", "hf-f32", [], 12),
+    ("tiny-hf-bf16-untied", "tiny", "hf-bf16", ["--untied"], 12),
+    ("tiny-hf-f16", "tiny", "hf-f16", [], 9),
+    ("gqa-hf-f32", "gqa", "hf-f32", [], 40),
+    ("gqa-hf-sharded-f32", "gqa", "hf-sharded-f32", ["--untied"], 20),
+    ("gqa-gguf-f32", "gqa", "gguf-f32", [], 40),
+    ("gqa-gguf-f16", "gqa", "gguf-f16", [], 24),
+    ("gqa-gguf-bf16", "gqa", "gguf-bf16", ["--untied"], 16),
+    ("gqa-gguf-q8_0", "gqa", "gguf-q8_0", [], 24),
+    ("gqa-gguf-q4_0", "gqa", "gguf-q4_0", [], 16),
+    ("gqa-gguf-q4_1", "gqa", "gguf-q4_1", ["--untied"], 16),
+]
+
+
+def ids_for(n, vocab, seed):
+    """A fixed pseudo-random id sequence (a small LCG, so it is the same everywhere)."""
+    out, x = [], seed
+    for _ in range(n):
+        x = (x * 1103515245 + 12345) % (1 << 31)
+        out.append(x % vocab)
+    return out
+
+
+def main():
+    out = os.path.abspath(sys.argv[1])
+    os.makedirs(out, exist_ok=True)
+    vocab = {"tiny": 256, "gqa": 512}
+    manifest = []
+    for i, (name, preset, fmt, extra, n) in enumerate(CASES):
+        path = os.path.join(out, name + (".gguf" if fmt.startswith("gguf") else ""))
+        expected = os.path.join(out, name + ".expected.json")
+        subprocess.run([PY, os.path.join(TOOLS, "make_model.py"), "--preset", preset, "--format", fmt,
+                        "--seed", str(100 + i), "--out", path] + extra, check=True, stdout=subprocess.DEVNULL)
+        ids = ids_for(n, vocab[preset], 7 + i)
+        subprocess.run([PY, os.path.join(TOOLS, "reference.py"), "--model", path,
+                        "--ids", ",".join(map(str, ids)), "--out", expected], check=True, stdout=subprocess.DEVNULL)
+        manifest.append({"name": name, "model": path, "expected": expected})
+    for path in (os.path.join(out, "cases.json"), sys.argv[2]):
+        with open(path, "w") as f:
+            json.dump(manifest, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,351 @@
+/* test_forward.c - the trunk against the independent numpy reference, and the
+ * properties the heads and the constraint engine rely on (chunking, decode,
+ * forks, tree masks, sparse LM-head rows, threads). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pocketdec.h"
+
+static const char *fixture_dir;
+
+static json_t *load_json(const char *path)
+{
+    json_error_t jerr;
+    json_t *j = json_load_file(path, 0, &jerr);
+    if (!j) fail_msg("%s: %s", path, jerr.text);
+    return j;
+}
+
+static char *case_path(const char *name, const char *suffix)
+{
+    static char buf[4][1024];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, 1024, "%s/%s%s", fixture_dir, name, suffix);
+    return b;
+}
+
+static pd_model *load_model(const char *path)
+{
+    pd_error err;
+    pd_model *m = pd_model_load(path, NULL, &err);
+    if (!m) fail_msg("%s", err.message);
+    return m;
+}
+
+static pd_context *new_ctx(const pd_model *m, int n_ctx, int threads, int n_batch)
+{
+    pd_error err;
+    pd_context_params p = {n_ctx, threads, n_batch};
+    pd_context *c = pd_context_new(m, &p, &err);
+    if (!c) fail_msg("%s", err.message);
+    return c;
+}
+
+/* Evaluate ids in one causal batch keeping every row with logits. */
+static void eval_all(pd_context *ctx, const int32_t *ids, int n)
+{
+    int32_t rows[512];
+    assert_true(n <= 512);
+    for (int i = 0; i < n; i++) rows[i] = i;
+    pd_batch b = {ids, n, NULL, NULL, rows, n, 1};
+    pd_error err;
+    if (pd_eval(ctx, &b, &err)) fail_msg("%s", err.message);
+}
+
+static int json_ids(json_t *arr, int32_t *ids, int cap)
+{
+    int n = (int)json_array_size(arr);
+    assert_true(n <= cap);
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
+    return n;
+}
+
+/* Largest |got - want| over rows x cols, and largest |want|. */
+static void compare_rows(json_t *want, const pd_context *ctx, bool logits, int cols, double *max_diff,
+                         double *max_ref)
+{
+    for (size_t r = 0; r < json_array_size(want); r++) {
+        json_t *row = json_array_get(want, r);
+        const float *got = logits ? pd_context_logits(ctx, (int32_t)r) : pd_context_hidden(ctx, (int32_t)r);
+        assert_non_null(got);
+        assert_int_equal(json_array_size(row), (size_t)cols);
+        for (int c = 0; c < cols; c++) {
+            double w = json_real_value(json_array_get(row, (size_t)c));
+            double d = fabs(w - got[c]);
+            if (d > *max_diff) *max_diff = d;
+            if (fabs(w) > *max_ref) *max_ref = fabs(w);
+        }
+    }
+}
+
+/* Every model format against the float64 reference: max |diff| within 1e-4 of
+ * the largest reference value, for the logits and the hidden states of every
+ * position. The prefill is split in chunks of 16 tokens, so prompts of 20-40
+ * tokens also exercise attention across chunks. */
+static void test_reference_cases(void **state)
+{
+    (void)state;
+    json_t *cases = load_json(case_path("cases", ".json"));
+    size_t i;
+    json_t *cs;
+    json_array_foreach(cases, i, cs) {
+        const char *name = json_string_value(json_object_get(cs, "name"));
+        json_t *exp = load_json(json_string_value(json_object_get(cs, "expected")));
+        pd_model *m = load_model(json_string_value(json_object_get(cs, "model")));
+        const pd_config *c = pd_model_config(m);
+        int32_t ids[512];
+        int n = json_ids(json_object_get(exp, "ids"), ids, 512);
+        pd_context *ctx = new_ctx(m, 64, 1, 16);
+        eval_all(ctx, ids, n);
+        double dl = 0, rl = 0, dh = 0, rh = 0;
+        compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, &dl, &rl);
+        compare_rows(json_object_get(exp, "hidden"), ctx, false, c->hidden, &dh, &rh);
+        printf("  %-22s logits max|diff| %.3g (%.2g of max %.3g), hidden max|diff| %.3g (%.2g of max %.3g)\n", name,
+               dl, dl / rl, rl, dh, dh / rh, rh);
+        if (!(dl <= 1e-4 * rl && dh <= 1e-4 * rh)) fail_msg("%s differs from the reference", name);
+        pd_context_free(ctx);
+        pd_model_free(m);
+        json_decref(exp);
+    }
+    json_decref(cases);
+}
+
+typedef struct {
+    pd_model *m;
+    int32_t ids[64];
+    int n;
+} gqa_fixture;
+
+static int setup_gqa(void **state)
+{
+    gqa_fixture *f = calloc(1, sizeof *f);
+    f->m = load_model(case_path("gqa-hf-f32", ""));
+    json_t *exp = load_json(case_path("gqa-hf-f32", ".expected.json"));
+    f->n = json_ids(json_object_get(exp, "ids"), f->ids, 64);
+    json_decref(exp);
+    *state = f;
+    return 0;
+}
+
+static int teardown_gqa(void **state)
+{
+    gqa_fixture *f = *state;
+    pd_model_free(f->m);
+    free(f);
+    return 0;
+}
+
+static float max_abs_diff(const float *a, const float *b, int n)
+{
+    float d = 0;
+    for (int i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
+    return d;
+}
+
+/* Prefill of k tokens then one-token decode steps gives the logits of one long prefill. */
+static void test_prefill_then_decode(void **state)
+{
+    gqa_fixture *f = *state;
+    int V = pd_model_config(f->m)->vocab;
+    pd_context *whole = new_ctx(f->m, 64, 1, 64), *inc = new_ctx(f->m, 64, 1, 64);
+    eval_all(whole, f->ids, f->n);
+    pd_error err;
+    int k = 25;
+    assert_int_equal(pd_eval_tokens(inc, f->ids, k, &err), PD_OK);
+    assert_true(max_abs_diff(pd_context_logits(inc, 0), pd_context_logits(whole, k - 1), V) < 1e-4f);
+    for (int t = k; t < f->n; t++) {
+        assert_int_equal(pd_eval_tokens(inc, &f->ids[t], 1, &err), PD_OK);
+        assert_true(max_abs_diff(pd_context_logits(inc, 0), pd_context_logits(whole, t), V) < 1e-4f);
+    }
+    assert_int_equal(pd_context_kv_len(inc), f->n);
+    pd_context_free(whole);
+    pd_context_free(inc);
+}
+
+/* Threads split the rows of each matrix: the results are bitwise those of one thread. */
+static void test_threads_bitwise(void **state)
+{
+    gqa_fixture *f = *state;
+    int V = pd_model_config(f->m)->vocab;
+    pd_context *one = new_ctx(f->m, 64, 1, 16), *two = new_ctx(f->m, 64, 2, 16), *three = new_ctx(f->m, 64, 3, 16);
+    eval_all(one, f->ids, f->n);
+    eval_all(two, f->ids, f->n);
+    eval_all(three, f->ids, f->n);
+    for (int i = 0; i < f->n; i++) {
+        assert_memory_equal(pd_context_logits(one, i), pd_context_logits(two, i), (size_t)V * sizeof(float));
+        assert_memory_equal(pd_context_logits(one, i), pd_context_logits(three, i), (size_t)V * sizeof(float));
+    }
+    pd_context_free(one);
+    pd_context_free(two);
+    pd_context_free(three);
+}
+
+/* A fork continues exactly as the original would, and leaves the original alone. */
+static void test_fork_and_truncate(void **state)
+{
+    gqa_fixture *f = *state;
+    int V = pd_model_config(f->m)->vocab;
+    pd_error err;
+    pd_context *base = new_ctx(f->m, 64, 1, 16), *ref = new_ctx(f->m, 64, 1, 16);
+    assert_int_equal(pd_eval_tokens(base, f->ids, 10, &err), PD_OK);
+    pd_context *fork = pd_context_fork(base, &err);
+    assert_non_null(fork);
+    assert_int_equal(pd_context_kv_len(fork), 10);
+    assert_int_equal(pd_eval_tokens(fork, f->ids + 10, 5, &err), PD_OK);
+    assert_int_equal(pd_eval_tokens(ref, f->ids, 15, &err), PD_OK);
+    assert_memory_equal(pd_context_logits(fork, 0), pd_context_logits(ref, 0), (size_t)V * sizeof(float));
+    /* the original still holds 10 tokens: continue it another way and compare */
+    int32_t other[3] = {1, 2, 3}, seq[13];
+    memcpy(seq, f->ids, 10 * sizeof(int32_t));
+    memcpy(seq + 10, other, sizeof other);
+    assert_int_equal(pd_eval_tokens(base, other, 3, &err), PD_OK);
+    assert_int_equal(pd_context_kv_truncate(ref, 0, &err), PD_OK);
+    assert_int_equal(pd_eval_tokens(ref, seq, 13, &err), PD_OK);
+    assert_memory_equal(pd_context_logits(base, 0), pd_context_logits(ref, 0), (size_t)V * sizeof(float));
+    /* truncate then re-evaluate gives the same again */
+    assert_int_equal(pd_context_kv_truncate(base, 10, &err), PD_OK);
+    assert_int_equal(pd_eval_tokens(base, other, 3, &err), PD_OK);
+    assert_memory_equal(pd_context_logits(base, 0), pd_context_logits(ref, 0), (size_t)V * sizeof(float));
+    assert_int_equal(pd_context_kv_truncate(base, 14, &err), PD_ERR_RANGE);
+    pd_context_free(fork);
+    pd_context_free(base);
+    pd_context_free(ref);
+}
+
+/* Tree layout: after a shared prefix, candidates A and B see the prefix and
+ * themselves but not each other, with positions restarting after the prefix;
+ * their hidden states equal those of prefix+A and prefix+B evaluated alone. A
+ * last query token that sees everything is evaluated in the same pass. */
+static void test_tree_mask(void **state)
+{
+    gqa_fixture *f = *state;
+    int H = pd_model_config(f->m)->hidden;
+    pd_error err;
+    const int P = 6, A = 3, B = 4, N = A + B + 1;
+    const int32_t *prefix = f->ids, *ca = f->ids + 20, *cb = f->ids + 30;
+    pd_context *tree = new_ctx(f->m, 64, 2, 4); /* chunks of 4: the mask spans chunks */
+    assert_int_equal(pd_eval_tokens(tree, prefix, P, &err), PD_OK);
+    int32_t toks[8], pos[8], outs[3] = {A - 1, A + B - 1, N - 1};
+    uint8_t vis[8 * 8] = {0};
+    for (int i = 0; i < A; i++) toks[i] = ca[i], pos[i] = P + i;
+    for (int i = 0; i < B; i++) toks[A + i] = cb[i], pos[A + i] = P + i;
+    toks[N - 1] = 5;
+    pos[N - 1] = P + B;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j <= i; j++) {
+            bool same = (i < A && j < A) || (i >= A && i < A + B && j >= A && j < A + B);
+            vis[i * N + j] = same || i == N - 1;
+        }
+    pd_batch b = {toks, N, pos, vis, outs, 3, 0};
+    assert_int_equal(pd_eval(tree, &b, &err), PD_OK);
+    assert_null(pd_context_logits(tree, 0));
+
+    for (int which = 0; which < 2; which++) {
+        int32_t seq[16];
+        int len = which ? B : A;
+        memcpy(seq, prefix, (size_t)P * sizeof(int32_t));
+        memcpy(seq + P, which ? cb : ca, (size_t)len * sizeof(int32_t));
+        pd_context *alone = new_ctx(f->m, 64, 1, 64);
+        pd_batch ab = {seq, P + len, NULL, NULL, NULL, 0, 0};
+        assert_int_equal(pd_eval(alone, &ab, &err), PD_OK);
+        float d = max_abs_diff(pd_context_hidden(alone, 0), pd_context_hidden(tree, which), H);
+        assert_true(d < 1e-4f);
+        pd_context_free(alone);
+    }
+    pd_context_free(tree);
+}
+
+/* The sparse LM head gives exactly the full logits at the chosen rows. */
+static void test_logits_rows(void **state)
+{
+    gqa_fixture *f = *state;
+    pd_error err;
+    pd_context *ctx = new_ctx(f->m, 64, 2, 16);
+    assert_int_equal(pd_eval_tokens(ctx, f->ids, 7, &err), PD_OK);
+    int32_t rows[5] = {0, 511, 17, 17, 300};
+    float out[5];
+    assert_int_equal(pd_context_logits_rows(ctx, 0, rows, 5, out, &err), PD_OK);
+    for (int k = 0; k < 5; k++) assert_true(out[k] == pd_context_logits(ctx, 0)[rows[k]]);
+    int32_t bad = 512;
+    assert_int_equal(pd_context_logits_rows(ctx, 0, &bad, 1, out, &err), PD_ERR_RANGE);
+    assert_int_equal(pd_context_logits_rows(ctx, 1, rows, 1, out, &err), PD_ERR_RANGE);
+    pd_context_free(ctx);
+}
+
+static void test_bad_batches(void **state)
+{
+    gqa_fixture *f = *state;
+    pd_error err;
+    pd_context *ctx = new_ctx(f->m, 8, 1, 4);
+    int32_t bad_id[2] = {3, 512}, neg[1] = {-1};
+    assert_int_equal(pd_eval_tokens(ctx, bad_id, 2, &err), PD_ERR_RANGE);
+    assert_non_null(strstr(err.message, "512"));
+    assert_int_equal(pd_eval_tokens(ctx, neg, 1, &err), PD_ERR_RANGE);
+    assert_int_equal(pd_eval_tokens(ctx, f->ids, 9, &err), PD_ERR_CONTEXT);
+    assert_int_equal(pd_context_kv_len(ctx), 0); /* a refused batch leaves the cache alone */
+    assert_int_equal(pd_eval_tokens(ctx, f->ids, 0, &err), PD_ERR_ARG);
+    assert_int_equal(pd_eval_tokens(ctx, f->ids, 6, &err), PD_OK);
+    assert_int_equal(pd_eval_tokens(ctx, f->ids, 3, &err), PD_ERR_CONTEXT);
+    assert_int_equal(pd_context_kv_len(ctx), 6);
+    pd_context_kv_truncate(ctx, 0, &err);
+    uint8_t upper[4] = {1, 1, 0, 1}; /* token 0 sees token 1: not allowed */
+    pd_batch b = {f->ids, 2, NULL, upper, NULL, 0, 1};
+    assert_int_equal(pd_eval(ctx, &b, &err), PD_ERR_ARG);
+    uint8_t noself[4] = {0, 0, 1, 1};
+    b.visible = noself;
+    assert_int_equal(pd_eval(ctx, &b, &err), PD_ERR_ARG);
+    int32_t out_of_batch = 2, bad_pos[2] = {0, 1 << 30};
+    pd_batch c = {f->ids, 2, NULL, NULL, &out_of_batch, 1, 0};
+    assert_int_equal(pd_eval(ctx, &c, &err), PD_ERR_RANGE);
+    pd_batch d = {f->ids, 2, bad_pos, NULL, NULL, 0, 0};
+    assert_int_equal(pd_eval(ctx, &d, &err), PD_ERR_RANGE);
+    pd_context_free(ctx);
+
+    pd_context_params huge = {1 << 30, 1, 0};
+    assert_null(pd_context_new(f->m, &huge, &err));
+    assert_int_equal(err.code, PD_ERR_RANGE);
+    pd_context_params negative = {-1, 1, 0};
+    assert_null(pd_context_new(f->m, &negative, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+}
+
+static void test_missing_model(void **state)
+{
+    (void)state;
+    pd_error err;
+    assert_null(pd_model_load("/nonexistent/model-dir", NULL, &err));
+    assert_int_equal(err.code, PD_ERR_IO);
+    assert_non_null(strstr(err.message, "/nonexistent/model-dir"));
+    assert_null(pd_model_load(NULL, NULL, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+}
+
+int main(int argc, char **argv)
+{
+    fixture_dir = argc > 1 ? argv[1] : getenv("PD_MODEL_FIXTURES");
+    if (!fixture_dir) {
+        fprintf(stderr, "usage: test_forward FIXTURE_DIR\n");
+        return 2;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_cases),
+        cmocka_unit_test_setup_teardown(test_prefill_then_decode, setup_gqa, teardown_gqa),
+        cmocka_unit_test_setup_teardown(test_threads_bitwise, setup_gqa, teardown_gqa),
+        cmocka_unit_test_setup_teardown(test_fork_and_truncate, setup_gqa, teardown_gqa),
+        cmocka_unit_test_setup_teardown(test_tree_mask, setup_gqa, teardown_gqa),
+        cmocka_unit_test_setup_teardown(test_logits_rows, setup_gqa, teardown_gqa),
+        cmocka_unit_test_setup_teardown(test_bad_batches, setup_gqa, teardown_gqa),
+        cmocka_unit_test(test_missing_model),
+    };
+    return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
+}
