@@ -37,6 +37,16 @@ pd_status pd_set_error(pd_error *err, pd_status code, const char *fmt, ...)
     return code;
 }
 
+/* Append src to dst (capacity cap, length *len), truncating; dst stays NUL-terminated. */
+static void append_truncated(char *dst, size_t cap, size_t *len, const char *src)
+{
+    size_t n = strlen(src);
+    if (n > cap - 1 - *len) n = cap - 1 - *len;
+    memcpy(dst + *len, src, n);
+    *len += n;
+    dst[*len] = '\0';
+}
+
 pd_status pd_error_prefix(pd_error *err, const char *fmt, ...)
 {
     if (!err) return PD_ERR_INTERNAL;
@@ -46,7 +56,12 @@ pd_status pd_error_prefix(pd_error *err, const char *fmt, ...)
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err->message, sizeof old);
-    snprintf(err->message, sizeof err->message, "%s: %s", prefix, old);
+    old[sizeof old - 1] = '\0';
+    size_t len = 0;
+    err->message[0] = '\0';
+    append_truncated(err->message, sizeof err->message, &len, prefix);
+    append_truncated(err->message, sizeof err->message, &len, ": ");
+    append_truncated(err->message, sizeof err->message, &len, old);
     return err->code;
 }
 

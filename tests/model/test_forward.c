@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +113,7 @@ static void test_reference_cases(void **state)
         compare_rows(json_object_get(exp, "hidden"), ctx, false, c->hidden, &dh, &rh);
         printf("  %-22s logits max|diff| %.3g (%.2g of max %.3g), hidden max|diff| %.3g (%.2g of max %.3g)\n", name,
                dl, dl / rl, rl, dh, dh / rh, rh);
-        if (!(dl <= 1e-4 * rl && dh <= 1e-4 * rh)) fail_msg("%s differs from the reference", name);
+        if (!(dl <= 1e-5 * rl && dh <= 1e-5 * rh)) fail_msg("%s differs from the reference", name);
         pd_context_free(ctx);
         pd_model_free(m);
         json_decref(exp);
