@@ -1,0 +1,130 @@
+/*
+ * formats.h - helpers shared by the file loaders of lib/formats (safetensors,
+ * config.json, GGUF). Internal to the module and its tests.
+ */
+#ifndef PD_FORMATS_H
+#define PD_FORMATS_H
+
+#include "pd_internal.h"
+
+#include <string.h>
+
+/* ------------------------------------------------ little-endian readers */
+
+/* Byte by byte, so they work on any alignment and any host byte order. */
+static inline uint16_t pd_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static inline uint32_t pd_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t pd_le64(const uint8_t *p) { return pd_le32(p) | ((uint64_t)pd_le32(p + 4) << 32); }
+
+/* ------------------------------------------------ bounds-checked cursor */
+
+/* A read position in a byte range. Every read checks the remaining length
+ * first, so a malformed file can never make us read past the mapping. */
+typedef struct pd_cursor {
+    const uint8_t *data;
+    size_t size, pos;
+} pd_cursor;
+
+static inline size_t pd_cur_left(const pd_cursor *c) { return c->size - c->pos; }
+
+/* Take n bytes; returns NULL (and leaves the cursor alone) when fewer remain. */
+static inline const uint8_t *pd_cur_take(pd_cursor *c, uint64_t n)
+{
+    if (n > pd_cur_left(c)) return NULL;
+    const uint8_t *p = c->data + c->pos;
+    c->pos += (size_t)n;
+    return p;
+}
+
+static inline bool pd_cur_u32(pd_cursor *c, uint32_t *v)
+{
+    const uint8_t *p = pd_cur_take(c, 4);
+    if (p) *v = pd_le32(p);
+    return p != NULL;
+}
+
+static inline bool pd_cur_u64(pd_cursor *c, uint64_t *v)
+{
+    const uint8_t *p = pd_cur_take(c, 8);
+    if (p) *v = pd_le64(p);
+    return p != NULL;
+}
+
+/* A GGUF string: u64 length then that many bytes (not NUL-terminated). */
+static inline bool pd_cur_str(pd_cursor *c, const char **s, size_t *len)
+{
+    size_t save = c->pos;
+    uint64_t n;
+    const uint8_t *p;
+    if (!pd_cur_u64(c, &n) || !(p = pd_cur_take(c, n))) {
+        c->pos = save;
+        return false;
+    }
+    *s = (const char *)p;
+    *len = (size_t)n;
+    return true;
+}
+
+/* ------------------------------------------------------- tensor store */
+
+/* Map path read-only and append it to st->maps; *index receives its slot. */
+pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err);
+
+/* Append a tensor (name copied; data points into a mapping of st). */
+pd_status pd_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
+                              int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
+                              pd_error *err);
+
+/* Drop the tensors and mappings added after the store held n_tensors and
+ * n_maps: a failed load leaves the store as it found it. */
+void pd_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps);
+
+/* Whether t's bytes lie in mapping m. */
+bool pd_mapping_holds(const pd_mapping *m, const pd_tensor *t);
+
+/* Path of the file holding t's bytes (for messages), or "?" */
+const char *pd_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t);
+
+/* Refuse tensors first..n_tensors-1 whose bytes overlap each other. */
+pd_status pd_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
+                                  pd_error *err);
+
+/* Write "[a, b, c]" into buf. */
+void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape);
+
+/* Elements of a shape, or false when the product overflows int64/size_t. */
+bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out);
+
+/* malloc'ed "dir/name", or NULL when out of memory. */
+char *pd_path_join(const char *dir, const char *name);
+
+/* ------------------------------------------------------------- Qwen3 */
+
+/* Upper bounds that keep every later size computation (dims multiplied
+ * together, times 4 bytes) far from overflow. */
+#define PD_MAX_LAYERS 1024
+#define PD_MAX_DIM (1 << 20)
+#define PD_MAX_POSITIONS (1 << 24)
+
+/* Defaults for keys a file may omit, as HF's Qwen3Config has them. */
+#define PD_DEFAULT_ROPE_THETA 10000.0f
+#define PD_DEFAULT_RMS_EPS 1e-6f
+#define PD_DEFAULT_MAX_POSITIONS 32768
+
+/* Check the dimensions of cfg (positive, within limits, heads divisible by
+ * kv heads, even head_dim...). Messages start with source. */
+pd_status pd_config_validate(const pd_config *cfg, const char *source, pd_error *err);
+
+/* Check that st holds every tensor a Qwen3 model of cfg needs, with the exact
+ * shape and a known dtype. lm_head.weight may be absent only when
+ * cfg->tied_embeddings is set on entry; on success cfg->tied_embeddings =
+ * (lm_head.weight absent). */
+pd_status pd_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
+                                 pd_error *err);
+
+#endif /* PD_FORMATS_H */

@@ -1,0 +1,232 @@
+/* store.c - element types, the tensor store and its file mappings. */
+#include "formats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- dtypes */
+
+const char *pd_dtype_name(pd_dtype t)
+{
+    switch (t) {
+    case PD_F32: return "F32";
+    case PD_F16: return "F16";
+    case PD_BF16: return "BF16";
+    case PD_Q4_0: return "Q4_0";
+    case PD_Q4_1: return "Q4_1";
+    case PD_Q8_0: return "Q8_0";
+    }
+    return "unknown";
+}
+
+bool pd_dtype_known(int t)
+{
+    return t == PD_F32 || t == PD_F16 || t == PD_BF16 || t == PD_Q4_0 || t == PD_Q4_1 || t == PD_Q8_0;
+}
+
+size_t pd_dtype_row_bytes(pd_dtype t, int64_t n)
+{
+    size_t per, unit; /* bytes per unit of `unit` elements */
+    switch (t) {
+    case PD_F32: per = 4, unit = 1; break;
+    case PD_F16:
+    case PD_BF16: per = 2, unit = 1; break;
+    case PD_Q8_0: per = 34, unit = PD_QBLOCK; break;
+    case PD_Q4_0: per = 18, unit = PD_QBLOCK; break;
+    case PD_Q4_1: per = 20, unit = PD_QBLOCK; break;
+    default: return 0;
+    }
+    if (n < 0 || (uint64_t)n % unit != 0 || (uint64_t)n > SIZE_MAX) return 0;
+    size_t bytes;
+    return pd_mul_size((size_t)n / unit, per, &bytes) ? bytes : 0;
+}
+
+/* ------------------------------------------------------------- shapes */
+
+void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape)
+{
+    size_t used = 0;
+    if (size) buf[0] = '\0';
+    for (int i = 0; i <= n_dims && used < size; i++) {
+        int n = i < n_dims ? snprintf(buf + used, size - used, "%s%lld", i ? ", " : "[", (long long)shape[i])
+                           : snprintf(buf + used, size - used, "%s]", n_dims ? "" : "[");
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+}
+
+bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out)
+{
+    size_t n = 1;
+    for (int i = 0; i < n_dims; i++) {
+        if (shape[i] < 0 || (uint64_t)shape[i] > SIZE_MAX || !pd_mul_size(n, (size_t)shape[i], &n))
+            return false;
+    }
+    if ((uint64_t)n > INT64_MAX) return false;
+    *out = n;
+    return true;
+}
+
+char *pd_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t at = a;
+    if (a == 0 || dir[a - 1] != '/') p[at++] = '/';
+    memcpy(p + at, name, b + 1);
+    return p;
+}
+
+/* -------------------------------------------------------------- store */
+
+void pd_store_init(pd_tensor_store *st) { memset(st, 0, sizeof *st); }
+
+static void unmap(pd_mapping *m)
+{
+    if (m->data && m->size) munmap((void *)m->data, m->size);
+    free(m->path);
+}
+
+void pd_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps)
+{
+    while (st->n_tensors > n_tensors) free(st->tensors[--st->n_tensors].name);
+    while (st->n_maps > n_maps) unmap(&st->maps[--st->n_maps]);
+}
+
+void pd_store_free(pd_tensor_store *st)
+{
+    if (!st) return;
+    pd_store_rollback(st, 0, 0);
+    free(st->tensors);
+    free(st->maps);
+    pd_store_init(st);
+}
+
+/* Linear scan: a Qwen3 checkpoint has a few hundred tensors and lookups
+ * happen at load time only. */
+const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name)
+{
+    for (size_t i = 0; i < st->n_tensors; i++)
+        if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
+    return NULL;
+}
+
+/* Make room for one more element of size elem in *arr (capacity *cap). */
+static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap) return true;
+    size_t new_cap = *cap ? *cap * 2 : 16, bytes;
+    if (!pd_mul_size(new_cap, elem, &bytes)) return false;
+    void *p = realloc(*arr, bytes);
+    if (!p) return false;
+    *arr = p;
+    *cap = new_cap;
+    return true;
+}
+
+pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err)
+{
+    if (!grow((void **)&st->maps, &st->cap_maps, st->n_maps, sizeof *st->maps))
+        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return pd_set_error(err, PD_ERR_IO, "%s: not a regular file", path);
+    }
+    if ((uintmax_t)sb.st_size > SIZE_MAX) {
+        close(fd);
+        return pd_set_error(err, PD_ERR_IO, "%s: too large to map", path);
+    }
+    pd_mapping m = {.path = strdup(path), .data = NULL, .size = (size_t)sb.st_size};
+    /* mmap refuses a zero length; an empty file simply has no bytes. */
+    if (m.size) {
+        void *p = mmap(NULL, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            free(m.path);
+            return pd_set_error(err, PD_ERR_IO, "%s: cannot map: %s", path, strerror(e));
+        }
+        m.data = p;
+    }
+    close(fd); /* the mapping stays valid without the descriptor */
+    if (!m.path) {
+        unmap(&m);
+        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    }
+    st->maps[st->n_maps] = m;
+    *index = st->n_maps++;
+    return PD_OK;
+}
+
+pd_status pd_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
+                              int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
+                              pd_error *err)
+{
+    if (n_dims < 0 || n_dims > 4) return pd_set_error(err, PD_ERR_INTERNAL, "tensor with %d dims", n_dims);
+    char *copy = malloc(name_len + 1);
+    if (!copy || !grow((void **)&st->tensors, &st->cap_tensors, st->n_tensors, sizeof *st->tensors)) {
+        free(copy);
+        return pd_set_error(err, PD_ERR_NOMEM, "out of memory adding a tensor");
+    }
+    memcpy(copy, name, name_len);
+    copy[name_len] = '\0';
+    pd_tensor *t = &st->tensors[st->n_tensors++];
+    memset(t, 0, sizeof *t);
+    t->name = copy;
+    t->dtype = dtype;
+    t->n_dims = n_dims;
+    for (int i = 0; i < n_dims; i++) t->shape[i] = shape[i];
+    t->data = data;
+    t->nbytes = nbytes;
+    return PD_OK;
+}
+
+bool pd_mapping_holds(const pd_mapping *m, const pd_tensor *t)
+{
+    /* Compare as integers: the pointer may belong to another mapping. */
+    uintptr_t a = (uintptr_t)m->data, x = (uintptr_t)t->data;
+    return m->data && x >= a && x - a <= m->size;
+}
+
+const char *pd_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t)
+{
+    for (size_t i = 0; i < st->n_maps; i++)
+        if (pd_mapping_holds(&st->maps[i], t)) return st->maps[i].path;
+    return "?";
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)(*(const pd_tensor *const *)a)->data;
+    uintptr_t y = (uintptr_t)(*(const pd_tensor *const *)b)->data;
+    return (x > y) - (x < y);
+}
+
+pd_status pd_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
+                                  pd_error *err)
+{
+    size_t n = 0;
+    const pd_tensor **order = malloc((st->n_tensors - first + 1) * sizeof *order);
+    if (!order) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", source);
+    for (size_t i = first; i < st->n_tensors; i++)
+        if (st->tensors[i].nbytes) order[n++] = &st->tensors[i]; /* empty ones hold no bytes */
+    qsort(order, n, sizeof *order, by_address);
+    pd_status rc = PD_OK;
+    for (size_t i = 1; i < n && rc == PD_OK; i++) {
+        const pd_tensor *a = order[i - 1], *b = order[i];
+        if ((uintptr_t)a->data + a->nbytes > (uintptr_t)b->data)
+            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: tensors %s and %s overlap", source, a->name, b->name);
+    }
+    free(order);
+    return rc;
+}
