@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,56 @@ static void test_bad_batches(void **state)
     assert_int_equal(err.code, PD_ERR_ARG);
 }
 
+typedef struct {
+    const pd_model *m;
+    const int32_t *ids;
+    int n, offset;
+    float logits[512];
+    int ok;
+} worker_job;
+
+static void *worker(void *p)
+{
+    worker_job *j = p;
+    pd_error err;
+    pd_context_params cp = {64, 1, 8};
+    pd_context *ctx = pd_context_new(j->m, &cp, &err);
+    if (!ctx) return NULL;
+    /* every worker evaluates its own rotation of the ids, several times over */
+    int32_t seq[64];
+    for (int i = 0; i < j->n; i++) seq[i] = j->ids[(i + j->offset) % j->n];
+    j->ok = 1;
+    for (int rep = 0; rep < 3; rep++) {
+        pd_context_kv_truncate(ctx, 0, NULL);
+        if (pd_eval_tokens(ctx, seq, j->n, &err)) j->ok = 0;
+        else memcpy(j->logits, pd_context_logits(ctx, 0), sizeof j->logits);
+    }
+    pd_context_free(ctx);
+    return NULL;
+}
+
+/* One model shared read-only by four threads, each with its own context: the
+ * results are bitwise those of a serial run. */
+static void test_shared_model_threads(void **state)
+{
+    gqa_fixture *f = *state;
+    assert_int_equal(pd_model_config(f->m)->vocab, 512);
+    worker_job serial[4], par[4];
+    pthread_t th[4];
+    for (int k = 0; k < 4; k++) {
+        serial[k] = (worker_job){f->m, f->ids, f->n, 7 * k, {0}, 0};
+        worker(&serial[k]);
+        par[k] = serial[k];
+        par[k].ok = 0;
+    }
+    for (int k = 0; k < 4; k++) assert_int_equal(pthread_create(&th[k], NULL, worker, &par[k]), 0);
+    for (int k = 0; k < 4; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < 4; k++) {
+        assert_true(serial[k].ok && par[k].ok);
+        assert_memory_equal(serial[k].logits, par[k].logits, sizeof par[k].logits);
+    }
+}
+
 static void test_missing_model(void **state)
 {
     (void)state;
@@ -346,6 +397,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_tree_mask, setup_gqa, teardown_gqa),
         cmocka_unit_test_setup_teardown(test_logits_rows, setup_gqa, teardown_gqa),
         cmocka_unit_test_setup_teardown(test_bad_batches, setup_gqa, teardown_gqa),
+        cmocka_unit_test_setup_teardown(test_shared_model_threads, setup_gqa, teardown_gqa),
         cmocka_unit_test(test_missing_model),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
