@@ -27,6 +27,8 @@ typedef struct {
 /* Tokens per tile: keeps the inputs of a tile in cache while one weight row
  * (converted once per tile) is dotted with each. */
 #define TOKEN_TILE 64
+/* Below this many tokens a fused dot on the stored row beats converting it. */
+#define FUSED_MAX_TOKENS 4
 
 static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
 {
@@ -34,6 +36,16 @@ static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
     const pd_matrix *w = j->w;
     float *row = j->rowbuf + (size_t)thread * (size_t)j->row_cap;
     bool direct = w->dtype == PD_F32 && ((uintptr_t)w->data % sizeof(float)) == 0;
+    if (j->n_tok < FUSED_MAX_TOKENS && !direct) {
+        /* decode: the row is read once, straight from its stored form */
+        for (int64_t i = begin; i < end; i++) {
+            int64_t r = j->rows ? j->rows[i] : i;
+            const uint8_t *wr = w->data + (size_t)r * w->row_bytes;
+            for (int64_t t = 0; t < j->n_tok; t++)
+                j->y[t * j->y_stride + i] = j->kern->dot_row(w->dtype, wr, j->x + t * j->x_stride, w->cols);
+        }
+        return;
+    }
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOKEN_TILE) {
         int64_t t1 = t0 + TOKEN_TILE < j->n_tok ? t0 + TOKEN_TILE : j->n_tok;
         for (int64_t i = begin; i < end; i++) {

@@ -13,6 +13,10 @@ typedef struct pd_kernels {
     float (*dot)(const float *a, const float *b, int64_t n);
     /* y[i] += s * x[i] */
     void (*axpy)(float *y, float s, const float *x, int64_t n);
+    /* dot of one stored weight row of type t (n elements) with x, without
+     * converting the row first: decode reads each weight once, so this is
+     * where its time goes */
+    float (*dot_row)(pd_dtype t, const void *row, const float *x, int64_t n);
 } pd_kernels;
 
 const pd_kernels *pd_kernels_select(void);
