@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Tests of the tianchi-eval command: exit codes, messages, outputs, and its
+figures on the training data against an independent scorer written here
+(collections.Counter multisets), over submissions perturbed at random.
+
+usage: test_cli.py TIANCHI_EVAL_EXE DATA_DIR
+"""
+import collections
+import csv
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+EXE, DATA = sys.argv[1], sys.argv[2]
+LABELS = os.path.join(DATA, "train_labels.csv")
+REVIEWS = os.path.join(DATA, "train_reviews.csv")
+CATEGORIES = "包装 成分 尺寸 服务 功效 价格 气味 使用体验 物流 新鲜度 真伪 整体 其他".split()
+POLARITIES = "正面 中性 负面".split()
+TMP = tempfile.mkdtemp(prefix="tianchi_cli_")
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([EXE, *args], input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode("utf-8"), p.stderr.decode("utf-8")
+
+
+def write(name, data):
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+def submission(rows, quoting=csv.QUOTE_MINIMAL, eol="\n"):
+    out = io.StringIO()
+    w = csv.writer(out, quoting=quoting, lineterminator=eol)
+    for r in rows:
+        w.writerow(r)
+    return out.getvalue()
+
+
+def read_gold():
+    with open(LABELS, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    return [(int(r[0]), r[1], r[4], r[7], r[8]) for r in rows]
+
+
+def read_reviews():
+    with open(REVIEWS, encoding="utf-8", newline="") as f:
+        return {int(r[0]): r[1] for r in list(csv.reader(f))[1:]}
+
+
+GOLD = read_gold()
+REV = read_reviews()
+
+
+def reference(gold, pred, reviews):
+    """The metric as docs/tianchi-eval.md states it, written independently."""
+    quads = [q for q in pred if q[1:] != ("_", "_", "_", "_")]
+    g, p = collections.Counter(gold), collections.Counter(quads)
+    both = g & p
+    out = {"overall": (sum(both.values()), len(quads), len(gold))}
+    gp = collections.Counter(q[:3] for q in gold)
+    pp = collections.Counter(q[:3] for q in quads)
+    out["pairs"] = (sum((gp & pp).values()), len(quads), len(gold))
+    for name, idx, labels in (("categories", 3, CATEGORIES), ("polarities", 4, POLARITIES)):
+        seen = sorted({q[idx] for q in gold + quads} - set(labels), key=lambda s: s.encode())
+        out[name] = [(lab, sum(v for k, v in both.items() if k[idx] == lab),
+                      sum(1 for q in quads if q[idx] == lab),
+                      sum(1 for q in gold if q[idx] == lab)) for lab in labels + seen]
+    a_out = o_out = either = none = 0
+    for q in quads:
+        text = reviews.get(q[0])
+        if text is None:
+            none += 1
+            continue
+        a, o = q[1] != "_" and q[1] not in text, q[2] != "_" and q[2] not in text
+        a_out, o_out, either = a_out + a, o_out + o, either + (a or o)
+    out["spans"] = (a_out, o_out, either, none)
+    return out
+
+
+def ratios(s, p, g):
+    pr = s / p if p else 0.0
+    rc = s / g if g else 0.0
+    return pr, rc, (2 * pr * rc / (pr + rc) if pr + rc else 0.0)
+
+
+def check_score(js, want, what):
+    s, p, g = want
+    got = (js["matched"], js["predicted"], js["gold"])
+    assert got == want, f"{what}: S,P,G {got} != {want}"
+    for key, value in zip(("precision", "recall", "f1"), ratios(s, p, g)):
+        assert abs(js[key] - value) < 1e-12, f"{what}: {key} {js[key]} != {value}"
+
+
+def compare(pred_rows, text=None, name="pred.csv"):
+    """Score a submission with the command and with the reference."""
+    path = write(name, text if text is not None else submission(pred_rows))
+    rc, out, err = run(LABELS, path, "--reviews", REVIEWS, "--json")
+    assert rc == 0, (rc, err)
+    js = json.loads(out)
+    want = reference(GOLD, pred_rows, REV)
+    check_score(js["overall"], want["overall"], "overall")
+    check_score(js["pairs"], want["pairs"], "pairs")
+    for key in ("categories", "polarities"):
+        got = [(c["label"], c["matched"], c["predicted"], c["gold"]) for c in js[key]]
+        assert got == want[key], f"{key}: {got} != {want[key]}"
+        for c in js[key]:
+            check_score(c, (c["matched"], c["predicted"], c["gold"]), c["label"])
+    sp = js["spans"]
+    got = (sp["aspect_outside"], sp["opinion_outside"], sp["either_outside"], sp["no_review"])
+    assert got == want["spans"], f"spans {got} != {want['spans']}"
+    return js
+
+
+# ----------------------------------------------------------------- scoring
+
+def test_self():
+    js = compare(GOLD)
+    assert js["overall"]["f1"] == 1.0 and js["overall"]["matched"] == 5808
+    assert js["checks"]["violations"] == 0 and js["checks"]["notes"] == 0
+
+
+def test_self_quoted_crlf():
+    """The same rows, every field quoted, CRLF line ends."""
+    js = compare(GOLD, submission(GOLD, csv.QUOTE_ALL, "\r\n"), "quoted.csv")
+    assert js["overall"]["f1"] == 1.0
+
+
+def test_random_drops():
+    rng = random.Random(1)
+    for trial in range(3):
+        keep = [q for q in GOLD if rng.random() > 0.05]
+        compare(keep, name=f"drop{trial}.csv")
+
+
+def test_random_corruption():
+    rng = random.Random(2)
+    ids = sorted(REV)
+    for trial in range(3):
+        rows = []
+        for q in GOLD:
+            q = list(q)
+            r = rng.random()
+            if r < 0.03:
+                q[3] = rng.choice(CATEGORIES)
+            elif r < 0.06:
+                q[4] = rng.choice(POLARITIES)
+            elif r < 0.08:
+                text = REV[q[0]]
+                i = rng.randrange(len(text))
+                q[1] = text[i:i + rng.randint(1, 3)]
+            elif r < 0.09:
+                q[2] = "不在评论里"
+            elif r < 0.10:
+                q[3] = "外观"  # outside the set
+            rows.append(tuple(q))
+            if rng.random() < 0.02:
+                rows.append(tuple(q))  # duplicate prediction
+        for _ in range(20):  # extra predictions for other reviews and for unknown ids
+            rows.append((rng.choice(ids + [99999]), "_", "好", "整体", "正面"))
+        rows.sort(key=lambda q: q[0])
+        js = compare(rows, name=f"corrupt{trial}.csv")
+        assert js["checks"]["violations"] > 0
+
+
+def test_placeholders_and_missing():
+    """Some ids replaced by placeholders, some left out."""
+    rng = random.Random(3)
+    rows, gone = [], set()
+    for i in sorted(REV):
+        r = rng.random()
+        if r < 0.05:
+            rows.append((i, "_", "_", "_", "_"))
+        elif r < 0.08:
+            gone.add(i)
+        else:
+            rows.extend(q for q in GOLD if q[0] == i)
+    js = compare(rows, name="holes.csv")
+    missing = [x for x in js["checks"]["issues"] if x["kind"] == "missing-id"]
+    assert sorted(x["id"] for x in missing) == sorted(gone)
+
+
+# ----------------------------------------------------------------- outputs
+
+def test_table_and_errors():
+    rows = [q for q in GOLD if q[0] != 2]
+    path = write("no2.csv", submission(rows))
+    rc, out, err = run(LABELS, path, "--reviews", REVIEWS, "--errors")
+    assert rc == 0 and err == "", (rc, err)
+    assert "quadruples" in out and "整体" in out
+    assert "checks: 1 rule violation, 0 notes" in out
+    assert "id 2 of the reviews is missing" in out
+    assert "errors: 3 misses, 0 false positives" in out, out
+    assert "review: 很好，遮暇功能差一些，总体还不错" in out
+
+
+def test_json_only_on_stdout():
+    path = write("bom.csv", b"\xef\xbb\xbf" + submission(GOLD).encode())
+    rc, out, err = run(LABELS, path, "--json", "--errors")
+    assert rc == 0
+    js = json.loads(out)
+    assert js["errors"] == [] and js["checks"]["violations"] == 1
+    assert js["checks"]["issues"][0]["kind"] == "bom"
+    assert err.startswith("tianchi-eval: warning: 1 rule violations"), err
+
+
+def test_html():
+    rows = list(GOLD[:50]) + [(1, "<b>x</b>", "&amp;", "<script>alert(1)</script>", "正面")]
+    path = write("evil.csv", submission(rows))
+    html = os.path.join(TMP, "report.html")
+    rc, out, err = run(LABELS, path, "--reviews", REVIEWS, "--html", html)
+    assert rc == 0, err
+    page = open(html, encoding="utf-8").read()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "</html>" in page
+    assert "<script" not in page and "<b>x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&amp;amp;" in page
+    assert "很好，超值，很好用" in page  # review text in the error list
+    rc, out, err = run(LABELS, path, "--html=/nonexistent/dir/r.html")
+    assert rc == 1 and err == "tianchi-eval: /nonexistent/dir/r.html: cannot write: No such file or directory\n", err
+
+
+def test_stdin():
+    rc, out, err = run(LABELS, "-", "--json", stdin=submission(GOLD).encode())
+    assert rc == 0, err
+    js = json.loads(out)
+    assert js["overall"]["f1"] == 1.0 and js["inputs"]["predictions"]["file"] == "<stdin>"
+
+
+# ------------------------------------------------------------------ strict
+
+def test_strict():
+    clean = write("clean.csv", submission(GOLD))
+    assert run(LABELS, clean, "--reviews", REVIEWS, "--strict")[0] == 0
+    # Review 5 without its quadruples: a placeholder row keeps the submission valid.
+    rows = []
+    for q in GOLD:
+        if q[0] != 5:
+            rows.append(q)
+        elif (5, "_", "_", "_", "_") not in rows:
+            rows.append((5, "_", "_", "_", "_"))
+    placeholders = write("ph.csv", submission(rows))
+    assert run(LABELS, placeholders, "--reviews", REVIEWS, "--strict")[0] == 0
+    for name, rows in (
+        ("missing.csv", [q for q in GOLD if q[0] != 5]),
+        ("order.csv", GOLD[10:] + GOLD[:10]),
+        ("category.csv", GOLD[:-1] + [GOLD[-1][:3] + ("颜色", "正面")]),
+        ("polarity.csv", GOLD[:-1] + [GOLD[-1][:4] + ("好",)]),
+        ("unknown.csv", GOLD + [(99999, "_", "好", "整体", "正面")]),
+    ):
+        path = write(name, submission(rows))
+        rc, out, err = run(LABELS, path, "--reviews", REVIEWS)
+        assert rc == 0 and "rule" in out, (name, rc, err)
+        rc, out, err = run(LABELS, path, "--reviews", REVIEWS, "--strict")
+        assert rc == 2, (name, rc, err)
+        assert "tianchi-eval: --strict: the submission breaks" in err, err
+        assert "quadruples" in out  # the scores are still printed
+    header = write("header.csv", "id,AspectTerm,OpinionTerm,Category,Polarity\n" + submission(GOLD))
+    assert run(LABELS, header, "--strict")[0] == 2
+    assert run(LABELS, header)[0] == 0
+
+
+# --------------------------------------------------------------- bad input
+
+def expect_error(args, message, stdin=None):
+    rc, out, err = run(*args, stdin=stdin)
+    assert rc == 1, (args, rc, err)
+    assert out == "", out
+    assert err.count("\n") == 1 and err.startswith("tianchi-eval: "), err
+    assert message in err, (message, err)
+
+
+def test_bad_input():
+    good = write("good.csv", submission(GOLD))
+    expect_error([LABELS, "/nonexistent.csv"],
+                 "tianchi-eval: /nonexistent.csv: cannot open: No such file or directory")
+    expect_error(["/nonexistent.csv", good], "/nonexistent.csv: cannot open")
+    expect_error([LABELS, LABELS], LABELS + ":1: header with 9 fields: this looks like a gold labels file")
+    expect_error([good, good], good + ":1: 5 fields: this looks like a predictions file")
+    expect_error([LABELS, REVIEWS], REVIEWS + ":1: header with 2 fields: this looks like a reviews file")
+    expect_error([LABELS, good, "--reviews", LABELS], "this looks like a gold labels file")
+    bad = write("fields.csv", "1,_,很好,整体,正面\n2,_,好\n")
+    expect_error([LABELS, bad], bad + ":2: 3 fields, expected 5 for predictions")
+    bad = write("id.csv", "1,_,很好,整体,正面\n\"二\",_,好,整体,正面\n")
+    expect_error([LABELS, bad], bad + ":2: id \"二\" is not a non-negative integer")
+    bad = write("utf8.csv", b"1,_,\xe5\xbe\x88\xe5\xa5\xbd,x,y\n2,_,\xba\xc3,x,y\n")
+    expect_error([LABELS, bad], bad + ":2: invalid UTF-8")
+    bad = write("empty.csv", "")
+    expect_error([LABELS, bad], bad + ": empty file")
+    expect_error([bad, good], bad + ": empty file")
+    bad = write("quote.csv", "1,_,\"很好,整体,正面\n")
+    expect_error([LABELS, bad], bad + ":1: a quoted field opened here is never closed")
+    expect_error([LABELS, TMP], TMP + ": cannot read: Is a directory")
+    expect_error([LABELS, good, "--reviews", write("dup.csv", "id,Reviews\n1,a\n1,b\n")],
+                 "dup.csv:3: review id 1 appears twice (first at ")
+
+
+def test_usage():
+    rc, out, err = run("--help")
+    assert rc == 0 and out.startswith("Usage: tianchi-eval GOLD PRED") and err == ""
+    assert "--strict" in out and "2  with --strict" in out and "1  bad input" in out
+    rc, out, err = run("--version")
+    assert rc == 0 and out.startswith("tianchi-eval ")
+    expect_error([], "expected two files, GOLD and PRED (see --help)")
+    expect_error([LABELS], "expected two files")
+    expect_error([LABELS, LABELS, LABELS], "one argument too many: " + LABELS)
+    expect_error([LABELS, LABELS, "--frobnicate"], "unknown option --frobnicate")
+    expect_error([LABELS, LABELS, "--html"], "--html needs a FILE")
+    expect_error([LABELS, LABELS, "--reviews="], "--reviews needs a FILE")
+    expect_error(["-", "-"], "only one file can be read from stdin")
+
+
+def main():
+    tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
+    failed = 0
+    for name, fn in tests:
+        try:
+            fn()
+            print(f"ok {name}")
+        except Exception as e:  # report every failure, then exit non-zero
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+    print(f"{len(tests) - failed}/{len(tests)} passed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

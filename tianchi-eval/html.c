@@ -1,0 +1,262 @@
+/* html.c - the result as one self-contained HTML page: no scripts, no
+ * external resources, every text of the inputs escaped. */
+#include "te_internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Bar chart geometry, in SVG user units. */
+#define CHART_LABEL_W 120
+#define CHART_BAR_W 460
+#define CHART_VALUE_W 150
+#define CHART_ROW_H 24
+#define CHART_TOP 24
+
+static void esc(FILE *out, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+static const char style[] =
+    "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:72em}"
+    "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}"
+    "table{border-collapse:collapse;margin:.5em 0}"
+    "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}"
+    "th{background:#f3f3f3}td.t{text-align:left}"
+    ".big{font-size:1.3em;font-weight:bold}.miss{color:#a40000}.fp{color:#7a4a00}"
+    ".rule{color:#a40000}.note{color:#555}.out{background:#ffe0e0}"
+    "svg text{font-size:13px;font-family:system-ui,sans-serif}";
+
+static void score_cells(FILE *out, te_score s)
+{
+    fprintf(out, "<td>%ld</td><td>%ld</td><td>%ld</td><td>%.4f</td><td>%.4f</td><td>%.4f</td>",
+            s.matched, s.predicted, s.gold, s.precision, s.recall, s.f1);
+}
+
+static void score_table_head(FILE *out, const char *first)
+{
+    fprintf(out, "<table><tr><th>%s</th><th>S</th><th>P</th><th>G</th><th>precision</th>"
+                 "<th>recall</th><th>F1</th></tr>\n", first);
+}
+
+static void inputs(const te_result *res, FILE *out)
+{
+    static const char *const names[TE_N_INPUTS] = {"gold", "predictions", "reviews"};
+    fputs("<ul>\n", out);
+    for (int k = 0; k < TE_N_INPUTS; k++) {
+        te_input_summary in = te_result_input(res, (te_input)k);
+        if (!in.file)
+            continue;
+        fprintf(out, "<li>%s: <code>", names[k]);
+        esc(out, in.file);
+        if (k == TE_INPUT_REVIEWS)
+            fprintf(out, "</code>, %ld reviews</li>\n", in.rows);
+        else
+            fprintf(out, "</code>, %ld quadruples, %ld placeholder rows, %ld ids</li>\n",
+                    in.quadruples, in.placeholders, in.ids);
+    }
+    fputs("</ul>\n", out);
+}
+
+static void overall(const te_result *res, FILE *out)
+{
+    te_score s = te_result_overall(res);
+    fprintf(out, "<p class=\"big\">F1 %.4f (precision %.4f, recall %.4f)</p>\n", s.f1,
+            s.precision, s.recall);
+    score_table_head(out, "");
+    fputs("<tr><td class=\"t\">quadruples</td>", out);
+    score_cells(out, s);
+    fputs("</tr>\n<tr><td class=\"t\">aspect-opinion pairs</td>", out);
+    score_cells(out, te_result_pairs(res));
+    fputs("</tr></table>\n", out);
+}
+
+/* Horizontal bars of F1 per label, coloured from red (0) to green (1);
+ * labels with neither gold nor predictions are drawn empty. */
+static void chart(const te_result *res, FILE *out, te_axis axis)
+{
+    size_t n = te_result_n_labels(res, axis);
+    int width = CHART_LABEL_W + CHART_BAR_W + CHART_VALUE_W;
+    int height = CHART_TOP + (int)n * CHART_ROW_H + 8;
+    fprintf(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"F1 per %s\">\n",
+            width, height, width, height, axis == TE_AXIS_CATEGORY ? "category" : "polarity");
+    for (size_t i = 0; i < n; i++) {
+        const te_label_score *l = te_result_label(res, axis, i);
+        int y = CHART_TOP + (int)i * CHART_ROW_H;
+        int empty = l->score.gold == 0 && l->score.predicted == 0;
+        int bar = (int)(l->score.f1 * CHART_BAR_W + 0.5);
+        fputs("<g><title>", out);
+        esc(out, l->label);
+        fprintf(out, ": S %ld, P %ld, G %ld, precision %.4f, recall %.4f, F1 %.4f</title>\n",
+                l->score.matched, l->score.predicted, l->score.gold, l->score.precision,
+                l->score.recall, l->score.f1);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", CHART_LABEL_W - 8,
+                y + CHART_ROW_H - 8);
+        esc(out, l->label);
+        fprintf(out, "%s</text>\n", l->known ? "" : " *");
+        fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f4f4f4\"/>",
+                CHART_LABEL_W, y + 3, CHART_BAR_W, CHART_ROW_H - 6);
+        if (!empty)
+            fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                         "fill=\"hsl(%d,65%%,45%%)\"/>",
+                    CHART_LABEL_W, y + 3, bar, CHART_ROW_H - 6, (int)(l->score.f1 * 120 + 0.5));
+        fprintf(out, "<text x=\"%d\" y=\"%d\">", CHART_LABEL_W + CHART_BAR_W + 8,
+                y + CHART_ROW_H - 8);
+        if (empty)
+            fputs("no data", out);
+        else
+            fprintf(out, "%.3f (G %ld, P %ld)", l->score.f1, l->score.gold, l->score.predicted);
+        fputs("</text></g>\n", out);
+    }
+    /* Grid last, translucent, so that it shows over the bars. */
+    for (int t = 0; t <= 4; t++) {
+        int x = CHART_LABEL_W + CHART_BAR_W * t / 4;
+        fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\" "
+                     "stroke-opacity=\"0.15\"/><text x=\"%d\" y=\"16\" text-anchor=\"middle\" "
+                     "fill=\"#777\">%.2f</text>\n",
+                x, CHART_TOP - 4, x, height - 8, x, t / 4.0);
+    }
+    fputs("</svg>\n", out);
+}
+
+static void labels(const te_result *res, FILE *out, te_axis axis)
+{
+    score_table_head(out, axis == TE_AXIS_CATEGORY ? "category" : "polarity");
+    for (size_t i = 0; i < te_result_n_labels(res, axis); i++) {
+        const te_label_score *l = te_result_label(res, axis, i);
+        fputs("<tr><td class=\"t\">", out);
+        esc(out, l->label);
+        fprintf(out, "%s</td>", l->known ? "" : " *");
+        score_cells(out, l->score);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+static void spans(const te_result *res, FILE *out)
+{
+    te_span_counts sp = te_result_spans(res);
+    if (!sp.available) {
+        fputs("<p>Spans not checked: no reviews file.</p>\n", out);
+        return;
+    }
+    fprintf(out,
+            "<p>%ld predictions have a term that is not in their review (aspect %ld, opinion "
+            "%ld); %ld predictions are for ids without a review.</p>\n",
+            sp.either_outside, sp.aspect_outside, sp.opinion_outside, sp.no_review);
+}
+
+static void issues(const te_result *res, FILE *out)
+{
+    size_t n = te_result_n_issues(res), rules = te_result_n_violations(res);
+    fprintf(out, "<p>%zu rule violations, %zu notes.</p>\n", rules, n - rules);
+    if (!n)
+        return;
+    fputs("<table><tr><th>kind</th><th>where</th><th>what</th></tr>\n", out);
+    for (size_t i = 0; i < n; i++) {
+        const te_issue *is = te_result_issue(res, i);
+        fprintf(out, "<tr class=\"%s\"><td class=\"t\">%s %s</td><td class=\"t\">",
+                is->rule ? "rule" : "note", is->rule ? "rule" : "note",
+                te_issue_kind_name(is->kind));
+        esc(out, is->file);
+        if (is->line > 0)
+            fprintf(out, ":%ld", is->line);
+        fputs("</td><td class=\"t\">", out);
+        esc(out, is->message);
+        fputs("</td></tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+static void term_cell(FILE *out, const char *term, int outside)
+{
+    fprintf(out, "<td class=\"t%s\">", outside ? " out" : "");
+    esc(out, term);
+    if (outside)
+        fputs(" (not in review)", out);
+    fputs("</td>", out);
+}
+
+static void mismatches(const te_result *res, FILE *out)
+{
+    size_t n = te_result_n_mismatches(res), misses = 0;
+    for (size_t i = 0; i < n; i++)
+        misses += te_result_mismatch(res, i)->kind == TE_MISS;
+    fprintf(out, "<p>%zu misses (gold quadruples not predicted), %zu false positives "
+                 "(predictions not in gold).</p>\n", misses, n - misses);
+    if (!n)
+        return;
+    fputs("<table><tr><th>id</th><th>kind</th><th>aspect</th><th>opinion</th><th>category</th>"
+          "<th>polarity</th><th>line</th><th>review</th></tr>\n", out);
+    for (size_t i = 0; i < n; i++) {
+        const te_mismatch *m = te_result_mismatch(res, i);
+        int miss = m->kind == TE_MISS;
+        fprintf(out, "<tr><td>%ld</td><td class=\"t %s\">%s</td>", m->quad.id,
+                miss ? "miss" : "fp", miss ? "miss" : "false positive");
+        term_cell(out, m->quad.aspect, m->aspect_outside);
+        term_cell(out, m->quad.opinion, m->opinion_outside);
+        term_cell(out, m->quad.category, 0);
+        term_cell(out, m->quad.polarity, 0);
+        fputs("<td class=\"t\">", out);
+        esc(out, m->file);
+        fprintf(out, ":%ld</td>", m->line);
+        term_cell(out, m->review ? m->review : "", 0);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+te_status te_result_write_html(const te_result *res, FILE *out, te_error *err)
+{
+    if (!res || !out)
+        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no result or no stream");
+    fprintf(out, "<!DOCTYPE html>\n<html lang=\"zh\">\n<head>\n<meta charset=\"utf-8\">\n"
+                 "<title>tianchi-eval report</title>\n<style>%s</style>\n</head>\n<body>\n"
+                 "<h1>Tianchi opinion mining: evaluation</h1>\n", style);
+    inputs(res, out);
+    overall(res, out);
+    fputs("<h2>F1 per category</h2>\n", out);
+    chart(res, out, TE_AXIS_CATEGORY);
+    fputs("<h2>F1 per polarity</h2>\n", out);
+    chart(res, out, TE_AXIS_POLARITY);
+    fputs("<h2>Categories</h2>\n", out);
+    labels(res, out, TE_AXIS_CATEGORY);
+    fputs("<h2>Polarities</h2>\n", out);
+    labels(res, out, TE_AXIS_POLARITY);
+    fputs("<p>* not a label of the task.</p>\n<h2>Spans</h2>\n", out);
+    spans(res, out);
+    fputs("<h2>Checks of the submission</h2>\n", out);
+    issues(res, out);
+    fputs("<h2>Errors</h2>\n", out);
+    mismatches(res, out);
+    fprintf(out, "<p class=\"note\">tianchi-eval %s</p>\n</body>\n</html>\n", TE_VERSION);
+    if (ferror(out))
+        return te_fail(err, TE_ERR_IO, NULL, 0, "cannot write the HTML report");
+    return TE_OK;
+}
+
+te_status te_result_save_html(const te_result *res, const char *path, te_error *err)
+{
+    if (!path)
+        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no path");
+    FILE *out = fopen(path, "w");
+    if (!out)
+        return te_fail(err, TE_ERR_IO, path, 0, "cannot write: %s", strerror(errno));
+    te_status st = te_result_write_html(res, out, err);
+    if (fclose(out) != 0 && st == TE_OK)
+        st = te_fail(err, TE_ERR_IO, path, 0, "cannot write: %s", strerror(errno));
+    else if (st == TE_ERR_IO)
+        st = te_fail(err, TE_ERR_IO, path, 0, "cannot write the HTML report");
+    return st;
+}

@@ -1,0 +1,276 @@
+/*
+ * tianchi_eval.h - the F1 evaluator of the Tianchi e-commerce review
+ * opinion-mining task (makeup reviews), as a C library.
+ *
+ * A submission lists (aspect, opinion, category, polarity) quadruples per
+ * review id; it is scored against gold quadruples. The rules of the metric are
+ * written out, with a worked example, in docs/tianchi-eval.md.
+ *
+ * Conventions (as in SQLite and jansson):
+ *   - Handles are opaque: a te_eval collects inputs, te_eval_score() turns it
+ *     into a te_result, which is read through accessors and printed.
+ *   - Every call that can fail takes a te_error * (may be NULL) and returns a
+ *     te_status (0 = TE_OK) or NULL. On failure err->code holds the status and
+ *     err->message one line, "FILE:LINE: what is wrong" where a file and line
+ *     are known.
+ *   - Strings handed out (labels, terms, review texts, file names) are owned by
+ *     the te_eval and stay valid until te_eval_free(); memory returned to the
+ *     caller (JSON text) is released with te_free().
+ *   - Inputs must be UTF-8; invalid UTF-8 is refused.
+ *   - There is no global mutable state: handles may be used in different
+ *     threads, one thread per handle at a time.
+ */
+#ifndef TIANCHI_EVAL_H
+#define TIANCHI_EVAL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TE_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+typedef enum te_status {
+    TE_OK = 0,
+    TE_ERR_IO = 1,     /* a file is missing or cannot be read or written */
+    TE_ERR_FORMAT = 2, /* a file is malformed: CSV syntax, UTF-8, field count, id */
+    TE_ERR_NOMEM = 3,  /* an allocation failed */
+    TE_ERR_ARG = 4     /* an invalid argument (NULL, bad kind, duplicate review id) */
+} te_status;
+
+#define TE_ERROR_MESSAGE_SIZE 512
+
+typedef struct te_error {
+    te_status code;
+    char message[TE_ERROR_MESSAGE_SIZE];
+} te_error;
+
+/* A short constant name for a status ("format error", ...). */
+const char *te_status_name(te_status code);
+
+/* Release memory that this library returned to the caller. NULL is fine. */
+void te_free(void *ptr);
+
+/* ------------------------------------------------------------------ inputs */
+
+/* The three kinds of input file:
+ *   TE_INPUT_GOLD        train_labels.csv form: a header, then 9 fields
+ *                        id,AspectTerms,A_start,A_end,OpinionTerms,O_start,O_end,Categories,Polarities
+ *   TE_INPUT_PREDICTIONS Result.csv form: no header, 5 fields
+ *                        id,AspectTerm,OpinionTerm,Category,Polarity
+ *   TE_INPUT_REVIEWS     a header, then 2 fields id,Reviews */
+typedef enum te_input {
+    TE_INPUT_GOLD = 0,
+    TE_INPUT_PREDICTIONS = 1,
+    TE_INPUT_REVIEWS = 2
+} te_input;
+
+#define TE_N_INPUTS 3
+
+/* One quadruple. `_` stands for an implicit aspect or opinion. The
+ * placeholder id,_,_,_,_ (all four `_`) marks a review without quadruples. */
+typedef struct te_quad {
+    long id;
+    const char *aspect;
+    const char *opinion;
+    const char *category;
+    const char *polarity;
+} te_quad;
+
+typedef struct te_eval te_eval;
+
+/* A new, empty evaluator. */
+te_eval *te_eval_new(te_error *err);
+void te_eval_free(te_eval *ev);
+
+/* Read a CSV file of the given kind and add its rows ("-" reads stdin). May be
+ * called several times per kind: rows accumulate. On failure nothing of that
+ * file is kept. Beyond hard errors (TE_ERR_IO, TE_ERR_FORMAT) the loader notes
+ * what te_eval_score() reports as issues: a UTF-8 BOM, a header row in a
+ * submission. */
+te_status te_eval_load_file(te_eval *ev, te_input kind, const char *path, te_error *err);
+
+/* Same as te_eval_load_file for CSV text in memory; name is used in messages
+ * (NULL: "<memory>"). data need not be NUL-terminated. */
+te_status te_eval_load_buffer(te_eval *ev, te_input kind, const char *name,
+                              const char *data, size_t len, te_error *err);
+
+/* Add one quadruple in memory, as gold (kind TE_INPUT_GOLD) or as a prediction
+ * (TE_INPUT_PREDICTIONS). The strings are copied and must be valid UTF-8; NULL
+ * fields read as "_". Predictions keep the order of the calls, which is the
+ * order the "ids in order" check sees. Messages call the row "<memory>:N",
+ * N counting calls per kind from 1. */
+te_status te_eval_add_quad(te_eval *ev, te_input kind, const te_quad *quad, te_error *err);
+
+/* Add the text of one review (copied, valid UTF-8). A second text for the same
+ * id is refused with TE_ERR_ARG. */
+te_status te_eval_add_review(te_eval *ev, long id, const char *text, te_error *err);
+
+/* ----------------------------------------------------------------- scoring */
+
+typedef struct te_result te_result;
+
+/* Match predictions against gold and run the checks. The te_eval is not
+ * changed and may be scored again after more input is added. The result
+ * borrows strings from ev: free it before ev. */
+te_result *te_eval_score(const te_eval *ev, te_error *err);
+void te_result_free(te_result *res);
+
+/* Counts and ratios: matched (S), predicted (P), gold (G); precision S/P,
+ * recall S/G, f1 2PR/(P+R); each ratio is 0 where its denominator is 0. */
+typedef struct te_score {
+    long matched;
+    long predicted;
+    long gold;
+    double precision;
+    double recall;
+    double f1;
+} te_score;
+
+/* The ratios of S, P and G, by the rules above. */
+te_score te_score_make(long matched, long predicted, long gold);
+
+/* Quadruples matched on all four fields, one to one within each id. */
+te_score te_result_overall(const te_result *res);
+
+/* (aspect, opinion) pairs matched one to one within each id, labels ignored. */
+te_score te_result_pairs(const te_result *res);
+
+typedef enum te_axis {
+    TE_AXIS_CATEGORY = 0,
+    TE_AXIS_POLARITY = 1
+} te_axis;
+
+/* The score of one label: predicted counts predictions carrying the label,
+ * gold counts gold quadruples carrying it, matched counts matches (which carry
+ * it on both sides). */
+typedef struct te_label_score {
+    const char *label;
+    int known; /* 1 for a label of the task's set, 0 for one seen in the inputs only */
+    te_score score;
+} te_label_score;
+
+/* Labels of an axis: first the task's set in its fixed order (13 categories:
+ * 包装 成分 尺寸 服务 功效 价格 气味 使用体验 物流 新鲜度 真伪 整体 其他;
+ * 3 polarities: 正面 中性 负面), then labels outside the set that appear in the
+ * inputs, in byte order. i runs from 0 to te_result_n_labels() - 1; out of
+ * range gives NULL. */
+size_t te_result_n_labels(const te_result *res, te_axis axis);
+const te_label_score *te_result_label(const te_result *res, te_axis axis, size_t i);
+/* The entry of a label by name, or NULL. */
+const te_label_score *te_result_find_label(const te_result *res, te_axis axis, const char *label);
+
+/* Predictions whose terms are not substrings of their review. `_` is never
+ * counted. available is 0 when no review was loaded (then all counts are 0);
+ * no_review counts predictions whose id has no review. */
+typedef struct te_span_counts {
+    int available;
+    long aspect_outside;
+    long opinion_outside;
+    long either_outside;
+    long no_review;
+} te_span_counts;
+
+te_span_counts te_result_spans(const te_result *res);
+
+/* ----------------------------------------------------- errors of the model */
+
+typedef enum te_mismatch_kind {
+    TE_MISS = 0,          /* a gold quadruple no prediction matched */
+    TE_FALSE_POSITIVE = 1 /* a prediction that matched no gold quadruple */
+} te_mismatch_kind;
+
+typedef struct te_mismatch {
+    te_mismatch_kind kind;
+    te_quad quad;
+    const char *file; /* where the row came from ("<memory>" for added rows) */
+    long line;
+    const char *review; /* the review text, NULL when unknown */
+    int aspect_outside;  /* 1 when the aspect is not `_` and not in the review */
+    int opinion_outside; /* same for the opinion */
+} te_mismatch;
+
+/* Misses and false positives, ordered by id, misses of an id first, then by
+ * line. Out of range gives NULL. */
+size_t te_result_n_mismatches(const te_result *res);
+const te_mismatch *te_result_mismatch(const te_result *res, size_t i);
+
+/* ------------------------------------------------------------------ checks */
+
+typedef enum te_issue_kind {
+    TE_ISSUE_BOM = 0,          /* the file starts with a UTF-8 BOM (rule for a submission) */
+    TE_ISSUE_HEADER,           /* a submission has a header row (rule) */
+    TE_ISSUE_MISSING_ID,       /* a review id (or gold id without reviews) not in the submission (rule) */
+    TE_ISSUE_UNKNOWN_ID,       /* a submission id that is not a review id (rule; needs reviews) */
+    TE_ISSUE_ORDER,            /* a submission id smaller than the one before it (rule) */
+    TE_ISSUE_CATEGORY,         /* a predicted category outside the set (rule) */
+    TE_ISSUE_POLARITY,         /* a predicted polarity outside the set (rule) */
+    TE_ISSUE_EMPTY_TERM,       /* an empty predicted aspect or opinion, `_` expected (rule) */
+    TE_ISSUE_PLACEHOLDER_MIXED,/* a placeholder row for an id that also has quadruples (note) */
+    TE_ISSUE_GOLD_LABEL,       /* a gold category or polarity outside the set (note) */
+    TE_ISSUE_GOLD_SPAN,        /* gold offsets that disagree with the review text (note) */
+    TE_ISSUE_GOLD_ID_UNKNOWN   /* a gold id that is not a review id (note) */
+} te_issue_kind;
+
+/* A finding of the checks. rule is 1 when it breaks a rule of the task's
+ * submission format (what --strict fails on), 0 for a note. */
+typedef struct te_issue {
+    te_issue_kind kind;
+    int rule;
+    const char *file; /* NULL when the issue is about no single file */
+    long line;        /* 0 when about no single line */
+    long id;          /* -1 when about no single id */
+    const char *message; /* one line, without file and line */
+} te_issue;
+
+/* A short constant name of a kind ("missing-id", ...). */
+const char *te_issue_kind_name(te_issue_kind kind);
+
+/* Issues in the order: file-level issues, then submission rows in file order,
+ * then missing ids, then notes about gold. */
+size_t te_result_n_issues(const te_result *res);
+const te_issue *te_result_issue(const te_result *res, size_t i);
+/* The number of issues with rule == 1. */
+size_t te_result_n_violations(const te_result *res);
+
+/* ------------------------------------------------------------ input totals */
+
+typedef struct te_input_summary {
+    const char *file; /* the last file loaded of that kind, "<memory>" for added rows, NULL when none */
+    long rows;        /* data rows (placeholders included, header excluded) */
+    long quadruples;  /* rows that are quadruples (placeholders excluded); reviews for TE_INPUT_REVIEWS */
+    long placeholders;
+    long ids;         /* distinct ids */
+} te_input_summary;
+
+te_input_summary te_result_input(const te_result *res, te_input kind);
+
+/* ----------------------------------------------------------------- reports */
+
+/* Flags of the reports. */
+#define TE_REPORT_ERRORS 1u /* list misses and false positives (with review text) */
+
+/* A readable table: inputs, overall and pair scores, per category and per
+ * polarity, span counts, the checks; the error list with TE_REPORT_ERRORS. */
+te_status te_result_print_table(const te_result *res, FILE *out, unsigned flags, te_error *err);
+
+/* The same as a JSON object (UTF-8 text, te_free() it); the error list with
+ * TE_REPORT_ERRORS. The keys are described in docs/tianchi-eval.md. */
+char *te_result_json(const te_result *res, unsigned flags, te_error *err);
+
+/* A self-contained HTML page (no scripts, no external resources): scores, an
+ * inline SVG bar chart of F1 per category, the checks and the error list.
+ * Every text from the inputs is HTML-escaped. */
+te_status te_result_write_html(const te_result *res, FILE *out, te_error *err);
+/* Same, written to a file. */
+te_status te_result_save_html(const te_result *res, const char *path, te_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIANCHI_EVAL_H */
