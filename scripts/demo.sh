@@ -22,7 +22,7 @@ echo "== pocketdec info"
 echo "== pocketdec tokenize: $review"
 /usr/bin/python3 -c 'import json,sys; print(json.dumps(sys.argv[1], ensure_ascii=False))' "$review" \
   | "$pd" tokenize --tokenizer "$model/tokenizer.json"
-echo "== pocketdec generate --chat (random weights: expect gibberish)"
-"$pd" generate --model "$model" --chat --prompt "$review" --max-tokens 16 --temperature 0.8 --top-k 20 --top-p 0.8 --seed 7
+echo "== pocketdec generate (random weights: expect gibberish)"
+"$pd" generate --model "$model" --prompt "$review" --max-tokens 16 --temperature 0.8 --top-k 20 --top-p 0.8 --seed 7
 echo "== pocketdec bench (prefill 64, decode 16)"
 "$pd" bench --model "$model" --prompt-tokens 64 --gen-tokens 16 --threads 2 --reps 1
