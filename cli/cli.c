@@ -22,6 +22,32 @@ const char *cli_opt(cli_args *a, const char *name)
     return a->argv[i + 1];
 }
 
+const char *cli_opt_nth(cli_args *a, const char *name, int n)
+{
+    for (int i = 0; i + 1 < a->argc; i++)
+        if (strcmp(a->argv[i], name) == 0 && n-- == 0) return a->argv[i + 1];
+    return NULL;
+}
+
+int cli_model_open(cli_args *a, cli_model *m)
+{
+    m->base = m->model = NULL;
+    const char *path = cli_opt(a, "--model");
+    if (!path) return cli_usage(a, "--model PATH is required");
+    pd_error err;
+    m->base = pd_model_load(path, NULL, &err);
+    if (!m->base) return cli_fail(&err);
+    m->model = m->base;
+    return 0;
+}
+
+void cli_model_close(cli_model *m)
+{
+    if (m->model != m->base) pd_model_free(m->model);
+    pd_model_free(m->base);
+    m->base = m->model = NULL;
+}
+
 bool cli_flag(cli_args *a, const char *name)
 {
     int i = find(a, name);

@@ -24,10 +24,24 @@ int cli_main(int argc, char **argv, const cli_command *commands, size_t n_comman
 
 /* The value after `name`, or NULL. */
 const char *cli_opt(cli_args *a, const char *name);
+/* The value after the n-th (0-based) occurrence of a repeatable option, or NULL. */
+const char *cli_opt_nth(cli_args *a, const char *name, int n);
 bool cli_flag(cli_args *a, const char *name);
 /* Integer/float option with default and range; prints a usage error and returns 2 when bad. */
 int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t hi, int32_t *out);
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
+
+/* The model a command evaluates: --model PATH, with the adapters of every
+ * --adapter DIR[:WEIGHT] applied (commands that take adapters list the option
+ * in their usage). `model` is what to evaluate; `base` is the loaded file. */
+typedef struct cli_model {
+    pd_model *base;
+    pd_model *model;
+} cli_model;
+
+/* Returns 0, or the exit code after printing the error (1) or usage (2). */
+int cli_model_open(cli_args *a, cli_model *m);
+void cli_model_close(cli_model *m);
 
 /* "1,2,3" -> ids (malloc'd); non-zero when malformed. */
 int cli_parse_ids(const char *s, int32_t **ids, size_t *n);

@@ -75,32 +75,30 @@ static int cmd_tokenize(cli_args *a)
 
 /* --------------------------------------------------------- logits, hidden */
 
-/* Load --model, make a context with --threads, and parse --ids. */
-static int open_model_ids(cli_args *a, pd_model **model, pd_context **ctx, int32_t **ids, size_t *n_ids)
+/* Load the model, make a context with --threads, and parse --ids. */
+static int open_model_ids(cli_args *a, cli_model *cm, pd_context **ctx, int32_t **ids, size_t *n_ids)
 {
-    const char *path = cli_opt(a, "--model"), *ids_s = cli_opt(a, "--ids");
-    if (!path) return cli_usage(a, "--model PATH is required");
+    const char *ids_s = cli_opt(a, "--ids");
     if (ids_s && cli_parse_ids(ids_s, ids, n_ids)) return cli_usage(a, "--ids must be comma-separated integers");
-    pd_error err;
-    *model = pd_model_load(path, NULL, &err);
-    if (!*model) return cli_fail(&err);
     pd_context_params cp = pd_context_default_params();
     if (cli_int_opt(a, "--threads", 1, 1, 256, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx))
         return 2;
+    int rc = cli_model_open(a, cm);
+    if (rc) return rc;
     if (ids_s && (size_t)cp.n_ctx < *n_ids) cp.n_ctx = (int32_t)*n_ids;
-    if (cp.n_ctx == 0 && *n_ids > 4096) cp.n_ctx = (int32_t)*n_ids; /* let the model's limit decide */
-    *ctx = pd_context_new(*model, &cp, &err);
+    pd_error err;
+    *ctx = pd_context_new(cm->model, &cp, &err);
     if (!*ctx) return cli_fail(&err);
     return 0;
 }
 
 static int cmd_logits_or_hidden(cli_args *a, bool hidden)
 {
-    pd_model *model = NULL;
+    cli_model cm = {NULL, NULL};
     pd_context *ctx = NULL;
     int32_t *ids = NULL, *rows = NULL;
     size_t n = 0;
-    int rc = open_model_ids(a, &model, &ctx, &ids, &n);
+    int rc = open_model_ids(a, &cm, &ctx, &ids, &n);
     if (rc == 0 && n == 0) rc = cli_usage(a, "--ids 1,2,3 is required");
     if (rc == 0) {
         pd_error err;
@@ -114,7 +112,7 @@ static int cmd_logits_or_hidden(cli_args *a, bool hidden)
         }
         if (rc == 0 && pd_eval(ctx, &b, &err)) rc = cli_fail(&err);
         if (rc == 0) {
-            const pd_config *c = pd_model_config(model);
+            const pd_config *c = pd_model_config(cm.model);
             if (hidden) {
                 fputc('[', stdout);
                 for (int32_t i = 0; i < pd_context_n_outputs(ctx); i++) {
@@ -131,7 +129,7 @@ static int cmd_logits_or_hidden(cli_args *a, bool hidden)
     free(rows);
     free(ids);
     pd_context_free(ctx);
-    pd_model_free(model);
+    cli_model_close(&cm);
     return rc;
 }
 
@@ -164,11 +162,11 @@ static int cmd_generate(cli_args *a)
     gp.sampler.temperature = (float)temp;
     gp.sampler.top_p = (float)top_p;
     gp.sampler.seed = (uint64_t)seed;
-    pd_model *model = NULL;
+    cli_model cm = {NULL, NULL};
     pd_context *ctx = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
-    int rc = open_model_ids(a, &model, &ctx, &ids, &n);
+    int rc = open_model_ids(a, &cm, &ctx, &ids, &n);
     if (rc == 0) {
         pd_error err;
         if (pd_generate(ctx, prompt, &gp, print_piece, NULL, NULL, &err))
@@ -178,7 +176,7 @@ static int cmd_generate(cli_args *a)
     }
     free(ids);
     pd_context_free(ctx);
-    pd_model_free(model);
+    cli_model_close(&cm);
     return rc;
 }
 

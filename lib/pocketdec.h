@@ -220,6 +220,12 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
 /* ChatML form of one user message followed by the assistant turn header. */
 char *pd_chatml_user(const char *message);
 
+/* ---------------------------------------------------------------- adapters */
+
+/* ------------------------------------------------------------ decision heads */
+
+/* -------------------------------------------------------------- extraction */
+
 #ifdef __cplusplus
 }
 #endif
