@@ -121,6 +121,38 @@ pd_status pd_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd
 /* Build a tokenizer from GGUF vocabulary parts (Qwen2/3 pre-tokenizer). */
 pd_tokenizer *pd_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err);
 
+/* ------------------------------------------------------ derived models */
+
+/* A low-rank update of one weight matrix of the trunk: W' = W + scale * B A,
+ * with A [rank, cols] and B [rows, rank] in F32, rows contiguous. `matrix` is
+ * the HF name of the base weight ("model.layers.3.self_attn.q_proj.weight");
+ * the seven projections of every layer can be updated. The data is copied. */
+typedef struct pd_lowrank {
+    const char *matrix;
+    int64_t rows, cols; /* of W, as the caller read them from A and B */
+    int64_t rank;
+    float scale;
+    const float *A, *B;
+} pd_lowrank;
+
+/* How pd_model_derive applies the updates of a matrix: MERGE makes an owned
+ * F32 copy W + sum scale*B*A; RUNTIME keeps W and adds scale*B(Ax) after
+ * each product; AUTO merges F32 matrices and keeps every other dtype
+ * (16-bit and quantized) as stored, adding the updates at runtime, so no
+ * weight is ever re-rounded. */
+typedef enum pd_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIVE_RUNTIME = 2 } pd_derive_mode;
+
+/* Largest rank applied at runtime (the per-token product A x lives on the stack). */
+#define PD_LOWRANK_MAX_RANK 1024
+
+/* A new model that shares base's mapped weights, tokenizer and norms, with
+ * the updates applied; several updates of one matrix add up. base is never
+ * modified and must outlive the result (free it with pd_model_free). An
+ * update whose matrix is unknown or whose shapes do not fit is refused
+ * (PD_ERR_SHAPE), naming the matrix and both shapes. */
+pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
+                          pd_error *err);
+
 /* ------------------------------------------------------------- kernels */
 
 /* Convert n elements of a row of type t to F32 (n a multiple of the block

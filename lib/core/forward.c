@@ -77,10 +77,39 @@ static int64_t scratch_cols(const pd_config *c)
     return m > c->ffn ? m : c->ffn;
 }
 
+typedef struct {
+    const pd_kernels *kern;
+    const pd_matrix *w;
+    const float *x;
+    float *y;
+    int64_t x_stride, y_stride;
+} delta_job;
+
+/* y[t] += scale * B (A x[t]) for every low-rank term of w, token by token
+ * (the rank is small: A x[t] fits on the stack). */
+static void delta_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const delta_job *j = arg;
+    float u[PD_LOWRANK_MAX_RANK];
+    for (int64_t t = begin; t < end; t++) {
+        const float *x = j->x + t * j->x_stride;
+        float *y = j->y + t * j->y_stride;
+        for (const pd_delta *d = j->w->delta; d; d = d->next) {
+            for (int64_t k = 0; k < d->rank; k++) u[k] = j->kern->dot(d->A + k * j->w->cols, x, j->w->cols);
+            for (int64_t i = 0; i < j->w->rows; i++) y[i] += d->scale * j->kern->dot(d->B + i * d->rank, u, d->rank);
+        }
+    }
+}
+
 static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y,
                    int64_t y_stride, int64_t n_tok)
 {
     matmul_rows(ctx, w, NULL, w->rows, x, x_stride, y, y_stride, n_tok, ctx->rowbuf, scratch_cols(&ctx->model->cfg));
+    if (w->delta) {
+        delta_job j = {ctx->model->kern, w, x, y, x_stride, y_stride};
+        pd_pool_for(ctx->pool, n_tok, 1, delta_range, &j);
+    }
 }
 
 /* --------------------------------------------------------------- attention */

@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +168,14 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
 void pd_model_free(pd_model *m)
 {
     if (!m) return;
+    if (m->base) { /* derived: the rest is base's */
+        for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+        free(m->owned);
+        free(m->layers);
+        free(m->source);
+        free(m);
+        return;
+    }
     pd_tokenizer_free(m->tokenizer);
     pd_store_free(&m->store);
     free(m->norm_storage);
@@ -182,8 +193,10 @@ char *pd_model_info_json(const pd_model *m)
     json_t *dtypes = json_object();
     uint64_t params = 0;
     size_t bytes = 0;
-    for (size_t i = 0; i < m->store.n_tensors; i++) {
-        const pd_tensor *t = &m->store.tensors[i];
+    const pd_model *root = m;
+    while (root->base) root = root->base;
+    for (size_t i = 0; i < root->store.n_tensors; i++) {
+        const pd_tensor *t = &root->store.tensors[i];
         uint64_t n = 1;
         for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->shape[d];
         params += n;
@@ -201,9 +214,176 @@ char *pd_model_info_json(const pd_model *m)
                           "parameters", (json_int_t)params, "weight_bytes", (json_int_t)bytes,
                           "tensor_dtypes", dtypes, "kernels", m->kern->name);
     if (!o) return NULL;
+    json_object_set_new(o, "derived", json_boolean(m->base != NULL));
     json_object_set_new(o, "tokenizer_vocab",
                         m->tokenizer ? json_integer(pd_tokenizer_n_vocab(m->tokenizer)) : json_null());
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;
+}
+
+/* ------------------------------------------------------------ derived models */
+
+static const struct {
+    const char *suffix;
+    size_t offset;
+} layer_matrices[] = {
+    {"self_attn.q_proj.weight", offsetof(pd_layer, wq)},   {"self_attn.k_proj.weight", offsetof(pd_layer, wk)},
+    {"self_attn.v_proj.weight", offsetof(pd_layer, wv)},   {"self_attn.o_proj.weight", offsetof(pd_layer, wo)},
+    {"mlp.gate_proj.weight", offsetof(pd_layer, w_gate)}, {"mlp.up_proj.weight", offsetof(pd_layer, w_up)},
+    {"mlp.down_proj.weight", offsetof(pd_layer, w_down)},
+};
+#define N_LAYER_MATRICES (sizeof layer_matrices / sizeof layer_matrices[0])
+
+/* Index (layer * 7 + k) of an HF projection name, or -1. The name must be
+ * canonical ("model.layers.3.", no sign or leading zero). */
+static long matrix_index(const pd_config *c, const char *name)
+{
+    const char *pre = "model.layers.";
+    size_t np = strlen(pre);
+    if (strncmp(name, pre, np) != 0) return -1;
+    const char *p = name + np;
+    if (*p < '0' || *p > '9' || (*p == '0' && p[1] != '.')) return -1;
+    long l = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        l = l * 10 + (*p - '0');
+        if (l >= c->n_layers) return -1;
+    }
+    if (*p++ != '.') return -1;
+    for (size_t k = 0; k < N_LAYER_MATRICES; k++)
+        if (strcmp(p, layer_matrices[k].suffix) == 0) return l * (long)N_LAYER_MATRICES + (long)k;
+    return -1;
+}
+
+static pd_matrix *matrix_at(pd_layer *layers, long index)
+{
+    return (pd_matrix *)(void *)((char *)&layers[index / (long)N_LAYER_MATRICES] +
+                                 layer_matrices[index % (long)N_LAYER_MATRICES].offset);
+}
+
+/* Keep p (NULL allowed) to free with the model; NULL when p or the list failed. */
+static void *own(pd_model *m, void *p)
+{
+    if (!p) return NULL;
+    if (m->n_owned == m->cap_owned) {
+        size_t cap = m->cap_owned ? 2 * m->cap_owned : 16;
+        void **o = realloc(m->owned, cap * sizeof *o);
+        if (!o) {
+            free(p);
+            return NULL;
+        }
+        m->owned = o;
+        m->cap_owned = cap;
+    }
+    return m->owned[m->n_owned++] = p;
+}
+
+static float *copy_floats(pd_model *m, const float *src, int64_t a, int64_t b)
+{
+    size_t bytes;
+    if (!pd_mul_size((size_t)a * (size_t)b, sizeof(float), &bytes)) return NULL;
+    float *d = own(m, malloc(bytes));
+    if (d) memcpy(d, src, bytes);
+    return d;
+}
+
+static pd_status check_update(const pd_model *base, const pd_lowrank *u, long *index, pd_error *err)
+{
+    const char *src = base->source;
+    *index = u->matrix ? matrix_index(&base->cfg, u->matrix) : -1;
+    if (*index < 0)
+        return pd_set_error(err, PD_ERR_SHAPE, "%s: no matrix %s to update (the %d layers' seven projections can be)",
+                            src, u->matrix ? u->matrix : "(null)", base->cfg.n_layers);
+    if (!u->A || !u->B || u->rank < 1)
+        return pd_set_error(err, PD_ERR_ARG, "%s: update of %s has no data or rank %lld", src, u->matrix,
+                            (long long)u->rank);
+    if (!isfinite(u->scale))
+        return pd_set_error(err, PD_ERR_ARG, "%s: update of %s has a non-finite scale", src, u->matrix);
+    const pd_matrix *w = matrix_at(base->layers, *index);
+    if (u->rows != w->rows || u->cols != w->cols)
+        return pd_set_error(err, PD_ERR_SHAPE, "%s: update of %s is [%lld, %lld], the matrix is [%lld, %lld]", src,
+                            u->matrix, (long long)u->rows, (long long)u->cols, (long long)w->rows, (long long)w->cols);
+    return PD_OK;
+}
+
+static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lowrank *u, pd_derive_mode mode,
+                            pd_error *err)
+{
+    int64_t rows = w->rows, cols = w->cols, r = u->rank;
+    bool merge = mode == PD_DERIVE_MERGE || (mode == PD_DERIVE_AUTO && w->dtype == PD_F32);
+    if (!merge) {
+        if (r > PD_LOWRANK_MAX_RANK)
+            return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: rank %lld of %s is above %d, the most applied at runtime",
+                                m->source, (long long)r, u->matrix, PD_LOWRANK_MAX_RANK);
+        pd_delta *d = own(m, calloc(1, sizeof *d));
+        if (!d || !(d->A = copy_floats(m, u->A, r, cols)) || !(d->B = copy_floats(m, u->B, rows, r)))
+            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the update of %s", m->source, u->matrix);
+        d->rank = r;
+        d->scale = u->scale;
+        d->next = w->delta;
+        w->delta = d;
+        return PD_OK;
+    }
+    if (!*merged) { /* first update of this matrix: an owned F32 copy of W */
+        size_t bytes;
+        float *c = NULL;
+        if (pd_mul_size((size_t)rows * (size_t)cols, sizeof(float), &bytes)) c = own(m, malloc(bytes));
+        if (!c) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
+        for (int64_t i = 0; i < rows; i++) pd_matrix_row(w, i, c + (size_t)i * (size_t)cols);
+        w->dtype = PD_F32;
+        w->row_bytes = (size_t)cols * sizeof(float);
+        w->data = (const uint8_t *)c;
+        *merged = true;
+    }
+    float *c = (float *)(void *)(uintptr_t)w->data;
+    for (int64_t i = 0; i < rows; i++) {
+        float *row = c + (size_t)i * (size_t)cols;
+        for (int64_t k = 0; k < r; k++) {
+            float s = u->scale * u->B[(size_t)i * (size_t)r + (size_t)k];
+            m->kern->axpy(row, s, u->A + (size_t)k * (size_t)cols, cols);
+        }
+    }
+    return PD_OK;
+}
+
+pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
+                          pd_error *err)
+{
+    if (!base || (n_updates > 0 && !updates) || mode < PD_DERIVE_AUTO || mode > PD_DERIVE_RUNTIME) {
+        pd_set_error(err, PD_ERR_ARG, "pd_model_derive: no base model, no updates or an unknown mode");
+        return NULL;
+    }
+    for (size_t i = 0; i < n_updates; i++) {
+        long index;
+        if (check_update(base, &updates[i], &index, err)) return NULL;
+    }
+    size_t n_mat = (size_t)base->cfg.n_layers * N_LAYER_MATRICES;
+    pd_model *m = calloc(1, sizeof *m);
+    bool *merged = calloc(n_mat, sizeof *merged);
+    if (m) {
+        *m = *base;
+        pd_store_init(&m->store);
+        m->norm_storage = NULL;
+        m->base = base;
+        m->owned = NULL;
+        m->n_owned = m->cap_owned = 0;
+        m->source = strdup(base->source);
+        m->layers = malloc((size_t)base->cfg.n_layers * sizeof *m->layers);
+        if (m->layers) memcpy(m->layers, base->layers, (size_t)base->cfg.n_layers * sizeof *m->layers);
+    }
+    if (!m || !merged || !m->source || !m->layers) {
+        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a derived model", base->source);
+        goto fail;
+    }
+    for (size_t i = 0; i < n_updates; i++) {
+        const pd_lowrank *u = &updates[i];
+        long index = matrix_index(&base->cfg, u->matrix);
+        if (add_update(m, matrix_at(m->layers, index), &merged[index], u, mode, err)) goto fail;
+    }
+    free(merged);
+    return m;
+fail:
+    free(merged);
+    pd_model_free(m);
+    return NULL;
 }

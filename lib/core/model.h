@@ -6,13 +6,24 @@
 #include "kernels.h"
 #include "threadpool.h"
 
-/* A weight matrix [rows, cols] of any supported dtype, rows contiguous. Later
- * features (merged adapters, quantized copies) point rows elsewhere. */
+/* A low-rank term added after each product with a matrix: y += scale * B (A x).
+ * Terms of a stack are chained. Owned by the derived model that made them. */
+typedef struct pd_delta {
+    int64_t rank;
+    float scale;
+    const float *A, *B; /* [rank][cols], [rows][rank] */
+    const struct pd_delta *next;
+} pd_delta;
+
+/* A weight matrix [rows, cols] of any supported dtype, rows contiguous. A
+ * derived model (pd_model_derive) points data at a merged copy or chains
+ * low-rank terms in delta. */
 typedef struct pd_matrix {
     pd_dtype dtype;
     int64_t rows, cols;
     size_t row_bytes;
     const uint8_t *data;
+    const pd_delta *delta; /* NULL: none */
 } pd_matrix;
 
 typedef struct pd_layer {
@@ -31,6 +42,11 @@ struct pd_model {
     float *norm_storage; /* the F32 copies of every 1-D norm weight */
     pd_tokenizer *tokenizer;
     const pd_kernels *kern;
+    /* A derived model borrows base's store, norms and tokenizer and owns only
+     * its layers array and the blocks listed in owned. */
+    const pd_model *base;
+    void **owned;
+    size_t n_owned, cap_owned;
 };
 
 /* Validated row access: the matrix's row r converted to F32. */
