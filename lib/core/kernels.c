@@ -5,6 +5,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define PD_HAVE_X86 1
 #endif
@@ -321,8 +322,10 @@ const pd_kernels *pd_kernels_select(void)
 {
 #ifdef PD_HAVE_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        return &avx2;
+    unsigned eax, ebx, ecx, edx;
+    /* F16C is CPUID leaf 1, ECX bit 29 (not every compiler's builtin knows its name) */
+    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return &avx2;
 #endif
     return &portable;
 }
