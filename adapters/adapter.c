@@ -263,11 +263,6 @@ static pd_status check_fit(const pd_adapter *a, const target *t, const pd_config
         return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s adapts layer %ld, the model has %d layers", a->dir,
                             t->a_key, layer, c->n_layers);
     int64_t out = dim_of(c, projections[p].out), in = dim_of(c, projections[p].in);
-    if (projections[p].in == D_HIDDEN && t->cols != in)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: adapter made for hidden size %lld, the model's is %lld: tensor %s "
-                            "is [%lld, %lld], the base's %s.weight is [%lld, %lld]", a->dir, (long long)t->cols,
-                            (long long)in, t->a_key, (long long)t->rank, (long long)t->cols, t->module,
-                            (long long)out, (long long)in);
     if (t->cols != in)
         return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld], but the base's %s.weight is [%lld, %lld]",
                             a->dir, t->a_key, (long long)t->rank, (long long)t->cols, t->module, (long long)out,
@@ -276,6 +271,21 @@ static pd_status check_fit(const pd_adapter *a, const target *t, const pd_config
         return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld], but the base's %s.weight is [%lld, %lld]",
                             a->dir, t->b_key, (long long)t->rows, (long long)t->rank, t->module, (long long)out,
                             (long long)in);
+    return PD_OK;
+}
+
+/* The hidden size an adapter was made for shows in A of the projections that
+ * read the residual stream and in B of those that write it. */
+static pd_status check_hidden(const pd_adapter *a, const target *t, const pd_config *c, pd_error *err)
+{
+    long layer;
+    int p = projection_of(t->module, strlen(t->module), &layer);
+    bool reads = p >= 0 && projections[p].in == D_HIDDEN, writes = p >= 0 && projections[p].out == D_HIDDEN;
+    int64_t h = reads ? t->cols : t->rows;
+    if ((reads || writes) && h != c->hidden)
+        return pd_set_error(err, PD_ERR_SHAPE, "%s: adapter made for hidden size %lld, the model's is %d (tensor %s "
+                            "is [%lld, %lld])", a->dir, (long long)h, c->hidden, reads ? t->a_key : t->b_key,
+                            (long long)(reads ? t->rank : t->rows), (long long)(reads ? t->cols : t->rank));
     return PD_OK;
 }
 
@@ -297,6 +307,8 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
             pd_set_error(err, PD_ERR_ARG, "%s: the weight of the adapter is not finite", adapters[i]->dir);
             return NULL;
         }
+        for (size_t k = 0; k < adapters[i]->n_targets; k++)
+            if (check_hidden(adapters[i], &adapters[i]->targets[k], c, err)) return NULL;
         for (size_t k = 0; k < adapters[i]->n_targets; k++)
             if (check_fit(adapters[i], &adapters[i]->targets[k], c, err)) return NULL;
         total += adapters[i]->n_targets;

@@ -72,7 +72,7 @@ static pd_status parse(const json_t *root, const char *path, peft_config *cfg, p
         return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: peft_type %s is not supported (only LORA)", path, type);
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         if (!unset(json_object_get(root, refused[i].key)))
-            return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: %s is not supported (%s is set)", path, refused[i].what,
+            return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: %s: not supported (%s is set)", path, refused[i].what,
                                 refused[i].key);
     const char *bias = json_string_value(json_object_get(root, "bias"));
     if (bias && strcmp(bias, "none") != 0)
