@@ -29,6 +29,61 @@ const char *cli_opt_nth(cli_args *a, const char *name, int n)
     return NULL;
 }
 
+/* Split "DIR[:WEIGHT]": the part after the last ':' is a weight only when it
+ * parses as a finite number (so a directory name with a ':' still works). */
+static char *adapter_spec(const char *spec, float *weight)
+{
+    char *dir = strdup(spec);
+    if (!dir) return NULL;
+    *weight = 1.0f;
+    char *colon = strrchr(dir, ':'), *end;
+    if (colon && colon[1]) {
+        errno = 0;
+        double w = strtod(colon + 1, &end);
+        if (!errno && !*end && isfinite(w)) {
+            *weight = (float)w;
+            *colon = '\0';
+        }
+    }
+    return dir;
+}
+
+/* Apply every --adapter DIR[:WEIGHT] (PD_APPLY_AUTO: merged on F32 bases,
+ * at runtime on 16-bit and quantized ones; --adapter-mode overrides). */
+static int apply_adapters(cli_args *a, cli_model *m)
+{
+    int n = 0, given = 0;
+    while (cli_opt_nth(a, "--adapter", n)) n++;
+    for (int i = 0; i < a->argc; i++) given += strcmp(a->argv[i], "--adapter") == 0;
+    if (given != n) return cli_usage(a, "--adapter needs DIR[:WEIGHT]");
+    const char *mode_s = cli_opt(a, "--adapter-mode");
+    pd_apply_mode mode = PD_APPLY_AUTO;
+    if (mode_s && !strcmp(mode_s, "merge")) mode = PD_APPLY_MERGE;
+    else if (mode_s && !strcmp(mode_s, "runtime")) mode = PD_APPLY_RUNTIME;
+    else if (mode_s && strcmp(mode_s, "auto") != 0) return cli_usage(a, "--adapter-mode must be auto, merge or runtime");
+    if (n == 0) return 0;
+    pd_adapter **list = calloc((size_t)n, sizeof *list);
+    float *weights = calloc((size_t)n, sizeof *weights);
+    pd_error err;
+    int rc = list && weights ? 0 : cli_failf("out of memory");
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char *dir = adapter_spec(cli_opt_nth(a, "--adapter", i), &weights[i]);
+        if (!dir) rc = cli_failf("out of memory");
+        else if (!(list[i] = pd_adapter_load(dir, &err))) rc = cli_fail(&err);
+        free(dir);
+    }
+    if (rc == 0) {
+        pd_model *adapted = pd_model_apply_adapters(m->base, (const pd_adapter *const *)list, weights, (size_t)n,
+                                                    mode, &err);
+        if (adapted) m->model = adapted;
+        else rc = cli_fail(&err);
+    }
+    for (int i = 0; list && i < n; i++) pd_adapter_free(list[i]);
+    free(list);
+    free(weights);
+    return rc;
+}
+
 int cli_model_open(cli_args *a, cli_model *m)
 {
     m->base = m->model = NULL;
@@ -38,7 +93,9 @@ int cli_model_open(cli_args *a, cli_model *m)
     m->base = pd_model_load(path, NULL, &err);
     if (!m->base) return cli_fail(&err);
     m->model = m->base;
-    return 0;
+    int rc = apply_adapters(a, m);
+    if (rc) cli_model_close(m);
+    return rc;
 }
 
 void cli_model_close(cli_model *m)
