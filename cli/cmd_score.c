@@ -1,0 +1,201 @@
+/* cmd_score.c - `pocketdec score`: label candidates scored by a decision head
+ * (or the LM verbalizer) in one forward pass; one decision from the options,
+ * or one per JSONL line on stdin; --bench times a decision against the
+ * prefill of the same prompt. */
+#include "cli.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CANDIDATES 4096
+
+typedef struct score_opts {
+    bool explain;
+    int32_t bench_reps, threads;
+} score_opts;
+
+static void print_ints(const int32_t *v, int32_t n)
+{
+    putchar('[');
+    for (int32_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", v[i]);
+    putchar(']');
+}
+
+static void print_positions(const pd_decision *dec, int32_t index)
+{
+    printf("{\"index\":%d,\"position\":%d}", index, dec->positions[index]);
+}
+
+static void print_decision(const pd_decision *dec, const char *const *labels, bool explain)
+{
+    printf("{\"candidates\":[");
+    for (int32_t i = 0; i < dec->n_candidates; i++) {
+        printf(i ? ",{\"label\":" : "{\"label\":");
+        cli_print_json_string(stdout, labels[i], strlen(labels[i]));
+        printf(",\"prob\":%.9g,\"score\":%.9g", (double)dec->probs[i], (double)dec->scores[i]);
+        if (dec->mean_logprob) printf(",\"mean_logprob\":%.9g", (double)dec->mean_logprob[i]);
+        putchar('}');
+    }
+    printf("],\"forward_passes\":%d,\"prompt_tokens\":%d", dec->forward_passes, dec->prompt_tokens);
+    if (explain) {
+        printf(",\"tokens\":");
+        print_ints(dec->tokens, dec->prompt_tokens);
+        printf(",\"positions\":");
+        print_ints(dec->positions, dec->prompt_tokens);
+        printf(",\"query\":");
+        if (dec->query_index >= 0) print_positions(dec, dec->query_index);
+        else printf("null");
+        printf(",\"keys\":[");
+        for (int32_t i = 0; dec->key_index && i < dec->n_candidates; i++) {
+            if (i) putchar(',');
+            print_positions(dec, dec->key_index[i]);
+        }
+        putchar(']');
+    }
+    printf("}\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Best time of reps decisions, and of reps plain prefills of the same
+ * prompt (causal, last logits) in a fresh context: the minimum is the least
+ * disturbed by other load on a shared machine. */
+static int bench(pd_decider *d, const cli_model *cm, const pd_decision *first, const char *text, const char *q,
+                 const char *const *cands, int32_t n, const score_opts *o)
+{
+    double *t = calloc((size_t)o->bench_reps * 2, sizeof *t);
+    pd_error err;
+    pd_context_params cp = {first->prompt_tokens, o->threads, 0};
+    pd_context *ctx = t ? pd_context_new(cm->model, &cp, &err) : NULL;
+    int rc = ctx ? 0 : t ? cli_fail(&err) : cli_failf("out of memory");
+    for (int32_t r = 0; rc == 0 && r < o->bench_reps; r++) {
+        pd_decision *dec = NULL;
+        double s = now_s();
+        if (pd_decide(d, text, q, cands, n, &dec, &err)) rc = cli_fail(&err);
+        t[r] = now_s() - s;
+        pd_decision_free(dec);
+        pd_context_kv_truncate(ctx, 0, NULL);
+        s = now_s();
+        if (rc == 0 && pd_eval_tokens(ctx, first->tokens, first->prompt_tokens, &err)) rc = cli_fail(&err);
+        t[o->bench_reps + r] = now_s() - s;
+    }
+    if (rc == 0) {
+        double dm = t[0], pm = t[o->bench_reps];
+        for (int32_t r = 1; r < o->bench_reps; r++) {
+            if (t[r] < dm) dm = t[r];
+            if (t[o->bench_reps + r] < pm) pm = t[o->bench_reps + r];
+        }
+        printf("{\"bench\":{\"reps\":%d,\"threads\":%d,\"prompt_tokens\":%d,\"candidates\":%d,"
+               "\"decision_ms\":%.3f,\"prefill_ms\":%.3f,\"ratio\":%.4f}}\n",
+               o->bench_reps, o->threads, first->prompt_tokens, n, dm * 1e3, pm * 1e3, dm / pm);
+    }
+    pd_context_free(ctx);
+    free(t);
+    return rc;
+}
+
+/* One decision; text NULL reuses the previous text's cache. */
+static int score_one(pd_decider *d, const pd_head *head, const cli_model *cm, const char *text, const char *q,
+                     const char *const *cands, int32_t n, const score_opts *o, const char *where)
+{
+    pd_error err;
+    pd_decision *dec = NULL;
+    if (pd_decide(d, text, q, cands, n, &dec, &err)) return where ? cli_failf("%s: %s", where, err.message) : cli_fail(&err);
+    int32_t n_labels = 0;
+    const char *const *labels = n == 0 && head ? pd_head_labels(head, &n_labels) : cands;
+    int rc = 0;
+    if (o->bench_reps > 0)
+        rc = bench(d, cm, dec, text, q, cands, n, o);
+    else
+        print_decision(dec, labels, o->explain);
+    pd_decision_free(dec);
+    return rc;
+}
+
+/* {"text": .., "question": .., "candidates": [..]} per line; consecutive
+ * lines with the same text reuse its cache. */
+static int score_jsonl(pd_decider *d, const pd_head *head, const cli_model *cm, const score_opts *o)
+{
+    char *line = NULL, *last_text = NULL, where[64];
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    int rc = 0;
+    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        if (strspn(line, " \t\r\n") == (size_t)len) continue;
+        snprintf(where, sizeof where, "stdin:%ld", lineno);
+        json_error_t jerr;
+        json_t *in = json_loadb(line, (size_t)len, 0, &jerr);
+        json_t *jc = json_object_get(in, "candidates");
+        const char *text = json_string_value(json_object_get(in, "text"));
+        const char *q = json_string_value(json_object_get(in, "question"));
+        size_t n = json_array_size(jc);
+        const char **cands = calloc(n ? n : 1, sizeof *cands);
+        if (!in) rc = cli_failf("%s: not JSON: %s", where, jerr.text);
+        else if (!text || (!q && json_object_get(in, "question")) || (jc && !json_is_array(jc)))
+            rc = cli_failf("%s: expected {\"text\": string, \"question\": string, \"candidates\": [strings]}", where);
+        else if (!cands || n > MAX_CANDIDATES)
+            rc = cli_failf("%s: too many candidates", where);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (!(cands[i] = json_string_value(json_array_get(jc, i))))
+                rc = cli_failf("%s: candidate %zu is not a string", where, i);
+        if (rc == 0) {
+            bool same = last_text && strcmp(last_text, text) == 0;
+            rc = score_one(d, head, cm, same ? NULL : text, q ? q : "", cands, (int32_t)n, o, where);
+            free(last_text);
+            last_text = rc == 0 ? strdup(text) : NULL;
+        }
+        free(cands);
+        json_decref(in);
+    }
+    free(line);
+    free(last_text);
+    return rc;
+}
+
+int cmd_score(cli_args *a)
+{
+    score_opts o = {cli_flag(a, "--explain"), 0, 1};
+    const char *head_dir = cli_opt(a, "--head"), *layout = cli_opt(a, "--layout");
+    const char *text = cli_opt(a, "--text"), *q = cli_opt(a, "--question");
+    bool jsonl = cli_flag(a, "--jsonl");
+    pd_decider_params dp = pd_decider_default_params();
+    if (cli_int_opt(a, "--threads", 1, 1, 256, &o.threads) || cli_int_opt(a, "--bench", 0, 0, 10000, &o.bench_reps) ||
+        cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &dp.n_ctx))
+        return 2;
+    dp.n_threads = o.threads;
+    if (layout && strcmp(layout, "sequential") == 0) dp.layout = PD_LAYOUT_SEQUENTIAL;
+    else if (layout && strcmp(layout, "parallel") == 0) dp.layout = PD_LAYOUT_PARALLEL;
+    else if (layout) return cli_usage(a, "--layout must be sequential or parallel");
+    if (jsonl && (text || q || cli_opt(a, "--candidate")))
+        return cli_usage(a, "--jsonl reads text, question and candidates from stdin");
+    if (!jsonl && !text) return cli_usage(a, "--text T is required (or --jsonl)");
+    int32_t n = 0;
+    while (n < MAX_CANDIDATES && cli_opt_nth(a, "--candidate", n)) n++;
+    const char **cands = calloc((size_t)n + 1, sizeof *cands);
+    if (!cands) return cli_failf("out of memory");
+    for (int32_t i = 0; i < n; i++) cands[i] = cli_opt_nth(a, "--candidate", i);
+
+    cli_model cm = {NULL, NULL};
+    pd_head *head = NULL;
+    pd_decider *d = NULL;
+    pd_error err;
+    int rc = cli_model_open(a, &cm);
+    if (rc == 0 && head_dir && !(head = pd_head_load(head_dir, cm.model, &err))) rc = cli_fail(&err);
+    if (rc == 0 && !(d = pd_decider_new(cm.model, head, &dp, &err))) rc = cli_fail(&err);
+    if (rc == 0 && jsonl) rc = score_jsonl(d, head, &cm, &o);
+    else if (rc == 0) rc = score_one(d, head, &cm, text, q ? q : "", cands, n, &o, NULL);
+    pd_decider_free(d);
+    pd_head_free(head);
+    cli_model_close(&cm);
+    free(cands);
+    return rc;
+}

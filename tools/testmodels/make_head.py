@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+"""Random decision heads for pocketdec, and an independent numpy reference of their scores.
+
+  make_head.py tokenizer --vocab 300 --out tok.json
+      a synthetic byte-level tokenizer (make_model.py's) whose last five ids are the
+      layout markers <|fim_prefix|> <|fim_middle|> <|box_start|> <|box_end|> <|fim_suffix|>;
+      give it to make_model.py --tokenizer (with the same --vocab).
+  make_head.py write --type pointer --hidden 64 --head-dim 16 --out DIR
+  make_head.py write --type classifier --hidden 64 --labels a,b,c --out DIR
+      head.json + head.safetensors with random weights (--dtype F32|BF16|F16).
+
+The scores (module functions, float64):
+  prompt(markers, text_ids, question_ids, cand_ids, kind, layout) -> ids, positions, blocks, query
+  scores(model, head, text_ids, question_ids, cand_ids, layout)  -> dict(scores, probs, ...)
+A pointer head in the parallel layout takes the key of each candidate from a plain causal
+reference.forward of the prefix followed by that candidate alone, and the query from
+masked_forward (a tree-masked forward written here) over the whole prompt; the LM verbalizer
+scores each candidate alone after the prefix with reference.forward (parallel) or reads the
+log-probabilities off one causal reference.forward of the whole prompt (sequential).
+"""
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_model  # noqa: E402  (synthetic tokenizer, BF16 bits)
+import reference   # noqa: E402  (the float64 forward)
+
+MARKERS = ["<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>", "<|fim_suffix|>"]
+MARKER_KEYS = ["prefix", "middle", "candidate_start", "candidate_end", "suffix"]
+
+# ----------------------------------------------------------------------------- writers
+
+
+def synthetic_tokenizer(vocab, seed=0):
+    """make_model's synthetic tokenizer with the five markers as the last special ids."""
+    tok = make_model.synthetic_tokenizer(vocab - len(MARKERS), seed)
+    base = vocab - len(MARKERS)
+    for i, m in enumerate(MARKERS):
+        tok["added_tokens"].append({"id": base + i, "content": m, "single_word": False, "lstrip": False,
+                                    "rstrip": False, "normalized": False, "special": True})
+    return tok
+
+
+def byte_ids(text):
+    """Ids of text under the synthetic tokenizer when no merge applies (no letters): one id per
+    byte, in GPT-2 byte-table order."""
+    order = list(make_model.bytes_to_unicode())
+    data = text.encode()
+    if any(chr(b).isalpha() for b in data if b < 128) or any(b >= 128 for b in data):
+        raise ValueError("byte_ids: only ASCII without letters tokenizes byte by byte")
+    return [order.index(b) for b in data]
+
+
+def write_safetensors(path, tensors, dtype):
+    header, blobs, off = {}, [], 0
+    for name, x in tensors.items():
+        x = np.asarray(x, np.float32)
+        if dtype == "F32":
+            raw = x.astype("<f4").tobytes()
+        elif dtype == "F16":
+            raw = x.astype("<f2").tobytes()
+        else:
+            raw = make_model.f32_to_bf16_bits(x.ravel()).astype("<u2").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(x.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def write_head(out, kind, hidden, head_dim=16, labels=None, temperature=1.0, layout="sequential", seed=0,
+               dtype="F32"):
+    rng = np.random.default_rng([seed, 0x4EAD])
+    os.makedirs(out, exist_ok=True)
+    meta = {"type": kind, "temperature": temperature, "layout": layout,
+            "markers": dict(zip(MARKER_KEYS, MARKERS))}
+    s = 1.0 / np.sqrt(hidden)
+    if kind == "pointer":
+        meta["head_dim"] = head_dim
+        t = {"q.weight": rng.standard_normal((head_dim, hidden)) * s, "q.bias": rng.standard_normal(head_dim) * 0.1,
+             "k.weight": rng.standard_normal((head_dim, hidden)) * s, "k.bias": rng.standard_normal(head_dim) * 0.1}
+    else:
+        meta["labels"], meta["pool"] = list(labels), "last"
+        t = {"weight": rng.standard_normal((len(labels), hidden)) * s, "bias": rng.standard_normal(len(labels)) * 0.1}
+    write_safetensors(os.path.join(out, "head.safetensors"), t, dtype)
+    with open(os.path.join(out, "head.json"), "w") as f:
+        json.dump(meta, f, ensure_ascii=False, indent=1)
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def load_head(path):
+    with open(os.path.join(path, "head.json")) as f:
+        meta = json.load(f)
+    return {"meta": meta, "t": reference.read_safetensors(os.path.join(path, "head.safetensors"))}
+
+
+def prompt(mk, text_ids, question_ids, cand_ids, kind, layout):
+    """The decision prompt. mk: marker ids in MARKERS order. Returns ids, positions, blocks (start,
+    end) and the query index (None for the verbalizer)."""
+    ids = [mk[0]] + list(text_ids) + [mk[1]] + list(question_ids)
+    P, blocks = len(ids), []
+    if kind != "classifier":
+        for c in cand_ids:
+            start = len(ids)
+            ids += [mk[2]] + list(c) + ([mk[3]] if kind == "pointer" else [])
+            blocks.append((start, len(ids)))
+    query = None
+    if kind != "verbalizer":
+        query = len(ids)
+        ids.append(mk[4])
+    pos = list(range(len(ids)))
+    if layout == "parallel":
+        for s, e in blocks:
+            pos[s:e] = range(P, P + e - s)
+    return ids, pos, blocks, query
+
+
+def masked_forward(model, ids, positions, visible):
+    """reference.forward with attention allowed where visible[i][j] (bool [T, T])."""
+    c, w = model["config"], model["weights"]
+    ids = np.asarray(ids, np.int64)
+    T, hd, eps = ids.size, c["head_dim"], c["eps"]
+    blocked = ~np.asarray(visible, bool)
+    x = w["model.embed_tokens.weight"][ids]
+    for i in range(c["layers"]):
+        p = f"model.layers.{i}."
+        h = reference.rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, c["heads"], hd)
+        k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, c["kv_heads"], hd)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(T, c["kv_heads"], hd)
+        q = reference.rope(reference.rms_norm(q, w[p + "self_attn.q_norm.weight"], eps), positions, c["rope_theta"])
+        k = reference.rope(reference.rms_norm(k, w[p + "self_attn.k_norm.weight"], eps), positions, c["rope_theta"])
+        g = c["heads"] // c["kv_heads"]
+        k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+        sc = np.einsum("qhd,khd->hqk", q, k) / np.sqrt(hd)
+        sc[:, blocked] = -np.inf
+        sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
+        sc /= sc.sum(axis=-1, keepdims=True)
+        x = x + np.einsum("hqk,khd->qhd", sc, v).reshape(T, -1) @ w[p + "self_attn.o_proj.weight"].T
+        h = reference.rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        gate, up = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+        x = x + (reference.silu(gate) * up) @ w[p + "mlp.down_proj.weight"].T
+    return reference.rms_norm(x, w["model.norm.weight"], eps)
+
+
+def tree_mask(n, P, blocks):
+    """Causal; a block token sees the prefix [0, P) and its own block only."""
+    vis = np.tril(np.ones((n, n), bool))
+    for s, e in blocks:
+        vis[s:e, P:s] = False
+    return vis
+
+
+def _softmax(x):
+    e = np.exp(np.asarray(x) - np.max(x))
+    return e / e.sum()
+
+
+def scores(model, head, mk, text_ids, question_ids, cand_ids, layout):
+    """Scores and probabilities of one decision (head None: LM verbalizer)."""
+    kind = head["meta"]["type"] if head else "verbalizer"
+    ids, pos, blocks, query = prompt(mk, text_ids, question_ids, cand_ids, kind, layout)
+    P = len(ids) - (1 if query is not None else 0) - sum(e - s for s, e in blocks)
+    out = {"ids": ids, "positions": pos, "query": query}
+    temp = head["meta"].get("temperature", 1.0) if head else 1.0
+    if kind == "classifier":
+        h = reference.forward(model, ids)[0][query]
+        s = (head["t"]["weight"] @ h + head["t"]["bias"]) / temp
+    elif kind == "pointer":
+        t, d = head["t"], head["meta"]["head_dim"]
+        if layout == "sequential":
+            hid = reference.forward(model, ids)[0]
+            keys = [hid[e - 1] for s, e in blocks]
+            hq = hid[query]
+        else:
+            keys = [reference.forward(model, ids[:P] + ids[s:e])[0][-1] for s, e in blocks]
+            masked = masked_forward(model, ids, pos, tree_mask(len(ids), P, blocks))
+            hq = masked[query]
+            out["masked_key_error"] = float(max(np.abs(masked[e - 1] - k).max() for (s, e), k in zip(blocks, keys)))
+        q = t["q.weight"] @ hq + t["q.bias"]
+        s = np.array([q @ (t["k.weight"] @ k + t["k.bias"]) for k in keys]) / np.sqrt(d) / temp
+        out["key_index"] = [e - 1 for s, e in blocks]
+    else:
+        s, mean = [], []
+        full = reference.forward(model, ids)[1] if layout == "sequential" else None
+        for (b, e) in blocks:
+            logits = full[b:e] if full is not None else reference.forward(model, ids[:P] + ids[b:e])[1][P:]
+            lp = logits - logits.max(-1, keepdims=True)
+            lp -= np.log(np.exp(lp).sum(-1, keepdims=True))
+            tgt = ids[b + 1:e]
+            s.append(sum(lp[j, tgt[j]] for j in range(len(tgt))))
+            mean.append(s[-1] / len(tgt))
+        s = np.array(s)
+        out["mean_logprob"] = mean
+    out["scores"] = [float(v) for v in s]
+    out["probs"] = [float(v) for v in _softmax(s)]
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tokenizer")
+    t.add_argument("--vocab", type=int, required=True)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", required=True)
+    w = sub.add_parser("write")
+    w.add_argument("--type", choices=["pointer", "classifier"], required=True)
+    w.add_argument("--hidden", type=int, required=True)
+    w.add_argument("--head-dim", type=int, default=16)
+    w.add_argument("--labels", help="comma-separated classifier labels")
+    w.add_argument("--temperature", type=float, default=1.0)
+    w.add_argument("--layout", choices=["sequential", "parallel"], default="sequential")
+    w.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    if a.cmd == "tokenizer":
+        with open(a.out, "w") as f:
+            json.dump(synthetic_tokenizer(a.vocab, a.seed), f, ensure_ascii=False)
+    else:
+        if a.type == "classifier" and not a.labels:
+            raise SystemExit("make_head: a classifier needs --labels")
+        write_head(a.out, a.type, a.hidden, a.head_dim, a.labels.split(",") if a.labels else None,
+                   a.temperature, a.layout, a.seed, a.dtype)
+
+
+if __name__ == "__main__":
+    main()
