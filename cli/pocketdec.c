@@ -1,0 +1,321 @@
+/* pocketdec - the command-line tool: tokenize, logits, hidden, generate, info, bench.
+ *
+ * Every subcommand prints JSON (or text for generate) on stdout, exits 0 on
+ * success, and on failure prints one line "pocketdec: message" on stderr and
+ * exits 1 (2 for a usage error). */
+#include "cli.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ tokenize */
+
+static int cmd_tokenize(cli_args *a)
+{
+    const char *path = cli_opt(a, "--tokenizer");
+    bool decode = cli_flag(a, "--decode");
+    if (!path) return cli_usage(a, "--tokenizer FILE is required");
+    pd_error err;
+    pd_tokenizer *tok = pd_tokenizer_load(path, &err);
+    if (!tok) return cli_fail(&err);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    long lineno = 0;
+    int rc = 0;
+    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
+        lineno++;
+        if (len == 0 || (len == 1 && line[0] == '\n')) continue;
+        json_error_t jerr;
+        json_t *in = json_loadb(line, (size_t)len, JSON_DECODE_ANY, &jerr);
+        if (!in) {
+            rc = cli_failf("stdin:%ld: not JSON: %s", lineno, jerr.text);
+        } else if (!decode) {
+            if (!json_is_string(in)) {
+                rc = cli_failf("stdin:%ld: expected a JSON string", lineno);
+            } else {
+                int32_t *ids = NULL;
+                size_t n = 0;
+                if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err)) {
+                    rc = cli_failf("stdin:%ld: %s", lineno, err.message);
+                } else {
+                    cli_print_ids(stdout, ids, n);
+                    pd_free(ids);
+                }
+            }
+        } else {
+            int32_t *ids = NULL;
+            size_t n = 0;
+            if (cli_json_ids(in, &ids, &n)) {
+                rc = cli_failf("stdin:%ld: expected a JSON array of integer ids", lineno);
+            } else {
+                char *text = NULL;
+                size_t tlen = 0;
+                if (pd_tokenizer_decode(tok, ids, n, &text, &tlen, &err)) {
+                    rc = cli_failf("stdin:%ld: %s", lineno, err.message);
+                } else {
+                    cli_print_json_string(stdout, text, tlen);
+                    fputc('\n', stdout);
+                    pd_free(text);
+                }
+            }
+            free(ids);
+        }
+        json_decref(in);
+    }
+    free(line);
+    pd_tokenizer_free(tok);
+    return rc;
+}
+
+/* --------------------------------------------------------- logits, hidden */
+
+/* Load the model, make a context with --threads, and parse --ids. */
+static int open_model_ids(cli_args *a, cli_model *cm, pd_context **ctx, int32_t **ids, size_t *n_ids)
+{
+    const char *ids_s = cli_opt(a, "--ids");
+    if (ids_s && cli_parse_ids(ids_s, ids, n_ids)) return cli_usage(a, "--ids must be comma-separated integers");
+    pd_context_params cp = pd_context_default_params();
+    if (cli_int_opt(a, "--threads", 1, 1, 256, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx))
+        return 2;
+    int rc = cli_model_open(a, cm);
+    if (rc) return rc;
+    if (ids_s && (size_t)cp.n_ctx < *n_ids) cp.n_ctx = (int32_t)*n_ids;
+    pd_error err;
+    *ctx = pd_context_new(cm->model, &cp, &err);
+    if (!*ctx) return cli_fail(&err);
+    return 0;
+}
+
+static int cmd_logits_or_hidden(cli_args *a, bool hidden)
+{
+    cli_model cm = {NULL, NULL};
+    pd_context *ctx = NULL;
+    int32_t *ids = NULL, *rows = NULL;
+    size_t n = 0;
+    int rc = open_model_ids(a, &cm, &ctx, &ids, &n);
+    if (rc == 0 && n == 0) rc = cli_usage(a, "--ids 1,2,3 is required");
+    if (rc == 0) {
+        pd_error err;
+        pd_batch b = {ids, (int32_t)n, NULL, NULL, NULL, 0, !hidden};
+        if (hidden) {
+            rows = malloc(n * sizeof *rows);
+            if (!rows) rc = cli_failf("out of memory");
+            for (size_t i = 0; rows && i < n; i++) rows[i] = (int32_t)i;
+            b.outputs = rows;
+            b.n_outputs = (int32_t)n;
+        }
+        if (rc == 0 && pd_eval(ctx, &b, &err)) rc = cli_fail(&err);
+        if (rc == 0) {
+            const pd_config *c = pd_model_config(cm.model);
+            if (hidden) {
+                fputc('[', stdout);
+                for (int32_t i = 0; i < pd_context_n_outputs(ctx); i++) {
+                    if (i) fputs(",\n", stdout);
+                    cli_print_floats(stdout, pd_context_hidden(ctx, i), c->hidden);
+                }
+                fputs("]\n", stdout);
+            } else {
+                cli_print_floats(stdout, pd_context_logits(ctx, 0), c->vocab);
+                fputc('\n', stdout);
+            }
+        }
+    }
+    free(rows);
+    free(ids);
+    pd_context_free(ctx);
+    cli_model_close(&cm);
+    return rc;
+}
+
+static int cmd_logits(cli_args *a) { return cmd_logits_or_hidden(a, false); }
+static int cmd_hidden(cli_args *a) { return cmd_logits_or_hidden(a, true); }
+
+/* ------------------------------------------------------------- generate */
+
+static int print_piece(int32_t id, const char *piece, size_t len, void *user)
+{
+    (void)id;
+    (void)user;
+    fwrite(piece, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+static int cmd_generate(cli_args *a)
+{
+    const char *prompt = cli_opt(a, "--prompt");
+    if (!prompt) return cli_usage(a, "--prompt TEXT is required");
+    pd_generate_params gp = {pd_sampler_default_params(), 0, cli_flag(a, "--chat")};
+    double temp = 0.0, top_p = 1.0;
+    int32_t seed = 0;
+    if (cli_int_opt(a, "--max-tokens", 128, 0, 1 << 30, &gp.max_tokens) ||
+        cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp) ||
+        cli_int_opt(a, "--top-k", 0, 0, 1 << 30, &gp.sampler.top_k) ||
+        cli_float_opt(a, "--top-p", 1.0, 0.0, 1.0, &top_p) || cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed))
+        return 2;
+    gp.sampler.temperature = (float)temp;
+    gp.sampler.top_p = (float)top_p;
+    gp.sampler.seed = (uint64_t)seed;
+    cli_model cm = {NULL, NULL};
+    pd_context *ctx = NULL;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = open_model_ids(a, &cm, &ctx, &ids, &n);
+    if (rc == 0) {
+        pd_error err;
+        if (pd_generate(ctx, prompt, &gp, print_piece, NULL, NULL, &err))
+            rc = cli_fail(&err);
+        else
+            fputc('\n', stdout);
+    }
+    free(ids);
+    pd_context_free(ctx);
+    cli_model_close(&cm);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- info */
+
+static int cmd_info(cli_args *a)
+{
+    const char *path = cli_opt(a, "--model");
+    if (!path) return cli_usage(a, "--model PATH is required");
+    pd_error err;
+    pd_model *model = pd_model_load(path, NULL, &err);
+    if (!model) return cli_fail(&err);
+    char *s = pd_model_info_json(model);
+    int rc = s ? (puts(s), 0) : cli_failf("out of memory");
+    pd_free(s);
+    pd_model_free(model);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- bench */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int cmd_bench(cli_args *a)
+{
+    const char *path = cli_opt(a, "--model");
+    if (!path) return cli_usage(a, "--model PATH is required");
+    int32_t n_prompt, n_gen, threads, reps;
+    if (cli_int_opt(a, "--prompt-tokens", 512, 1, 1 << 20, &n_prompt) ||
+        cli_int_opt(a, "--gen-tokens", 128, 0, 1 << 20, &n_gen) || cli_int_opt(a, "--threads", 2, 1, 256, &threads) ||
+        cli_int_opt(a, "--reps", 3, 1, 100, &reps))
+        return 2;
+    pd_error err;
+    double t0 = now_s();
+    pd_model *model = pd_model_load(path, NULL, &err);
+    if (!model) return cli_fail(&err);
+    double load_s = now_s() - t0;
+    const pd_config *c = pd_model_config(model);
+    pd_context_params cp = {n_prompt + n_gen, threads, 512};
+    pd_context *ctx = pd_context_new(model, &cp, &err);
+    if (!ctx) {
+        pd_model_free(model);
+        return cli_fail(&err);
+    }
+    int32_t *ids = malloc((size_t)n_prompt * sizeof *ids);
+    double *pre = calloc((size_t)reps, sizeof *pre), *dec = calloc((size_t)reps, sizeof *dec);
+    int rc = (!ids || !pre || !dec) ? cli_failf("out of memory") : 0;
+    uint64_t rng = 42;
+    for (int32_t i = 0; rc == 0 && i < n_prompt; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((rng >> 33) % (uint64_t)c->vocab);
+    }
+    for (int r = 0; rc == 0 && r < reps; r++) {
+        pd_context_kv_truncate(ctx, 0, NULL);
+        double s = now_s();
+        if (pd_eval_tokens(ctx, ids, n_prompt, &err)) {
+            rc = cli_fail(&err);
+            break;
+        }
+        pre[r] = n_prompt / (now_s() - s);
+        s = now_s();
+        for (int32_t g = 0; g < n_gen; g++) {
+            int32_t next = pd_sample(pd_context_logits(ctx, 0), c->vocab, NULL, NULL, NULL);
+            if (pd_eval_tokens(ctx, &next, 1, &err)) {
+                rc = cli_fail(&err);
+                break;
+            }
+        }
+        dec[r] = n_gen ? n_gen / (now_s() - s) : 0.0;
+    }
+    if (rc == 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        printf("{\"model\": ");
+        cli_print_json_string(stdout, path, strlen(path));
+        printf(", \"threads\": %d, \"reps\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d,\n"
+               " \"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f, \"load_s\": %.4f,"
+               " \"peak_rss_mb\": %.1f}\n",
+               threads, reps, n_prompt, n_gen, median(pre, reps), median(dec, reps), load_s,
+               (double)ru.ru_maxrss / 1024.0);
+    }
+    free(ids);
+    free(pre);
+    free(dec);
+    pd_context_free(ctx);
+    pd_model_free(model);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- main */
+
+int cmd_score(cli_args *a); /* cmd_score.c */
+
+static const cli_command commands[] = {
+    {"tokenize", "--tokenizer FILE [--decode]",
+     "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
+     "with --decode reads arrays of ids and writes JSON strings (invalid UTF-8 becomes U+FFFD).",
+     cmd_tokenize},
+    {"logits", "--model PATH --ids 1,2,3 [--threads N]",
+     "Prints the logits at the last position as one JSON array.", cmd_logits},
+    {"hidden", "--model PATH --ids 1,2,3 [--threads N]",
+     "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
+    {"generate",
+     "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]",
+     "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
+     cmd_generate},
+    {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
+    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3]",
+     "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.",
+     cmd_bench},
+    {"score",
+     "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N]",
+     "Scores label candidates for a text in one forward pass with a decision head (pointer or classifier;\n"
+     "without --head, the LM log-probability of each candidate). Prints JSON\n"
+     "{\"candidates\":[{\"label\",\"prob\",\"score\"}],\"forward_passes\":1,\"prompt_tokens\":N}; --explain adds the\n"
+     "token ids, their positions and the query/key positions. --candidate repeats; a classifier scores all its\n"
+     "labels when none is given. --jsonl reads {\"text\",\"question\",\"candidates\"} per stdin line (a repeated\n"
+     "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
+     cmd_score},
+};
+
+int main(int argc, char **argv)
+{
+    return cli_main(argc, argv, commands, sizeof commands / sizeof commands[0]);
+}
