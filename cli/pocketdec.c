@@ -311,7 +311,7 @@ static const cli_command commands[] = {
      "{\"candidates\":[{\"label\",\"prob\",\"score\"}],\"forward_passes\":1,\"prompt_tokens\":N}; --explain adds the\n"
      "token ids, their positions and the query/key positions. --candidate repeats; a classifier scores all its\n"
      "labels when none is given. --jsonl reads {\"text\",\"question\",\"candidates\"} per stdin line (a repeated\n"
-     "text reuses its cache). --bench N prints the median time of N decisions and of N prefills of the same prompt.",
+     "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
 };
 
