@@ -292,12 +292,13 @@ static const cli_command commands[] = {
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
      "with --decode reads arrays of ids and writes JSON strings (invalid UTF-8 becomes U+FFFD).",
      cmd_tokenize},
-    {"logits", "--model PATH --ids 1,2,3 [--threads N]",
+    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the logits at the last position as one JSON array.", cmd_logits},
-    {"hidden", "--model PATH --ids 1,2,3 [--threads N]",
+    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
     {"generate",
-     "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]",
+     "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
+     " [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
