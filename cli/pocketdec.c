@@ -306,7 +306,7 @@ static const cli_command commands[] = {
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.",
      cmd_bench},
     {"score",
-     "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N]",
+     "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Scores label candidates for a text in one forward pass with a decision head (pointer or classifier;\n"
      "without --head, the LM log-probability of each candidate). Prints JSON\n"
      "{\"candidates\":[{\"label\",\"prob\",\"score\"}],\"forward_passes\":1,\"prompt_tokens\":N}; --explain adds the\n"
