@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""Smoke and agreement tests of the training companion (train/), run by meson.
+
+  test_train.py POCKETDEC SOURCE_ROOT
+
+Without torch: the torch-free checks run (dev split, tokenizer, baseline), then the test
+exits 77 (meson: skipped) saying python3-torch is missing.
+Checks, each against something independent:
+  - dev split: dev_ids.txt is the seeded sample, its CSVs are the original lines, training never
+    sees a dev id;
+  - tokenizer: our Python encoder of the real Qwen3 tokenizer.json gives pocketdec's ids
+    (pocketdec is checked against the reference JS implementation) on every review and hard cases;
+  - lexicon baseline: hand-worked predictions on a three-review lexicon;
+  - a few training steps on a few reviews: the trained tokenizer gives pocketdec's ids on every
+    review, the files follow PEFT / heads formats, pocketdec's logits and hidden states on the
+    merged model equal the torch forward of base + unmerged LoRA (max |diff| <= 1e-4 of the
+    largest |value|), the loss falls, and the same seed gives the same bytes.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+POCKETDEC, ROOT = sys.argv[1:3]
+sys.path.insert(0, os.path.join(ROOT, "train"))
+import baseline  # noqa: E402
+import bpe  # noqa: E402
+import data as D  # noqa: E402
+
+DATA = os.path.join(ROOT, "data", "tianchi")
+HARD = ["Hello world's  test\n\n  123 ,,, 'LL\r\n\tx  ", "  leading and trailing  ", "a\u3000b\u00a0c",
+        "e\u0301 NFC é", "<|im_start|>user\nhi<|im_end|>", "数字123和English混合，！？", "'s 'S 'Re x'll", "\n"]
+
+
+def run(args, stdin=None):
+    r = subprocess.run(args, input=stdin, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args[:2])}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def pocketdec_ids(tokenizer_json, texts):
+    out = run([POCKETDEC, "tokenize", "--tokenizer", tokenizer_json],
+              "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts))
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def check_same_ids(tok, path, texts, what):
+    got = pocketdec_ids(path, texts)
+    bad = [t for t, g in zip(texts, got) if tok.encode(t) != g]
+    assert len(got) == len(texts) and not bad, f"{what}: ids differ from pocketdec on {len(bad)} texts: {bad[:3]!r}"
+
+
+def test_split():
+    ids = [i for i, _ in D.read_reviews(os.path.join(DATA, "train_reviews.csv"))]
+    dev = D.dev_ids(DATA)
+    assert len(ids) == 2829 and len(dev) == 283, (len(ids), len(dev))
+    assert sorted(dev) == D.split_ids(ids), "dev_ids.txt is not the seeded sample"
+    for src, dst in [("train_reviews.csv", "dev_reviews.csv"), ("train_labels.csv", "dev_labels.csv")]:
+        orig = open(os.path.join(DATA, src), encoding="utf-8").read().splitlines()
+        mine = open(os.path.join(DATA, dst), encoding="utf-8").read().splitlines()
+        want = [orig[0]] + [line for line in orig[1:] if int(line.split(",", 1)[0]) in dev]
+        assert mine == want, f"{dst} is not the dev lines of {src}"
+    assert not {i for i, _, _ in D.labelled(DATA, "train")} & dev, "a dev review is in the training split"
+    assert len(D.labelled(DATA, "train")) == 2829 - 283
+
+
+def test_qwen3_tokenizer():
+    path = os.path.join(ROOT, "tests", "fixtures", "qwen3", "tokenizer.json")
+    tok = bpe.load(path)
+    check_same_ids(tok, path, D.all_text(DATA) + HARD, "real Qwen3 tokenizer")
+
+
+def test_baseline():
+    train = [(1, "", [("_", "很好", "整体", "正面"), ("物流", "快", "物流", "正面")]),
+             (2, "", [("_", "很好", "整体", "正面"), ("物流", "快", "物流", "负面"), ("物流", "快", "物流", "正面")]),
+             (3, "", [("_", "好", "整体", "正面"), ("_", "好", "整体", "正面"), ("香味", "好", "气味", "正面")])]
+    lex = baseline.lexicon(train, 2)
+    assert lex == {("_", "很好"): ("整体", "正面"), ("物流", "快"): ("物流", "正面"), ("_", "好"): ("整体", "正面")}, lex
+    text = "物流很快，很好"
+    literal = sorted(baseline.predict(lex, text))
+    assert literal == [("_", "好", "整体", "正面"), ("_", "很好", "整体", "正面"), ("物流", "快", "物流", "正面")]
+    assert sorted(baseline.longest_only(literal)) == [("_", "很好", "整体", "正面"), ("物流", "快", "物流", "正面")]
+
+
+def train(out, steps):
+    args = ["/usr/bin/python3", os.path.join(ROOT, "train", "train_all.py"), "--out", out, "--seed", "3",
+            "--threads", "1", "--limit", "40", "--vocab", "700", "--hidden", "64", "--layers", "2",
+            "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96", "--batch", "4", "--block", "32",
+            "--head-batch", "2", "--head-candidates", "4", "--head-dim-out", "8", "--lora-r", "4",
+            "--pretrain-steps", str(steps), "--finetune-steps", str(steps // 2)]
+    run(args)
+    with open(os.path.join(out, "train_log.json")) as f:
+        return json.load(f)
+
+
+def close(a, b, what):
+    import numpy as np
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    assert a.shape == b.shape, f"{what}: shapes {a.shape} {b.shape}"
+    err, scale = np.abs(a - b).max(), np.abs(b).max()
+    assert err <= 1e-4 * scale, f"{what}: max |diff| {err:g} > 1e-4 * {scale:g}"
+
+
+def test_training(tmp):
+    import torch
+    import lora
+    import qwen3
+    out = os.path.join(tmp, "a")
+    rec = train(out, 40)
+    assert rec["pretrain"]["final_loss"] < math.log(700) - 1.0, rec["pretrain"]
+    tok = bpe.load(os.path.join(out, "tokenizer.json"))
+    assert all(s in tok.ids for s in bpe.SPECIALS)
+    check_same_ids(tok, os.path.join(out, "tokenizer.json"), D.all_text(DATA) + HARD, "trained tokenizer")
+
+    cfg = json.load(open(os.path.join(out, "adapter", "adapter_config.json")))
+    assert cfg["peft_type"] == "LORA" and cfg["r"] == 4 and not cfg["use_rslora"]
+    st = qwen3.read_safetensors(os.path.join(out, "adapter", "adapter_model.safetensors"))
+    assert st["base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight"].shape == (4, 64)
+    assert st["base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight"].shape == (64, 4)
+    assert st["base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"].shape == (4, 96)
+    assert len(st) == 2 * 2 * 7
+    head = json.load(open(os.path.join(out, "head", "head.json"), encoding="utf-8"))
+    assert head["type"] == "pointer" and head["head_dim"] == 8 and len(head["candidates"]) == 39
+    hs = qwen3.read_safetensors(os.path.join(out, "head", "head.safetensors"))
+    assert {k: v.shape for k, v in hs.items()} == {"q.weight": (8, 64), "q.bias": (8,), "k.weight": (8, 64),
+                                                     "k.bias": (8,)}
+
+    # base + unmerged LoRA in torch against pocketdec on the merged directory
+    model = lora.load_peft(qwen3.load_hf(os.path.join(out, "base")), os.path.join(out, "adapter"))
+    ids = tok.encode("很好，超值，很好用。物流也快")
+    arg = ",".join(map(str, ids))
+    with torch.no_grad():
+        h = model.hidden(torch.tensor([ids]))
+        logits = model.logits(h)
+    merged = os.path.join(out, "merged")
+    close(json.loads(run([POCKETDEC, "hidden", "--model", merged, "--ids", arg])), h[0].numpy(), "hidden")
+    close(json.loads(run([POCKETDEC, "logits", "--model", merged, "--ids", arg])), logits[0, -1].numpy(), "logits")
+    delta = lora.merged_copy(model).model.layers[0].self_attn.q_proj.weight - \
+        model.model.layers[0].self_attn.q_proj.base.weight
+    assert delta.abs().max() > 0, "the adapter learned nothing"
+
+    # reproducible: same seed, same bytes
+    r1, r2 = os.path.join(tmp, "r1"), os.path.join(tmp, "r2")
+    train(r1, 6)
+    train(r2, 6)
+    for sub in ("tokenizer.json", "base/model.safetensors", "adapter/adapter_model.safetensors",
+                "head/head.safetensors", "merged/model.safetensors"):
+        a, b = (open(os.path.join(r, sub), "rb").read() for r in (r1, r2))
+        assert a == b, f"{sub} differs between two runs with one seed"
+
+
+def main():
+    test_split()
+    test_baseline()
+    test_qwen3_tokenizer()
+    print("ok: dev split, baseline, Qwen3 tokenizer ids")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("SKIP: python3-torch is not installed (apt-get install python3-torch libopenblas0-pthread); "
+              "the training smoke test did not run")
+        sys.exit(77)
+    with tempfile.TemporaryDirectory() as tmp:
+        test_training(tmp)
+    print("ok: training smoke test, agreement with pocketdec, reproducibility")
+
+
+if __name__ == "__main__":
+    main()
