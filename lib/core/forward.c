@@ -96,8 +96,8 @@ static void delta_range(void *arg, int64_t begin, int64_t end, int thread)
         const float *x = j->x + t * j->x_stride;
         float *y = j->y + t * j->y_stride;
         for (const pd_delta *d = j->w->delta; d; d = d->next) {
-            for (int64_t k = 0; k < d->rank; k++) u[k] = j->kern->dot(d->A + k * j->w->cols, x, j->w->cols);
-            for (int64_t i = 0; i < j->w->rows; i++) y[i] += d->scale * j->kern->dot(d->B + i * d->rank, u, d->rank);
+            for (int64_t k = 0; k < d->rank; k++) u[k] = d->scale * j->kern->dot(d->A + k * j->w->cols, x, j->w->cols);
+            for (int64_t k = 0; k < d->rank; k++) j->kern->axpy(y, u[k], d->Bt + k * j->w->rows, j->w->rows);
         }
     }
 }

@@ -316,8 +316,11 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
             return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: rank %lld of %s is above %d, the most applied at runtime",
                                 m->source, (long long)r, u->matrix, PD_LOWRANK_MAX_RANK);
         pd_delta *d = own(m, calloc(1, sizeof *d));
-        if (!d || !(d->A = copy_floats(m, u->A, r, cols)) || !(d->B = copy_floats(m, u->B, rows, r)))
+        float *bt = NULL;
+        if (!d || !(d->A = copy_floats(m, u->A, r, cols)) || !(d->Bt = bt = copy_floats(m, u->B, rows, r)))
             return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the update of %s", m->source, u->matrix);
+        for (size_t i = 0; i < (size_t)rows; i++)
+            for (size_t k = 0; k < (size_t)r; k++) bt[k * (size_t)rows + i] = u->B[i * (size_t)r + k];
         d->rank = r;
         d->scale = u->scale;
         d->next = w->delta;

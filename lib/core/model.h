@@ -11,7 +11,7 @@
 typedef struct pd_delta {
     int64_t rank;
     float scale;
-    const float *A, *B; /* [rank][cols], [rows][rank] */
+    const float *A, *Bt; /* [rank][cols]; B transposed, [rank][rows], so B u is rank axpys */
     const struct pd_delta *next;
 } pd_delta;
 
