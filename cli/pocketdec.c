@@ -287,6 +287,8 @@ static int cmd_bench(cli_args *a)
 
 int cmd_score(cli_args *a); /* cmd_score.c */
 
+int cmd_extract(cli_args *a); /* cmd_extract.c */
+
 static const cli_command commands[] = {
     {"tokenize", "--tokenizer FILE [--decode]",
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
@@ -305,6 +307,14 @@ static const cli_command commands[] = {
     {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3]",
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.",
      cmd_bench},
+    {"extract",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
+     "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
+     "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
+     "at a time in constant memory. Broken rows are reported with their line and skipped; a summary line\n"
+     "ends stderr; the exit status is 1 when a row was broken or failed, after all others were written.",
+     cmd_extract},
     {"score",
      "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Scores label candidates for a text in one forward pass with a decision head (pointer or classifier;\n"

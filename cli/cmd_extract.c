@@ -1,0 +1,304 @@
+/* cmd_extract.c - `pocketdec extract`: schema-bound extraction over a stream
+ * of reviews (Tianchi CSV `id,Reviews` or JSONL {"id","text"}), one review at
+ * a time in constant memory, so batch engines can shard a corpus through it. */
+#include "cli.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the input */
+
+typedef struct reader {
+    FILE *f;
+    const char *name;
+    bool jsonl;
+    long line;      /* current line (1-based) */
+    char *buf;      /* the current record's fields, NUL-separated */
+    size_t len, cap;
+    bool failed;    /* out of memory */
+} reader;
+
+typedef struct row {
+    long line;          /* where the row starts */
+    char *id, *text;    /* into the reader's buffer (CSV) or owned (JSONL) */
+    size_t text_len;
+    char problem[160];  /* non-empty: a broken row, skipped */
+    json_t *json;
+} row;
+
+static void push(reader *r, char c)
+{
+    if (r->len + 1 >= r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 1024;
+        char *b = realloc(r->buf, cap);
+        if (!b) {
+            r->failed = true;
+            return;
+        }
+        r->buf = b;
+        r->cap = cap;
+    }
+    r->buf[r->len++] = c;
+}
+
+/* One RFC 4180 record (quoted fields may hold commas, quotes and line
+ * breaks). Returns the number of fields, 0 at end of input, -1 when the
+ * record is malformed (the rest of its physical line is skipped). */
+static int csv_record(reader *r, row *w)
+{
+    int c = getc(r->f), fields = 1;
+    if (c == EOF) return 0;
+    r->len = 0;
+    w->line = r->line;
+    bool quoted = false, was_quoted = false;
+    for (;; c = getc(r->f)) {
+        if (quoted) {
+            if (c == EOF) {
+                snprintf(w->problem, sizeof w->problem, "a quoted field is not closed");
+                return -1;
+            }
+            if (c == '\n') r->line++;
+            if (c == '"') {
+                int d = getc(r->f);
+                if (d != '"') {
+                    quoted = false;
+                    ungetc(d, r->f);
+                    continue;
+                }
+            }
+            push(r, (char)c);
+            continue;
+        }
+        if (c == EOF || c == '\n') {
+            if (c == '\n') r->line++;
+            if (r->len && r->buf[r->len - 1] == '\r' && !was_quoted) r->len--;
+            push(r, '\0');
+            return fields;
+        }
+        if (c == ',') {
+            push(r, '\0');
+            fields++;
+            was_quoted = false;
+        } else if (c == '"' && (r->len == 0 || r->buf[r->len - 1] == '\0') && !was_quoted) {
+            quoted = was_quoted = true;
+        } else if (c == '"' || was_quoted) {
+            snprintf(w->problem, sizeof w->problem, "a quote inside a field that is not quoted as a whole");
+            while (c != '\n' && c != EOF) c = getc(r->f);
+            if (c == '\n') r->line++;
+            return -1;
+        } else {
+            push(r, (char)c);
+        }
+    }
+}
+
+/* The next row; false at the end of input. A broken row comes back with
+ * w->problem set. */
+static bool next_row(reader *r, row *w)
+{
+    memset(w, 0, sizeof *w);
+    if (r->jsonl) {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t n;
+        do {
+            if ((n = getline(&line, &cap, r->f)) < 0) {
+                free(line);
+                return false;
+            }
+            w->line = r->line++;
+        } while (n == 1 || (n == 2 && line[0] == '\r'));
+        json_error_t je;
+        w->json = json_loadb(line, (size_t)n, 0, &je);
+        free(line);
+        json_t *id = json_object_get(w->json, "id"), *text = json_object_get(w->json, "text");
+        if (!w->json)
+            snprintf(w->problem, sizeof w->problem, "not JSON: %.100s", je.text);
+        else if (!json_is_string(text))
+            snprintf(w->problem, sizeof w->problem, "\"text\" must be a string");
+        else if (!json_is_string(id) && !json_is_integer(id))
+            snprintf(w->problem, sizeof w->problem, "\"id\" must be a string or an integer");
+        if (w->problem[0]) return true;
+        if (json_is_integer(id)) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(id));
+            json_object_set_new(w->json, "id", json_string(num));
+            id = json_object_get(w->json, "id");
+        }
+        w->id = (char *)json_string_value(id);
+        w->text = (char *)json_string_value(text);
+        w->text_len = json_string_length(text);
+        return true;
+    }
+    int n = csv_record(r, w);
+    if (n == 0) return false;
+    if (n > 0 && n != 2) snprintf(w->problem, sizeof w->problem, "expected 2 fields (id,Reviews), got %d", n);
+    if (n == 2) {
+        w->id = r->buf;
+        w->text = r->buf + strlen(r->buf) + 1;
+        w->text_len = strlen(w->text);
+        if (!*w->id) snprintf(w->problem, sizeof w->problem, "the id is empty");
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------ the command */
+
+typedef struct run_state {
+    cli_args *a;
+    pd_context *ctx;
+    const pd_extractor *ex;
+    const pd_schema *schema;
+    pd_extract_params params;
+    pd_record_format fmt;
+    FILE *out;
+    long reviews, records, broken, failed, tokens;
+    bool progress;
+} run_state;
+
+static int write_result(run_state *s, const row *w, const pd_extraction *x)
+{
+    char *text = NULL;
+    size_t len = 0;
+    pd_error err;
+    if (pd_extraction_format(s->schema, x, w->id, s->fmt, &text, &len, &err)) {
+        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, err.message);
+        s->failed++;
+        return 0;
+    }
+    size_t put = fwrite(text, 1, len, s->out);
+    pd_free(text);
+    if (put != len || fflush(s->out)) return cli_failf("%s: cannot write: %s", cli_opt(s->a, "--output"), strerror(errno));
+    return 0;
+}
+
+static int one_row(run_state *s, reader *r, row *w)
+{
+    if (w->problem[0]) {
+        fprintf(stderr, "pocketdec: %s:%ld: broken row skipped: %s\n", r->name, w->line, w->problem);
+        s->broken++;
+        return 0;
+    }
+    pd_extraction *x = NULL;
+    pd_error err;
+    if (pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err)) {
+        /* the id stays in the output (no quadruple), so nothing is lost */
+        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, err.message);
+        s->failed++;
+    }
+    s->reviews++;
+    if (x) {
+        s->records += x->n_records;
+        s->tokens += x->n_tokens;
+    }
+    int rc = write_result(s, w, x);
+    pd_extraction_free(x);
+    return rc;
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int stream(run_state *s, reader *r)
+{
+    double t0 = seconds();
+    row w;
+    int rc = 0;
+    while (rc == 0 && next_row(r, &w)) {
+        if (r->failed) {
+            json_decref(w.json);
+            return cli_failf("%s: out of memory", r->name);
+        }
+        bool header = !r->jsonl && w.line == 1 && !w.problem[0] &&
+                      strcmp(w.id + (strncmp(w.id, "\xEF\xBB\xBF", 3) ? 0 : 3), "id") == 0;
+        if (!header) rc = one_row(s, r, &w);
+        json_decref(w.json);
+        if (s->progress && s->reviews % 16 == 0)
+            fprintf(stderr, "\r[extract] %ld reviews, %ld records, %.1f reviews/s ", s->reviews, s->records,
+                    (double)s->reviews / (seconds() - t0 + 1e-9));
+    }
+    if (s->progress) fprintf(stderr, "\n");
+    if (rc) return rc;
+    double dt = seconds() - t0;
+    fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s)\n",
+            s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1));
+    return (s->broken || s->failed) ? 1 : 0;
+}
+
+static int open_files(cli_args *a, reader *r, FILE **out)
+{
+    const char *in = cli_opt(a, "--input"), *outp = cli_opt(a, "--output"), *ifmt = cli_opt(a, "--input-format");
+    if (!in || !outp) return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
+    size_t n = strlen(in);
+    r->name = strcmp(in, "-") ? in : "stdin";
+    r->jsonl = ifmt ? strcmp(ifmt, "jsonl") == 0 : (n > 6 && strcmp(in + n - 6, ".jsonl") == 0);
+    if (ifmt && strcmp(ifmt, "jsonl") && strcmp(ifmt, "csv")) return cli_usage(a, "--input-format must be csv or jsonl");
+    r->line = 1;
+    r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
+    if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
+    *out = strcmp(outp, "-") ? fopen(outp, "wb") : stdout;
+    if (!*out) {
+        if (r->f != stdin) fclose(r->f);
+        return cli_failf("%s: cannot create: %s", outp, strerror(errno));
+    }
+    return 0;
+}
+
+int cmd_extract(cli_args *a)
+{
+    run_state s = {.a = a, .params = pd_extract_default_params()};
+    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format");
+    int32_t threads, ctx_len, seed;
+    double temp;
+    int rc;
+    if (!schema_path) return cli_usage(a, "--schema FILE is required");
+    if (fmt && strcmp(fmt, "tianchi") && strcmp(fmt, "jsonl")) return cli_usage(a, "--format must be tianchi or jsonl");
+    s.fmt = fmt && strcmp(fmt, "jsonl") == 0 ? PD_FORMAT_JSONL : PD_FORMAT_TIANCHI;
+    if ((rc = cli_int_opt(a, "--threads", 1, 1, 256, &threads)) ||
+        (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &s.params.max_records)) ||
+        (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &s.params.max_tokens)) ||
+        (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
+        (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)))
+        return rc;
+    s.params.sampler.temperature = (float)temp;
+    s.params.sampler.seed = (uint64_t)seed;
+    pd_error err;
+    pd_schema *schema = pd_schema_load(schema_path, &err);
+    if (!schema) return cli_fail(&err);
+    s.schema = schema;
+    cli_model m;
+    reader r = {0};
+    FILE *out = NULL;
+    pd_extractor *ex = NULL;
+    if ((rc = cli_model_open(a, &m))) goto done_schema;
+    pd_context_params cp = pd_context_default_params();
+    cp.n_threads = threads;
+    cp.n_ctx = ctx_len;
+    if (!(ex = pd_extractor_new(m.model, schema, &err)) || !(s.ctx = pd_context_new(m.model, &cp, &err))) {
+        rc = cli_fail(&err);
+        goto done;
+    }
+    s.ex = ex;
+    if ((rc = open_files(a, &r, &out))) goto done;
+    s.out = out;
+    s.progress = isatty(STDERR_FILENO);
+    rc = stream(&s, &r);
+    if (r.f != stdin) fclose(r.f);
+    if (out != stdout && fclose(out) && rc == 0) rc = cli_failf("%s: cannot write: %s", cli_opt(a, "--output"), strerror(errno));
+done:
+    free(r.buf);
+    pd_context_free(s.ctx);
+    pd_extractor_free(ex);
+    cli_model_close(&m);
+done_schema:
+    pd_schema_free(schema);
+    return rc;
+}

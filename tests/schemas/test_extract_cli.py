@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""`pocketdec extract` end to end, its output read back with Python's csv and
+json modules (independent readers): every train review gives valid Tianchi
+rows (spans `_` or substrings, labels in the closed sets, every id in order),
+three shards run apart and concatenated equal one run (files and stdin/stdout),
+JSONL in and out, broken rows, an empty review, a review longer than the
+context, a bad schema and bad options.
+
+Usage: test_extract_cli.py POCKETDEC FIXTURE_DIR SOURCE_DIR
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+EXE, FIX, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
+MODEL = os.path.join(FIX, "tiny-qwen3")
+SCHEMA = os.path.join(SRC, "tests", "schemas", "data", "tianchi-test.yaml")
+REVIEWS = os.path.join(SRC, "tests", "schemas", "data", "train_reviews.csv")
+CATEGORIES = set("包装 成分 尺寸 服务 功效 价格 气味 使用体验 物流 新鲜度 真伪 整体 其他".split())
+POLARITIES = {"正面", "中性", "负面"}
+TMP = tempfile.mkdtemp(prefix="pd-extract-")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(args, stdin=None):
+    p = subprocess.run([EXE, "extract", "--model", MODEL] + args, input=stdin, capture_output=True)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
+
+
+def read_reviews(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    return rows[1:]
+
+
+def check_tianchi(out_bytes, reviews, label):
+    rows = list(csv.reader(io.StringIO(out_bytes.decode("utf-8"), newline="")))
+    text = dict(reviews)
+    order = [r[0] for r in reviews]
+    seen = []
+    bad = 0
+    for row in rows:
+        if len(row) != 5 or row[0] not in text:
+            bad += 1
+            continue
+        if not seen or seen[-1] != row[0]:
+            seen.append(row[0])
+        rid, a, o, c, p = row
+        if row[1:] == ["_", "_", "_", "_"]:
+            continue
+        ok = (a == "_" or (a and a in text[rid])) and (o == "_" or (o and o in text[rid])) \
+            and c in CATEGORIES and p in POLARITIES
+        bad += not ok
+    check(bad == 0, f"{label}: {bad} invalid rows")
+    check(seen == order, f"{label}: ids not all present in order ({len(seen)} groups for {len(order)} ids)")
+    return rows
+
+
+def main():
+    reviews = read_reviews(REVIEWS)
+    check(len(reviews) == 2829, "2829 train reviews")
+
+    # every train review, one run
+    rc, out, err = run(["--schema", SCHEMA, "--input", REVIEWS, "--output", "-", "--threads", "2"])
+    check(rc == 0, f"full run exit {rc}: {err[-300:]}")
+    check("2829 reviews" in err and "0 broken rows" in err, "summary line: " + err[-200:])
+    rows = check_tianchi(out, reviews, "full run")
+    real = [r for r in rows if r[1:] != ["_", "_", "_", "_"]]
+    check(len(real) > 1000 and any(r[1] != "_" for r in real), "the run produced spans to check")
+
+    # three shards run apart (header kept in each), concatenated == one run
+    head = reviews[:90]
+    whole = os.path.join(TMP, "head.csv")
+    with open(whole, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["id", "Reviews"])
+        w.writerows(head)
+    rc, one, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-"])
+    check(rc == 0, "90-review run")
+    parts = []
+    for k in range(3):
+        shard = io.StringIO()
+        w = csv.writer(shard, lineterminator="\n")
+        w.writerow(["id", "Reviews"])
+        w.writerows(head[30 * k:30 * (k + 1)])
+        if k == 1:  # through stdin and stdout
+            rc, out, _ = run(["--schema", SCHEMA, "--input", "-", "--output", "-"], stdin=shard.getvalue().encode())
+        else:
+            path = os.path.join(TMP, f"shard{k}.csv")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(shard.getvalue())
+            res = os.path.join(TMP, f"shard{k}.out")
+            rc, _, _ = run(["--schema", SCHEMA, "--input", path, "--output", res])
+            out = open(res, "rb").read()
+        check(rc == 0, f"shard {k}")
+        parts.append(out)
+    check(b"".join(parts) == one, "three shards concatenated equal one run")
+
+    # JSONL in, JSONL out (integer ids too)
+    jl = os.path.join(TMP, "in.jsonl")
+    with open(jl, "w", encoding="utf-8") as f:
+        for i, (rid, t) in enumerate(head):
+            f.write(json.dumps({"id": int(rid) if i % 2 else rid, "text": t}, ensure_ascii=False) + "\n")
+    rc, out, err = run(["--schema", SCHEMA, "--input", jl, "--output", "-", "--format", "jsonl"])
+    check(rc == 0, "jsonl run: " + err[-200:])
+    objs = [json.loads(line) for line in out.decode("utf-8").splitlines()]
+    check([o["id"] for o in objs] == [r[0] for r in head], "jsonl ids in order")
+    text = dict(head)
+    check(all(set(r) == {"aspect", "opinion", "category", "polarity"} and r["category"] in CATEGORIES and
+              (r["aspect"] == "_" or r["aspect"] in text[o["id"]]) for o in objs for r in o["records"]),
+          "jsonl records valid")
+    rc, out2, _ = run(["--schema", SCHEMA, "--input", whole, "--output", "-", "--format", "jsonl"])
+    check(out2 == out, "csv and jsonl inputs give the same records")
+
+    # broken rows: reported with their line, the good rows all written
+    broken = os.path.join(TMP, "broken.csv")
+    with open(broken, "w", encoding="utf-8") as f:
+        f.write('id,Reviews\n1,很好，超值\n2,a,b\n3,"多行\n评论, 很好"\n4,bad"quote\n9,\n5,"不错"\n6,"没有结束\n')
+    rc, out, err = run(["--schema", SCHEMA, "--input", broken, "--output", "-"])
+    check(rc == 1, f"broken rows exit 1, got {rc}")
+    check("broken.csv:3: broken row" in err and "got 3" in err, "3-field row reported at line 3: " + err)
+    check("broken.csv:6: broken row" in err, "stray quote reported at line 6")
+    check("broken.csv:9: broken row" in err and "not closed" in err, "unclosed quote reported at line 9")
+    got = [r[0] for r in csv.reader(io.StringIO(out.decode("utf-8"), newline=""))]
+    check(sorted(set(got), key=got.index) == ["1", "3", "9", "5"], f"good rows kept in order: {got}")
+    check(b"9,_,_,_,_\n" in out, "an empty review gives the placeholder")
+    check("3 broken rows" in err, "summary counts the broken rows")
+
+    # a review longer than the context: reported, its id still written
+    long_csv = os.path.join(TMP, "long.csv")
+    with open(long_csv, "w", encoding="utf-8") as f:
+        f.write("id,Reviews\n1,很好\n2," + "好" * 400 + "\n3,不错\n")
+    rc, out, err = run(["--schema", SCHEMA, "--input", long_csv, "--output", "-", "--ctx", "128"])
+    check(rc == 1 and "long.csv:3: id 2:" in err and "context" in err, "long review reported: " + err)
+    check(b"2,_,_,_,_\n" in out and out.startswith(b"1,") and b"\n3," in out, "long review keeps its id")
+
+    # a bad schema names file, line and column; bad options are usage errors (2)
+    bad_schema = os.path.join(TMP, "bad.yaml")
+    with open(bad_schema, "w") as f:
+        f.write("name: x\nfields: [\n")
+    rc, _, err = run(["--schema", bad_schema, "--input", whole, "--output", "-"])
+    check(rc == 1 and "bad.yaml:3:1" in err, "bad schema: " + err)
+    rc, _, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-", "--format", "xml"])
+    check(rc == 2, "bad --format is a usage error")
+    rc, _, err = run(["--schema", SCHEMA, "--input", whole])
+    check(rc == 2, "missing --output is a usage error")
+
+    if failures:
+        print(f"{len(failures)} failures")
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
