@@ -40,10 +40,10 @@ void pd_adapter_free(pd_adapter *a)
     free(a);
 }
 
-int32_t pd_adapter_rank(const pd_adapter *a) { return (int32_t)a->cfg.r; }
-float pd_adapter_scale(const pd_adapter *a) { return a->scale; }
-size_t pd_adapter_n_targets(const pd_adapter *a) { return a->n_targets; }
-const char *pd_adapter_base_model(const pd_adapter *a) { return a->cfg.base_model; }
+int32_t pd_adapter_rank(const pd_adapter *a) { return a ? (int32_t)a->cfg.r : 0; }
+float pd_adapter_scale(const pd_adapter *a) { return a ? a->scale : 0.0f; }
+size_t pd_adapter_n_targets(const pd_adapter *a) { return a ? a->n_targets : 0; }
+const char *pd_adapter_base_model(const pd_adapter *a) { return a ? a->cfg.base_model : ""; }
 
 /* ------------------------------------------------------------------ keys */
 

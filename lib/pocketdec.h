@@ -243,7 +243,8 @@ pd_adapter *pd_adapter_load(const char *dir, pd_error *err);
 void pd_adapter_free(pd_adapter *adapter);
 
 /* r, the scale (lora_alpha / r or lora_alpha / sqrt(r)), the number of
- * adapted matrices, and base_model_name_or_path ("" when absent). */
+ * adapted matrices, and base_model_name_or_path ("" when absent); 0 or ""
+ * for a NULL adapter. */
 int32_t pd_adapter_rank(const pd_adapter *adapter);
 float pd_adapter_scale(const pd_adapter *adapter);
 size_t pd_adapter_n_targets(const pd_adapter *adapter);

@@ -66,7 +66,9 @@ int main(int argc, char **argv)
     }
     int threads = argc > 3 ? atoi(argv[3]) : 1;
     pd_error err;
+    double t_load = now();
     pd_model *base = pd_model_load(argv[1], NULL, &err);
+    t_load = now() - t_load;
     if (!base) {
         fprintf(stderr, "bench_adapters: %s\n", err.message);
         return 1;
@@ -95,9 +97,9 @@ int main(int argc, char **argv)
         double speed = decode_speed(m, threads);
         printf("{\"model\": \"%s\", \"mode\": \"%s\", \"rank\": %d, \"targets\": %zu, \"adapter_load_s\": %.3f, "
                "\"apply_s\": %.3f, \"extra_anon_mib\": %.1f, \"decode_tok_s_base\": %.2f, \"decode_tok_s_adapted\": "
-               "%.2f, \"threads\": %d}\n",
+               "%.2f, \"base_load_s\": %.3f, \"threads\": %d}\n",
                argv[1], names[mode], rank, n_targets, t1 - t0, t2 - t1, mem1 - mem0,
-               base_speed, speed, threads);
+               base_speed, speed, t_load, threads);
         fflush(stdout);
         pd_model_free(m);
     }

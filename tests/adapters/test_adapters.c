@@ -251,6 +251,10 @@ static void test_files_and_arguments(void **state)
     pd_error err;
     assert_null(pd_adapter_load(NULL, &err));
     assert_int_equal(err.code, PD_ERR_ARG);
+    assert_int_equal(pd_adapter_rank(NULL), 0);
+    assert_int_equal(pd_adapter_n_targets(NULL), 0);
+    assert_string_equal(pd_adapter_base_model(NULL), "");
+    pd_adapter_free(NULL);
     char dir[] = "/tmp/pd-adapter-XXXXXX", path[256];
     assert_non_null(mkdtemp(dir));
     assert_null(pd_adapter_load(dir, &err));
