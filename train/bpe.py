@@ -228,7 +228,11 @@ def load(path):
     """A Tokenizer from a tokenizer.json with a byte-level BPE model (ours or Qwen's)."""
     with open(path, encoding="utf-8") as f:
         j = json.load(f)
-    m = j["model"]
+    m = j.get("model") or {}
+    pre = json.dumps(j.get("pre_tokenizer"))
+    if m.get("type") != "BPE" or json.dumps(QWEN3_SPLIT)[1:-1] not in pre or '"ByteLevel"' not in pre:
+        raise ValueError(f"{path}: not a byte-level BPE with the Qwen3 Split regex (this encoder "
+                         "only reproduces that pre-tokenizer)")
     added = sorted(j.get("added_tokens", []), key=lambda a: a["id"])
     size = max([*m["vocab"].values(), *(a["id"] for a in added)]) + 1
     vocab = [""] * size

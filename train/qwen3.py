@@ -54,12 +54,16 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(d, c["rms_norm_eps"])
         self.k_norm = RMSNorm(d, c["rms_norm_eps"])
 
-    def forward(self, x, pos, mask):
+    def forward(self, x, pos, mask, cache=None):
         B, T, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(B, T, self.nh, self.d)).transpose(1, 2)
         k = self.k_norm(self.k_proj(x).view(B, T, self.nkv, self.d)).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.nkv, self.d).transpose(1, 2)
         q, k = rope(q, pos, self.theta), rope(k, pos, self.theta)
+        if cache is not None:  # [k, v] of the earlier tokens, extended in place
+            if cache:
+                k, v = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)
+            cache[:] = [k, v]
         rep = self.nh // self.nkv
         k, v = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
         s = q @ k.transpose(-1, -2) / math.sqrt(self.d)
@@ -88,8 +92,8 @@ class Layer(nn.Module):
         self.post_attention_layernorm = RMSNorm(c["hidden_size"], c["rms_norm_eps"])
         self.mlp = MLP(c)
 
-    def forward(self, x, pos, mask):
-        x = x + self.self_attn(self.input_layernorm(x), pos, mask)
+    def forward(self, x, pos, mask, cache=None):
+        x = x + self.self_attn(self.input_layernorm(x), pos, mask, cache)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -122,25 +126,29 @@ class Qwen3(nn.Module):
                 with torch.no_grad():
                     p.copy_(torch.randn(p.shape, generator=gen) * s)
 
-    def hidden(self, ids, pos=None, mask=None):
-        """Final-norm hidden states [B, T, H]. pos [B, T] defaults to 0..T-1; mask [B, T, T]
-        (query, key) booleans defaults to causal (pass it to hide padding or siblings)."""
+    def hidden(self, ids, pos=None, mask=None, cache=None):
+        """Final-norm hidden states [B, T, H]. pos [B, T] defaults to 0..T-1 after the cached
+        tokens; mask [B, T, past + T] (query, key) booleans defaults to causal (pass it to hide
+        padding or siblings). cache: a list, one [k, v] per layer, filled and extended."""
         B, T = ids.shape
+        if cache is not None and not cache:
+            cache += [[] for _ in self.model.layers]
+        past = cache[0][0].shape[2] if cache and cache[0] else 0
         if pos is None:
-            pos = torch.arange(T).expand(B, T)
+            pos = torch.arange(past, past + T).expand(B, T)
         if mask is None:
-            mask = torch.ones(T, T, dtype=torch.bool).tril().expand(B, T, T)
+            mask = torch.ones(T, past + T, dtype=torch.bool).tril(past).expand(B, T, past + T)
         x = self.model.embed_tokens(ids)
-        for layer in self.model.layers:
-            x = layer(x, pos, mask)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, pos, mask, cache[i] if cache is not None else None)
         return self.model.norm(x)
 
     def logits(self, h):
         w = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
         return h @ w.t()
 
-    def forward(self, ids, pos=None, mask=None):
-        return self.logits(self.hidden(ids, pos, mask))
+    def forward(self, ids, pos=None, mask=None, cache=None):
+        return self.logits(self.hidden(ids, pos, mask, cache))
 
 
 def make_config(vocab_size, hidden=256, layers=4, heads=4, kv_heads=2, head_dim=64, ffn=704,

@@ -118,7 +118,7 @@ def finetune(model, head, tok, t, train, a, rng, record):
     fit(params, a.finetune_steps, a.lora_lr, batch, "finetune", record)
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
@@ -147,7 +147,7 @@ def main():
     ap.add_argument("--head-candidates", type=int, default=12,
                     help="candidates per training decision (gold + random others); all at inference")
     ap.add_argument("--head-weight", type=float, default=1.0)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
     torch.set_num_threads(a.threads)
@@ -163,7 +163,10 @@ def main():
     log(f"prompt from {record['prompt_source']}; {len(texts)} texts, {len(train)} labelled training reviews")
 
     if a.base:
-        tok = bpe.load(os.path.join(a.base, "tokenizer.json"))
+        try:
+            tok = bpe.load(os.path.join(a.base, "tokenizer.json"))
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"train_all: {e}")
         missing = [s for s in bpe.SPECIALS if s not in tok.ids]
         if missing:
             sys.exit(f"train_all: {a.base}/tokenizer.json lacks the marker tokens {missing}")
