@@ -15,7 +15,8 @@ Checks, each against something independent:
     review, the files follow PEFT / heads formats, pocketdec's logits and hidden states on the
     merged model, and with pocketdec's --adapter on the base where it has it, equal the torch
     forward of base + unmerged LoRA (max |diff| <= 1e-4 of the largest |value|), so does the
-    torch KV-cache path, the loss falls, and the same seed gives the same bytes.
+    torch KV-cache path, pocketdec's pointer-head scores (score command) equal the torch head's on
+    our prompt layout, the loss falls, and the same seed gives the same bytes.
 """
 
 import json
@@ -119,6 +120,28 @@ def close(a, b, what):
     assert err <= 1e-4 * scale, f"{what}: max |diff| {err:g} > 1e-4 * {scale:g}"
 
 
+def check_head_scores(model, tok, out):
+    """pocketdec score (heads/, parallel layout) against the torch pointer head on our prompt."""
+    import torch
+    import evaluate
+    import pointer
+    if subprocess.run([POCKETDEC, "score", "--help"], capture_output=True).returncode != 0:
+        print("note: this pocketdec has no score command; the head was not scored by pocketdec")
+        return
+    head, cands = evaluate.load_head(os.path.join(out, "head"), model.config["hidden_size"])
+    text, question, cands = "物流很快，很好", "属性：物流；观点：很快", cands[::5]
+    ids, pos, vis, keys, query = pointer.prompt(tok, text, question, cands)
+    with torch.no_grad():
+        h = model.hidden(torch.tensor([ids]), torch.tensor([pos]), vis[None])[0]
+        want = head.scores(h[query][None], h[keys][None])[0]
+    args = [POCKETDEC, "score", "--model", os.path.join(out, "merged"), "--head", os.path.join(out, "head"),
+            "--text", text, "--question", question]
+    got = json.loads(run(args + [x for c in cands for x in ("--candidate", c)]))
+    assert got["prompt_tokens"] == len(ids), (got["prompt_tokens"], len(ids))
+    assert [c["label"] for c in got["candidates"]] == cands
+    close([c["score"] for c in got["candidates"]], want.numpy(), "pointer-head scores")
+
+
 def test_training(tmp):
     import torch
     import lora
@@ -166,6 +189,7 @@ def test_training(tmp):
         parts = [model.hidden(x[:, :5], cache=cache), model.hidden(x[:, 5:6], cache=cache),
                  model.hidden(x[:, 6:], cache=cache)]
     close(torch.cat(parts, 1)[0].numpy(), h[0].numpy(), "hidden with the KV cache")
+    check_head_scores(model, tok, out)
     delta = lora.merged_copy(model).model.layers[0].self_attn.q_proj.weight - \
         model.model.layers[0].self_attn.q_proj.base.weight
     assert delta.abs().max() > 0, "the adapter learned nothing"
