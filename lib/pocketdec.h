@@ -302,7 +302,9 @@ typedef enum pd_layout { PD_LAYOUT_DEFAULT = 0, PD_LAYOUT_SEQUENTIAL = 1, PD_LAY
  * vocabulary. The head keeps no reference to model; it is immutable and may
  * be shared by any number of deciders in any threads. */
 pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err);
+/* Release a head (NULL is fine); no decider may still use it. */
 void pd_head_free(pd_head *head);
+/* PD_HEAD_POINTER or PD_HEAD_CLASSIFIER. */
 pd_head_type pd_head_get_type(const pd_head *head);
 /* A classifier's labels (NULL for a pointer head); *n receives their number. */
 const char *const *pd_head_labels(const pd_head *head, int32_t *n);
@@ -313,6 +315,7 @@ typedef struct pd_decider_params {
     int32_t n_ctx;     /* 0 = min(model max, 4096) */
 } pd_decider_params;
 
+/* Layout DEFAULT, one thread, the default context length. */
 pd_decider_params pd_decider_default_params(void);
 
 /* A decider: one context over model plus a head (NULL: LM verbalizer).
@@ -320,6 +323,7 @@ pd_decider_params pd_decider_default_params(void);
 typedef struct pd_decider pd_decider;
 pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_decider_params *params,
                            pd_error *err);
+/* Release a decider and its context (NULL is fine). */
 void pd_decider_free(pd_decider *d);
 
 /* Prefix reuse: evaluate "<|fim_prefix|>{text}<|fim_middle|>" once; later
@@ -351,6 +355,7 @@ typedef struct pd_decision {
  * pd_decision_free. */
 pd_status pd_decide(pd_decider *d, const char *text, const char *question, const char *const *candidates,
                     int32_t n_candidates, pd_decision **out, pd_error *err);
+/* Release a decision and its arrays (NULL is fine). */
 void pd_decision_free(pd_decision *dec);
 
 /* pd_eval calls made by d since it was created (a document counts one). */
