@@ -127,6 +127,9 @@ def main(argv=None):
     ap.add_argument("--schema", default=tasks.SCHEMA)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="use only the first N reviews (smoke tests)")
+    ap.add_argument("--extra-text", action="append", default=[], metavar="FILE",
+                    help="UTF-8 text (one document a non-empty line) added to tokenizer and base "
+                         "training, e.g. from manpages-zh or fortunes-zh; repeatable")
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
@@ -158,6 +161,9 @@ def main(argv=None):
     texts, train = D.all_text(a.data), D.labelled(a.data, "train")
     if a.limit:
         texts, train = texts[:a.limit], train[:a.limit]
+    for path in a.extra_text:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            texts += [line.strip() for line in f if line.strip()]
     t, prompt_src = tasks.load_template(a.schema)
     record["prompt_source"] = os.path.relpath(prompt_src, os.path.dirname(tasks.HERE))
     log(f"prompt from {record['prompt_source']}; {len(texts)} texts, {len(train)} labelled training reviews")
