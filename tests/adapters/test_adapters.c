@@ -188,6 +188,47 @@ static void test_unmerge_restores_base(void **state)
     }
 }
 
+/* Adapters applied on an adapted model (a chain of derived models) add up
+ * like a stack: the stack case in two steps, both modes, matches the
+ * reference; freeing the outer model leaves the inner one intact. */
+static void test_chained(void **state)
+{
+    (void)state;
+    json_t *cases = json_object_get(manifest, "cases"), *c = NULL;
+    for (size_t i = 0; i < json_array_size(cases); i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(cases, i), "name")), "stack"))
+            c = json_array_get(cases, i);
+    assert_non_null(c);
+    json_t *all = json_object_get(c, "adapters"), *first = json_array(), *rest = json_array();
+    for (size_t i = 0; i < json_array_size(all); i++) json_array_append(i ? rest : first, json_array_get(all, i));
+    json_error_t jerr;
+    json_t *exp = json_load_file(json_string_value(json_object_get(c, "expected")), 0, &jerr);
+    assert_non_null(exp);
+    int32_t ids[64];
+    int n = (int)json_array_size(json_object_get(exp, "ids"));
+    for (int k = 0; k < n; k++) ids[k] = (int32_t)json_integer_value(json_array_get(json_object_get(exp, "ids"), k));
+    pd_model *base = load_model(json_string_value(json_object_get(c, "model")));
+    int vocab = pd_model_config(base)->vocab;
+    for (int mode = PD_APPLY_MERGE; mode <= PD_APPLY_RUNTIME; mode++) {
+        pd_model *inner = apply_case(base, first, (pd_apply_mode)mode);
+        float *inner_before = eval_rows(inner, ids, n, true, 1);
+        pd_model *outer = apply_case(inner, rest, (pd_apply_mode)mode);
+        float *got = eval_rows(outer, ids, n, true, 1);
+        assert_true(rel_diff_json(got, json_object_get(exp, "logits"), vocab) <= TOL);
+        pd_model_free(outer);
+        float *inner_after = eval_rows(inner, ids, n, true, 1);
+        assert_memory_equal(inner_after, inner_before, (size_t)n * (size_t)vocab * sizeof(float));
+        free(got);
+        free(inner_before);
+        free(inner_after);
+        pd_model_free(inner);
+    }
+    pd_model_free(base);
+    json_decref(exp);
+    json_decref(first);
+    json_decref(rest);
+}
+
 /* The runtime path splits tokens over threads: 1 and 3 threads agree bitwise. */
 static void test_runtime_threads(void **state)
 {
@@ -336,7 +377,8 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_reference),   cmocka_unit_test(test_unmerge_restores_base),
-        cmocka_unit_test(test_runtime_threads),     cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_runtime_threads),     cmocka_unit_test(test_chained),
+        cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_files_and_arguments),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
