@@ -236,7 +236,6 @@ static int stream(run_state *s, reader *r)
 static int open_files(cli_args *a, reader *r, FILE **out)
 {
     const char *in = cli_opt(a, "--input"), *outp = cli_opt(a, "--output"), *ifmt = cli_opt(a, "--input-format");
-    if (!in || !outp) return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
     size_t n = strlen(in);
     r->name = strcmp(in, "-") ? in : "stdin";
     r->jsonl = ifmt ? strcmp(ifmt, "jsonl") == 0 : (n > 6 && strcmp(in + n - 6, ".jsonl") == 0);
@@ -260,6 +259,8 @@ int cmd_extract(cli_args *a)
     double temp;
     int rc;
     if (!schema_path) return cli_usage(a, "--schema FILE is required");
+    if (!cli_opt(a, "--input") || !cli_opt(a, "--output"))
+        return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
     if (fmt && strcmp(fmt, "tianchi") && strcmp(fmt, "jsonl")) return cli_usage(a, "--format must be tianchi or jsonl");
     s.fmt = fmt && strcmp(fmt, "jsonl") == 0 ? PD_FORMAT_JSONL : PD_FORMAT_TIANCHI;
     if ((rc = cli_int_opt(a, "--threads", 1, 1, 256, &threads)) ||

@@ -147,7 +147,7 @@ static void test_sparse_equals_full(void **state)
 {
     fixture *f = *state;
     long sparse_steps = 0;
-    for (size_t i = 0; i < 60; i++) {
+    for (size_t i = 0; i < 40; i++) {
         const char *text = json_string_value(json_object_get(json_array_get(f->reviews, i), "text"));
         pd_extraction *a = extract(f, text, 0), *b = extract(f, text, 1), *c = extract(f, text, -1);
         assert_int_equal(a->n_sparse, 0);
