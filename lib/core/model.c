@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static pd_status matrix_from(pd_matrix *m, const pd_tensor_store *st, const char *name, const char *src,
                              pd_error *err)
@@ -306,8 +307,30 @@ static pd_status check_update(const pd_model *base, const pd_lowrank *u, long *i
     return PD_OK;
 }
 
+typedef struct {
+    const pd_kernels *kern;
+    const pd_matrix *src; /* the stored W to convert first, or NULL when dst already holds a copy */
+    float *dst;
+    const pd_lowrank *u;
+} merge_job;
+
+/* Rows [begin, end) of dst (+)= W + scale * B A, row by row (each row is the
+ * same arithmetic whatever the split, so any thread count gives the same bits). */
+static void merge_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const merge_job *j = arg;
+    size_t cols = (size_t)j->u->cols, r = (size_t)j->u->rank;
+    for (int64_t i = begin; i < end; i++) {
+        float *row = j->dst + (size_t)i * cols;
+        if (j->src) pd_matrix_row(j->src, i, row);
+        for (size_t k = 0; k < r; k++)
+            j->kern->axpy(row, j->u->scale * j->u->B[(size_t)i * r + k], j->u->A + k * cols, (int64_t)cols);
+    }
+}
+
 static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lowrank *u, pd_derive_mode mode,
-                            pd_error *err)
+                            pd_pool *pool, pd_error *err)
 {
     int64_t rows = w->rows, cols = w->cols, r = u->rank;
     bool merge = mode == PD_DERIVE_MERGE || (mode == PD_DERIVE_AUTO && w->dtype == PD_F32);
@@ -327,25 +350,20 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         w->delta = d;
         return PD_OK;
     }
+    pd_matrix src = *w;
     if (!*merged) { /* first update of this matrix: an owned F32 copy of W */
         size_t bytes;
         float *c = NULL;
         if (pd_mul_size((size_t)rows * (size_t)cols, sizeof(float), &bytes)) c = own(m, malloc(bytes));
         if (!c) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
-        for (int64_t i = 0; i < rows; i++) pd_matrix_row(w, i, c + (size_t)i * (size_t)cols);
         w->dtype = PD_F32;
         w->row_bytes = (size_t)cols * sizeof(float);
         w->data = (const uint8_t *)c;
-        *merged = true;
     }
-    float *c = (float *)(void *)(uintptr_t)w->data;
-    for (int64_t i = 0; i < rows; i++) {
-        float *row = c + (size_t)i * (size_t)cols;
-        for (int64_t k = 0; k < r; k++) {
-            float s = u->scale * u->B[(size_t)i * (size_t)r + (size_t)k];
-            m->kern->axpy(row, s, u->A + (size_t)k * (size_t)cols, cols);
-        }
-    }
+    merge_job j = {m->kern, *merged ? NULL : &src, (float *)(void *)(uintptr_t)w->data, u};
+    if (pool) pd_pool_for(pool, rows, 16, merge_range, &j);
+    else merge_range(&j, 0, rows, 0);
+    *merged = true;
     return PD_OK;
 }
 
@@ -361,6 +379,7 @@ pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_
         if (check_update(base, &updates[i], &index, err)) return NULL;
     }
     size_t n_mat = (size_t)base->cfg.n_layers * N_LAYER_MATRICES;
+    pd_pool *pool = NULL;
     pd_model *m = calloc(1, sizeof *m);
     bool *merged = calloc(n_mat, sizeof *merged);
     if (m) {
@@ -378,14 +397,20 @@ pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_
         pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a derived model", base->source);
         goto fail;
     }
+    /* merging is a pass over every weight of the target matrices: spread it
+     * over the cores (without a pool it runs on this thread) */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 1 && mode != PD_DERIVE_RUNTIME) pool = pd_pool_new(cores < 8 ? (int)cores : 8);
     for (size_t i = 0; i < n_updates; i++) {
         const pd_lowrank *u = &updates[i];
         long index = matrix_index(&base->cfg, u->matrix);
-        if (add_update(m, matrix_at(m->layers, index), &merged[index], u, mode, err)) goto fail;
+        if (add_update(m, matrix_at(m->layers, index), &merged[index], u, mode, pool, err)) goto fail;
     }
+    pd_pool_free(pool);
     free(merged);
     return m;
 fail:
+    pd_pool_free(pool);
     free(merged);
     pd_model_free(m);
     return NULL;
