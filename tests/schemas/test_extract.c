@@ -15,6 +15,7 @@
 #include "pocketdec.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,6 +218,67 @@ static void test_writers(void **state)
     pd_free(text);
 }
 
+/* One extractor shared by threads, each with its own context, gives the
+ * serial records. */
+typedef struct job {
+    fixture *f;
+    pd_context *ctx;
+    size_t first;
+    char *out; /* the Tianchi rows of reviews first, first+2, ... (of 24) */
+    int rc;
+} job;
+
+static void *thread_main(void *arg)
+{
+    job *j = arg;
+    size_t cap = 1 << 16, len = 0;
+    j->out = calloc(1, cap);
+    for (size_t i = j->first; i < 24; i += 2) {
+        json_t *o = json_array_get(j->f->reviews, i);
+        const char *text = json_string_value(json_object_get(o, "text"));
+        pd_extraction *x = NULL;
+        char *rows = NULL;
+        size_t n = 0;
+        pd_error err;
+        if (pd_extract(j->ctx, j->f->ex, text, strlen(text), NULL, &x, &err) ||
+            pd_extraction_format(j->f->schema, x, json_string_value(json_object_get(o, "id")), PD_FORMAT_TIANCHI,
+                                 &rows, &n, &err) || len + n + 1 > cap) {
+            j->rc = 1;
+        } else {
+            memcpy(j->out + len, rows, n);
+            len += n;
+        }
+        pd_free(rows);
+        pd_extraction_free(x);
+    }
+    return NULL;
+}
+
+static void test_threads_share_extractor(void **state)
+{
+    fixture *f = *state;
+    job serial[2], par[2];
+    pd_error err;
+    for (int k = 0; k < 2; k++) {
+        serial[k] = (job){f, f->ctx, (size_t)k, NULL, 0};
+        thread_main(&serial[k]);
+        par[k] = (job){f, pd_context_new(f->model, NULL, &err), (size_t)k, NULL, 0};
+        assert_non_null(par[k].ctx);
+    }
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) assert_int_equal(pthread_create(&th[k], NULL, thread_main, &par[k]), 0);
+    for (int k = 0; k < 2; k++) {
+        pthread_join(th[k], NULL);
+        assert_int_equal(serial[k].rc, 0);
+        assert_int_equal(par[k].rc, 0);
+        assert_true(strlen(par[k].out) > 0);
+        assert_string_equal(par[k].out, serial[k].out);
+        free(serial[k].out);
+        free(par[k].out);
+        pd_context_free(par[k].ctx);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -231,6 +293,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_edge_inputs),
         cmocka_unit_test(test_sparse_equals_full),
+        cmocka_unit_test(test_threads_share_extractor),
         cmocka_unit_test(test_all_reviews_valid),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
