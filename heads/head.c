@@ -173,7 +173,8 @@ static pd_status take_tensor(const pd_tensor_store *st, const char *name, int64_
             snprintf(want, sizeof want, "%lld, %lld", (long long)rows, (long long)cols);
         else
             snprintf(want, sizeof want, "%lld", (long long)rows);
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape [%s], expected [%s]", path, name, got, want);
+        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape [%s], expected [%s]%s", path, name, got, want,
+                            cols ? " (rows x the model's hidden size)" : "");
     }
     int64_t n = rows * (cols ? cols : 1);
     if (!(*out = malloc((size_t)n * sizeof(float)))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);

@@ -69,7 +69,7 @@ def write_bad_heads(out):
         cases.append({"name": name, "dir": d, "status": status, "word": word})
 
     add("missing dir", os.path.join(bad, "nope"), "io", "head.json")
-    add("hidden size", head("hidden", hidden=32), "shape", "q.weight")
+    add("hidden size", head("hidden", hidden=32), "shape", "hidden size")
     add("classifier hidden size", head("chidden", kind="classifier", hidden=48), "shape", "weight")
     d = head("unknown-type")
     edit_json(d, type="ranker")
