@@ -218,6 +218,36 @@ static void test_writers(void **state)
     pd_free(text);
 }
 
+/* Sampling under the mask: still valid, the same seed gives the same
+ * records, and it does differ from greedy somewhere. */
+static void test_sampling(void **state)
+{
+    fixture *f = *state;
+    int differs = 0;
+    for (size_t i = 0; i < 30; i++) {
+        const char *text = json_string_value(json_object_get(json_array_get(f->reviews, i), "text"));
+        pd_extraction *x[3];
+        for (int k = 0; k < 3; k++) {
+            pd_extract_params p = pd_extract_default_params();
+            p.sampler.temperature = k < 2 ? 1.0f : 0.0f;
+            p.sampler.seed = 11 + i;
+            pd_error err;
+            assert_int_equal(pd_extract(f->ctx, f->ex, text, strlen(text), &p, &x[k], &err), PD_OK);
+        }
+        assert_int_equal(x[0]->n_records, x[1]->n_records);
+        for (int32_t r = 0; r < x[0]->n_records; r++) {
+            char **v = x[0]->records[r].values;
+            assert_true(span_ok(v[0], text) && span_ok(v[1], text));
+            assert_true(one_of(v[2], CATEGORIES, 13) && one_of(v[3], POLARITIES, 3));
+            for (int j = 0; j < 4; j++) assert_string_equal(v[j], x[1]->records[r].values[j]);
+        }
+        differs += x[0]->n_records != x[2]->n_records || x[0]->n_tokens != x[2]->n_tokens ||
+                   (x[0]->n_records > 0 && strcmp(x[0]->records[0].values[1], x[2]->records[0].values[1]));
+        for (int k = 0; k < 3; k++) pd_extraction_free(x[k]);
+    }
+    assert_true(differs > 0);
+}
+
 /* One extractor shared by threads, each with its own context, gives the
  * serial records. */
 typedef struct job {
@@ -294,6 +324,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_edge_inputs),
         cmocka_unit_test(test_sparse_equals_full),
         cmocka_unit_test(test_threads_share_extractor),
+        cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_all_reviews_valid),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

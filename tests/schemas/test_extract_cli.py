@@ -3,6 +3,7 @@
 json modules (independent readers): every train review gives valid Tianchi
 rows (spans `_` or substrings, labels in the closed sets, every id in order),
 three shards run apart and concatenated equal one run (files and stdin/stdout),
+a LoRA adapter applied,
 JSONL in and out, broken rows, an empty review, a review longer than the
 context, a bad schema and bad options.
 
@@ -113,6 +114,13 @@ def main():
         check(rc == 0, f"shard {k}")
         parts.append(out)
     check(b"".join(parts) == one, "three shards concatenated equal one run")
+
+    # with a LoRA adapter: still valid, and the adapter changes what is extracted
+    rc, adapted, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-",
+                            "--adapter", os.path.join(FIX, "adapter")])
+    check(rc == 0, "adapter run: " + err[-200:])
+    check_tianchi(adapted, head, "adapter run")
+    check(adapted != one, "the adapter changes the output")
 
     # JSONL in, JSONL out (integer ids too)
     jl = os.path.join(TMP, "in.jsonl")
