@@ -262,9 +262,11 @@ typedef enum pd_apply_mode {
 /* A model with adapters[0..n) applied on top of base, adapter i scaled by
  * weights[i] (weights NULL: all 1); adapters of one matrix add up. base must
  * outlive the result; the adapters need not (their tensors are copied). Free
- * the result with pd_model_free. Shapes that do not fit the base (another
- * hidden size, a layer the base lacks) give PD_ERR_SHAPE naming the tensor and
- * both shapes. */
+ * the result with pd_model_free (before base). Like a loaded model it is
+ * immutable and may be shared by contexts in any threads. Shapes that do not
+ * fit the base (another hidden size, a layer the base lacks) give
+ * PD_ERR_SHAPE naming the tensor and both shapes; a rank above 1024 applied at
+ * runtime gives PD_ERR_UNSUPPORTED. */
 pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const *adapters, const float *weights,
                                   size_t n, pd_apply_mode mode, pd_error *err);
 

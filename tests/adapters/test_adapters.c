@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pocketdec.h"
+#include "pd_internal.h" /* pd_model_derive: the library seam under the adapters */
 
 /* max |got - want| over all positions, relative to the largest |want|: the
  * float64 reference against float32 arithmetic (as in test_forward). */
@@ -360,6 +360,67 @@ static void test_files_and_arguments(void **state)
     pd_adapter_free(b);
 }
 
+/* The seam itself: unknown matrices, shapes that do not fit, ranks too large
+ * for the runtime path, and what the lib accepts (a rank-1 merge by hand). */
+static void test_derive_seam(void **state)
+{
+    (void)state;
+    json_t *c0 = json_array_get(json_object_get(manifest, "cases"), 0);
+    pd_model *base = load_model(json_string_value(json_object_get(c0, "model")));
+    const pd_config *c = pd_model_config(base);
+    int64_t H = c->hidden, r = PD_LOWRANK_MAX_RANK + 1;
+    float *A = calloc((size_t)(r * H), sizeof(float)), *B = calloc((size_t)(r * H), sizeof(float));
+    assert_non_null(A);
+    assert_non_null(B);
+    pd_error err;
+    pd_lowrank u = {"model.layers.0.self_attn.o_proj.weight", H, H, r, 1.0f, A, B};
+    assert_null(pd_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err));
+    assert_int_equal(err.code, PD_ERR_UNSUPPORTED);
+    pd_model *m = pd_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err); /* any rank merges */
+    assert_non_null(m);
+    pd_model_free(m);
+    const char *bad[] = {"model.layers.9.self_attn.o_proj.weight", "model.layers.00.self_attn.o_proj.weight",
+                         "model.embed_tokens.weight", "lm_head.weight", "model.layers.0.self_attn.q_norm.weight"};
+    u.rank = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        u.matrix = bad[i];
+        assert_null(pd_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err));
+        assert_int_equal(err.code, PD_ERR_SHAPE);
+        assert_non_null(strstr(err.message, bad[i]));
+    }
+    u.matrix = "model.layers.1.mlp.down_proj.weight"; /* [H, ffn], not [H, H] */
+    assert_null(pd_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err));
+    assert_int_equal(err.code, PD_ERR_SHAPE);
+    assert_non_null(strstr(err.message, "the matrix is"));
+
+    /* a rank-1 update that moves one weight, W[0][1] += 2: merged and runtime
+     * agree, and the logits move */
+    u.matrix = "model.layers.0.self_attn.o_proj.weight";
+    u.scale = 2.0f;
+    memset(A, 0, (size_t)H * sizeof(float));
+    memset(B, 0, (size_t)H * sizeof(float));
+    A[1] = 1.0f;
+    B[0] = 1.0f;
+    pd_model *mm = pd_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err);
+    pd_model *mr = pd_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err);
+    assert_non_null(mm);
+    assert_non_null(mr);
+    int32_t ids[4] = {3, 1, 4, 1};
+    size_t nl = 4 * (size_t)c->vocab;
+    float *lb = eval_rows(base, ids, 4, true, 1), *lm = eval_rows(mm, ids, 4, true, 1);
+    float *lr = eval_rows(mr, ids, 4, true, 1);
+    assert_true(rel_diff(lm, lr, nl) <= TOL);
+    assert_true(rel_diff(lm, lb, nl) >= 1e-4);
+    free(lb);
+    free(lm);
+    free(lr);
+    pd_model_free(mm);
+    pd_model_free(mr);
+    free(A);
+    free(B);
+    pd_model_free(base);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -379,7 +440,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_against_reference),   cmocka_unit_test(test_unmerge_restores_base),
         cmocka_unit_test(test_runtime_threads),     cmocka_unit_test(test_chained),
         cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_files_and_arguments),
+        cmocka_unit_test(test_files_and_arguments), cmocka_unit_test(test_derive_seam),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     json_decref(manifest);
