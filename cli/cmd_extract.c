@@ -134,7 +134,9 @@ static bool next_row(reader *r, row *w)
         w->text_len = json_string_length(text);
         return true;
     }
-    int n = csv_record(r, w);
+    int n;
+    while ((n = csv_record(r, w)) == 1 && r->buf[0] == '\0' && !w->problem[0]) {
+    } /* blank lines separate nothing: skip them */
     if (n == 0) return false;
     if (n > 0 && n != 2) snprintf(w->problem, sizeof w->problem, "expected 2 fields (id,Reviews), got %d", n);
     if (n == 2) {

@@ -97,8 +97,10 @@ static pd_status read_enum(reader *r, pd_schema *sc, pd_schema_field *f, const y
         yaml_node_t *vn = yaml_document_get_node(&r->doc, vals->data.sequence.items.start[i]);
         const char *v = scalar(vn);
         if (!v || !*v) return fail_at(r, vn, PD_ERR_FORMAT, "enum values of '%s' must be non-empty strings", f->name);
-        if (strcmp(v, "_") == 0 || strpbrk(v, sc->separator) || strpbrk(v, sc->record_end))
-            return fail_at(r, vn, PD_ERR_FORMAT, "enum value '%s' of '%s' is '_' or holds a separator byte", v,
+        if ((f->allow_empty && v[0] == '_') || strcmp(v, "_") == 0 || strpbrk(v, sc->separator) ||
+            strpbrk(v, sc->record_end))
+            return fail_at(r, vn, PD_ERR_FORMAT,
+                           "enum value '%s' of '%s' is '_', starts with the empty mark, or holds a separator byte", v,
                            f->name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(f->values[j], v) == 0)

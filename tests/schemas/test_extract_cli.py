@@ -143,12 +143,12 @@ def main():
     broken = os.path.join(TMP, "broken.csv")
     with open(broken, "w", encoding="utf-8") as f:
         f.write('id,Reviews\n1,很好，超值\n2,a,b\n3,"多行\n评论, 很好"\n4,bad"quote\n9,\n5,"不错"\n'
-                '7,' + "好" * 400 + '\n6,"没有结束\n')
+                '7,' + "好" * 400 + '\n\n6,"没有结束\n')  # a blank line is skipped silently
     rc, out, err = run(["--schema", SCHEMA, "--input", broken, "--output", "-", "--ctx", "128"])
     check(rc == 1, f"broken rows exit 1, got {rc}")
     check("broken.csv:3: broken row" in err and "got 3" in err, "3-field row reported at line 3: " + err)
     check("broken.csv:6: broken row" in err, "stray quote reported at line 6")
-    check("broken.csv:10: broken row" in err and "not closed" in err, "unclosed quote reported at line 10")
+    check("broken.csv:11: broken row" in err and "not closed" in err, "unclosed quote reported at line 11")
     got = [r[0] for r in csv.reader(io.StringIO(out.decode("utf-8"), newline=""))]
     check(sorted(set(got), key=got.index) == ["1", "3", "9", "5", "7"], f"good rows kept in order: {got}")
     check(b"9,_,_,_,_\n" in out, "an empty review gives the placeholder")

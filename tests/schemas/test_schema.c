@@ -56,6 +56,7 @@ static const bad_case BAD[] = {
     {BASE_HEAD "fields:\n  - {name: a, kind: blob}\n", "t.yaml:7:21", "unknown field kind 'blob'"},
     {BASE_HEAD "fields:\n  - {name: a, kind: enum}\n", "t.yaml:7:5", "needs a non-empty list of values"},
     {BASE_HEAD "fields:\n  - {name: a, kind: enum, values: [x, \"y,z\"]}\n", "t.yaml:7:39", "separator byte"},
+    {BASE_HEAD "fields:\n  - {name: a, kind: enum, empty: true, values: [x, _y]}\n", "t.yaml:7:52", "empty mark"},
     {BASE_HEAD "fields:\n  - {name: a, kind: enum, values: [x, x]}\n", "t.yaml:7:39", "repeated"},
     {BASE_HEAD "fields:\n  - {name: a, kind: pattern, pattern: \"[0-9\"}\n", "t.yaml:7:39", "bad pattern"},
     {BASE_HEAD "fields:\n  - {name: a, kind: span}\n  - {name: a, kind: span}\n", "t.yaml:8:5", "defined twice"},
