@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,6 +210,24 @@ static double seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* A bar when the input is a regular file (its size is known), a count otherwise. */
+static void draw_progress(const run_state *s, reader *r, double elapsed)
+{
+    struct stat st;
+    long pos = ftell(r->f);
+    char bar[33] = "";
+    if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && pos >= 0) {
+        int filled = (int)(32.0 * (double)pos / (double)st.st_size);
+        for (int i = 0; i < 32; i++) bar[i] = i < filled ? '#' : '.';
+        bar[32] = '\0';
+        fprintf(stderr, "\r[%s] %3d%% ", bar, (int)(100.0 * (double)pos / (double)st.st_size));
+    } else {
+        fprintf(stderr, "\r");
+    }
+    fprintf(stderr, "%ld reviews, %ld records, %.1f reviews/s ", s->reviews, s->records,
+            (double)s->reviews / (elapsed + 1e-9));
+}
+
 static int stream(run_state *s, reader *r)
 {
     double t0 = seconds();
@@ -223,9 +242,7 @@ static int stream(run_state *s, reader *r)
                       strcmp(w.id + (strncmp(w.id, "\xEF\xBB\xBF", 3) ? 0 : 3), "id") == 0;
         if (!header) rc = one_row(s, r, &w);
         json_decref(w.json);
-        if (s->progress && s->reviews % 16 == 0)
-            fprintf(stderr, "\r[extract] %ld reviews, %ld records, %.1f reviews/s ", s->reviews, s->records,
-                    (double)s->reviews / (seconds() - t0 + 1e-9));
+        if (s->progress && s->reviews % 8 == 0) draw_progress(s, r, seconds() - t0);
     }
     if (s->progress) fprintf(stderr, "\n");
     if (rc) return rc;
