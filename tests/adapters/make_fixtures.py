@@ -8,6 +8,7 @@ tools/testmodels/make_adapter.py, and every expected output from its numpy
 reference (float64 merge W + weight * scale * B @ A, then the reference
 forward). OUTDIR/cases.json lists the cases and the refusals for the C test.
 """
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +17,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(ROOT, "tools", "testmodels")
 PY = sys.executable
+# the model tests' fixed id sequences (their module has this file's name: load it by path)
+_spec = importlib.util.spec_from_file_location("model_fixtures", os.path.join(ROOT, "tests", "model", "make_fixtures.py"))
+_model_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_model_fixtures)
+ids_for = _model_fixtures.ids_for
 
 # name, preset, format, extra make_model arguments
 MODELS = [
@@ -68,14 +74,6 @@ REFUSALS = [
     ("hidden", "hidden", "tiny-hf-f32", "shape", "adapter made for hidden size 128, the model's is 64"),
     ("layer", "layer", "tiny-hf-f32", "shape", "adapts layer 2, the model has 2 layers"),
 ]
-
-
-def ids_for(n, vocab, seed):
-    out, x = [], seed
-    for _ in range(n):
-        x = (x * 1103515245 + 12345) % (1 << 31)
-        out.append(x % vocab)
-    return out
 
 
 def run(*args):

@@ -107,6 +107,20 @@ static pd_model *apply_case(const pd_model *base, json_t *adapters, pd_apply_mod
     return m;
 }
 
+/* The expected outputs of a case, and its ids (at most 64). */
+static json_t *load_expected(json_t *c, int32_t *ids, int *n)
+{
+    json_error_t jerr;
+    const char *path = json_string_value(json_object_get(c, "expected"));
+    json_t *exp = json_load_file(path, 0, &jerr);
+    if (!exp) fail_msg("%s: %s", path, jerr.text);
+    json_t *arr = json_object_get(exp, "ids");
+    *n = (int)json_array_size(arr);
+    assert_true(*n <= 64);
+    for (int k = 0; k < *n; k++) ids[k] = (int32_t)json_integer_value(json_array_get(arr, (size_t)k));
+    return exp;
+}
+
 /* Every case and mode against the reference. Cases on one model share one
  * loaded base: applying another set is switching adapters without a reload. */
 static void test_against_reference(void **state)
@@ -124,12 +138,9 @@ static void test_against_reference(void **state)
             base = load_model(path);
             base_path = path;
         }
-        json_error_t jerr;
-        json_t *exp = json_load_file(json_string_value(json_object_get(c, "expected")), 0, &jerr);
-        assert_non_null(exp);
         int32_t ids[64];
-        int n = (int)json_array_size(json_object_get(exp, "ids"));
-        for (int k = 0; k < n; k++) ids[k] = (int32_t)json_integer_value(json_array_get(json_object_get(exp, "ids"), k));
+        int n;
+        json_t *exp = load_expected(c, ids, &n);
         const pd_config *cfg = pd_model_config(base);
         float *base_logits = eval_rows(base, ids, n, true, 1), *first = NULL;
         json_t *modes = json_object_get(c, "modes");
@@ -201,12 +212,9 @@ static void test_chained(void **state)
     assert_non_null(c);
     json_t *all = json_object_get(c, "adapters"), *first = json_array(), *rest = json_array();
     for (size_t i = 0; i < json_array_size(all); i++) json_array_append(i ? rest : first, json_array_get(all, i));
-    json_error_t jerr;
-    json_t *exp = json_load_file(json_string_value(json_object_get(c, "expected")), 0, &jerr);
-    assert_non_null(exp);
     int32_t ids[64];
-    int n = (int)json_array_size(json_object_get(exp, "ids"));
-    for (int k = 0; k < n; k++) ids[k] = (int32_t)json_integer_value(json_array_get(json_object_get(exp, "ids"), k));
+    int n;
+    json_t *exp = load_expected(c, ids, &n);
     pd_model *base = load_model(json_string_value(json_object_get(c, "model")));
     int vocab = pd_model_config(base)->vocab;
     for (int mode = PD_APPLY_MERGE; mode <= PD_APPLY_RUNTIME; mode++) {
