@@ -74,6 +74,8 @@ def pretrain(model, tok, texts, a, rng, record):
     for t in texts:
         stream += tok.encode(t) + [eot]
     L, B = a.block, a.batch
+    if len(stream) < L + 2:
+        sys.exit(f"train_all: {len(stream)} tokens of text is less than one --block of {L}")
     params = [p for p in model.parameters() if p.requires_grad]
     mask = torch.ones(L, L, dtype=torch.bool).tril()[None]
 
