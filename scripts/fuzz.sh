@@ -20,6 +20,10 @@ fi
 meson compile -C "$dir" >/dev/null
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export PD_FUZZ_TOKENIZER="$PWD/tests/fixtures/qwen3/tokenizer.json"
+# small models written at build time by the test fixtures: adapters are
+# applied to one, heads decide on the other (its tokenizer has the markers)
+export PD_FUZZ_MODEL="$PWD/$dir/tests/model/fixtures/tiny-hf-f32"
+export PD_FUZZ_HEAD_MODEL="$PWD/$dir/tests/heads/fixtures/model-a"
 mkdir -p "$dir/artifacts"
 for seeds in tests/fuzz/corpus/*/; do
   target=$(basename "$seeds")
