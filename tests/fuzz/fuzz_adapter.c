@@ -5,8 +5,6 @@
 #include "fuzz_util.h"
 #include "pd_internal.h"
 
-#include <sys/stat.h>
-
 static pd_model *model;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -21,22 +19,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char dir[128], path[192];
-    snprintf(dir, sizeof dir, "/tmp/pocketdec-fuzz-adapter-%ld", (long)getpid());
-    mkdir(dir, 0700);
-    const uint8_t *nul = memchr(data, 0, size);
-    size_t cfg_len = nul ? (size_t)(nul - data) : size;
-    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) abort();
-    fwrite(data, 1, cfg_len, f);
-    fclose(f);
-    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
-    f = fopen(path, "wb");
-    if (!f) abort();
-    if (nul) fwrite(nul + 1, 1, size - cfg_len - 1, f);
-    fclose(f);
-
+    const char *dir = fuzz_write_pair("adapter", "adapter_config.json", "adapter_model.safetensors", data, size);
     pd_error err;
     pd_adapter *a = pd_adapter_load(dir, &err);
     if (a && model) {

@@ -4,8 +4,6 @@
 #include "fuzz_util.h"
 #include "pd_internal.h"
 
-#include <sys/stat.h>
-
 static pd_model *model;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -24,22 +22,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char dir[128], path[192];
-    snprintf(dir, sizeof dir, "/tmp/pocketdec-fuzz-head-%ld", (long)getpid());
-    mkdir(dir, 0700);
-    const uint8_t *nul = memchr(data, 0, size);
-    size_t json_len = nul ? (size_t)(nul - data) : size;
-    snprintf(path, sizeof path, "%s/head.json", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) abort();
-    fwrite(data, 1, json_len, f);
-    fclose(f);
-    snprintf(path, sizeof path, "%s/head.safetensors", dir);
-    f = fopen(path, "wb");
-    if (!f) abort();
-    if (nul) fwrite(nul + 1, 1, size - json_len - 1, f);
-    fclose(f);
-
+    const char *dir = fuzz_write_pair("head", "head.json", "head.safetensors", data, size);
     pd_error err;
     pd_head *h = pd_head_load(dir, model, &err);
     if (h) {
