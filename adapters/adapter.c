@@ -216,23 +216,23 @@ pd_adapter *pd_adapter_load(const char *dir, pd_error *err)
         return NULL;
     }
     pd_adapter *a = calloc(1, sizeof *a);
-    size_t plen = strlen(dir) + 32;
-    char *path = malloc(plen);
-    if (!a || !path || !(a->dir = strdup(dir))) {
-        free(path);
+    char *config = pd_path_join(dir, "adapter_config.json");
+    char *tensors = pd_path_join(dir, "adapter_model.safetensors");
+    if (!a || !config || !tensors || !(a->dir = strdup(dir))) {
+        free(config);
+        free(tensors);
         pd_adapter_free(a);
         pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
         return NULL;
     }
-    snprintf(path, plen, "%s/adapter_config.json", dir);
-    pd_status rc = peft_config_load(path, &a->cfg, err);
+    pd_status rc = peft_config_load(config, &a->cfg, err);
     if (!rc) {
         a->scale = (float)(a->cfg.use_rslora ? a->cfg.lora_alpha / sqrt((double)a->cfg.r)
                                              : a->cfg.lora_alpha / (double)a->cfg.r);
-        snprintf(path, plen, "%s/adapter_model.safetensors", dir);
-        rc = load_tensors(a, path, err);
+        rc = load_tensors(a, tensors, err);
     }
-    free(path);
+    free(config);
+    free(tensors);
     if (rc) {
         pd_adapter_free(a);
         return NULL;

@@ -212,22 +212,19 @@ pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err)
         return NULL;
     }
     pd_head *h = calloc(1, sizeof *h);
-    size_t n = strlen(dir) + 32;
-    char *path = malloc(n);
-    if (!h || !path || !(h->source = strdup(dir))) {
-        free(path);
+    char *json = pd_path_join(dir, "head.json"), *tensors = pd_path_join(dir, "head.safetensors");
+    if (!h || !json || !tensors || !(h->source = strdup(dir))) {
+        free(json);
+        free(tensors);
         pd_head_free(h);
         pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
         return NULL;
     }
     h->hidden = pd_model_config(model)->hidden;
-    snprintf(path, n, "%s/head.json", dir);
-    pd_status rc = parse_json(h, path, model, err);
-    if (!rc) {
-        snprintf(path, n, "%s/head.safetensors", dir);
-        rc = load_tensors(h, path, err);
-    }
-    free(path);
+    pd_status rc = parse_json(h, json, model, err);
+    if (!rc) rc = load_tensors(h, tensors, err);
+    free(json);
+    free(tensors);
     if (rc) {
         pd_head_free(h);
         return NULL;

@@ -102,3 +102,15 @@ pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err
     *len = n;
     return PD_OK;
 }
+
+char *pd_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t at = a;
+    if (a == 0 || dir[a - 1] != '/') p[at++] = '/';
+    memcpy(p + at, name, b + 1);
+    return p;
+}

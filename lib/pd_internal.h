@@ -34,6 +34,9 @@ static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
 /* Read a whole file into memory (NUL-terminated). */
 pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err);
 
+/* malloc'ed "dir/name", or NULL when out of memory. */
+char *pd_path_join(const char *dir, const char *name);
+
 /* ------------------------------------------------------------- tensors */
 
 /* Element types; the numbers are GGUF's ggml_type values. */

@@ -99,19 +99,22 @@ static bool ends_with(const char *s, const char *suffix)
 static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_error *err)
 {
     /* A tokenizer.json beside the weights wins: it is the full HF description. */
-    char path[4096];
     struct stat sb;
-    if (stat(m->source, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        snprintf(path, sizeof path, "%s/tokenizer.json", m->source);
-    } else {
-        const char *slash = strrchr(m->source, '/');
-        int dir_len = slash ? (int)(slash - m->source) : 1;
-        snprintf(path, sizeof path, "%.*s/tokenizer.json", dir_len, slash ? m->source : ".");
+    char *dir = strdup(m->source);
+    if (dir && !(stat(m->source, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+        char *slash = strrchr(dir, '/'); /* a .gguf file: look in its directory */
+        if (slash)
+            slash[slash == dir ? 1 : 0] = '\0';
+        else
+            strcpy(dir, ".");
     }
-    if (stat(path, &sb) == 0) {
-        m->tokenizer = pd_tokenizer_load(path, err);
-        return m->tokenizer ? PD_OK : err->code;
-    }
+    char *path = dir ? pd_path_join(dir, "tokenizer.json") : NULL;
+    free(dir);
+    if (!path) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", m->source);
+    bool beside = stat(path, &sb) == 0;
+    if (beside) m->tokenizer = pd_tokenizer_load(path, err);
+    free(path);
+    if (beside) return m->tokenizer ? PD_OK : err->code;
     if (vocab && vocab->n_tokens > 0) {
         m->tokenizer = pd_tokenizer_from_parts(vocab, m->source, err);
         return m->tokenizer ? PD_OK : err->code;

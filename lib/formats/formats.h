@@ -100,8 +100,6 @@ void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape);
 /* Elements of a shape, or false when the product overflows int64/size_t. */
 bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out);
 
-/* malloc'ed "dir/name", or NULL when out of memory. */
-char *pd_path_join(const char *dir, const char *name);
 
 /* ------------------------------------------------------------- Qwen3 */
 

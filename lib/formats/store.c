@@ -72,18 +72,6 @@ bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out)
     return true;
 }
 
-char *pd_path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    size_t at = a;
-    if (a == 0 || dir[a - 1] != '/') p[at++] = '/';
-    memcpy(p + at, name, b + 1);
-    return p;
-}
-
 /* -------------------------------------------------------------- store */
 
 void pd_store_init(pd_tensor_store *st) { memset(st, 0, sizeof *st); }
