@@ -289,6 +289,8 @@ int cmd_score(cli_args *a); /* cmd_score.c */
 
 int cmd_extract(cli_args *a); /* cmd_extract.c */
 
+int cmd_quantize(cli_args *a); /* cmd_quantize.c */
+
 static const cli_command commands[] = {
     {"tokenize", "--tokenizer FILE [--decode]",
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
@@ -324,6 +326,11 @@ static const cli_command commands[] = {
      "labels when none is given. --jsonl reads {\"text\",\"question\",\"candidates\"} per stdin line (a repeated\n"
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
+    {"quantize", "--model HFDIR --type q4_0|q4_1|q8_0 [--out FILE.gguf]",
+     "Writes the HF model as one GGUF v3 file that pocketdec and llama.cpp load: matrices and the\n"
+     "embedding quantized row by row as ggml's reference quantizers do, norms F32, the vocabulary\n"
+     "from tokenizer.json. Default output: HFDIR-TYPE.gguf. Prints a JSON summary.",
+     cmd_quantize},
 };
 
 int main(int argc, char **argv)
