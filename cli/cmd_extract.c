@@ -154,6 +154,7 @@ static bool next_row(reader *r, row *w)
 typedef struct run_state {
     cli_args *a;
     pd_context *ctx;
+    pd_decider *decider; /* --head: relabels each extraction (NULL: none) */
     const pd_extractor *ex;
     const pd_schema *schema;
     pd_extract_params params;
@@ -188,7 +189,8 @@ static int one_row(run_state *s, reader *r, row *w)
     }
     pd_extraction *x = NULL;
     pd_error err;
-    if (pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err)) {
+    if (pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err) ||
+        (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, &err))) {
         /* the id stays in the output (no quadruple), so nothing is lost */
         fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, err.message);
         s->failed++;
@@ -273,7 +275,7 @@ static int open_files(cli_args *a, reader *r, FILE **out)
 int cmd_extract(cli_args *a)
 {
     run_state s = {.a = a, .params = pd_extract_default_params()};
-    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format");
+    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format"), *head_dir = cli_opt(a, "--head");
     int32_t threads, ctx_len, seed;
     double temp;
     int rc;
@@ -298,13 +300,28 @@ int cmd_extract(cli_args *a)
     reader r = {0};
     FILE *out = NULL;
     pd_extractor *ex = NULL;
+    pd_head *head = NULL;
+    if (head_dir && pd_schema_n_candidates(schema) == 0) {
+        rc = cli_failf("%s: --head needs a 'decide' section in the schema", schema_path);
+        goto done_schema;
+    }
     if ((rc = cli_model_open(a, &m))) goto done_schema;
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;
-    if (!(ex = pd_extractor_new(m.model, schema, &err)) || !(s.ctx = pd_context_new(m.model, &cp, &err))) {
+    if (!(ex = pd_extractor_new(m.model, schema, &err)) || !(s.ctx = pd_context_new(m.model, &cp, &err)) ||
+        (head_dir && !(head = pd_head_load(head_dir, m.model, &err)))) {
         rc = cli_fail(&err);
         goto done;
+    }
+    if (head) {
+        pd_decider_params dp = pd_decider_default_params();
+        dp.n_threads = threads;
+        dp.n_ctx = ctx_len;
+        if (!(s.decider = pd_decider_new(m.model, head, &dp, &err))) {
+            rc = cli_fail(&err);
+            goto done;
+        }
     }
     s.ex = ex;
     if ((rc = open_files(a, &r, &out))) goto done;
@@ -316,6 +333,8 @@ int cmd_extract(cli_args *a)
 done:
     free(r.buf);
     pd_context_free(s.ctx);
+    pd_decider_free(s.decider);
+    pd_head_free(head);
     pd_extractor_free(ex);
     cli_model_close(&m);
 done_schema:

@@ -310,12 +310,13 @@ static const cli_command commands[] = {
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
      "at a time in constant memory. Broken rows are reported with their line and skipped; a summary line\n"
-     "ends stderr; the exit status is 1 when a row was broken or failed, after all others were written.",
+     "ends stderr; the exit status is 1 when a row was broken or failed, after all others were written.\n"
+     "--head DIR: a decision head then picks each record's labels (the schema's decide section).",
      cmd_extract},
     {"score",
      "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",

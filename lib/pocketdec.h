@@ -380,6 +380,8 @@ pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_er
 void pd_schema_free(pd_schema *schema);
 int32_t pd_schema_n_fields(const pd_schema *schema);
 const char *pd_schema_field_name(const pd_schema *schema, int32_t i); /* NULL when out of range */
+/* Candidates of the schema's decide section (see pd_extraction_decide); 0 when it has none. */
+int32_t pd_schema_n_candidates(const pd_schema *schema);
 
 /* A schema bound to a model's vocabulary (a trie of every token's bytes).
  * Immutable: share it between contexts and threads. model and schema must
@@ -408,7 +410,8 @@ typedef enum pd_extract_stop {
     PD_STOP_END = 0,     /* the model ended the output */
     PD_STOP_RECORDS = 1, /* max_records reached */
     PD_STOP_TOKENS = 2,  /* max_tokens reached (an unfinished record is dropped) */
-    PD_STOP_CONTEXT = 3  /* the context is full (an unfinished record is dropped) */
+    PD_STOP_CONTEXT = 3, /* the context is full (an unfinished record is dropped) */
+    PD_STOP_REPEAT = 4   /* distinct_records: the model repeated a record (dropped) */
 } pd_extract_stop;
 
 typedef struct pd_extraction {
@@ -427,6 +430,20 @@ typedef struct pd_extraction {
 pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, size_t len,
                      const pd_extract_params *params, pd_extraction **out, pd_error *err);
 void pd_extraction_free(pd_extraction *x);
+
+/* Relabel x with a decision head, for a schema with a `decide` section
+ * (question and candidate templates over its fields, e.g. question
+ * "aspect: {aspect}; opinion: {opinion}", candidate "{category}/{polarity}"):
+ * the candidates are every combination of the enum fields the candidate
+ * template names; for each record of x, d is asked the question filled from
+ * the record (one pd_decide a record, text evaluated once and reused) and
+ * those fields take the values of the most probable candidate. With the
+ * schema's distinct_records, records that become equal to an earlier one are
+ * dropped. text (NUL-terminated) is the text x was extracted from; d's
+ * document is replaced by it. No records: no model call. On error x keeps
+ * the records relabelled so far. */
+pd_status pd_extraction_decide(pd_decider *d, const pd_schema *schema, const char *text, pd_extraction *x,
+                               pd_error *err);
 
 typedef enum pd_record_format {
     PD_FORMAT_TIANCHI = 0, /* CSV rows "id,<print.csv fields>" (RFC 4180 quoting); "id,_,..,_" for none */

@@ -183,6 +183,32 @@ static pd_status prompt_ids(const pd_extractor *ex, const char *text, size_t len
     return rc;
 }
 
+/* Whether the record in buf[start, end) equals one in buf[0, start) (records
+ * end with record_end, whose first byte no value holds). */
+static bool repeats(const pd_schema *sc, const uint8_t *buf, size_t start, size_t end)
+{
+    size_t end_len = strlen(sc->record_end);
+    for (size_t q = 0; q < start;) {
+        const uint8_t *e = memchr(buf + q, (uint8_t)sc->record_end[0], start - q);
+        size_t next = e ? (size_t)(e - buf) + end_len : start;
+        if (next - q == end - start && !memcmp(buf + q, buf + start, end - start)) return true;
+        q = next;
+    }
+    return false;
+}
+
+/* A record just ended at s->pos: keep it (true), or, under distinct_records,
+ * end the output before it when it repeats an earlier one. */
+static bool keep_record(decoder *d, pd_extraction *x, const pd_cstate *s, size_t *complete)
+{
+    if (d->ex->schema->distinct_records && repeats(d->ex->schema, d->con.buf, *complete, (size_t)s->pos)) {
+        x->stop = PD_STOP_REPEAT;
+        return false;
+    }
+    *complete = (size_t)s->pos;
+    return true;
+}
+
 static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n_ids, size_t *complete,
                      pd_error *err)
 {
@@ -199,13 +225,17 @@ static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n
         if (id == d->ex->end_id) break;
         size_t blen = 0;
         const char *bytes = pd_tokenizer_token_bytes(pd_model_tokenizer(d->ex->model), id, &blen);
-        for (size_t i = 0; i < blen; i++)
+        bool repeated = false;
+        for (size_t i = 0; i < blen && !repeated; i++) {
             if (!pd_cstate_step(&d->con, &s, (uint8_t)bytes[i]))
                 return pd_set_error(err, PD_ERR_INTERNAL, "pd_extract: token %d left the schema", id);
+            /* a token may end one record and start the next: check at each boundary */
+            if ((s.phase == PD_PH_START && s.field == 0) || s.phase == PD_PH_DONE)
+                repeated = !keep_record(d, x, &s, complete);
+        }
         x->n_tokens++;
-        if (s.phase == PD_PH_START && s.field == 0) *complete = (size_t)s.pos;
+        if (repeated) break;
         if (s.phase == PD_PH_DONE) {
-            *complete = (size_t)s.pos;
             x->stop = PD_STOP_RECORDS;
             break;
         }

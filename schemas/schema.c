@@ -85,6 +85,18 @@ static pd_status get_int(reader *r, const yaml_node_t *map, const char *key, int
     return PD_OK;
 }
 
+/* An optional true/false; *out is left alone when the key is absent. */
+static pd_status get_bool(reader *r, const yaml_node_t *map, const char *key, bool *out)
+{
+    yaml_node_t *n = get(r, map, key);
+    if (!n) return PD_OK;
+    const char *v = scalar(n);
+    if (!v || (strcmp(v, "true") && strcmp(v, "false")))
+        return fail_at(r, n, PD_ERR_FORMAT, "'%s' must be true or false", key);
+    *out = strcmp(v, "true") == 0;
+    return PD_OK;
+}
+
 static pd_status read_enum(reader *r, pd_schema *sc, pd_schema_field *f, const yaml_node_t *fn)
 {
     yaml_node_t *vals = get(r, fn, "values");
@@ -125,15 +137,7 @@ static pd_status read_field(reader *r, pd_schema *sc, pd_schema_field *f, const 
             rc = fail_at(r, fn, PD_ERR_FORMAT, "field '%s' is defined twice", f->name);
             goto done;
         }
-    yaml_node_t *empty = get(r, fn, "empty");
-    if (empty) {
-        const char *e = scalar(empty);
-        if (!e || (strcmp(e, "true") && strcmp(e, "false"))) {
-            rc = fail_at(r, empty, PD_ERR_FORMAT, "'empty' must be true or false");
-            goto done;
-        }
-        f->allow_empty = strcmp(e, "true") == 0;
-    }
+    if ((rc = get_bool(r, fn, "empty", &f->allow_empty))) goto done;
     yaml_node_t *kn = get(r, fn, "kind");
     if (strcmp(kind, "span") == 0) {
         f->kind = PD_FIELD_SPAN;
@@ -208,11 +212,59 @@ static pd_status read_print(reader *r, pd_schema *sc, const yaml_node_t *root)
     return PD_OK;
 }
 
+/* Check a decide template: every {name} names a field; for the candidate
+ * template each must be an enum field, named once. */
+static pd_status check_template(reader *r, const pd_schema *sc, const yaml_node_t *n, const char *tpl, bool candidate)
+{
+    int32_t seen[64] = {0}, n_named = 0;
+    const char *e;
+    for (const char *p = tpl; (p = strchr(p, '{')); p++) {
+        int32_t f = pd_schema_placeholder(sc, p, &e);
+        if (f < 0) return fail_at(r, n, PD_ERR_FORMAT, "'{' at byte %td does not start a {field} of the schema", p - tpl);
+        if (candidate && (sc->fields[f].kind != PD_FIELD_ENUM || seen[f]))
+            return fail_at(r, n, PD_ERR_FORMAT, "'decide.candidate' names '%s': each field once, enum fields only",
+                           sc->fields[f].name);
+        seen[f] = 1;
+        n_named++;
+    }
+    if (candidate && n_named == 0) return fail_at(r, n, PD_ERR_FORMAT, "'decide.candidate' names no enum field");
+    return PD_OK;
+}
+
+/* The optional `decide` section: a decision head relabels the enum fields of
+ * the candidate template, asked the question template about each record. */
+static pd_status read_decide(reader *r, pd_schema *sc, const yaml_node_t *root)
+{
+    static const char *const keys[] = {"question", "candidate", NULL};
+    yaml_node_t *dn = get(r, root, "decide");
+    pd_status rc;
+    if (!dn) return PD_OK;
+    if ((rc = check_keys(r, dn, "'decide'", keys)) ||
+        (rc = get_string(r, dn, "question", true, true, &sc->decide_question)) ||
+        (rc = get_string(r, dn, "candidate", true, true, &sc->decide_candidate)) ||
+        (rc = check_template(r, sc, get(r, dn, "question"), sc->decide_question, false)) ||
+        (rc = check_template(r, sc, get(r, dn, "candidate"), sc->decide_candidate, true)))
+        return rc;
+    int64_t n = 1;
+    for (int32_t i = 0; i < sc->n_fields; i++)
+        if (pd_schema_decides(sc, i) && (n *= sc->fields[i].n_values) > PD_SCHEMA_MAX_CANDIDATES)
+            return fail_at(r, get(r, dn, "candidate"), PD_ERR_RANGE,
+                           "'decide.candidate' makes more than %d candidates", PD_SCHEMA_MAX_CANDIDATES);
+    char **cands = NULL;
+    int32_t n_cands = 0;
+    pd_error e;
+    if ((rc = pd_schema_candidates(sc, &cands, &n_cands, &e)))
+        return rc == PD_ERR_NOMEM ? pd_set_error(r->err, rc, "%s: out of memory", r->path)
+                                  : fail_at(r, get(r, dn, "candidate"), rc, "%s", e.message);
+    pd_schema_free_candidates(cands, n_cands);
+    return PD_OK;
+}
+
 static pd_status read_root(reader *r, pd_schema *sc, yaml_node_t *root)
 {
     static const char *const keys[] = {"name", "prompt", "fields", "separator", "record_end", "end", "limits",
-                                       "print", NULL};
-    static const char *const limit_keys[] = {"max_records", "max_tokens", NULL};
+                                       "print", "decide", NULL};
+    static const char *const limit_keys[] = {"max_records", "max_tokens", "distinct_records", NULL};
     pd_status rc;
     if ((rc = check_keys(r, root, "the schema", keys)) || (rc = get_string(r, root, "name", true, true, &sc->name)) ||
         (rc = get_string(r, root, "prompt", true, true, &sc->prompt)) ||
@@ -231,7 +283,8 @@ static pd_status read_root(reader *r, pd_schema *sc, yaml_node_t *root)
     sc->max_tokens = 256;
     if (lim && ((rc = check_keys(r, lim, "'limits'", limit_keys)) ||
                 (rc = get_int(r, lim, "max_records", 1, 100000, &sc->max_records)) ||
-                (rc = get_int(r, lim, "max_tokens", 1, 1000000, &sc->max_tokens))))
+                (rc = get_int(r, lim, "max_tokens", 1, 1000000, &sc->max_tokens)) ||
+                (rc = get_bool(r, lim, "distinct_records", &sc->distinct_records))))
         return rc;
     yaml_node_t *fields = get(r, root, "fields");
     if (!fields || fields->type != YAML_SEQUENCE_NODE ||
@@ -245,7 +298,8 @@ static pd_status read_root(reader *r, pd_schema *sc, yaml_node_t *root)
         if ((rc = read_field(r, sc, &sc->fields[i], yaml_document_get_node(&r->doc, fields->data.sequence.items.start[i]))))
             return rc;
     }
-    return read_print(r, sc, root);
+    if ((rc = read_print(r, sc, root))) return rc;
+    return read_decide(r, sc, root);
 }
 
 pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_error *err)
@@ -319,6 +373,8 @@ void pd_schema_free(pd_schema *sc)
     free(sc->end_token);
     free(sc->prompt);
     free(sc->csv_cols);
+    free(sc->decide_question);
+    free(sc->decide_candidate);
     free(sc);
 }
 

@@ -60,7 +60,24 @@ struct pd_schema {
     char *prompt;                 /* template holding {text} once */
     int32_t max_records, max_tokens;
     int32_t *csv_cols, n_csv;     /* field indices of the Tianchi/CSV row */
+    bool distinct_records;        /* a repeated record ends the output */
+    char *decide_question;        /* NULL: no decide section; {field} templates */
+    char *decide_candidate;       /* names the enum fields a head relabels */
 };
+
+#define PD_SCHEMA_MAX_CANDIDATES 4096 /* joint labels a decide section may make */
+
+/* The field named by the placeholder "{name}" at p (p[0] == '{'), or -1;
+ * *end receives the closing '}' (NULL when there is none). */
+int32_t pd_schema_placeholder(const pd_schema *sc, const char *p, const char **end);
+/* Whether field f appears in the decide candidate template. */
+bool pd_schema_decides(const pd_schema *sc, int32_t f);
+/* tpl with each {field} replaced by values[field]; NULL when out of memory. */
+char *pd_schema_render(const pd_schema *sc, const char *tpl, char *const *values);
+/* Every candidate of the decide section, the first named field varying
+ * slowest; two equal candidates give PD_ERR_FORMAT. */
+pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err);
+void pd_schema_free_candidates(char **cands, int32_t n);
 
 /* ----------------------------------------------------------- the engine */
 

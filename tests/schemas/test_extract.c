@@ -167,6 +167,68 @@ static void test_sparse_equals_full(void **state)
     assert_true(sparse_steps > 0);
 }
 
+static bool same_record(const pd_record *a, const pd_record *b)
+{
+    for (int j = 0; j < 4; j++)
+        if (strcmp(a->values[j], b->values[j])) return false;
+    return true;
+}
+
+/* A schema from the test schema's text with its limits line replaced. */
+static pd_schema *with_limits(const char *limits)
+{
+    pd_error err;
+    char data[4096] = {0}, *text;
+    FILE *in = fopen(g_schema_path, "rb");
+    assert_non_null(in);
+    assert_true(fread(data, 1, sizeof data - 1, in) > 0);
+    fclose(in);
+    char *at = strstr(data, "limits:"), *eol = strchr(at, '\n');
+    size_t n = (size_t)(at - data) + strlen(limits) + strlen(eol) + 1;
+    assert_non_null(text = malloc(n));
+    snprintf(text, n, "%.*s%s%s", (int)(at - data), data, limits, eol);
+    pd_schema *sc = pd_schema_parse(text, strlen(text), "distinct.yaml", &err);
+    if (!sc) fprintf(stderr, "%s\n", err.message);
+    assert_non_null(sc);
+    free(text);
+    return sc;
+}
+
+/* distinct_records: the greedy output is that of the plain schema cut before
+ * its first repeated record, and the stop says so. */
+static void test_distinct_records(void **state)
+{
+    fixture *f = *state;
+    pd_schema *plain = with_limits("limits: {max_records: 8, max_tokens: 96}"),
+              *distinct = with_limits("limits: {max_records: 8, max_tokens: 96, distinct_records: true}");
+    pd_error err;
+    pd_extractor *ep = pd_extractor_new(f->model, plain, &err), *ed = pd_extractor_new(f->model, distinct, &err);
+    assert_true(ep && ed);
+    int cut = 0;
+    for (size_t i = 0; i < 60; i++) {
+        const char *text = json_string_value(json_object_get(json_array_get(f->reviews, i), "text"));
+        pd_extraction *a = NULL, *b = NULL;
+        assert_int_equal(pd_extract(f->ctx, ep, text, strlen(text), NULL, &a, &err), PD_OK);
+        assert_int_equal(pd_extract(f->ctx, ed, text, strlen(text), NULL, &b, &err), PD_OK);
+        int32_t first_repeat = a->n_records;
+        for (int32_t r = 1; r < a->n_records && first_repeat == a->n_records; r++)
+            for (int32_t q = 0; q < r; q++)
+                if (same_record(&a->records[q], &a->records[r])) first_repeat = r;
+        assert_int_equal(b->n_records, first_repeat);
+        for (int32_t r = 0; r < b->n_records; r++) assert_true(same_record(&a->records[r], &b->records[r]));
+        assert_int_equal(b->stop, first_repeat < a->n_records ? PD_STOP_REPEAT : a->stop);
+        cut += first_repeat < a->n_records;
+        pd_extraction_free(a);
+        pd_extraction_free(b);
+    }
+    fprintf(stderr, "distinct_records cut %d of 60 outputs at a repeated record\n", cut);
+    assert_true(cut > 0); /* the random model does repeat itself: the check ran */
+    pd_extractor_free(ep);
+    pd_extractor_free(ed);
+    pd_schema_free(plain);
+    pd_schema_free(distinct);
+}
+
 static void test_edge_inputs(void **state)
 {
     fixture *f = *state;
@@ -322,6 +384,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_edge_inputs),
+        cmocka_unit_test(test_distinct_records),
         cmocka_unit_test(test_sparse_equals_full),
         cmocka_unit_test(test_threads_share_extractor),
         cmocka_unit_test(test_sampling),

@@ -72,6 +72,18 @@ static const bad_case BAD[] = {
     {"name: t\nprompt: \"{text}\"\nseparator: \"\"\nrecord_end: \"\\n\"\nend: e\n" FIELDS, "t.yaml:3:12",
      "must not be empty"},
     {"", "t.yaml", "empty"},
+    {BASE_HEAD FIELDS "limits: {distinct_records: 2}\n", "t.yaml:8:28", "true or false"},
+#define ENUMS FIELDS "  - {name: c, kind: enum, values: [x, y]}\n  - {name: p, kind: enum, values: [ab, b]}\n"
+    {BASE_HEAD ENUMS "decide: {question: \"{a}\"}\n", "t.yaml:10:9", "missing 'candidate'"},
+    {BASE_HEAD ENUMS "decide: {question: \"{a}\", candidate: \"{c}\", why: 1}\n", "t.yaml:10:45", "unknown key 'why'"},
+    {BASE_HEAD ENUMS "decide: {question: \"{z}\", candidate: \"{c}\"}\n", "t.yaml:10:20", "does not start a {field}"},
+    {BASE_HEAD ENUMS "decide: {question: \"{a\", candidate: \"{c}\"}\n", "t.yaml:10:20", "does not start a {field}"},
+    {BASE_HEAD ENUMS "decide: {question: \"{a}\", candidate: \"{a}/{c}\"}\n", "t.yaml:10:38", "enum fields only"},
+    {BASE_HEAD ENUMS "decide: {question: \"{a}\", candidate: \"{c}{c}\"}\n", "t.yaml:10:38", "each field once"},
+    {BASE_HEAD ENUMS "decide: {question: \"{a}\", candidate: \"none\"}\n", "t.yaml:10:38", "names no enum field"},
+    /* "a" + "bc" and "ab" + "c" read the same */
+    {BASE_HEAD FIELDS "  - {name: c, kind: enum, values: [a, ab]}\n  - {name: p, kind: enum, values: [bc, c]}\n"
+     "decide: {question: \"{a}\", candidate: \"{c}{p}\"}\n", "t.yaml:10:38", "for two label combinations"},
 };
 
 static void test_bad(void **state)
@@ -125,6 +137,41 @@ static void test_mutations(void **state)
     pd_free(data);
 }
 
+/* The shipped schema's decide section: 13 x 3 joint labels, distinct records. */
+static void test_decide_section(void **state)
+{
+    (void)state;
+    pd_error err;
+    pd_schema *sc = pd_schema_load(g_shipped, &err);
+    assert_non_null(sc);
+    assert_true(sc->distinct_records);
+    assert_int_equal(pd_schema_n_candidates(sc), 39);
+    char **c = NULL;
+    int32_t n = 0;
+    assert_int_equal(pd_schema_candidates(sc, &c, &n, &err), PD_OK);
+    assert_int_equal(n, 39);
+    assert_string_equal(c[0], "包装/正面");
+    assert_string_equal(c[1], "包装/中性");
+    assert_string_equal(c[3], "成分/正面");
+    assert_string_equal(c[38], "其他/负面");
+    char *values[4] = {"眼霜", "好用", "功效", "正面"};
+    char *q = pd_schema_render(sc, sc->decide_question, values);
+    assert_string_equal(q, "属性：眼霜；观点：好用");
+    free(q);
+    pd_schema_free_candidates(c, n);
+    pd_schema_free(sc);
+    /* more joint labels than the limit */
+    char yaml[8192];
+    int k = snprintf(yaml, sizeof yaml, BASE_HEAD FIELDS "  - name: c\n    kind: enum\n    values: [");
+    for (int i = 0; i < 70; i++) k += snprintf(yaml + k, sizeof yaml - (size_t)k, "%sv%d", i ? ", " : "", i);
+    k += snprintf(yaml + k, sizeof yaml - (size_t)k, "]\n  - name: p\n    kind: enum\n    values: [");
+    for (int i = 0; i < 70; i++) k += snprintf(yaml + k, sizeof yaml - (size_t)k, "%sw%d", i ? ", " : "", i);
+    snprintf(yaml + k, sizeof yaml - (size_t)k, "]\ndecide: {question: \"{a}\", candidate: \"{c}{p}\"}\n");
+    assert_null(pd_schema_parse(yaml, strlen(yaml), "big.yaml", &err));
+    assert_int_equal(err.code, PD_ERR_RANGE);
+    assert_non_null(strstr(err.message, "more than 4096 candidates"));
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -142,6 +189,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_shipped),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_decide_section),
         cmocka_unit_test(test_missing_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

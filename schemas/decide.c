@@ -1,0 +1,199 @@
+/* decide.c - a schema's `decide` section: the question and candidate
+ * templates, and relabelling extracted records with a decision head (the
+ * generation copies the spans, the head picks the closed-set labels among all
+ * their combinations in one forward pass a record). */
+#include "schema_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int32_t pd_schema_placeholder(const pd_schema *sc, const char *p, const char **end)
+{
+    const char *e = strchr(p, '}');
+    *end = e;
+    for (int32_t i = 0; e && i < sc->n_fields; i++)
+        if (strlen(sc->fields[i].name) == (size_t)(e - p - 1) && !memcmp(sc->fields[i].name, p + 1, (size_t)(e - p - 1)))
+            return i;
+    return -1;
+}
+
+bool pd_schema_decides(const pd_schema *sc, int32_t f)
+{
+    const char *e;
+    if (!sc->decide_candidate) return false;
+    for (const char *p = sc->decide_candidate; (p = strchr(p, '{')); p++)
+        if (pd_schema_placeholder(sc, p, &e) == f) return true;
+    return false;
+}
+
+char *pd_schema_render(const pd_schema *sc, const char *tpl, char *const *values)
+{
+    size_t n = 0;
+    const char *e;
+    for (int pass = 0; pass < 2; pass++) { /* measure, then write */
+        char *out = pass ? malloc(n + 1) : NULL;
+        if (pass && !out) return NULL;
+        size_t k = 0;
+        for (const char *p = tpl; *p;) {
+            int32_t f = *p == '{' ? pd_schema_placeholder(sc, p, &e) : -1;
+            size_t len = f >= 0 ? strlen(values[f]) : 1;
+            if (out) memcpy(out + k, f >= 0 ? values[f] : p, len);
+            k += len;
+            p = f >= 0 ? e + 1 : p + 1;
+        }
+        if (out) {
+            out[k] = '\0';
+            return out;
+        }
+        n = k;
+    }
+    return NULL;
+}
+
+/* The enum fields of the candidate template in the order they appear. */
+static int32_t candidate_fields(const pd_schema *sc, int32_t fields[64])
+{
+    int32_t n = 0;
+    const char *e;
+    for (const char *p = sc->decide_candidate; (p = strchr(p, '{')); p++) {
+        int32_t f = pd_schema_placeholder(sc, p, &e);
+        if (f >= 0 && n < 64) fields[n++] = f;
+    }
+    return n;
+}
+
+/* Candidate k's value indices (mixed radix, the first field slowest) written
+ * into values[]. */
+static void candidate_values(const pd_schema *sc, const int32_t *fields, int32_t nf, int32_t k, char **values)
+{
+    for (int32_t j = nf - 1; j >= 0; j--) {
+        const pd_schema_field *f = &sc->fields[fields[j]];
+        values[fields[j]] = f->values[k % f->n_values];
+        k /= f->n_values;
+    }
+}
+
+int32_t pd_schema_n_candidates(const pd_schema *sc)
+{
+    if (!sc || !sc->decide_candidate) return 0;
+    int32_t fields[64], nf = candidate_fields(sc, fields), total = 1;
+    for (int32_t j = 0; j < nf; j++) total *= sc->fields[fields[j]].n_values;
+    return total;
+}
+
+void pd_schema_free_candidates(char **cands, int32_t n)
+{
+    for (int32_t i = 0; cands && i < n; i++) free(cands[i]);
+    free(cands);
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err)
+{
+    int32_t fields[64], nf = candidate_fields(sc, fields), total = pd_schema_n_candidates(sc);
+    char **cands = calloc((size_t)total, sizeof *cands), **sorted = calloc((size_t)total, sizeof *sorted);
+    char **values = calloc((size_t)sc->n_fields, sizeof *values);
+    pd_status rc = PD_OK;
+    if (!cands || !sorted || !values) rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", sc->path);
+    for (int32_t k = 0; !rc && k < total; k++) {
+        candidate_values(sc, fields, nf, k, values);
+        if (!(cands[k] = sorted[k] = pd_schema_render(sc, sc->decide_candidate, values)))
+            rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", sc->path);
+    }
+    if (!rc) {
+        qsort(sorted, (size_t)total, sizeof *sorted, compare_strings);
+        for (int32_t k = 1; !rc && k < total; k++)
+            if (strcmp(sorted[k - 1], sorted[k]) == 0)
+                rc = pd_set_error(err, PD_ERR_FORMAT, "'decide.candidate' gives '%s' for two label combinations",
+                                  sorted[k]);
+    }
+    free(sorted);
+    free(values);
+    if (rc) {
+        pd_schema_free_candidates(cands, total);
+        return rc;
+    }
+    *out = cands;
+    *n = total;
+    return PD_OK;
+}
+
+static bool same_record(const pd_record *a, const pd_record *b, int32_t n_fields)
+{
+    for (int32_t f = 0; f < n_fields; f++)
+        if (strcmp(a->values[f], b->values[f])) return false;
+    return true;
+}
+
+/* Drop each record equal to an earlier one, keeping the order. */
+static void drop_repeats(pd_extraction *x)
+{
+    int32_t kept = 0;
+    for (int32_t r = 0; r < x->n_records; r++) {
+        bool seen = false;
+        for (int32_t q = 0; q < kept && !seen; q++) seen = same_record(&x->records[q], &x->records[r], x->n_fields);
+        if (seen) {
+            for (int32_t f = 0; f < x->n_fields; f++) free(x->records[r].values[f]);
+            free(x->records[r].values);
+        } else {
+            x->records[kept++] = x->records[r];
+        }
+    }
+    x->n_records = kept;
+}
+
+/* Set the candidate fields of rec to those of candidate k. */
+static pd_status apply(const pd_schema *sc, const int32_t *fields, int32_t nf, int32_t k, pd_record *rec, char **scratch)
+{
+    memcpy(scratch, rec->values, sizeof *scratch * (size_t)sc->n_fields);
+    candidate_values(sc, fields, nf, k, scratch);
+    for (int32_t j = 0; j < nf; j++) {
+        int32_t f = fields[j];
+        char *v = strdup(scratch[f]);
+        if (!v) return PD_ERR_NOMEM;
+        free(rec->values[f]);
+        rec->values[f] = v;
+    }
+    return PD_OK;
+}
+
+pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *text, pd_extraction *x, pd_error *err)
+{
+    if (!d || !sc || !text || !x) return pd_set_error(err, PD_ERR_ARG, "pd_extraction_decide: NULL argument");
+    if (!sc->decide_question)
+        return pd_set_error(err, PD_ERR_ARG, "%s: the schema has no 'decide' section to relabel with", sc->path);
+    if (x->n_fields != sc->n_fields)
+        return pd_set_error(err, PD_ERR_ARG, "pd_extraction_decide: the extraction has %d fields, %s has %d",
+                            x->n_fields, sc->path, sc->n_fields);
+    if (x->n_records == 0) return PD_OK; /* nothing to ask: no model call */
+    char **cands = NULL, **scratch = calloc((size_t)sc->n_fields, sizeof *scratch);
+    int32_t n_cands = 0, fields[64], nf = candidate_fields(sc, fields);
+    pd_status rc = scratch ? pd_schema_candidates(sc, &cands, &n_cands, err)
+                           : pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
+    if (!rc) rc = pd_decider_set_text(d, text, err);
+    for (int32_t r = 0; !rc && r < x->n_records; r++) {
+        char *question = pd_schema_render(sc, sc->decide_question, x->records[r].values);
+        pd_decision *dec = NULL;
+        if (!question) {
+            rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
+            break;
+        }
+        rc = pd_decide(d, NULL, question, (const char *const *)cands, n_cands, &dec, err);
+        free(question);
+        if (rc) break;
+        int32_t best = 0;
+        for (int32_t k = 1; k < n_cands; k++)
+            if (dec->probs[k] > dec->probs[best]) best = k;
+        pd_decision_free(dec);
+        if (apply(sc, fields, nf, best, &x->records[r], scratch))
+            rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
+    }
+    if (!rc && sc->distinct_records) drop_repeats(x);
+    free(scratch);
+    pd_schema_free_candidates(cands, n_cands);
+    return rc;
+}
