@@ -20,7 +20,7 @@ struct pd_decider {
 
 pd_decider_params pd_decider_default_params(void)
 {
-    pd_decider_params p = {PD_LAYOUT_DEFAULT, 1, 0};
+    pd_decider_params p = {PD_LAYOUT_DEFAULT, 1, 0, 0};
     return p;
 }
 
@@ -57,7 +57,7 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
         free(d);
         return NULL;
     }
-    pd_context_params cp = {p.n_ctx, p.n_threads, 0};
+    pd_context_params cp = {p.n_ctx, p.n_threads, 0, p.max_bytes};
     if (!(d->ctx = pd_context_new(model, &cp, err))) {
         free(d);
         return NULL;
@@ -356,6 +356,10 @@ static int32_t *kept_rows(const pd_decider *d, const prompt *p, int32_t b0, int3
 
 static pd_status run_decision(pd_decider *d, const prompt *p, int32_t b0, pd_decision *dec, pd_error *err)
 {
+    /* before the mask (tokens squared bytes) is made */
+    if (p->tok.n > (size_t)pd_context_n_ctx(d->ctx))
+        return pd_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt's %zu tokens do not fit the context of %d",
+                            p->tok.n, pd_context_n_ctx(d->ctx));
     uint8_t *vis = NULL;
     int32_t n_rows = 0, *rows = kept_rows(d, p, b0, &n_rows);
     if (!rows) return pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
@@ -385,6 +389,9 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
         return pd_set_error(err, PD_ERR_ARG, "pd_decide: missing decider, question, candidates or output");
     if (n_candidates == 0 && d->type != PD_HEAD_CLASSIFIER)
         return pd_set_error(err, PD_ERR_ARG, "pd_decide: no candidates to score");
+    if (n_candidates > PD_MAX_CANDIDATES)
+        return pd_set_error(err, PD_ERR_LIMIT, "pd_decide: %d candidates, more than the limit of %d (PD_MAX_CANDIDATES)",
+                            n_candidates, PD_MAX_CANDIDATES);
     for (int32_t i = 0; i < n_candidates; i++)
         if (!candidates[i]) return pd_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is NULL", i);
     if (!text && !d->doc)
@@ -399,12 +406,15 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
     if (!rc) rc = build_prompt(d, text, question, candidates, n_candidates, &p, err);
     else memset(&p, 0, sizeof p);
     if (!rc) rc = run_decision(d, &p, text ? 0 : d->doc_len, dec, err);
+    /* the cache now starts with the text's document: keep it for text NULL
+     * (failing here rather than leaving a later call without its document) */
+    if (!rc && text && !(d->doc = malloc((size_t)p.doc_len * sizeof *d->doc)))
+        rc = pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
     if (!rc) {
         softmax(dec);
         dec->prompt_tokens = (int32_t)p.tok.n;
         dec->query_index = p.query;
-        /* the cache now starts with the text's document: keep it for text NULL */
-        if (text && (d->doc = malloc((size_t)p.doc_len * sizeof *d->doc))) {
+        if (text) {
             memcpy(d->doc, p.tok.v, (size_t)p.doc_len * sizeof *d->doc);
             d->doc_len = p.doc_len;
         }

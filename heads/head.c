@@ -90,7 +90,9 @@ static pd_status parse_labels(pd_head *h, json_t *root, const char *path, pd_err
     if (!json_is_array(labels) || json_array_size(labels) == 0)
         return pd_set_error(err, PD_ERR_FORMAT, "%s: a classifier needs a non-empty \"labels\" array", path);
     size_t n = json_array_size(labels);
-    if (n > INT32_MAX / 2) return pd_set_error(err, PD_ERR_FORMAT, "%s: too many labels", path);
+    if (n > PD_MAX_CANDIDATES)
+        return pd_set_error(err, PD_ERR_LIMIT, "%s: %zu labels, more than the limit of %d (PD_MAX_CANDIDATES)", path, n,
+                            PD_MAX_CANDIDATES);
     h->labels = calloc(n, sizeof *h->labels);
     if (!h->labels) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < n; i++) {

@@ -19,6 +19,7 @@ const char *pd_status_name(pd_status code)
     case PD_ERR_ARG: return "invalid argument";
     case PD_ERR_CONTEXT: return "context full";
     case PD_ERR_INTERNAL: return "internal error";
+    case PD_ERR_LIMIT: return "limit exceeded";
     }
     return "unknown status";
 }

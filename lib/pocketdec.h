@@ -37,7 +37,9 @@ typedef enum pd_status {
     PD_ERR_NOMEM = 6,       /* an allocation failed */
     PD_ERR_ARG = 7,         /* an invalid argument (NULL, zero size, bad option) */
     PD_ERR_CONTEXT = 8,     /* the context (KV cache) is full */
-    PD_ERR_INTERNAL = 9     /* a bug: please report it */
+    PD_ERR_INTERNAL = 9,    /* a bug: please report it */
+    PD_ERR_LIMIT = 10       /* a limit would be exceeded: a PD_MAX_* constant, a schema's limits, or the
+                               caller's memory budget; checked before the work starts (nothing changed) */
 } pd_status;
 
 #define PD_ERROR_MESSAGE_SIZE 512
@@ -135,10 +137,23 @@ typedef struct pd_context_params {
     int32_t n_ctx;     /* KV cache length in tokens; 0 = min(model max, 4096) */
     int32_t n_threads; /* worker threads; 0 = 1 */
     int32_t n_batch;   /* tokens per prefill chunk; 0 = 256 */
+    size_t max_bytes;  /* memory budget of the context (KV cache, scratch, kept outputs); 0 = none */
 } pd_context_params;
 
 pd_context_params pd_context_default_params(void);
 
+/* Bytes a context with these parameters allocates when created: the KV cache
+ * (2 x layers x n_ctx x kv_heads x head_dim floats) plus the scratch of one
+ * prefill chunk. pd_eval adds the kept outputs (hidden size, and the
+ * vocabulary when logits are asked, floats per kept row). 0 when the
+ * parameters are invalid or the size overflows. */
+size_t pd_context_bytes(const pd_model *model, const pd_context_params *params);
+
+/* A context over model. n_ctx above the model's positions gives PD_ERR_RANGE;
+ * with a budget (max_bytes > 0), a context that needs more than it gives
+ * PD_ERR_LIMIT with both sizes in the message, before anything is allocated;
+ * and a later pd_eval whose kept outputs would take the context over its
+ * budget gives PD_ERR_LIMIT and leaves the cache as it was. */
 pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err);
 void pd_context_free(pd_context *ctx);
 
@@ -154,7 +169,9 @@ int32_t pd_context_n_ctx(const pd_context *ctx);
 pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err);
 
 /* One evaluation step: tokens appended to the KV cache and run through the
- * trunk. Every token sees the whole cache that was there before the batch.
+ * trunk. A batch longer than the free part of the cache gives PD_ERR_CONTEXT;
+ * more kept rows than tokens gives PD_ERR_LIMIT. Every token sees the whole
+ * cache that was there before the batch.
  * Within the batch it sees the tokens that `visible` allows (row-major
  * n_tokens x n_tokens bytes, visible[i*n+j] != 0 when token i may attend to
  * token j; j == i must be allowed) or, when visible is NULL, itself and the
@@ -315,7 +332,12 @@ typedef struct pd_decider_params {
     pd_layout layout;  /* DEFAULT: the head's layout (sequential without a head) */
     int32_t n_threads; /* 0 = 1 */
     int32_t n_ctx;     /* 0 = min(model max, 4096) */
+    size_t max_bytes;  /* memory budget of the decider's context (see pd_context_params); 0 = none */
 } pd_decider_params;
+
+/* The most candidates one decision scores (and the most labels a classifier
+ * head may have): more give PD_ERR_LIMIT before anything is tokenized. */
+#define PD_MAX_CANDIDATES 4096
 
 /* Layout DEFAULT, one thread, the default context length. */
 pd_decider_params pd_decider_default_params(void);
@@ -349,8 +371,10 @@ typedef struct pd_decision {
     int32_t *key_index;    /* [n_candidates] pointer: index of each end marker; verbalizer: first token (else NULL) */
 } pd_decision;
 
-/* Score candidates (n_candidates >= 1; for a classifier, 0 means all its
- * labels, otherwise each candidate must be one of its labels) in one pd_eval.
+/* Score candidates (1 <= n_candidates <= PD_MAX_CANDIDATES; for a classifier,
+ * 0 means all its labels, otherwise each candidate must be one of its labels)
+ * in one pd_eval. A prompt longer than the decider's context gives
+ * PD_ERR_CONTEXT before the model runs.
  * text NULL reuses the document: the text of pd_decider_set_text or of the
  * last successful pd_decide (its cache is kept), so only the question and
  * candidates are evaluated. On success *out is a decision to release with

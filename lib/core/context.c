@@ -6,7 +6,7 @@
 
 pd_context_params pd_context_default_params(void)
 {
-    pd_context_params p = {0, 1, 256};
+    pd_context_params p = {0, 1, 256, 0};
     return p;
 }
 
@@ -27,6 +27,58 @@ static float *alloc_floats(size_t a, size_t b, size_t c)
 
 static size_t kv_dim(const pd_config *c) { return (size_t)c->n_kv_heads * (size_t)c->head_dim; }
 
+/* Check the parameters and fill in the defaults. */
+static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_error *err)
+{
+    const pd_config *c = &model->cfg;
+    if (p->n_ctx < 0 || p->n_threads < 0 || p->n_batch < 0 || p->n_threads > 256)
+        return pd_set_error(err, PD_ERR_ARG,
+                            "pd_context_new: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
+                            p->n_ctx, p->n_threads, p->n_batch);
+    if (p->n_ctx == 0) p->n_ctx = c->max_positions < 4096 ? c->max_positions : 4096;
+    if (p->n_ctx > c->max_positions)
+        return pd_set_error(err, PD_ERR_RANGE, "%s: context of %d tokens asked, the model supports %d", model->source,
+                            p->n_ctx, c->max_positions);
+    if (p->n_threads == 0) p->n_threads = 1;
+    if (p->n_batch == 0) p->n_batch = 256;
+    if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    return PD_OK;
+}
+
+/* a += b * c * d floats, in bytes; false on overflow. */
+static bool add_floats(size_t *a, size_t b, size_t c, size_t d)
+{
+    size_t n;
+    if (!pd_mul_size(b, c, &n) || !pd_mul_size(n, d, &n) || !pd_mul_size(n, sizeof(float), &n) || *a + n < n)
+        return false;
+    *a += n;
+    return true;
+}
+
+/* What pd_context_new allocates for resolved parameters p: the KV cache and
+ * the scratch (the same products as the allocations below). */
+static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t *kv, size_t *scratch)
+{
+    size_t B = (size_t)p->n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
+    size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p->n_threads, R = (size_t)c->head_dim / 2 + 1;
+    size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
+    *kv = *scratch = 0;
+    return add_floats(kv, 2 * (size_t)c->n_layers, (size_t)p->n_ctx, KV) && add_floats(scratch, 3 * B, H, 1) &&
+           add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
+           add_floats(scratch, T, max_cols, 1) && add_floats(scratch, T, (size_t)p->n_ctx, 1) &&
+           add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
+           *kv + *scratch >= *kv;
+}
+
+size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
+{
+    if (!model) return 0;
+    pd_context_params p = params ? *params : pd_context_default_params();
+    size_t kv, scratch;
+    if (resolve_params(model, &p, NULL) || !context_sizes(&model->cfg, &p, &kv, &scratch)) return 0;
+    return kv + scratch;
+}
+
 pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err)
 {
     if (!model) {
@@ -35,26 +87,29 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     }
     pd_context_params p = params ? *params : pd_context_default_params();
     const pd_config *c = &model->cfg;
-    if (p.n_ctx < 0 || p.n_threads < 0 || p.n_batch < 0 || p.n_threads > 256) {
-        pd_set_error(err, PD_ERR_ARG, "pd_context_new: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
-                     p.n_ctx, p.n_threads, p.n_batch);
+    size_t kv_bytes, scratch_bytes;
+    if (resolve_params(model, &p, err)) return NULL;
+    if (!context_sizes(c, &p, &kv_bytes, &scratch_bytes)) {
+        pd_set_error(err, PD_ERR_LIMIT, "%s: a context of %d tokens is too large to address", model->source, p.n_ctx);
         return NULL;
     }
-    if (p.n_ctx == 0) p.n_ctx = c->max_positions < 4096 ? c->max_positions : 4096;
-    if (p.n_ctx > c->max_positions) {
-        pd_set_error(err, PD_ERR_RANGE, "%s: context of %d tokens asked, the model supports %d", model->source,
-                     p.n_ctx, c->max_positions);
+    /* the budget is checked before anything is allocated */
+    if (p.max_bytes && kv_bytes + scratch_bytes > p.max_bytes) {
+        pd_set_error(err, PD_ERR_LIMIT,
+                     "%s: a context of %d tokens (batch %d, threads %d) needs %zu bytes (KV cache %zu, scratch %zu), "
+                     "over the budget of %zu bytes",
+                     model->source, p.n_ctx, p.n_batch, p.n_threads, kv_bytes + scratch_bytes, kv_bytes,
+                     scratch_bytes, p.max_bytes);
         return NULL;
     }
-    if (p.n_threads == 0) p.n_threads = 1;
-    if (p.n_batch == 0) p.n_batch = 256;
-    if (p.n_batch > p.n_ctx) p.n_batch = p.n_ctx;
 
     pd_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) goto nomem;
     ctx->model = model;
     ctx->n_ctx = p.n_ctx;
     ctx->n_batch = p.n_batch;
+    ctx->max_bytes = p.max_bytes;
+    ctx->bytes = kv_bytes + scratch_bytes;
     size_t B = (size_t)p.n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
     size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
@@ -117,7 +172,7 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
         pd_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
         return NULL;
     }
-    pd_context_params p = {src->n_ctx, pd_pool_size(src->pool), src->n_batch};
+    pd_context_params p = {src->n_ctx, pd_pool_size(src->pool), src->n_batch, src->max_bytes};
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
     const pd_config *c = &src->model->cfg;

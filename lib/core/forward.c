@@ -279,6 +279,9 @@ static pd_status check_batch(const pd_context *ctx, const pd_batch *b, pd_error 
     }
     if (b->n_outputs < 0 || (b->n_outputs > 0 && !b->outputs))
         return pd_set_error(err, PD_ERR_ARG, "pd_eval: %d outputs asked with no output list", b->n_outputs);
+    if (b->n_outputs > b->n_tokens) /* bounds the output buffers by the batch */
+        return pd_set_error(err, PD_ERR_LIMIT, "pd_eval: %d outputs asked for a batch of %d tokens (at most one a token)",
+                            b->n_outputs, b->n_tokens);
     for (int32_t k = 0; k < b->n_outputs; k++)
         if (b->outputs[k] < 0 || b->outputs[k] >= b->n_tokens)
             return pd_set_error(err, PD_ERR_RANGE, "pd_eval: output row %d is outside the batch of %d tokens",
@@ -295,6 +298,12 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
         if (!pd_mul_size((size_t)cap, (size_t)c->hidden * sizeof(float), &hb) ||
             !pd_mul_size((size_t)cap, (size_t)c->vocab * sizeof(float), &lb))
             return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: %d outputs are too many", n);
+        size_t out = hb + (logits ? lb : 0); /* the context's own bytes are within its budget */
+        if (ctx->max_bytes && (out < hb || out > ctx->max_bytes - ctx->bytes))
+            return pd_set_error(err, PD_ERR_LIMIT,
+                                "pd_eval: %d kept rows need %zu bytes of outputs; with the context's %zu bytes that "
+                                "is over its budget of %zu bytes",
+                                cap, out, ctx->bytes, ctx->max_bytes);
         float *h = realloc(ctx->out_hidden, hb);
         if (!h) return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for %d outputs", n);
         ctx->out_hidden = h;

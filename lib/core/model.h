@@ -58,6 +58,8 @@ static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 struct pd_context {
     const pd_model *model;
     int32_t n_ctx, n_batch;
+    size_t max_bytes; /* the caller's budget (0: none) */
+    size_t bytes;     /* allocated at creation: KV cache and scratch */
     pd_pool *pool;
     int32_t kv_len;
     float *k_cache, *v_cache; /* [layer][n_ctx][kv_dim], K after RoPE */

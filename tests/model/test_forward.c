@@ -47,7 +47,7 @@ static pd_model *load_model(const char *path)
 static pd_context *new_ctx(const pd_model *m, int n_ctx, int threads, int n_batch)
 {
     pd_error err;
-    pd_context_params p = {n_ctx, threads, n_batch};
+    pd_context_params p = {n_ctx, threads, n_batch, 0};
     pd_context *c = pd_context_new(m, &p, &err);
     if (!c) fail_msg("%s", err.message);
     return c;
@@ -313,10 +313,10 @@ static void test_bad_batches(void **state)
     assert_int_equal(pd_eval(ctx, &d, &err), PD_ERR_RANGE);
     pd_context_free(ctx);
 
-    pd_context_params huge = {1 << 30, 1, 0};
+    pd_context_params huge = {1 << 30, 1, 0, 0};
     assert_null(pd_context_new(f->m, &huge, &err));
     assert_int_equal(err.code, PD_ERR_RANGE);
-    pd_context_params negative = {-1, 1, 0};
+    pd_context_params negative = {-1, 1, 0, 0};
     assert_null(pd_context_new(f->m, &negative, &err));
     assert_int_equal(err.code, PD_ERR_ARG);
 }
@@ -333,7 +333,7 @@ static void *worker(void *p)
 {
     worker_job *j = p;
     pd_error err;
-    pd_context_params cp = {64, 1, 8};
+    pd_context_params cp = {64, 1, 8, 0};
     pd_context *ctx = pd_context_new(j->m, &cp, &err);
     if (!ctx) return NULL;
     /* every worker evaluates its own rotation of the ids, several times over */

@@ -1,7 +1,8 @@
-/* test_alloc_fail.c - every allocation of a load, a context and an evaluation
- * fails in turn (malloc, calloc and realloc are wrapped at link time): each
- * run must end in a clean error, never a crash, and free everything (ASan's
- * leak check runs at exit in CI). */
+/* test_alloc_fail.c - every allocation of a load, a context and an evaluation,
+ * of a head load and its decisions, of an adapter load and application, and
+ * of a schema load and an extraction fails in turn (malloc, calloc and
+ * realloc are wrapped at link time): each run must end in a clean error,
+ * never a crash, and free everything (ASan's leak check runs at exit in CI). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,7 +27,9 @@ void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); 
 void *__wrap_calloc(size_t n, size_t size) { return should_fail() ? NULL : __real_calloc(n, size); }
 void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
 
-static const char *fixtures, *tokenizer_path;
+static const char *fixtures, *tokenizer_path, *heads_dir, *adapters_dir, *schema_path;
+/* loaded before counting starts: the scenarios below fail what comes after */
+static pd_model *head_model, *adapter_base;
 
 typedef pd_status (*scenario)(pd_error *err);
 
@@ -48,6 +51,8 @@ static void fail_each_allocation(scenario s, const char *name)
         }
         if (rc == PD_OK) continue; /* a failure that was absorbed (a fallback path) is fine */
         if (err.message[0] == '\0') fail_msg("%s: allocation %ld failed with status %d and no message", name, k, rc);
+        if (rc != PD_ERR_NOMEM)
+            fail_msg("%s: allocation %ld failed, reported as %s: %s", name, k, pd_status_name(rc), err.message);
     }
     printf("  %s: %ld allocations, each failed once, all handled\n", name, k - 1);
 }
@@ -56,7 +61,7 @@ static pd_status load_eval_generate(const char *path, pd_error *err)
 {
     pd_model *m = pd_model_load(path, NULL, err);
     if (!m) return err->code;
-    pd_context_params cp = {32, 2, 4};
+    pd_context_params cp = {32, 2, 4, 0};
     pd_context *ctx = pd_context_new(m, &cp, err);
     pd_status rc = ctx ? PD_OK : err->code;
     int32_t ids[6] = {1, 2, 3, 4, 5, 6}, rows[2] = {0, 5};
@@ -109,6 +114,114 @@ static pd_status tokenizer_scenario(pd_error *err)
     return rc;
 }
 
+/* A pointer head and a classifier head loaded, decisions in both layouts, a
+ * reused document, a fork, and the LM verbalizer. */
+static pd_status heads_scenario(pd_error *err)
+{
+    static const char *const cands[3] = {"12", "3", "45"};
+    pd_head *ptr = NULL, *cls = NULL;
+    pd_decider *d = NULL, *f = NULL, *v = NULL;
+    pd_decision *dec = NULL;
+    pd_status rc = PD_OK;
+    pd_decider_params dp = pd_decider_default_params();
+    dp.n_ctx = 64;
+    snprintf(path_buf, sizeof path_buf, "%s/head-a-pointer", heads_dir);
+    if (!(ptr = pd_head_load(path_buf, head_model, err))) rc = err->code;
+    if (!rc && !(d = pd_decider_new(head_model, ptr, &dp, err))) rc = err->code;
+    if (!rc) rc = pd_decide(d, "1, 2; 3!", "?", cands, 3, &dec, err);
+    pd_decision_free(dec);
+    dec = NULL;
+    if (!rc) rc = pd_decide(d, NULL, "again?", cands, 2, &dec, err); /* the document's cache reused */
+    pd_decision_free(dec);
+    dec = NULL;
+    if (!rc) rc = pd_decider_set_text(d, "4 5 6", err);
+    if (!rc && !(f = pd_decider_fork(d, err))) rc = err->code;
+    if (!rc) rc = pd_decide(f, NULL, "?", cands, 3, &dec, err);
+    pd_decision_free(dec);
+    dec = NULL;
+    snprintf(path_buf, sizeof path_buf, "%s/head-a-classifier", heads_dir);
+    if (!rc && !(cls = pd_head_load(path_buf, head_model, err))) rc = err->code;
+    pd_decider_free(f);
+    f = NULL;
+    if (!rc && !(f = pd_decider_new(head_model, cls, &dp, err))) rc = err->code;
+    if (!rc) rc = pd_decide(f, "1, 2; 3!", "?", NULL, 0, &dec, err); /* all its labels */
+    pd_decision_free(dec);
+    dec = NULL;
+    dp.layout = PD_LAYOUT_PARALLEL;
+    if (!rc && !(v = pd_decider_new(head_model, NULL, &dp, err))) rc = err->code;
+    if (!rc) rc = pd_decide(v, "1, 2; 3!", "?", cands, 3, &dec, err);
+    pd_decision_free(dec);
+    pd_decider_free(v);
+    pd_decider_free(f);
+    pd_decider_free(d);
+    pd_head_free(cls);
+    pd_head_free(ptr);
+    return rc;
+}
+
+/* Two adapters loaded and stacked on one base, merged and at runtime, each
+ * evaluated. */
+static pd_status adapters_scenario(pd_error *err)
+{
+    static const char *const names[2] = {"adapter-gqa-rslora-subset", "adapter-gqa-all7-r2"};
+    pd_adapter *ad[2] = {NULL, NULL};
+    pd_status rc = PD_OK;
+    for (int i = 0; i < 2 && !rc; i++) {
+        snprintf(path_buf, sizeof path_buf, "%s/%s", adapters_dir, names[i]);
+        if (!(ad[i] = pd_adapter_load(path_buf, err))) rc = err->code;
+    }
+    static const float weights[2] = {1.0f, 0.5f};
+    static const pd_apply_mode modes[2] = {PD_APPLY_MERGE, PD_APPLY_RUNTIME};
+    for (int m = 0; m < 2 && !rc; m++) {
+        pd_model *adapted = pd_model_apply_adapters(adapter_base, (const pd_adapter *const *)ad, weights, 2, modes[m], err);
+        if (!adapted) {
+            rc = err->code;
+            break;
+        }
+        pd_context_params cp = {16, 1, 8, 0};
+        pd_context *ctx = pd_context_new(adapted, &cp, err);
+        int32_t ids[5] = {3, 1, 4, 1, 5};
+        rc = ctx ? pd_eval_tokens(ctx, ids, 5, err) : err->code;
+        pd_context_free(ctx);
+        pd_model_free(adapted);
+    }
+    pd_adapter_free(ad[1]);
+    pd_adapter_free(ad[0]);
+    return rc;
+}
+
+/* The schema loaded and bound to the model, one review extracted (greedy,
+ * then sampled), the records printed both ways. */
+static pd_status extract_scenario(pd_error *err)
+{
+    static const char review[] = "很好，超值，很好用";
+    pd_schema *schema = pd_schema_load(schema_path, err);
+    pd_extractor *ex = schema ? pd_extractor_new(head_model, schema, err) : NULL;
+    pd_context_params cp = {256, 1, 64, 0};
+    pd_context *ctx = ex ? pd_context_new(head_model, &cp, err) : NULL;
+    pd_status rc = ctx ? PD_OK : err->code;
+    pd_extract_params xp = pd_extract_default_params();
+    xp.max_tokens = 12;
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        pd_extraction *x = NULL;
+        char *text = NULL;
+        xp.sampler.temperature = pass ? 0.9f : 0.0f;
+        xp.sampler.seed = 7;
+        rc = pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, err);
+        if (!rc) rc = pd_extraction_format(schema, x, "1", pass ? PD_FORMAT_JSONL : PD_FORMAT_TIANCHI, &text, NULL, err);
+        pd_free(text);
+        pd_extraction_free(x);
+    }
+    pd_context_free(ctx);
+    pd_extractor_free(ex);
+    pd_schema_free(schema);
+    return rc;
+}
+
+static void test_heads(void **state) { (void)state; fail_each_allocation(heads_scenario, "heads and decisions"); }
+static void test_adapters(void **state) { (void)state; fail_each_allocation(adapters_scenario, "adapters"); }
+static void test_extract(void **state) { (void)state; fail_each_allocation(extract_scenario, "extraction"); }
+
 static void test_hf(void **state) { (void)state; fail_each_allocation(hf_scenario, "HF model"); }
 static void test_sharded(void **state) { (void)state; fail_each_allocation(sharded_scenario, "sharded HF model"); }
 static void test_gguf(void **state) { (void)state; fail_each_allocation(gguf_scenario, "GGUF model"); }
@@ -116,17 +229,37 @@ static void test_tokenizer(void **state) { (void)state; fail_each_allocation(tok
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: test_alloc_fail MODEL_FIXTURE_DIR TOKENIZER_JSON\n");
+    if (argc < 6) {
+        fprintf(stderr, "usage: test_alloc_fail MODEL_FIXTURE_DIR TOKENIZER_JSON HEAD_FIXTURE_DIR ADAPTER_FIXTURE_DIR SCHEMA\n");
         return 2;
     }
     fixtures = argv[1];
     tokenizer_path = argv[2];
+    heads_dir = argv[3];
+    adapters_dir = argv[4];
+    schema_path = argv[5];
+    pd_error err;
+    snprintf(path_buf, sizeof path_buf, "%s/model-a", heads_dir);
+    if (!(head_model = pd_model_load(path_buf, NULL, &err))) {
+        fprintf(stderr, "test_alloc_fail: %s\n", err.message);
+        return 1;
+    }
+    snprintf(path_buf, sizeof path_buf, "%s/gqa-hf-f32", adapters_dir);
+    if (!(adapter_base = pd_model_load(path_buf, NULL, &err))) {
+        fprintf(stderr, "test_alloc_fail: %s\n", err.message);
+        return 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_gguf),
         cmocka_unit_test(test_tokenizer),
+        cmocka_unit_test(test_heads),
+        cmocka_unit_test(test_adapters),
+        cmocka_unit_test(test_extract),
     };
-    return cmocka_run_group_tests_name("alloc_fail", tests, NULL, NULL);
+    int rc = cmocka_run_group_tests_name("alloc_fail", tests, NULL, NULL);
+    pd_model_free(adapter_base);
+    pd_model_free(head_model);
+    return rc;
 }
