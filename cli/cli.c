@@ -1,5 +1,6 @@
 /* cli.c - the subcommand dispatcher, option accessors and JSON printers. */
 #include "cli.h"
+#include "jsonl.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -172,26 +173,6 @@ int cli_parse_ids(const char *s, int32_t **ids, size_t *n)
     return 0;
 }
 
-int cli_json_ids(const json_t *arr, int32_t **ids, size_t *n)
-{
-    if (!json_is_array(arr)) return 1;
-    size_t len = json_array_size(arr);
-    int32_t *v = malloc((len ? len : 1) * sizeof *v);
-    if (!v) return 1;
-    for (size_t i = 0; i < len; i++) {
-        json_t *e = json_array_get(arr, i);
-        json_int_t x = json_integer_value(e);
-        if (!json_is_integer(e) || x < INT32_MIN || x > INT32_MAX) {
-            free(v);
-            return 1;
-        }
-        v[i] = (int32_t)x;
-    }
-    *ids = v;
-    *n = len;
-    return 0;
-}
-
 void cli_print_ids(FILE *f, const int32_t *ids, size_t n)
 {
     fputc('[', f);
@@ -211,32 +192,12 @@ void cli_print_floats(FILE *f, const float *v, int64_t n)
     fputc(']', f);
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_valid_len(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80) return 1;
-    size_t len;
-    uint32_t min;
-    if ((s[0] & 0xe0) == 0xc0) len = 2, min = 0x80;
-    else if ((s[0] & 0xf0) == 0xe0) len = 3, min = 0x800;
-    else if ((s[0] & 0xf8) == 0xf0) len = 4, min = 0x10000;
-    else return 0;
-    if (len > n) return 0;
-    uint32_t cp = s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return len;
-}
-
 void cli_print_json_string(FILE *f, const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
     for (size_t i = 0; i < len;) {
-        size_t k = utf8_valid_len(p + i, len - i);
+        size_t k = cli_utf8_len(p + i, len - i);
         if (k == 0) {
             fputs("\xef\xbf\xbd", f); /* U+FFFD for each invalid byte */
             i++;

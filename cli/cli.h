@@ -45,8 +45,6 @@ void cli_model_close(cli_model *m);
 
 /* "1,2,3" -> ids (malloc'd); non-zero when malformed. */
 int cli_parse_ids(const char *s, int32_t **ids, size_t *n);
-/* A JSON array of integers -> ids (malloc'd); non-zero when malformed. */
-int cli_json_ids(const json_t *arr, int32_t **ids, size_t *n);
 
 void cli_print_ids(FILE *f, const int32_t *ids, size_t n);
 void cli_print_floats(FILE *f, const float *v, int64_t n);

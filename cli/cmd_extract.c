@@ -2,6 +2,7 @@
  * of reviews (Tianchi CSV `id,Reviews` or JSONL {"id","text"}), one review at
  * a time in constant memory, so batch engines can shard a corpus through it. */
 #include "cli.h"
+#include "jsonl.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -17,6 +18,7 @@ typedef struct reader {
     FILE *f;
     const char *name;
     bool jsonl;
+    cli_jsonl jl;   /* the JSONL reader (over f) */
     long line;      /* current line (1-based) */
     char *buf;      /* the current record's fields, NUL-separated */
     size_t len, cap;
@@ -27,8 +29,9 @@ typedef struct row {
     long line;          /* where the row starts */
     char *id, *text;    /* into the reader's buffer (CSV) or owned (JSONL) */
     size_t text_len;
-    char problem[160];  /* non-empty: a broken row, skipped */
+    char problem[384];  /* non-empty: a broken row, skipped */
     json_t *json;
+    char id_buf[24];    /* an integer id as text */
 } row;
 
 static void push(reader *r, char c)
@@ -103,36 +106,20 @@ static bool next_row(reader *r, row *w)
 {
     memset(w, 0, sizeof *w);
     if (r->jsonl) {
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t n;
-        do {
-            if ((n = getline(&line, &cap, r->f)) < 0) {
-                free(line);
-                return false;
-            }
-            w->line = r->line++;
-        } while (n == 1 || (n == 2 && line[0] == '\r'));
-        json_error_t je;
-        w->json = json_loadb(line, (size_t)n, 0, &je);
-        free(line);
-        json_t *id = json_object_get(w->json, "id"), *text = json_object_get(w->json, "text");
-        if (!w->json)
-            snprintf(w->problem, sizeof w->problem, "not JSON: %.100s", je.text);
-        else if (!json_is_string(text))
-            snprintf(w->problem, sizeof w->problem, "\"text\" must be a string");
-        else if (!json_is_string(id) && !json_is_integer(id))
-            snprintf(w->problem, sizeof w->problem, "\"id\" must be a string or an integer");
-        if (w->problem[0]) return true;
-        if (json_is_integer(id)) {
-            char num[32];
-            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(id));
-            json_object_set_new(w->json, "id", json_string(num));
-            id = json_object_get(w->json, "id");
+        const char *id = NULL, *text = NULL;
+        size_t len = 0;
+        cli_jsonl_status st = cli_jsonl_next(&r->jl, &w->json);
+        if (st == CLI_JSONL_END) return false;
+        w->line = r->jl.line;
+        if (st == CLI_JSONL_FAIL) r->failed = true;
+        if (st == CLI_JSONL_OK && cli_jsonl_object(&r->jl, w->json) && cli_jsonl_id(&r->jl, w->json, "id", w->id_buf, &id) &&
+            cli_jsonl_string(&r->jl, w->json, "text", true, &text, &len)) {
+            w->id = (char *)id;
+            w->text = (char *)text;
+            w->text_len = len;
+        } else {
+            snprintf(w->problem, sizeof w->problem, "%s", r->jl.what);
         }
-        w->id = (char *)json_string_value(id);
-        w->text = (char *)json_string_value(text);
-        w->text_len = json_string_length(text);
         return true;
     }
     int n;
@@ -238,7 +225,7 @@ static int stream(run_state *s, reader *r)
     while (rc == 0 && next_row(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
-            return cli_failf("%s: out of memory", r->name);
+            return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s: out of memory", r->name);
         }
         bool header = !r->jsonl && w.line == 1 && !w.problem[0] &&
                       strcmp(w.id + (strncmp(w.id, "\xEF\xBB\xBF", 3) ? 0 : 3), "id") == 0;
@@ -264,6 +251,7 @@ static int open_files(cli_args *a, reader *r, FILE **out)
     r->line = 1;
     r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
     if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
+    if (r->jsonl) cli_jsonl_init(&r->jl, r->f, r->name);
     *out = strcmp(outp, "-") ? fopen(outp, "wb") : stdout;
     if (!*out) {
         if (r->f != stdin) fclose(r->f);
@@ -324,6 +312,13 @@ int cmd_extract(cli_args *a)
         }
     }
     s.ex = ex;
+    /* the limits of --max-records and --max-tokens, once before any input (an empty text runs no model) */
+    pd_extraction *probe = NULL;
+    if (pd_extract(s.ctx, ex, "", 0, &s.params, &probe, &err)) {
+        rc = cli_fail(&err);
+        goto done;
+    }
+    pd_extraction_free(probe);
     if ((rc = open_files(a, &r, &out))) goto done;
     s.out = out;
     s.progress = isatty(STDERR_FILENO);
@@ -332,6 +327,7 @@ int cmd_extract(cli_args *a)
     if (out != stdout && fclose(out) && rc == 0) rc = cli_failf("%s: cannot write: %s", cli_opt(a, "--output"), strerror(errno));
 done:
     free(r.buf);
+    cli_jsonl_free(&r.jl);
     pd_context_free(s.ctx);
     pd_decider_free(s.decider);
     pd_head_free(head);

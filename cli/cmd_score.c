@@ -3,14 +3,13 @@
  * or one per JSONL line on stdin; --bench times a decision against the
  * prefill of the same prompt. */
 #include "cli.h"
+#include "jsonl.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define MAX_CANDIDATES 4096
 
 typedef struct score_opts {
     bool explain;
@@ -87,7 +86,7 @@ static int bench(pd_decider *d, const cli_model *cm, const pd_decision *first, c
     double best[N_TIMED][2], start[2];
     for (int k = 0; k < N_TIMED; k++) best[k][0] = best[k][1] = INFINITY;
     pd_error err;
-    pd_context_params cp = {first->prompt_tokens, o->threads, 0};
+    pd_context_params cp = {first->prompt_tokens, o->threads, 0, 0};
     pd_context *ctx = pd_context_new(cm->model, &cp, &err);
     int rc = ctx ? 0 : cli_fail(&err);
     for (int32_t r = 0; rc == 0 && r < o->bench_reps; r++) {
@@ -135,31 +134,21 @@ static int score_one(pd_decider *d, const pd_head *head, const cli_model *cm, co
  * lines with the same text reuse its cache. */
 static int score_jsonl(pd_decider *d, const pd_head *head, const cli_model *cm, const score_opts *o)
 {
-    char *line = NULL, *last_text = NULL, where[64];
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
+    cli_jsonl r;
+    cli_jsonl_init(&r, stdin, "stdin");
+    char *last_text = NULL, where[64];
+    json_t *in = NULL;
+    cli_jsonl_status st;
     int rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
-        lineno++;
-        if (strspn(line, " \t\r\n") == (size_t)len) continue;
-        snprintf(where, sizeof where, "stdin:%ld", lineno);
-        json_error_t jerr;
-        json_t *in = json_loadb(line, (size_t)len, 0, &jerr);
-        json_t *jc = json_object_get(in, "candidates");
-        const char *text = json_string_value(json_object_get(in, "text"));
-        const char *q = json_string_value(json_object_get(in, "question"));
-        size_t n = json_array_size(jc);
-        const char **cands = calloc(n ? n : 1, sizeof *cands);
-        if (!in) rc = cli_failf("%s: not JSON: %s", where, jerr.text);
-        else if (!text || (!q && json_object_get(in, "question")) || (jc && !json_is_array(jc)))
-            rc = cli_failf("%s: expected {\"text\": string, \"question\": string, \"candidates\": [strings]}", where);
-        else if (!cands || n > MAX_CANDIDATES)
-            rc = cli_failf("%s: too many candidates", where);
-        for (size_t i = 0; rc == 0 && i < n; i++)
-            if (!(cands[i] = json_string_value(json_array_get(jc, i))))
-                rc = cli_failf("%s: candidate %zu is not a string", where, i);
-        if (rc == 0) {
+    while (rc == 0 && (st = cli_jsonl_next(&r, &in)) != CLI_JSONL_END) {
+        const char *text = NULL, *q = NULL, **cands = NULL;
+        size_t n = 0;
+        if (st != CLI_JSONL_OK || !cli_jsonl_object(&r, in) || !cli_jsonl_string(&r, in, "text", true, &text, NULL) ||
+            !cli_jsonl_string(&r, in, "question", false, &q, NULL) ||
+            !cli_jsonl_strings(&r, in, "candidates", false, PD_MAX_CANDIDATES, &cands, &n)) {
+            rc = cli_jsonl_fail(&r);
+        } else {
+            snprintf(where, sizeof where, "%s:%ld", r.name, r.line);
             bool same = last_text && strcmp(last_text, text) == 0;
             rc = score_one(d, head, cm, same ? NULL : text, q ? q : "", cands, (int32_t)n, o, where);
             free(last_text);
@@ -168,7 +157,7 @@ static int score_jsonl(pd_decider *d, const pd_head *head, const cli_model *cm, 
         free(cands);
         json_decref(in);
     }
-    free(line);
+    cli_jsonl_free(&r);
     free(last_text);
     return rc;
 }
@@ -191,7 +180,7 @@ int cmd_score(cli_args *a)
         return cli_usage(a, "--jsonl reads text, question and candidates from stdin");
     if (!jsonl && !text) return cli_usage(a, "--text T is required (or --jsonl)");
     int32_t n = 0;
-    while (n < MAX_CANDIDATES && cli_opt_nth(a, "--candidate", n)) n++;
+    while (n <= PD_MAX_CANDIDATES && cli_opt_nth(a, "--candidate", n)) n++;
     const char **cands = calloc((size_t)n + 1, sizeof *cands);
     if (!cands) return cli_failf("out of memory");
     for (int32_t i = 0; i < n; i++) cands[i] = cli_opt_nth(a, "--candidate", i);

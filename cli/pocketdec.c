@@ -4,6 +4,7 @@
  * success, and on failure prints one line "pocketdec: message" on stderr and
  * exits 1 (2 for a usage error). */
 #include "cli.h"
+#include "jsonl.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -15,6 +16,38 @@
 
 /* ------------------------------------------------------------ tokenize */
 
+/* One line's value: a string to encode, or (decode) an array of ids. */
+static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *in, bool decode)
+{
+    pd_error err;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!decode) {
+        if (!json_is_string(in)) {
+            cli_jsonl_bad(r, "expected a JSON string");
+            return cli_jsonl_fail(r);
+        }
+        if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err))
+            return cli_failf("%s:%ld: %s", r->name, r->line, err.message);
+        cli_print_ids(stdout, ids, n);
+        pd_free(ids);
+        return 0;
+    }
+    if (!cli_jsonl_ids(r, in, &ids, &n)) return cli_jsonl_fail(r);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = 0;
+    if (pd_tokenizer_decode(tok, ids, n, &text, &len, &err)) {
+        rc = cli_failf("%s:%ld: %s", r->name, r->line, err.message);
+    } else {
+        cli_print_json_string(stdout, text, len);
+        fputc('\n', stdout);
+        pd_free(text);
+    }
+    free(ids);
+    return rc;
+}
+
 static int cmd_tokenize(cli_args *a)
 {
     const char *path = cli_opt(a, "--tokenizer");
@@ -23,52 +56,16 @@ static int cmd_tokenize(cli_args *a)
     pd_error err;
     pd_tokenizer *tok = pd_tokenizer_load(path, &err);
     if (!tok) return cli_fail(&err);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    long lineno = 0;
+    cli_jsonl r;
+    cli_jsonl_init(&r, stdin, "stdin");
+    json_t *in = NULL;
+    cli_jsonl_status st;
     int rc = 0;
-    while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
-        lineno++;
-        if (len == 0 || (len == 1 && line[0] == '\n')) continue;
-        json_error_t jerr;
-        json_t *in = json_loadb(line, (size_t)len, JSON_DECODE_ANY, &jerr);
-        if (!in) {
-            rc = cli_failf("stdin:%ld: not JSON: %s", lineno, jerr.text);
-        } else if (!decode) {
-            if (!json_is_string(in)) {
-                rc = cli_failf("stdin:%ld: expected a JSON string", lineno);
-            } else {
-                int32_t *ids = NULL;
-                size_t n = 0;
-                if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err)) {
-                    rc = cli_failf("stdin:%ld: %s", lineno, err.message);
-                } else {
-                    cli_print_ids(stdout, ids, n);
-                    pd_free(ids);
-                }
-            }
-        } else {
-            int32_t *ids = NULL;
-            size_t n = 0;
-            if (cli_json_ids(in, &ids, &n)) {
-                rc = cli_failf("stdin:%ld: expected a JSON array of integer ids", lineno);
-            } else {
-                char *text = NULL;
-                size_t tlen = 0;
-                if (pd_tokenizer_decode(tok, ids, n, &text, &tlen, &err)) {
-                    rc = cli_failf("stdin:%ld: %s", lineno, err.message);
-                } else {
-                    cli_print_json_string(stdout, text, tlen);
-                    fputc('\n', stdout);
-                    pd_free(text);
-                }
-            }
-            free(ids);
-        }
+    while (rc == 0 && (st = cli_jsonl_next(&r, &in)) != CLI_JSONL_END) {
+        rc = st == CLI_JSONL_OK ? tokenize_value(tok, &r, in, decode) : cli_jsonl_fail(&r);
         json_decref(in);
     }
-    free(line);
+    cli_jsonl_free(&r);
     pd_tokenizer_free(tok);
     return rc;
 }
@@ -232,7 +229,7 @@ static int cmd_bench(cli_args *a)
     if (!model) return cli_fail(&err);
     double load_s = now_s() - t0;
     const pd_config *c = pd_model_config(model);
-    pd_context_params cp = {n_prompt + n_gen, threads, 512};
+    pd_context_params cp = {n_prompt + n_gen, threads, 512, 0};
     pd_context *ctx = pd_context_new(model, &cp, &err);
     if (!ctx) {
         pd_model_free(model);

@@ -417,8 +417,8 @@ void pd_extractor_free(pd_extractor *ex);
 
 typedef struct pd_extract_params {
     pd_sampler_params sampler; /* greedy by default */
-    int32_t max_records;       /* 0: the schema's limit */
-    int32_t max_tokens;        /* 0: the schema's limit */
+    int32_t max_records;       /* 0: the schema's limit (limits.max_records); more: PD_ERR_LIMIT */
+    int32_t max_tokens;        /* 0: the schema's limit (limits.max_tokens); more: PD_ERR_LIMIT */
     int32_t sparse_head;       /* -1 auto (sparse when the allowed set is small), 0 never, 1 always */
 } pd_extract_params;
 
@@ -449,8 +449,10 @@ typedef struct pd_extraction {
 
 /* Extract records from text (valid UTF-8; an empty text gives no records
  * without running the model). The context's cache is cleared first. A
- * prompt longer than the context gives PD_ERR_CONTEXT. *out is freed with
- * pd_extraction_free. */
+ * prompt longer than the context gives PD_ERR_CONTEXT; params asking more
+ * records or tokens than the schema's limits give PD_ERR_LIMIT, negative ones
+ * PD_ERR_ARG, before anything runs (an empty text checks params alone).
+ * *out is freed with pd_extraction_free. */
 pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, size_t len,
                      const pd_extract_params *params, pd_extraction **out, pd_error *err);
 void pd_extraction_free(pd_extraction *x);

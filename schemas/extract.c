@@ -261,8 +261,18 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
     if (!ctx || !ex || (!text && len) || !out) return pd_set_error(err, PD_ERR_ARG, "pd_extract: NULL argument");
     const pd_schema *sc = ex->schema;
     decoder d = {ctx, ex, params ? *params : pd_extract_default_params(), {0}, NULL, NULL, 0};
-    if (d.p.max_records <= 0 || d.p.max_records > sc->max_records) d.p.max_records = sc->max_records;
-    if (d.p.max_tokens <= 0 || d.p.max_tokens > sc->max_tokens) d.p.max_tokens = sc->max_tokens;
+    /* checked before anything is allocated or evaluated (an empty text too) */
+    if (d.p.max_records < 0 || d.p.max_tokens < 0)
+        return pd_set_error(err, PD_ERR_ARG, "pd_extract: max_records %d or max_tokens %d is negative", d.p.max_records,
+                            d.p.max_tokens);
+    if (d.p.max_records > sc->max_records)
+        return pd_set_error(err, PD_ERR_LIMIT, "%s: max_records %d is over the schema's limit of %d (limits.max_records)",
+                            sc->path, d.p.max_records, sc->max_records);
+    if (d.p.max_tokens > sc->max_tokens)
+        return pd_set_error(err, PD_ERR_LIMIT, "%s: max_tokens %d is over the schema's limit of %d (limits.max_tokens)",
+                            sc->path, d.p.max_tokens, sc->max_tokens);
+    if (d.p.max_records == 0) d.p.max_records = sc->max_records;
+    if (d.p.max_tokens == 0) d.p.max_tokens = sc->max_tokens;
     d.rng = d.p.sampler.seed;
     pd_extraction *x = calloc(1, sizeof *x);
     if (!x) return pd_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");

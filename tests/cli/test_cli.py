@@ -124,6 +124,31 @@ def test_tokenize():
     check("tokenize refuses a line that is not JSON", rc == 1 and "stdin:1" in err, err)
 
 
+
+def test_jsonl_input():
+    """The JSON-lines reader shared by tokenize, score --jsonl and extract."""
+    tok = os.path.join(FIX, "tiny-hf-f32", "tokenizer.json")  # small: loads at once
+    rc, out, err = run("tokenize", "--tokenizer", tok, stdin=b'\xef\xbb\xbf"a"\r\n\n  \t\n"b"')
+    check("tokenize: byte order mark, CRLF, blank lines and a last line without a break",
+          rc == 0 and len(out.splitlines()) == 2, err)
+    bad = [
+        (["tokenize"], b'"a\xe5\xa5"', "invalid UTF-8 at byte 3"),
+        (["tokenize"], b'"a\x00"', "a NUL byte at byte 3"),
+        (["tokenize"], b'{"text": "a"}', "expected a JSON string"),
+        (["tokenize"], b'"a" "b"', "malformed JSON"),
+        (["tokenize"], b'"\\u0000"', "malformed JSON"),
+        (["tokenize", "--decode"], b'[1, "2"]', "id 1 must be an integer, got a string"),
+        (["tokenize", "--decode"], b'[1, 99999999999]', "id 1 (99999999999) is outside the 32-bit range"),
+        (["tokenize", "--decode"], b'{"ids": [1]}', "expected a JSON array of integer ids, got an object"),
+        (["tokenize"], b'"' + b"x" * (16 << 20) + b'"', "longer than 16777216 bytes"),
+    ]
+    for args, line, needle in bad:
+        first = b'[1]' if "--decode" in args else b'"ok"'
+        rc, out, err = run(*args, "--tokenizer", tok, stdin=first + b"\n\n" + line + b"\n")
+        check(f"{' '.join(args)}: '{needle}'", rc == 1 and "stdin:3: " in err and needle in err
+              and err.count("\n") == 1 and len(out.splitlines()) == 1, err[:300])
+
+
 def test_generate():
     hf = os.path.join(FIX, "tiny-hf-f32")
     args = ["generate", "--model", hf, "--prompt", "hello world", "--max-tokens", "12"]
@@ -148,7 +173,8 @@ def test_bench():
           out + err)
 
 
-for t in [test_help, test_logits_hidden, test_info, test_errors, test_tokenize, test_generate, test_bench]:
+for t in [test_help, test_logits_hidden, test_info, test_errors, test_tokenize, test_jsonl_input, test_generate,
+          test_bench]:
     t()
 passed = sum(RESULTS)
 print(f"{passed} passed, {len(RESULTS) - passed} failed")

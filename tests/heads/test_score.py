@@ -70,6 +70,25 @@ def test_jsonl():
               and rows[k]["forward_passes"] == 1, out)
     rc, out, err = run("--model", c["model"], "--jsonl", stdin=(line + "\n{\"text\": 5}\n").encode())
     check("jsonl: bad line exits 1 naming it", rc == 1 and "stdin:2" in err and len(out.splitlines()) == 1, err)
+    # every refusal is one line "stdin:LINE: what is wrong", after the lines before it were scored
+    bad = [
+        (b'{"question": "?"}', 'missing key "text"'),
+        (b'{"text": "1", "question": null}', '"question" must be a string, got null'),
+        (b'{"text": "1", "candidates": "2"}', '"candidates" must be an array of strings, got a string'),
+        (b'{"text": "1", "candidates": ["2", 3]}', '"candidates"[1] must be a string, got an integer'),
+        (json.dumps({"text": "1", "candidates": ["2"] * 4097}).encode(), "4097 entries, more than the limit of 4096"),
+        (b'["1"]', "expected a JSON object, got an array"),
+        (b'{"text": "1", "text": "2", "candidates": ["2"]}', "duplicate object key"),
+        (b'{"text": "\xff", "candidates": ["2"]}', "invalid UTF-8 at byte 11"),
+        (b'{"text": "1", "candidates": ["2"]', "malformed JSON"),
+    ]
+    for text, needle in bad:
+        rc, out, err = run("--model", c["model"], "--jsonl", stdin=line.encode() + b"\r\n \n" + text + b"\n")
+        check(f"jsonl: refused with '{needle}'", rc == 1 and "stdin:3: " in err and needle in err and err.count("\n") == 1
+              and len(out.splitlines()) == 1, err)
+    many = ["--candidate", "x"] * 4097
+    rc, _, err = run("--model", c["model"], "--text", "1", *many)
+    check("4097 --candidate are refused before the model runs", rc == 1 and "limit of 4096" in err, err)
 
 
 def test_errors():

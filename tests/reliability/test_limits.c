@@ -173,6 +173,49 @@ static void test_classifier_labels(void **state)
     pd_head_free(ok);
 }
 
+static void test_extraction_limits(void **state)
+{
+    (void)state;
+    pd_error err = {PD_OK, ""};
+    pd_schema *schema = pd_schema_load(schema_path, &err);
+    assert_non_null(schema);
+    pd_extractor *ex = pd_extractor_new(model, schema, &err);
+    assert_non_null(ex);
+    pd_context_params cp = {256, 1, 64, 0};
+    pd_context *ctx = pd_context_new(model, &cp, &err);
+    assert_non_null(ctx);
+    static const char review[] = "很好，超值";
+    pd_extract_params xp = pd_extract_default_params();
+    pd_extraction *x = NULL;
+    /* the shipped schema allows 16 records and 256 tokens */
+    xp.max_records = 17;
+    assert_int_equal(pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, &err), PD_ERR_LIMIT);
+    expect_message(&err, "max_records 17 is over the schema's limit of 16");
+    xp.max_records = 16;
+    xp.max_tokens = 257;
+    assert_int_equal(pd_extract(ctx, ex, "", 0, &xp, &x, &err), PD_ERR_LIMIT); /* checked for an empty text too */
+    expect_message(&err, "max_tokens 257 is over the schema's limit of 256");
+    xp.max_tokens = -1;
+    assert_int_equal(pd_extract(ctx, ex, "", 0, &xp, &x, &err), PD_ERR_ARG);
+    assert_null(x);
+    assert_int_equal(pd_context_kv_len(ctx), 0); /* nothing ran */
+    xp.max_tokens = 4;
+    assert_int_equal(pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, &err), PD_OK);
+    assert_true(x->n_tokens <= 4);
+    pd_extraction_free(x);
+    pd_context_free(ctx);
+    pd_extractor_free(ex);
+    pd_schema_free(schema);
+    /* the schema's own limits are bounded where it is read */
+    static const char yaml[] = "name: t\nprompt: \"{text}\"\nfields:\n  - {name: a, kind: span}\n"
+                               "separator: \",\"\nrecord_end: \"\\n\"\nend: \"<|im_end|>\"\n"
+                               "limits: {max_records: 100001}\n";
+    assert_null(pd_schema_parse(yaml, sizeof yaml - 1, "t.yaml", &err));
+    assert_int_equal(err.code, PD_ERR_FORMAT);
+    expect_message(&err, "t.yaml:8:");
+    expect_message(&err, "[1, 100000]");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5) {
@@ -194,6 +237,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_candidates),
         cmocka_unit_test(test_decider_budget),
         cmocka_unit_test(test_classifier_labels),
+        cmocka_unit_test(test_extraction_limits),
     };
     int rc = cmocka_run_group_tests_name("limits", tests, NULL, NULL);
     pd_model_free(model);
