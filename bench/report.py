@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Tables of bench/run.sh (pocketdec vs llama.cpp). Standard library only.
+
+  report.py collect FMT DIR         one JSON line from DIR/{pd.json,pd.rss,ll.json,ll.rss,ll_load.json}
+  report.py table RESULTS.jsonl     the throughput table (medians over rounds)
+  report.py decision PD.json LL.json
+  report.py interop TYPE PD_LOGITS.json LL_LOGITS.json
+"""
+import json
+import os
+import statistics
+import sys
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def rss_mb(path):
+    """/usr/bin/time -f %M writes the peak RSS in KiB on its last line."""
+    with open(path) as f:
+        return int(f.read().split()[-1]) / 1024.0
+
+
+def collect(fmt, d):
+    pd = load(os.path.join(d, "pd.json"))
+    ll = load(os.path.join(d, "ll.json"))
+    if isinstance(ll, dict):  # llama_score --bench
+        ll_prefill, ll_decode = ll["prefill_tokens_per_s"], ll["decode_tokens_per_s"]
+    else:  # llama-bench -o json: one object per test, samples_ts per repetition
+        pp = next(t for t in ll if t["n_prompt"] > 0 and t["n_gen"] == 0)
+        tg = next(t for t in ll if t["n_gen"] > 0 and t["n_prompt"] == 0)
+        ll_prefill, ll_decode = statistics.median(pp["samples_ts"]), statistics.median(tg["samples_ts"])
+    row = {
+        "format": fmt,
+        "pd_prefill": pd["prefill_tokens_per_s"], "pd_decode": pd["decode_tokens_per_s"],
+        "pd_load_ms": pd["load_s"] * 1e3, "pd_rss_mb": rss_mb(os.path.join(d, "pd.rss")),
+        "pd_own_rss_mb": pd["peak_rss_mb"],
+        "ll_prefill": ll_prefill, "ll_decode": ll_decode,
+        "ll_load_ms": load(os.path.join(d, "ll_load.json"))["load_ms"],
+        "ll_rss_mb": rss_mb(os.path.join(d, "ll.rss")),
+    }
+    print(json.dumps(row))
+
+
+def table(path):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    formats = list(dict.fromkeys(r["format"] for r in rows))
+    print("| format | prefill 512 tok/s pd / llama | ratio | decode 128 tok/s pd / llama | ratio "
+          "| peak RSS MB pd / llama | load ms pd / llama |")
+    print("|---|---|---|---|---|---|---|")
+    for fmt in formats:
+        rs = [r for r in rows if r["format"] == fmt]
+        m = {k: statistics.median(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
+        print(f"| {fmt.upper()} | {m['pd_prefill']:.1f} / {m['ll_prefill']:.1f} | "
+              f"**{m['pd_prefill'] / m['ll_prefill']:.2f}x** | {m['pd_decode']:.1f} / {m['ll_decode']:.1f} | "
+              f"**{m['pd_decode'] / m['ll_decode']:.2f}x** | {m['pd_rss_mb']:.0f} / {m['ll_rss_mb']:.0f} | "
+              f"{m['pd_load_ms']:.0f} / {m['ll_load_ms']:.0f} |")
+    print("\nratio = pocketdec / llama.cpp (above 1: pocketdec faster). Peak RSS: /usr/bin/time of each whole "
+          "process (model mmapped, 640-token context).")
+
+
+def decision(pd_path, ll_path):
+    b = load(pd_path)["bench"]
+    ll = load(ll_path)
+    dec, pre = b["decision_ms"], b["prefill_ms"]
+    print("| measure (best of %d) | ms | vs pocketdec decision |" % b["reps"])
+    print("|---|---|---|")
+    print(f"| pocketdec: one decision, 13 candidates in one pass ({b['prompt_tokens']} tokens) | {dec:.1f} | 1.00x |")
+    print(f"| pocketdec: prefill of the same prompt alone | {pre:.1f} | {pre / dec:.2f}x |")
+    print(f"| llama.cpp: 13 sequences one after another ({ll['tokens']} tokens) | {ll['serial_ms']:.1f} | "
+          f"{ll['serial_ms'] / dec:.2f}x |")
+    print(f"| llama.cpp: 13 sequences in one batch, one seq id each | {ll['batch_ms']:.1f} | "
+          f"{ll['batch_ms'] / dec:.2f}x |")
+    print(f"\ndecision / prefill = {dec / pre:.3f} (goal: at most 1.1); llama.cpp / pocketdec = "
+          f"{ll['serial_ms'] / dec:.2f}x serial, {ll['batch_ms'] / dec:.2f}x batched")
+
+
+def interop(ty, pd_path, ll_path):
+    a, b = load(pd_path), load(ll_path)
+    if len(a) != len(b):
+        print(f"| {ty} | yes, but {len(b)} logits vs {len(a)} | | |")
+        return
+    scale = max(abs(x) for x in a)
+    diff = max(abs(x - y) for x, y in zip(a, b)) / scale
+    top = max(range(len(a)), key=a.__getitem__) == max(range(len(b)), key=b.__getitem__)
+    print(f"| {ty} | yes | {diff:.2e} | {'yes' if top else 'no'} |")
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"collect": collect, "table": table, "decision": decision, "interop": interop}[cmd](*args)

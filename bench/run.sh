@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# bench/run.sh - pocketdec and llama.cpp side by side on the same GGUF files of
+# the MNN-Pocket-0.3B shape (random weights), same threads, in turn.
+#
+# Usage: bench/run.sh [--formats q4_0,q4_1,q8_0,f16] [--reps N] [--rounds N] [--threads N]
+#                     [--decision] [--decision-only] [--decision-format FMT] [--interop]
+#                     [--llama-tool bench|score] [--pocketdec PATH]
+#
+#   throughput (default): prefill 512 and decode 128 tokens/s (medians), peak RSS,
+#       load time; pocketdec `bench` and `llama-bench` alternate on each file,
+#       --rounds times (the figures are medians over rounds of per-run medians).
+#   --llama-tool score: time llama.cpp with bench/llama_score.c's --bench (the same pp/tg
+#       tests through libllama) instead of llama-bench, which needs llama.cpp's common
+#       library and its tools built too (most of the build time).
+#   --decision: one pointer-head decision over a Tianchi review with the 13
+#       categories as candidates, against pocketdec's prefill of the same prompt
+#       and against llama.cpp scoring one sequence per candidate (bench/llama_score.c).
+#   --interop (instead of the throughput table): `pocketdec quantize` writes Q4_0, Q4_1
+#       and Q8_0 GGUF from an HF directory; llama.cpp loads each, and its last-position
+#       logits are compared with pocketdec's.
+#
+# Everything built or generated is cached in $PD_BENCH_CACHE (default build-bench/,
+# ignored by git): a release build of pocketdec, llama.cpp v0.4.0 from the source
+# bundled in npm node-llama-cpp@3.21.1 (CPU only, Release), the model files.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${PD_BENCH_CACHE:-$ROOT/build-bench}
+PY=/usr/bin/python3 # numpy lives here
+FORMATS=q4_0,q4_1,q8_0,f16 REPS=3 ROUNDS=1 THREADS=2 DECISION=0 THROUGHPUT=1 INTEROP=0 DEC_FORMAT=q8_0 PD= LLAMA_TOOL=bench
+NPM_PKG=node-llama-cpp@3.21.1
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --formats) FORMATS=$2; shift ;;
+    --reps) REPS=$2; shift ;;
+    --rounds) ROUNDS=$2; shift ;;
+    --threads) THREADS=$2; shift ;;
+    --decision) DECISION=1 ;;
+    --decision-only) DECISION=1 THROUGHPUT=0 ;;
+    --decision-format) DEC_FORMAT=$2; shift ;;
+    --interop) INTEROP=1 THROUGHPUT=0 ;;
+    --pocketdec) PD=$(realpath "$2"); shift ;;
+    --llama-tool) LLAMA_TOOL=$2; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "bench/run.sh: unknown argument '$1'" >&2; usage 2 >&2 ;;
+  esac
+  shift
+done
+mkdir -p "$CACHE/models"
+LLAMA_SRC=$CACHE/llama.cpp LLAMA_BUILD=$CACHE/llama-build
+log() { echo "bench: $*" >&2; }
+
+# ----------------------------------------------------------------- builds
+
+build_pocketdec() {
+  [ -n "$PD" ] && return
+  if [ ! -f "$CACHE/pocketdec/build.ninja" ]; then
+    meson setup "$CACHE/pocketdec" "$ROOT" -Dbuildtype=release -Dtests=false >/dev/null
+  fi
+  log "building pocketdec (release)"
+  nice -n 10 meson compile -C "$CACHE/pocketdec" cli/pocketdec >/dev/null
+  PD=$CACHE/pocketdec/cli/pocketdec
+}
+
+# llama.cpp once: the npm tarball's git bundle, cmake, libllama (+ llama-bench when $1 is set).
+build_llama() {
+  local want=$LLAMA_BUILD/bin/libllama.so target=llama
+  [ -n "${1:-}" ] && want=$LLAMA_BUILD/bin/llama-bench target=llama-bench
+  if [ ! -e "$want" ]; then
+    for tool in cmake ninja git npm; do
+      command -v $tool >/dev/null || { apt-get update -qq && apt-get install -y -qq cmake ninja-build git npm g++ >/dev/null; }
+    done
+    if [ ! -d "$LLAMA_SRC" ]; then
+      log "fetching $NPM_PKG (its llama/gitRelease.bundle holds the llama.cpp source)"
+      (cd "$CACHE" && npm pack -q "$NPM_PKG" >/dev/null && tar xzf node-llama-cpp-*.tgz package/llama/gitRelease.bundle \
+        && git clone -q package/llama/gitRelease.bundle llama.cpp)
+    fi
+    log "building llama.cpp $target (CPU, Release; takes a while on 2 cores)"
+    [ -f "$LLAMA_BUILD/build.ninja" ] || nice -n 10 cmake -S "$LLAMA_SRC" -B "$LLAMA_BUILD" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >/dev/null
+    nice -n 10 ninja -C "$LLAMA_BUILD" -j2 $target >/dev/null
+  fi
+  LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench LLAMA_SCORE=$CACHE/llama_score
+  if [ ! -x "$LLAMA_SCORE" ] || [ "$ROOT/bench/llama_score.c" -nt "$LLAMA_SCORE" ]; then
+    cc -O2 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L "$ROOT/bench/llama_score.c" \
+      -I"$LLAMA_SRC/include" -I"$LLAMA_SRC/ggml/include" -L"$LLAMA_BUILD/bin" -Wl,-rpath,"$LLAMA_BUILD/bin" \
+      -lllama -lggml -lggml-base -lm -o "$LLAMA_SCORE"
+  fi
+}
+
+# The pocket-shape model in one GGUF format (cached). $2: extra make_model options, $3: file tag.
+model() {
+  local f=$CACHE/models/pocket${3:-}-$1.gguf
+  if [ ! -f "$f" ]; then
+    log "writing $f"
+    # shellcheck disable=SC2086
+    $PY "$ROOT/tools/testmodels/make_model.py" --preset pocket --format "gguf-$1" ${2:-} --out "$f.tmp" --quiet
+    mv "$f.tmp" "$f"
+  fi
+  echo "$f"
+}
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# -------------------------------------------------------------- throughput
+
+throughput() {
+  local results=$TMP/throughput.jsonl
+  : >"$results"
+  for fmt in ${FORMATS//,/ }; do
+    local m; m=$(model "$fmt")
+    for ((r = 1; r <= ROUNDS; r++)); do
+      log "$fmt round $r/$ROUNDS: pocketdec"
+      /usr/bin/time -f %M -o "$TMP/pd.rss" "$PD" bench --model "$m" --prompt-tokens 512 --gen-tokens 128 \
+        --threads "$THREADS" --reps "$REPS" >"$TMP/pd.json"
+      log "$fmt round $r/$ROUNDS: llama.cpp"
+      if [ "$LLAMA_TOOL" = bench ]; then
+        /usr/bin/time -f %M -o "$TMP/ll.rss" "$LLAMA_BENCH" -m "$m" -p 512 -n 128 -t "$THREADS" -r "$REPS" \
+          -o json >"$TMP/ll.json" 2>/dev/null
+      else
+        /usr/bin/time -f %M -o "$TMP/ll.rss" "$LLAMA_SCORE" "$m" --bench 512,128 --threads "$THREADS" \
+          --reps "$REPS" >"$TMP/ll.json"
+      fi
+      "$LLAMA_SCORE" "$m" --load >"$TMP/ll_load.json"
+      $PY "$ROOT/bench/report.py" collect "$fmt" "$TMP" >>"$results"
+    done
+  done
+  echo
+  echo "pocketdec vs llama.cpp (llama-$LLAMA_TOOL): MNN-Pocket-0.3B shape, random weights, $THREADS threads," \
+    "$REPS reps x $ROUNDS rounds"
+  echo "($(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+  echo
+  $PY "$ROOT/bench/report.py" table "$results"
+}
+
+# ---------------------------------------------------------------- decision
+
+# A Tianchi review of median length (20 characters) and the 13 categories.
+REVIEW='用了还不错，店家还送了两瓶卸妆水也很好哦'
+QUESTION='这条评论说的是哪个方面？'
+CATEGORIES=(包装 成分 尺寸 服务 功效 价格 气味 使用体验 物流 新鲜度 真伪 整体 其他)
+
+decision() {
+  # the real Qwen3 vocabulary (151,936 ids, with the layout's marker tokens), so the review
+  # tokenizes as it would with the published model
+  local m head=$CACHE/models/pointer-head args=()
+  m=$(model "$DEC_FORMAT" "--vocab 151936 --tokenizer $ROOT/tests/fixtures/qwen3/tokenizer.json" -qwen3tok)
+  [ -f "$head/head.json" ] || $PY "$ROOT/tools/testmodels/make_head.py" write --type pointer --hidden 896 \
+    --head-dim 64 --out "$head" >/dev/null
+  for c in "${CATEGORIES[@]}"; do args+=(--candidate "$c"); done
+  log "decision: pocketdec (one pass, 13 candidates) and its prefill of the same prompt"
+  "$PD" score --model "$m" --head "$head" --text "$REVIEW" --question "$QUESTION" "${args[@]}" \
+    --threads "$THREADS" --bench $((REPS * 3)) >"$TMP/pd_decision.json"
+  # one sequence per candidate: the same layout with that candidate alone
+  : >"$TMP/seqs.txt"
+  for c in "${CATEGORIES[@]}"; do
+    "$PD" score --model "$m" --head "$head" --text "$REVIEW" --question "$QUESTION" --candidate "$c" --explain |
+      $PY -c 'import json,sys; print(",".join(map(str, json.load(sys.stdin)["tokens"])))' >>"$TMP/seqs.txt"
+  done
+  log "decision: llama.cpp, 13 sequences (serial and as one batch)"
+  "$LLAMA_SCORE" "$m" --seqs "$TMP/seqs.txt" --threads "$THREADS" --reps $((REPS * 3)) >"$TMP/ll_decision.json"
+  echo
+  echo "One decision, pointer head, review '$REVIEW' + 13 categories, $DEC_FORMAT, $THREADS threads"
+  echo
+  $PY "$ROOT/bench/report.py" decision "$TMP/pd_decision.json" "$TMP/ll_decision.json"
+}
+
+# ----------------------------------------------------------------- interop
+
+interop() {
+  local hf=$CACHE/models/interop-hf ids=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16
+  # the real Qwen3 vocabulary and the GQA 7:1 / head_dim 64 proportions, small enough to be quick
+  local shape=(--layers 2 --hidden 128 --heads 7 --kv-heads 1 --head-dim 64 --ffn 320 --vocab 151936
+               --tokenizer "$ROOT/tests/fixtures/qwen3/tokenizer.json" --quiet)
+  [ -f "$hf/config.json" ] || $PY "$ROOT/tools/testmodels/make_model.py" "${shape[@]}" --format hf-f32 --out "$hf"
+  # control: the same weights as F32 GGUF, where no weight is rounded
+  [ -f "$hf-f32.gguf" ] || $PY "$ROOT/tools/testmodels/make_model.py" "${shape[@]}" --format gguf-f32 --out "$hf-f32.gguf"
+  echo
+  echo "pocketdec quantize -> llama.cpp: last-position logits over 16 tokens (f32: the control, no rounded weight)"
+  echo
+  echo "| type | llama.cpp loads | max abs diff / max abs logit | same top-1 |"
+  echo "|---|---|---|---|"
+  for ty in f32 q4_0 q4_1 q8_0; do
+    local g=$TMP/interop-$ty.gguf
+    if [ $ty = f32 ]; then g=$hf-f32.gguf; else "$PD" quantize --model "$hf" --type "$ty" --out "$g" >/dev/null; fi
+    "$PD" logits --model "$g" --ids "$ids" --threads "$THREADS" >"$TMP/pd_logits.json"
+    if "$LLAMA_SCORE" "$g" --logits "$ids" --threads "$THREADS" >"$TMP/ll_logits.json" 2>"$TMP/ll.err"; then
+      $PY "$ROOT/bench/report.py" interop "$ty" "$TMP/pd_logits.json" "$TMP/ll_logits.json"
+    else
+      echo "| $ty | no: $(head -c 200 "$TMP/ll.err" | tr '\n' ' ') | | |"
+    fi
+  done
+}
+
+build_pocketdec
+build_llama "$([ "$THROUGHPUT$LLAMA_TOOL" = 1bench ] && echo bench)"
+[ "$THROUGHPUT" = 1 ] && throughput
+[ "$DECISION" = 1 ] && decision
+[ "$INTEROP" = 1 ] && interop
+exit 0
