@@ -67,6 +67,9 @@ static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
            add_floats(scratch, T, max_cols, 1) && add_floats(scratch, T, (size_t)p->n_ctx, 1) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
+           /* quantized activations: int8 q, then d and s (with padding) */
+           add_floats(scratch, B, max_cols / sizeof(float) + 1, 1) &&
+           add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * B + 8, 1) &&
            *kv + *scratch >= *kv;
 }
 
@@ -77,6 +80,35 @@ size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
     size_t kv, scratch;
     if (resolve_params(model, &p, NULL) || !context_sizes(&model->cfg, &p, &kv, &scratch)) return 0;
     return kv + scratch;
+}
+
+/* Room in ctx->qact for n tokens of the widest input; false when out of memory. */
+static bool reserve_qact(pd_context *ctx, int64_t n)
+{
+    pd_qact *a = &ctx->qact;
+    if (n <= a->n_cap) return true;
+    const pd_config *c = &ctx->model->cfg;
+    size_t cols = (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn), q, ds;
+    /* d and s: [blocks][n] plus a vector of padding for the 8-token loads */
+    if (!pd_mul_size((size_t)n, cols, &q) || !pd_mul_size(cols / PD_QBLOCK + 1, (size_t)n, &ds) ||
+        !pd_mul_size(ds + 8, sizeof(float), &ds))
+        return false;
+    int8_t *nq = malloc(q);
+    float *nd = calloc(1, ds), *ns = calloc(1, ds);
+    if (!nq || !nd || !ns) {
+        free(nq);
+        free(nd);
+        free(ns);
+        return false;
+    }
+    free(a->q);
+    free(a->d);
+    free(a->s);
+    a->q = nq;
+    a->d = nd;
+    a->s = ns;
+    a->n_cap = n;
+    return true;
 }
 
 pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err)
@@ -132,7 +164,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->pool = pd_pool_new(p.n_threads);
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->rowbuf || !ctx->scores || !ctx->rope_cos ||
-        !ctx->rope_sin || !ctx->chunk_pos || !ctx->pool)
+        !ctx->rope_sin || !ctx->chunk_pos || !ctx->pool || !reserve_qact(ctx, p.n_batch))
         goto nomem;
     return ctx;
 nomem:
@@ -161,6 +193,9 @@ void pd_context_free(pd_context *ctx)
     free(ctx->rope_cos);
     free(ctx->rope_sin);
     free(ctx->chunk_pos);
+    free(ctx->qact.q);
+    free(ctx->qact.d);
+    free(ctx->qact.s);
     free(ctx->out_hidden);
     free(ctx->out_logits);
     free(ctx);

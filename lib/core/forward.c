@@ -17,6 +17,7 @@ typedef struct {
     const pd_kernels *kern;
     const pd_matrix *w;
     const float *x;  /* [n_tok][x_stride] */
+    const pd_qact *qx; /* x quantized, for block-quantized weights; else NULL */
     float *y;        /* [n_tok][y_stride] */
     int64_t n_tok, x_stride, y_stride;
     float *rowbuf;   /* per thread [row_cap] */
@@ -30,10 +31,36 @@ typedef struct {
 /* Below this many tokens a fused dot on the stored row beats converting it. */
 #define FUSED_MAX_TOKENS 4
 
+/* Quantized activations per token tile: the tile's blocks stay in L2 while
+ * each panel of weight rows streams past them. */
+#define QACT_TILE_BYTES (192 * 1024)
+
+/* Block-quantized weights: integer dots on the quantized activations. */
+static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
+{
+    const pd_matrix *w = j->w;
+    if (j->rows) {
+        for (int64_t i = begin; i < end; i++)
+            j->kern->qmatmul(w->dtype, w->data + (size_t)j->rows[i] * w->row_bytes, w->row_bytes, 1, j->qx, 0,
+                             j->n_tok, j->y + i, j->y_stride);
+        return;
+    }
+    int64_t tile = QACT_TILE_BYTES / w->cols < 8 ? 8 : QACT_TILE_BYTES / w->cols;
+    for (int64_t t0 = 0; t0 < j->n_tok; t0 += tile) {
+        int64_t t1 = t0 + tile < j->n_tok ? t0 + tile : j->n_tok;
+        j->kern->qmatmul(w->dtype, w->data + (size_t)begin * w->row_bytes, w->row_bytes, end - begin, j->qx, t0, t1,
+                         j->y + begin, j->y_stride);
+    }
+}
+
 static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const matmul_job *j = arg;
     const pd_matrix *w = j->w;
+    if (j->qx) {
+        qmatmul_range(j, begin, end);
+        return;
+    }
     float *row = j->rowbuf + (size_t)thread * (size_t)j->row_cap;
     bool direct = w->dtype == PD_F32 && ((uintptr_t)w->data % sizeof(float)) == 0;
     if (j->n_tok < FUSED_MAX_TOKENS && !direct) {
@@ -63,11 +90,51 @@ static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
-/* y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when rows is NULL). */
-static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
-                        int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok, float *rowbuf, int64_t row_cap)
+typedef struct {
+    pd_qact *a;
+    const float *x;
+    int64_t x_stride;
+} quantize_job;
+
+static void quantize_range(void *arg, int64_t begin, int64_t end, int thread)
 {
-    matmul_job j = {ctx->model->kern, w, x, y, n_tok, x_stride, y_stride, rowbuf, row_cap, rows};
+    (void)thread;
+    const quantize_job *q = arg;
+    pd_quantize_act(q->a, q->x, q->x_stride, begin, end);
+}
+
+/* x quantized into the context's activation buffer when w is block-quantized
+ * (NULL otherwise): done once for all the matrices that read the same x. */
+static const pd_qact *quantize_for(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride,
+                                   int64_t n_tok)
+{
+    if (!pd_dtype_is_block(w->dtype)) return NULL;
+    pd_qact *a = &ctx->qact;
+    a->n_tok = n_tok;
+    a->cols = w->cols;
+    quantize_job q = {a, x, x_stride};
+    pd_pool_for(ctx->pool, n_tok, 4, quantize_range, &q);
+    return a;
+}
+
+/* y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when rows is NULL);
+ * qx is x quantized (quantize_for), or NULL to quantize here if w needs it. */
+static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
+                        const pd_qact *qx, int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok,
+                        float *rowbuf, int64_t row_cap)
+{
+    if (pd_dtype_is_block(w->dtype) && !qx && n_tok > ctx->qact.n_cap) {
+        /* more rows than a chunk (kept outputs): quantize and multiply a chunk at a time */
+        for (int64_t t0 = 0; t0 < n_tok; t0 += ctx->qact.n_cap) {
+            int64_t nt = n_tok - t0 < ctx->qact.n_cap ? n_tok - t0 : ctx->qact.n_cap;
+            matmul_rows(ctx, w, rows, n_out, x + t0 * x_stride, NULL, x_stride, y + t0 * y_stride, y_stride, nt,
+                        rowbuf, row_cap);
+        }
+        return;
+    }
+    if (pd_dtype_is_block(w->dtype) && !qx) qx = quantize_for(ctx, w, x, x_stride, n_tok);
+    if (!pd_dtype_is_block(w->dtype)) qx = NULL;
+    matmul_job j = {ctx->model->kern, w, x, qx, y, n_tok, x_stride, y_stride, rowbuf, row_cap, rows};
     pd_pool_for(ctx->pool, n_out, 16, matmul_range, &j);
 }
 
@@ -102,10 +169,11 @@ static void delta_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
-static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y,
+static void matmul(pd_context *ctx, const pd_matrix *w, const pd_qact *qx, const float *x, int64_t x_stride, float *y,
                    int64_t y_stride, int64_t n_tok)
 {
-    matmul_rows(ctx, w, NULL, w->rows, x, x_stride, y, y_stride, n_tok, ctx->rowbuf, scratch_cols(&ctx->model->cfg));
+    matmul_rows(ctx, w, NULL, w->rows, x, qx, x_stride, y, y_stride, n_tok, ctx->rowbuf,
+                scratch_cols(&ctx->model->cfg));
     if (w->delta) {
         delta_job j = {ctx->model->kern, w, x, y, x_stride, y_stride};
         pd_pool_for(ctx->pool, n_tok, 1, delta_range, &j);
@@ -220,9 +288,10 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     int64_t F = c->ffn;
 
     for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->attn_norm, H, c->rms_eps);
-    matmul(ctx, &L->wq, ctx->xn, H, ctx->q, Q, n_tok);
-    matmul(ctx, &L->wk, ctx->xn, H, ctx->k, KV, n_tok);
-    matmul(ctx, &L->wv, ctx->xn, H, ctx->v, KV, n_tok);
+    const pd_qact *qx = quantize_for(ctx, &L->wq, ctx->xn, H, n_tok);
+    matmul(ctx, &L->wq, qx, ctx->xn, H, ctx->q, Q, n_tok);
+    matmul(ctx, &L->wk, qx, ctx->xn, H, ctx->k, KV, n_tok);
+    matmul(ctx, &L->wv, qx, ctx->xn, H, ctx->v, KV, n_tok);
 
     size_t layer_off = (size_t)l * (size_t)ctx->n_ctx * (size_t)KV;
     for (int32_t t = 0; t < n_tok; t++) {
@@ -236,14 +305,15 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
     pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_heads, 4, attention_range, &aj);
-    matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
+    matmul(ctx, &L->wo, NULL, ctx->att, Q, ctx->delta, H, n_tok);
     for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
 
     for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->ffn_norm, H, c->rms_eps);
-    matmul(ctx, &L->w_gate, ctx->xn, H, ctx->gate, F, n_tok);
-    matmul(ctx, &L->w_up, ctx->xn, H, ctx->up, F, n_tok);
+    qx = quantize_for(ctx, &L->w_gate, ctx->xn, H, n_tok);
+    matmul(ctx, &L->w_gate, qx, ctx->xn, H, ctx->gate, F, n_tok);
+    matmul(ctx, &L->w_up, qx, ctx->xn, H, ctx->up, F, n_tok);
     for (int64_t i = 0; i < (int64_t)n_tok * F; i++) ctx->gate[i] = silu(ctx->gate[i]) * ctx->up[i];
-    matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
+    matmul(ctx, &L->w_down, NULL, ctx->gate, F, ctx->delta, H, n_tok);
     for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
 }
 
@@ -353,7 +423,7 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
     }
     ctx->n_outputs = n_out;
     if (batch->want_logits) {
-        matmul(ctx, &m->lm_head, ctx->out_hidden, H, ctx->out_logits, c->vocab, n_out);
+        matmul(ctx, &m->lm_head, NULL, ctx->out_hidden, H, ctx->out_logits, c->vocab, n_out);
         ctx->have_logits = 1;
     }
     return PD_OK;
@@ -377,7 +447,7 @@ pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows
         if (rows[k] < 0 || rows[k] >= c->vocab)
             return pd_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: row %d is outside [0, %d)", rows[k],
                                 c->vocab);
-    matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), c->hidden, out, n_rows, 1,
+    matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1,
                 ctx->rowbuf, scratch_cols(c));
     return PD_OK;
 }

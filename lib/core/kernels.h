@@ -1,11 +1,26 @@
 /* kernels.h - the numeric inner loops, behind one seam.
  *
- * pd_kernels_select() picks an implementation once (portable C, or AVX2+FMA
- * when the CPU has it); the trunk only calls through the returned table. */
+ * pd_kernels_select() picks an implementation once (portable C, AVX2+FMA on
+ * x86-64, NEON on aarch64); the trunk only calls through the returned table.
+ * PD_KERNELS=portable in the environment forces the portable one. */
 #ifndef PD_KERNELS_H
 #define PD_KERNELS_H
 
 #include "pd_internal.h"
+
+/* Activations of up to n_cap tokens quantized for the integer kernels: per
+ * token, blocks of 32 int8 q = round(x / d) with d = max|x| / 127, and per
+ * block s = d * sum(q) (what the block offset of Q4_0/Q4_1 weights multiplies).
+ * d and s are block-major, [block][n_cap], so a kernel reads them for
+ * consecutive tokens in one load; both carry 8 floats of padding. */
+typedef struct pd_qact {
+    int64_t n_tok, n_cap, cols; /* cols: a multiple of 32 */
+    int8_t *q;                  /* [n_tok][cols] */
+    float *d, *s;               /* [cols/32][n_cap] */
+} pd_qact;
+
+/* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set. */
+void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
 
 typedef struct pd_kernels {
     const char *name;
@@ -14,13 +29,33 @@ typedef struct pd_kernels {
     /* y[i] += s * x[i] */
     void (*axpy)(float *y, float s, const float *x, int64_t n);
     /* dot of one stored weight row of type t (n elements) with x, without
-     * converting the row first: decode reads each weight once, so this is
-     * where its time goes */
+     * converting the row first (F32/F16/BF16 decode; every type in tests) */
     float (*dot_row)(pd_dtype t, const void *row, const float *x, int64_t n);
+    /* Q8_0/Q4_0/Q4_1 rows times quantized activations, integer dot products:
+     * y[t * y_stride + r] = row r . token t for r < n_rows, t0 <= t < t1, row r
+     * at w + r * row_bytes. Each (row, token) is summed in one fixed order
+     * (pd_qdot_reference in kernels.c), so every implementation and every
+     * split of rows and tokens gives the same bits. */
+    void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                    int64_t t1, float *y, int64_t y_stride);
 } pd_kernels;
 
 const pd_kernels *pd_kernels_select(void);
 const pd_kernels *pd_kernels_portable(void);
+const pd_kernels *pd_kernels_avx2(void); /* NULL where not compiled or not supported */
+const pd_kernels *pd_kernels_neon(void); /* NULL where not compiled */
+
+/* a little-endian u16 at any address (block scales are not aligned) */
+static inline uint16_t pd_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static inline bool pd_dtype_is_block(pd_dtype t) { return t == PD_Q8_0 || t == PD_Q4_0 || t == PD_Q4_1; }
+
+/* The order every qmatmul follows for one (row, token) pair: for each block b,
+ * eight int32 lane sums L[k] of w[j]*q[j] over j = 4k..4k+3 (w: the signed
+ * Q8_0 value, or the unsigned 4-bit value), then lane[k] = fmaf(L[k], dw*dx,
+ * lane[k]); the 4-bit offset term off = fmaf(o_b, s_b, off) with o_b = m
+ * (Q4_1) or -8*d (Q4_0); result = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) + off. */
+float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
 
 /* out = v / sqrt(mean(v^2) + eps) * w, for n elements (in place allowed). */
 void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps);

@@ -76,6 +76,7 @@ struct pd_context {
     float *scores; /* per thread: attention scores [n_ctx] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;
+    pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */
 
     /* results of the last pd_eval */
     int32_t n_outputs, cap_outputs;

@@ -23,6 +23,9 @@
 /* max |got - want| over all positions, relative to the largest |want|: the
  * float64 reference against float32 arithmetic (as in test_forward). */
 #define TOL 1e-5
+/* Block-quantized bases (Q8_0, Q4_0, Q4_1) multiply int8-quantized activations,
+ * as llama.cpp does: within 3% (tests/model/test_forward.c says why). */
+#define QUANT_TOL 3e-2
 /* an adapter must move the logits by far more than TOL, or the test could not fail */
 #define MIN_EFFECT 1e-2
 
@@ -143,6 +146,9 @@ static void test_against_reference(void **state)
         json_t *exp = load_expected(c, ids, &n);
         const pd_config *cfg = pd_model_config(base);
         float *base_logits = eval_rows(base, ids, n, true, 1), *first = NULL;
+        char *info = pd_model_info_json(base);
+        double tol = strstr(info, "\"Q8_0\"") || strstr(info, "\"Q4_0\"") || strstr(info, "\"Q4_1\"") ? QUANT_TOL : TOL;
+        free(info);
         json_t *modes = json_object_get(c, "modes");
         for (size_t k = 0; k < json_array_size(modes); k++) {
             const char *mode = json_string_value(json_array_get(modes, k));
@@ -153,10 +159,10 @@ static void test_against_reference(void **state)
             double dh = rel_diff_json(hidden, json_object_get(exp, "hidden"), cfg->hidden);
             double effect = rel_diff(base_logits, logits, nl);
             printf("%-14s %-8s logits %.2e hidden %.2e (adapter effect %.2f)\n", name, mode, dl, dh, effect);
-            assert_true(dl <= TOL);
-            assert_true(dh <= TOL);
+            assert_true(dl <= tol);
+            assert_true(dh <= tol);
             assert_true(effect >= MIN_EFFECT);
-            if (first) assert_true(rel_diff(logits, first, nl) <= TOL); /* runtime == merged */
+            if (first) assert_true(rel_diff(logits, first, nl) <= tol); /* runtime == merged */
             free(hidden);
             if (first) free(logits);
             else first = logits;

@@ -72,27 +72,60 @@ static int json_ids(json_t *arr, int32_t *ids, int cap)
     return n;
 }
 
-/* Largest |got - want| over rows x cols, and largest |want|. */
-static void compare_rows(json_t *want, const pd_context *ctx, bool logits, int cols, double *max_diff,
-                         double *max_ref)
+/* How far a set of rows is from the reference: largest |got - want|, largest
+ * |want|, sums of squares of both; for logits, in how many rows the argmax is
+ * the reference's, and the rows where it is not although the reference's own
+ * logits of the two are further apart than margin (a real disagreement). */
+typedef struct {
+    double max_diff, max_ref, ss_diff, ss_ref;
+    int rows, top1_same, top1_wrong;
+} row_errors;
+
+static void compare_rows(json_t *want, const pd_context *ctx, bool logits, int cols, double margin, row_errors *e)
 {
     for (size_t r = 0; r < json_array_size(want); r++) {
         json_t *row = json_array_get(want, r);
         const float *got = logits ? pd_context_logits(ctx, (int32_t)r) : pd_context_hidden(ctx, (int32_t)r);
         assert_non_null(got);
         assert_int_equal(json_array_size(row), (size_t)cols);
+        int best_w = 0, best_g = 0;
         for (int c = 0; c < cols; c++) {
             double w = json_real_value(json_array_get(row, (size_t)c));
             double d = fabs(w - got[c]);
-            if (d > *max_diff) *max_diff = d;
-            if (fabs(w) > *max_ref) *max_ref = fabs(w);
+            if (d > e->max_diff) e->max_diff = d;
+            if (fabs(w) > e->max_ref) e->max_ref = fabs(w);
+            e->ss_diff += d * d;
+            e->ss_ref += w * w;
+            if (w > json_real_value(json_array_get(row, (size_t)best_w))) best_w = c;
+            if (got[c] > got[best_g]) best_g = c;
         }
+        e->rows++;
+        if (!logits) continue;
+        if (best_g == best_w) e->top1_same++;
+        else if (json_real_value(json_array_get(row, (size_t)best_w)) -
+                     json_real_value(json_array_get(row, (size_t)best_g)) > margin)
+            e->top1_wrong++;
     }
 }
 
-/* Every model format against the float64 reference: max |diff| within 1e-4 of
- * the largest reference value, for the logits and the hidden states of every
- * position. The prefill is split in chunks of 16 tokens, so prompts of 20-40
+static bool is_block_quantized(const char *name)
+{
+    return strstr(name, "q8_0") || strstr(name, "q4_0") || strstr(name, "q4_1");
+}
+
+/* Block-quantized weights multiply activations quantized to int8 per block of
+ * 32 (scale max|x|/127), as llama.cpp does: each activation moves by up to
+ * 1/254 of its block's largest, about 0.2-0.5% of a dot product, and the
+ * error grows through the layers. Measured on these models: at most 1.6% of
+ * the largest hidden value and 1.4% of the largest logit (RMS about 1.3% for
+ * both), top-1 the reference's at every position; the bound is 3% of the
+ * largest value, with top-1 equal to the reference's wherever the
+ * reference's two logits are more than twice that apart. */
+#define QUANT_TOL 3e-2
+
+/* Every model format against the float64 reference, for the logits and the
+ * hidden states of every position: float weights within 1e-5 of the largest
+ * reference value, block-quantized ones as QUANT_TOL says. The prefill is split in chunks of 16 tokens, so prompts of 20-40
  * tokens also exercise attention across chunks. */
 static void test_reference_cases(void **state)
 {
@@ -109,12 +142,21 @@ static void test_reference_cases(void **state)
         int n = json_ids(json_object_get(exp, "ids"), ids, 512);
         pd_context *ctx = new_ctx(m, 64, 1, 16);
         eval_all(ctx, ids, n);
-        double dl = 0, rl = 0, dh = 0, rh = 0;
-        compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, &dl, &rl);
-        compare_rows(json_object_get(exp, "hidden"), ctx, false, c->hidden, &dh, &rh);
-        printf("  %-22s logits max|diff| %.3g (%.2g of max %.3g), hidden max|diff| %.3g (%.2g of max %.3g)\n", name,
-               dl, dl / rl, rl, dh, dh / rh, rh);
-        if (!(dl <= 1e-5 * rl && dh <= 1e-5 * rh)) fail_msg("%s differs from the reference", name);
+        double tol = is_block_quantized(name) ? QUANT_TOL : 1e-5;
+        row_errors el = {0}, eh = {0};
+        compare_rows(json_object_get(exp, "hidden"), ctx, false, c->hidden, 0, &eh);
+        /* the margin scales with the largest logit: one pass to find it, then the real one */
+        compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, INFINITY, &el);
+        double margin = 2 * tol * el.max_ref;
+        el = (row_errors){0};
+        compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, margin, &el);
+        double dl = el.max_diff, rl = el.max_ref, dh = eh.max_diff, rh = eh.max_ref;
+        printf("  %-20s logits max|diff| %.3g (%.2g of max %.3g, rms %.2g), hidden max|diff| %.3g (%.2g of max "
+               "%.3g, rms %.2g), top-1 %d/%d\n",
+               name, dl, dl / rl, rl, sqrt(el.ss_diff / el.ss_ref), dh, dh / rh, rh, sqrt(eh.ss_diff / eh.ss_ref),
+               el.top1_same, el.rows);
+        if (!(dl <= tol * rl && dh <= tol * rh)) fail_msg("%s differs from the reference", name);
+        if (el.top1_wrong) fail_msg("%s: top-1 differs from the reference at %d positions", name, el.top1_wrong);
         pd_context_free(ctx);
         pd_model_free(m);
         json_decref(exp);

@@ -1,5 +1,6 @@
 /* test_kernels.c - every kernel implementation against a float64 dot of the
- * converted row, for every weight type, and the conversions against hand-worked values. */
+ * converted row, for every weight type; the integer kernels bitwise against
+ * their reference order; the conversions against hand-worked values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +88,135 @@ static void test_dot_row_all_types(void **state)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
 
+/* ------------------------------------------------- integer dot products */
+
+typedef struct {
+    pd_qact a;
+    float *x;
+} qact_buf;
+
+static void qact_new(qact_buf *b, int64_t n_tok, int64_t cols)
+{
+    b->x = malloc((size_t)(n_tok * cols) * sizeof(float));
+    for (int64_t i = 0; i < n_tok * cols; i++) b->x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
+    b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), NULL, NULL};
+    size_t ds = (size_t)((cols / 32 + 1) * n_tok + 8) * sizeof(float);
+    b->a.d = calloc(1, ds);
+    b->a.s = calloc(1, ds);
+    pd_quantize_act(&b->a, b->x, cols, 0, n_tok);
+}
+
+static void qact_free(qact_buf *b)
+{
+    free(b->x);
+    free(b->a.q);
+    free(b->a.d);
+    free(b->a.s);
+}
+
+/* Each activation is within half a step of its block's scale; s = d * sum(q);
+ * the largest of a block maps to +-127. */
+static void test_quantize_act(void **state)
+{
+    (void)state;
+    qact_buf b;
+    qact_new(&b, 3, 96);
+    for (int64_t t = 0; t < 3; t++)
+        for (int64_t blk = 0; blk < 3; blk++) {
+            float d = b.a.d[blk * 3 + t];
+            int sum = 0, top = 0;
+            for (int j = 0; j < 32; j++) {
+                int64_t i = t * 96 + blk * 32 + j;
+                assert_true(fabsf(b.x[i] - d * b.a.q[i]) <= 0.5f * d * 1.0001f);
+                sum += b.a.q[i];
+                if (abs(b.a.q[i]) > top) top = abs(b.a.q[i]);
+            }
+            assert_int_equal(top, 127);
+            assert_true(b.a.s[blk * 3 + t] == d * (float)sum);
+        }
+    /* a block of zeros has scale 0 and zeros */
+    memset(b.x, 0, 32 * sizeof(float));
+    pd_quantize_act(&b.a, b.x, 96, 0, 1);
+    assert_true(b.a.d[0] == 0.0f && b.a.q[5] == 0);
+    qact_free(&b);
+}
+
+/* The reference order computes the right number: against a float64 dot of the
+ * converted row with the dequantized activations. */
+static void test_qdot_reference_value(void **state)
+{
+    (void)state;
+    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    for (size_t k = 0; k < 3; k++)
+        for (int64_t n = 32; n <= 2560; n *= 4) {
+            uint8_t *row = malloc((size_t)n * 2);
+            float *w = malloc((size_t)n * sizeof(float));
+            make_row(types[k], n, row);
+            pd_row_to_f32(types[k], row, w, n);
+            qact_buf b;
+            qact_new(&b, 1, n);
+            double want = 0.0, scale = 0.0;
+            for (int64_t i = 0; i < n; i++) {
+                double xv = (double)b.a.d[i / 32] * b.a.q[i];
+                want += w[i] * xv;
+                scale += fabs(w[i] * xv);
+            }
+            float got = pd_qdot_reference(types[k], row, &b.a, 0);
+            if (fabs(got - want) > 1e-5 * scale)
+                fail_msg("%s n=%lld: got %.9g want %.9g", pd_dtype_name(types[k]), (long long)n, got, want);
+            qact_free(&b);
+            free(row);
+            free(w);
+        }
+}
+
+/* Every implementation, every tile shape and every split of rows and tokens
+ * gives the reference's bits: the same integers, scaled and summed in the same
+ * order. */
+static void test_qmatmul_bitwise(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[3] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon()};
+    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    const int64_t cols = 160, rows = 13, toks = 11, ys = 17;
+    for (size_t k = 0; k < 3; k++) {
+        size_t rb = pd_dtype_row_bytes(types[k], cols);
+        uint8_t *w = malloc(rb * rows);
+        for (int64_t r = 0; r < rows; r++) make_row(types[k], cols, w + r * rb);
+        qact_buf b;
+        qact_new(&b, toks, cols);
+        float want[11 * 17], got[11 * 17];
+        for (int64_t t = 0; t < toks; t++)
+            for (int64_t r = 0; r < rows; r++) want[t * ys + r] = pd_qdot_reference(types[k], w + r * rb, &b.a, t);
+        int tested = 0;
+        for (int i = 0; i < 3; i++) {
+            if (!impls[i]) continue;
+            tested++;
+            /* all at once, then in uneven pieces of rows and tokens */
+            memset(got, 0, sizeof got);
+            impls[i]->qmatmul(types[k], w, rb, rows, &b.a, 0, toks, got, ys);
+            for (int64_t t = 0; t < toks; t++)
+                for (int64_t r = 0; r < rows; r++)
+                    if (memcmp(&got[t * ys + r], &want[t * ys + r], sizeof(float)))
+                        fail_msg("%s %s row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
+                                 pd_dtype_name(types[k]), (long long)r, (long long)t, got[t * ys + r], want[t * ys + r]);
+            memset(got, 0, sizeof got);
+            const int64_t rcut[] = {0, 1, 6, 11, 13}, tcut[] = {0, 2, 3, 10, 11};
+            for (int ri = 0; ri < 4; ri++)
+                for (int ti = 0; ti < 4; ti++)
+                    impls[i]->qmatmul(types[k], w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti],
+                                      tcut[ti + 1], got + rcut[ri], ys);
+            for (int64_t t = 0; t < toks; t++)
+                for (int64_t r = 0; r < rows; r++) assert_memory_equal(&got[t * ys + r], &want[t * ys + r], sizeof(float));
+            printf("  %s %s: every (row, token) bitwise equal to the reference\n", impls[i]->name,
+                   pd_dtype_name(types[k]));
+        }
+        assert_true(tested >= 1);
+        qact_free(&b);
+        free(w);
+    }
+}
+
 /* Hand-worked blocks: Q8_0 d=0.5 q=-3 -> -1.5; Q4_0 d=2, nibble 3 -> 2*(3-8) = -10;
  * Q4_1 d=0.25 m=1, nibble 15 -> 4.75. */
 static void test_block_values(void **state)
@@ -134,6 +265,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dot_row_all_types),
+        cmocka_unit_test(test_quantize_act),
+        cmocka_unit_test(test_qdot_reference_value),
+        cmocka_unit_test(test_qmatmul_bitwise),
         cmocka_unit_test(test_block_values),
         cmocka_unit_test(test_half_conversions),
     };

@@ -1,0 +1,265 @@
+/* kernels_avx2.c - the inner loops for x86-64 with AVX2, FMA and F16C.
+ *
+ * Compiled with target attributes rather than -mavx2, so one binary runs
+ * everywhere and pd_kernels_avx2() returns NULL on CPUs without them. */
+#include "kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+
+AVX2 static float dot_avx2(const float *a, const float *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s0 = _mm256_add_ps(s0, s1);
+    __m128 lo = _mm256_castps256_ps128(s0), hi = _mm256_extractf128_ps(s0, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+    float total = _mm_cvtss_f32(lo);
+    for (; i < n; i++) total += a[i] * b[i];
+    return total;
+}
+
+AVX2 static void axpy_avx2(float *y, float s, const float *x, int64_t n)
+{
+    __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += s * x[i];
+}
+
+AVX2_INLINE float hsum256(__m256 v)
+{
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+    return _mm_cvtss_f32(lo);
+}
+
+/* 8 int8 at p as floats */
+AVX2 static __m256 i8x8(const uint8_t *p)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+
+/* 8 uint8 held in the low 64 bits of v, as floats */
+AVX2 static __m256 u8x8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
+
+AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n)
+{
+    const uint8_t *p = row;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    switch (t) {
+    case PD_F32:
+        for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(const void *)(p + 4 * i)),
+                                                         _mm256_loadu_ps(x + i), acc);
+        break;
+    case PD_F16:
+        for (; i + 8 <= n; i += 8)
+            acc = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 2 * i))),
+                                  _mm256_loadu_ps(x + i), acc);
+        break;
+    case PD_BF16:
+        for (; i + 8 <= n; i += 8) {
+            __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p + 2 * i)));
+            acc = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(w, 16)), _mm256_loadu_ps(x + i), acc);
+        }
+        break;
+    case PD_Q8_0:
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 34, x += PD_QBLOCK) {
+            __m256 s = _mm256_mul_ps(i8x8(p + 2), _mm256_loadu_ps(x));
+            s = _mm256_fmadd_ps(i8x8(p + 10), _mm256_loadu_ps(x + 8), s);
+            s = _mm256_fmadd_ps(i8x8(p + 18), _mm256_loadu_ps(x + 16), s);
+            s = _mm256_fmadd_ps(i8x8(p + 26), _mm256_loadu_ps(x + 24), s);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(pd_f16_to_f32(pd_load_u16(p))), s, acc);
+        }
+        return hsum256(acc);
+    case PD_Q4_0:
+    case PD_Q4_1: {
+        bool has_min = t == PD_Q4_1;
+        size_t block = has_min ? 20 : 18, qoff = has_min ? 4 : 2;
+        const __m128i low = _mm_set1_epi8(0x0f);
+        __m256 acc_x = _mm256_setzero_ps();
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += block, x += PD_QBLOCK) {
+            __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(p + qoff));
+            __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
+            __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+            __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+            __m256 s = _mm256_mul_ps(u8x8(lo), x0);
+            s = _mm256_fmadd_ps(u8x8(_mm_srli_si128(lo, 8)), x1, s);
+            s = _mm256_fmadd_ps(u8x8(hi), x2, s);
+            s = _mm256_fmadd_ps(u8x8(_mm_srli_si128(hi, 8)), x3, s);
+            __m256 xs = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
+            float d = pd_f16_to_f32(pd_load_u16(p));
+            float offset = has_min ? pd_f16_to_f32(pd_load_u16(p + 2)) : -8.0f * d;
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(d), s, acc);
+            acc_x = _mm256_fmadd_ps(_mm256_set1_ps(offset), xs, acc_x);
+        }
+        return hsum256(_mm256_add_ps(acc, acc_x));
+    }
+    }
+    /* the tail of an F32/F16/BF16 row that is not a multiple of 8 */
+    float total = hsum256(acc);
+    if (i < n) {
+        float rest[8];
+        pd_row_to_f32(t, p + (size_t)i * (t == PD_F32 ? 4 : 2), rest, n - i);
+        for (int64_t k = 0; k < n - i; k++) total += rest[k] * x[i + k];
+    }
+    return total;
+}
+
+
+/* ------------------------------------------------ integer dot products */
+
+/* Rows x tokens of one register tile. 4x3 keeps 12 accumulators plus the
+ * operands in the 16 ymm registers; every weight block loaded serves 3 tokens
+ * and every activation block 4 rows. */
+#define QT_ROWS 4
+#define QT_TOKS 3
+
+AVX2_INLINE float half_at(const uint8_t *p) { return _cvtsh_ss(pd_load_u16(p)); }
+
+/* One tile of RM rows x RN tokens over every block, in the reference order:
+ * per block the eight int32 lanes of w*x (maddubs + madd), then one fma per
+ * lane with dw*dx. Q8_0 weights are signed, so |w| times x with w's sign
+ * (maddubs wants one unsigned operand); 4-bit values are unsigned already. */
+AVX2_INLINE void qtile(const bool q8, const int RM, const int RN, const uint8_t *w, size_t row_bytes, size_t bsize,
+                       size_t qoff, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+{
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0f);
+    __m256 acc[QT_ROWS][QT_TOKS];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 4
+        for (int u = 0; u < RN; u++) acc[r][u] = _mm256_setzero_ps();
+    const int8_t *xq = a->q + tok * cols;
+    const float *dx = a->d + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) {
+            const uint8_t *blk = w + (size_t)r * row_bytes + (size_t)b * bsize;
+            float dw = half_at(blk);
+            __m256i wq, aw;
+            if (q8) {
+                wq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+                aw = _mm256_abs_epi8(wq);
+            } else {
+                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(blk + qoff));
+                wq = aw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low);
+            }
+#pragma GCC unroll 4
+            for (int u = 0; u < RN; u++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + u * cols));
+                if (q8) x = _mm256_sign_epi8(x, wq);
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), ones);
+                acc[r][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx[u]), acc[r][u]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 4
+        for (int u = 0; u < RN; u++) y[u * y_stride + r] = hsum256(acc[r][u]);
+}
+
+/* The 4-bit block offsets (m, or -8 d) times s = dx * sum(q), added to rows
+ * [0, n_rows) for tokens [t0, t1), eight tokens a vector (s is block-major). */
+AVX2 static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size_t bsize, int64_t n_rows,
+                            const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    const int64_t nb = a->cols / PD_QBLOCK;
+    for (int64_t r = 0; r < n_rows; r++) {
+        const uint8_t *row = w + (size_t)r * row_bytes;
+        for (int64_t tok = t0; tok < t1; tok += 8) {
+            __m256 off = _mm256_setzero_ps();
+            const float *s = a->s + tok;
+            for (int64_t b = 0; b < nb; b++, s += a->n_cap) {
+                const uint8_t *blk = row + (size_t)b * bsize;
+                float o = t == PD_Q4_1 ? half_at(blk + 2) : -8.0f * half_at(blk);
+                off = _mm256_fmadd_ps(_mm256_set1_ps(o), _mm256_loadu_ps(s), off);
+            }
+            float v[8];
+            _mm256_storeu_ps(v, off);
+            for (int64_t u = 0; u < 8 && tok + u < t1; u++) y[(tok + u) * y_stride + r] += v[u];
+        }
+    }
+}
+
+#define QTILE(q8, RM, RN, wr, tok) qtile(q8, RM, RN, wr, row_bytes, bsize, qoff, a, tok, y + (tok) * y_stride + r, y_stride)
+
+/* Rows in panels of QT_ROWS, each panel swept over the tokens (it stays in L1
+ * while the tokens' blocks come from L2); leftovers in narrower tiles. */
+AVX2_INLINE void qmatmul_kind(const bool q8, pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
+                              const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    size_t bsize = q8 ? 34 : t == PD_Q4_0 ? 18 : 20, qoff = t == PD_Q4_1 ? 4 : 2;
+    for (int64_t r = 0; r < n_rows; r += QT_ROWS) {
+        const uint8_t *wr = w + (size_t)r * row_bytes;
+        int64_t tok = t0;
+        if (n_rows - r >= QT_ROWS) {
+            for (; tok + QT_TOKS <= t1; tok += QT_TOKS) QTILE(q8, QT_ROWS, QT_TOKS, wr, tok);
+            for (; tok < t1; tok++) QTILE(q8, QT_ROWS, 1, wr, tok);
+        } else {
+            for (int64_t rr = r; rr < n_rows; rr++, wr += row_bytes) {
+                for (tok = t0; tok + QT_TOKS <= t1; tok += QT_TOKS)
+                    qtile(q8, 1, QT_TOKS, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + rr, y_stride);
+                for (; tok < t1; tok++)
+                    qtile(q8, 1, 1, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + rr, y_stride);
+            }
+        }
+        if (!q8) {
+            int64_t rm = n_rows - r < QT_ROWS ? n_rows - r : QT_ROWS;
+            q4_offsets(t, w + (size_t)r * row_bytes, row_bytes, bsize, rm, a, t0, t1, y + r, y_stride);
+        }
+    }
+}
+
+AVX2 static void qmatmul_q8(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    qmatmul_kind(true, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+AVX2 static void qmatmul_q4(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    qmatmul_kind(false, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                         int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    if (t == PD_Q8_0) qmatmul_q8(t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_q4(t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+static const pd_kernels avx2 = {"avx2", dot_avx2, axpy_avx2, dot_row_avx2, qmatmul_avx2};
+
+const pd_kernels *pd_kernels_avx2(void)
+{
+    __builtin_cpu_init();
+    unsigned eax, ebx, ecx, edx;
+    /* F16C is CPUID leaf 1, ECX bit 29 (not every compiler's builtin knows its name) */
+    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return &avx2;
+    return NULL;
+}
+
+#else
+const pd_kernels *pd_kernels_avx2(void) { return NULL; }
+#endif
