@@ -2,21 +2,41 @@
  *
  * Work is split into one contiguous slice per thread (the caller takes slice
  * 0), which keeps each thread on its own rows of a weight matrix: decode is
- * bound by memory bandwidth, and contiguous slices stream best. */
+ * bound by memory bandwidth, and contiguous slices stream best.
+ *
+ * A forward pass runs hundreds of loops a token, microseconds apart, so the
+ * workers and the caller first spin on atomic counters (the generation of the
+ * current loop, the workers still busy) and only then sleep on the condition
+ * variables: waking a sleeping thread costs tens of microseconds. */
 #include "threadpool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+/* Spins before sleeping: a few tens of microseconds, longer than the gap
+ * between two loops of a forward pass, short enough not to steal a busy
+ * machine's cores for long. */
+#define SPIN_ROUNDS 20000
 
 struct pd_pool {
     int n_threads;
     pthread_t *workers;
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
-    uint64_t generation; /* bumped for every loop, so workers know there is new work */
-    int pending;         /* workers still busy with the current loop */
-    int stopping;
-    /* the current loop */
+    atomic_uint_fast64_t generation; /* bumped for every loop, so workers know there is new work */
+    atomic_int pending;              /* workers still busy with the current loop */
+    atomic_int stopping;
+    /* the current loop: written before generation is bumped, read after it is seen */
     pd_range_fn fn;
     void *arg;
     int64_t n;
@@ -34,6 +54,23 @@ static void slice_bounds(int64_t n, int slices, int s, int64_t *begin, int64_t *
     *end = n * (s + 1) / slices;
 }
 
+/* The generation after `seen`, or seen when stopping; spins, then sleeps. */
+static uint64_t wait_for_work(pd_pool *pool, uint64_t seen)
+{
+    for (int i = 0; i < SPIN_ROUNDS; i++) {
+        uint64_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        if (g != seen || atomic_load_explicit(&pool->stopping, memory_order_acquire)) return g;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&pool->lock);
+    uint64_t g;
+    while ((g = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen &&
+           !atomic_load_explicit(&pool->stopping, memory_order_acquire))
+        pthread_cond_wait(&pool->wake, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+    return g;
+}
+
 static void *worker_main(void *p)
 {
     worker_arg *wa = p;
@@ -41,25 +78,21 @@ static void *worker_main(void *p)
     int index = wa->index;
     free(wa);
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool->lock);
     for (;;) {
-        while (!pool->stopping && pool->generation == seen) pthread_cond_wait(&pool->wake, &pool->lock);
-        if (pool->stopping) break;
-        seen = pool->generation;
-        pd_range_fn fn = pool->fn;
-        void *arg = pool->arg;
-        int64_t n = pool->n;
-        int slices = pool->slices;
-        pthread_mutex_unlock(&pool->lock);
-        if (index < slices) {
+        seen = wait_for_work(pool, seen);
+        if (atomic_load_explicit(&pool->stopping, memory_order_acquire)) break;
+        if (index < pool->slices) {
             int64_t b, e;
-            slice_bounds(n, slices, index, &b, &e);
-            if (b < e) fn(arg, b, e, index);
+            slice_bounds(pool->n, pool->slices, index, &b, &e);
+            if (b < e) pool->fn(pool->arg, b, e, index);
         }
-        pthread_mutex_lock(&pool->lock);
-        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+            /* the last one out wakes the caller if it went to sleep */
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
     }
-    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
@@ -101,7 +134,7 @@ void pd_pool_free(pd_pool *pool)
 {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
-    pool->stopping = 1;
+    atomic_store_explicit(&pool->stopping, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     for (int i = 1; i < pool->n_threads && pool->workers; i++) pthread_join(pool->workers[i - 1], NULL);
@@ -124,13 +157,14 @@ void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *
         fn(arg, 0, n, 0);
         return;
     }
-    pthread_mutex_lock(&pool->lock);
     pool->fn = fn;
     pool->arg = arg;
     pool->n = n;
     pool->slices = slices;
-    pool->pending = pool->n_threads - 1;
-    pool->generation++;
+    atomic_store_explicit(&pool->pending, pool->n_threads - 1, memory_order_relaxed);
+    /* under the lock, so a worker between its last check and its wait cannot miss it */
+    pthread_mutex_lock(&pool->lock);
+    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
@@ -138,7 +172,11 @@ void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *
     slice_bounds(n, slices, 0, &b, &e);
     fn(arg, b, e, 0);
 
+    for (int i = 0; i < SPIN_ROUNDS; i++) {
+        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
+        cpu_relax();
+    }
     pthread_mutex_lock(&pool->lock);
-    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->lock);
+    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) pthread_cond_wait(&pool->done, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
 }
