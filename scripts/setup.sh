@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(build-essential meson ninja-build pkg-config
           libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libcmocka-dev
-          python3 python3-numpy python3-yaml python3-torch libopenblas0-pthread)
+          python3 python3-numpy python3-yaml python3-torch libopenblas0-pthread
+          gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
