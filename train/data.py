@@ -61,6 +61,9 @@ def labelled(data=DATA, split="train"):
 
 
 def all_text(data=DATA):
-    """Every review text, labelled (dev included: no labels are used) and test."""
-    return [t for _, t in read_reviews(os.path.join(data, "train_reviews.csv"))] + \
+    """Every review text but the dev split's: the labelled training reviews and the test
+    reviews (no labels are read). Dev text stays out of the tokenizer and the base too, so
+    the dev figures are those of reviews the model has never seen."""
+    dev = dev_ids(data)
+    return [t for i, t in read_reviews(os.path.join(data, "train_reviews.csv")) if i not in dev] + \
            [t for _, t in read_reviews(os.path.join(data, "test_reviews.csv"))]

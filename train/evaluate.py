@@ -57,13 +57,14 @@ def decide(model, head, tok, t, text, quads, cands):
     return out
 
 
-def load_head(path, hidden):
+def load_head(path, hidden, schema=tasks.SCHEMA):
+    """The pointer head of a heads/ directory and the schema's decide candidates."""
     import json
     meta = json.load(open(os.path.join(path, "head.json"), encoding="utf-8"))
     head = pointer.PointerHead(hidden, meta["head_dim"], torch.Generator(), meta["temperature"])
     st = qwen3.read_safetensors(os.path.join(path, "head.safetensors"))
     head.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in st.items()})
-    return head, meta["candidates"]
+    return head, tasks.candidates(tasks.load_template(schema)[0])
 
 
 def main():
@@ -80,7 +81,7 @@ def main():
     model = qwen3.load_hf(a.model).eval()
     tok = bpe.load(os.path.join(a.model, "tokenizer.json"))
     t, _ = tasks.load_template(a.schema)
-    head, cands = load_head(a.head, model.config["hidden_size"]) if a.head else (None, None)
+    head, cands = load_head(a.head, model.config["hidden_size"], a.schema) if a.head else (None, None)
     dev = D.labelled(a.data, "dev")[:a.limit or None]
     gen, dec = [], []
     for rid, text, _ in dev:

@@ -28,6 +28,9 @@ def load_template(schema=SCHEMA):
             if isinstance(s.get(k), str) and s[k]:
                 t[k] = s[k]
                 source = schema if k == "prompt" else source
+        for k in ("question", "candidate"):  # the decide section: what the head is asked
+            if isinstance((s.get("decide") or {}).get(k), str):
+                t[k] = s["decide"][k]
     if t["prompt"].count("{text}") != 1:
         raise ValueError(f"{source}: the prompt must hold {{text}} exactly once")
     return t, source

@@ -4,7 +4,7 @@
   train_all.py --out DIR [--seed 0] [--base HFDIR] [--threads 2] [size and step options]
 
 Without --base: a byte-level BPE tokenizer on all review text, then a small Qwen3 base LM
-pre-trained on all review text (labelled, dev and test: no labels are read). Then, on the
+pre-trained on the review text outside the dev split (training and test reviews: no labels are read). Then, on the
 labelled reviews minus the dev split: one LoRA adapter trained jointly for extraction
 (generation of the schema's records) and for a pointer head that picks the (category,
 polarity) of an (aspect, opinion) pair among the joint candidates. Writes
@@ -142,8 +142,8 @@ def main(argv=None):
     ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--pretrain-steps", type=int, default=1000)
-    ap.add_argument("--finetune-steps", type=int, default=1000)
+    ap.add_argument("--pretrain-steps", type=int, default=600)
+    ap.add_argument("--finetune-steps", type=int, default=2000)
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--lora-alpha", type=float, default=32)
     ap.add_argument("--lora-lr", type=float, default=2e-3)
@@ -199,8 +199,7 @@ def main(argv=None):
                                torch.Generator().manual_seed(a.seed + 2))
     finetune(model, head, tok, t, train, a, rng, record)
     lora.save_peft(model, os.path.join(a.out, "adapter"), base_name)
-    pointer.save(head, os.path.join(a.out, "head"),
-                 {"question": t["question"], "candidates": tasks.candidates(t)})
+    pointer.save(head, os.path.join(a.out, "head"))
     qwen3.save_hf(lora.merged_copy(model), os.path.join(a.out, "merged"), tok.to_json())
     record["total_seconds"] = round(time.time() - t_start, 1)
     with open(os.path.join(a.out, "train_log.json"), "w", encoding="utf-8") as f:

@@ -161,7 +161,7 @@ def test_training(tmp):
     assert st["base_model.model.model.layers.0.mlp.down_proj.lora_A.weight"].shape == (4, 96)
     assert len(st) == 2 * 2 * 7
     head = json.load(open(os.path.join(out, "head", "head.json"), encoding="utf-8"))
-    assert head["type"] == "pointer" and head["head_dim"] == 8 and len(head["candidates"]) == 39
+    assert head["type"] == "pointer" and head["head_dim"] == 8 and head["layout"] == "parallel"
     hs = qwen3.read_safetensors(os.path.join(out, "head", "head.safetensors"))
     assert {k: v.shape for k, v in hs.items()} == {"q.weight": (8, 64), "q.bias": (8,), "k.weight": (8, 64),
                                                      "k.bias": (8,)}

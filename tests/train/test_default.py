@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Agreement of pocketdec with the PyTorch model on the bundled default (models/tianchi/).
+
+  test_default.py POCKETDEC MODEL_DIR
+
+MODEL_DIR/expected.json was written by train/package.py with the PyTorch forward of
+train/qwen3.py (BF16 base widened to F32, LoRA applied unmerged). Checks:
+  - token ids: pocketdec's tokenizer on the prompts' texts gives the ids torch was fed;
+  - hidden states (every position) and last-position logits of pocketdec with --adapter, merged
+    on load and applied at runtime, within 2e-5 of the largest |value| (F32 against F32: about 1e-6
+    measured; the difference is printed);
+  - pointer-head scores of a 10-candidate decision (parallel layout), same tolerance, and the
+    decision's token sequence;
+  - with python3-torch installed, expected.json is reproduced from the packaged files (so the
+    committed values cannot drift from the files they describe).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+POCKETDEC, MODEL = sys.argv[1:3]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOL = 2e-5
+
+
+def run(args, stdin=None):
+    p = subprocess.run(args, input=stdin, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(args[:3])}... exit {p.returncode}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def flat(v):
+    return [x for r in v for x in r] if v and isinstance(v[0], list) else list(v)
+
+
+def close(got, want, what):
+    got, want = flat(got), flat(want)
+    assert len(got) == len(want), f"{what}: {len(got)} values, want {len(want)}"
+    scale = max(abs(x) for x in want)
+    err = max(abs(a - b) for a, b in zip(got, want))
+    print(f"{what}: max |diff| {err:.3g} = {err / scale:.2g} of the largest |value| {scale:.3g}")
+    assert err <= TOL * scale, f"{what}: max |diff| {err:g} > {TOL} * {scale:g}"
+
+
+def main():
+    with open(os.path.join(MODEL, "expected.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    base, adapter, head = (os.path.join(MODEL, d) for d in ("base", "adapter", "head"))
+    texts = [p["text"] for p in doc["prompts"] if "hidden" in p]
+    lines = run([POCKETDEC, "tokenize", "--tokenizer", os.path.join(base, "tokenizer.json")],
+                "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in texts)).splitlines()
+    for p in doc["prompts"]:
+        if "hidden" not in p:
+            continue
+        assert json.loads(lines.pop(0)) == p["ids"], f"{p['name']}: pocketdec's token ids differ from torch's"
+        ids = ",".join(map(str, p["ids"]))
+        for mode in ("merge", "runtime"):
+            common = ["--model", base, "--adapter", adapter, "--adapter-mode", mode, "--ids", ids]
+            close(json.loads(run([POCKETDEC, "hidden"] + common)), p["hidden"], f"{p['name']} hidden ({mode})")
+            close(json.loads(run([POCKETDEC, "logits"] + common)), p["logits"], f"{p['name']} logits ({mode})")
+    dec = next(p for p in doc["prompts"] if p["name"] == "decision")
+    args = [POCKETDEC, "score", "--model", base, "--adapter", adapter, "--head", head, "--layout", "parallel",
+            "--explain", "--text", dec["text"], "--question", dec["question"]]
+    got = json.loads(run(args + [x for c in dec["candidates"] for x in ("--candidate", c)]))
+    assert got["tokens"] == dec["ids"], "the decision prompt's token ids differ from torch's"
+    assert [c["label"] for c in got["candidates"]] == dec["candidates"]
+    close([c["score"] for c in got["candidates"]], dec["scores"], "decision scores")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print("python3-torch is not installed: expected.json was not recomputed")
+        return
+    subprocess.run([sys.executable, os.path.join(ROOT, "train", "package.py"), "--check", MODEL], check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Package a train_all.py run as pocketdec's bundled default, and write the expected values that
+pocketdec's agreement test compares against.
+
+  package.py --run DIR --out models/tianchi          # copy, base in BF16, expected.json
+  package.py --check models/tianchi                  # recompute expected.json with torch, compare
+
+The base is stored in BF16 (half the bytes; the adapter and head stay F32, as PEFT writes them).
+expected.json holds, for an extraction prompt and plain text, the token ids, the final-norm
+hidden states of every position and the logits of the last position, and for a decision prompt
+(parallel layout, 10 candidates) the pointer head's scores, computed by the PyTorch model of
+train/qwen3.py from the packaged files: the BF16 base widened to F32 with the LoRA of the adapter
+applied unmerged (y = Wx + s.B(Ax)).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import torch
+
+import bpe
+import lora
+import qwen3
+import tasks
+
+TEXT = "这个眼霜用了一周，感觉很滋润，吸收也快，就是价格有点贵"  # in the extraction and decision prompts
+PLAIN = "很好用，物流很快，包装也不错，就是味道有点大"
+
+
+def bf16_bytes(a):
+    """F32 array -> BF16 bytes, rounded to nearest even (what torch's .bfloat16() does)."""
+    u = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()
+
+
+def write_bf16_safetensors(path, tensors):
+    header, off, blobs = {}, 0, []
+    for k in sorted(tensors):
+        b = bf16_bytes(tensors[k])
+        header[k] = {"dtype": "BF16", "shape": list(tensors[k].shape), "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    header["__metadata__"] = {"format": "pt"}
+    hj = json.dumps(header, separators=(",", ":")).encode()
+    hj += b" " * (-len(hj) % 8)
+    with open(path, "wb") as f:
+        f.write(len(hj).to_bytes(8, "little") + hj + b"".join(blobs))
+
+
+def package(run, out):
+    os.makedirs(out, exist_ok=True)
+    base = os.path.join(out, "base")
+    os.makedirs(base, exist_ok=True)
+    with open(os.path.join(run, "base", "config.json")) as f:
+        cfg = json.load(f)
+    cfg["torch_dtype"] = "bfloat16"
+    with open(os.path.join(base, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    write_bf16_safetensors(os.path.join(base, "model.safetensors"),
+                           qwen3.read_safetensors(os.path.join(run, "base", "model.safetensors")))
+    shutil.copy(os.path.join(run, "base", "tokenizer.json"), os.path.join(base, "tokenizer.json"))
+    for sub, files in (("adapter", ("adapter_config.json", "adapter_model.safetensors")),
+                       ("head", ("head.json", "head.safetensors"))):
+        os.makedirs(os.path.join(out, sub), exist_ok=True)
+        for name in files:
+            shutil.copy(os.path.join(run, sub, name), os.path.join(out, sub, name))
+    head_json = os.path.join(out, "head", "head.json")
+    with open(head_json, encoding="utf-8") as f:
+        meta = json.load(f)
+    for k in ("question", "candidates"):  # older runs kept these; the schema's decide section has them
+        meta.pop(k, None)
+    with open(head_json, "w", encoding="utf-8") as f:
+        json.dump(meta, f, ensure_ascii=False, indent=2)
+    with open(os.path.join(out, "adapter", "adapter_config.json")) as f:
+        acfg = json.load(f)
+    acfg["base_model_name_or_path"] = "../base"
+    with open(os.path.join(out, "adapter", "adapter_config.json"), "w") as f:
+        json.dump(acfg, f, indent=2)
+    with open(os.path.join(run, "train_log.json"), encoding="utf-8") as f:
+        log = json.load(f)
+    root = os.path.dirname(tasks.HERE)
+    for k in ("out", "data", "schema", "base"):  # no machine paths in the committed record
+        v = log["args"].get(k)
+        if v:
+            v = os.path.abspath(v)
+            log["args"][k] = os.path.relpath(v, root) if v.startswith(root + os.sep) else os.path.basename(v)
+    with open(os.path.join(out, "train_log.json"), "w", encoding="utf-8") as f:
+        json.dump(log, f, ensure_ascii=False, indent=2)
+    with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump(expected(out), f, ensure_ascii=False)
+
+
+@torch.no_grad()
+def expected(out):
+    """{"prompts": [{name, ids, hidden [T][H], logits [V]}]} from the packaged files."""
+    import evaluate
+    import pointer
+    model = lora.load_peft(qwen3.load_hf(os.path.join(out, "base")), os.path.join(out, "adapter")).eval()
+    tok = bpe.load(os.path.join(out, "base", "tokenizer.json"))
+    t, _ = tasks.load_template()
+    def g7(v):
+        return [float(f"{x:.7g}") for x in v]
+
+    rows = []
+    for name, text in (("extraction", tasks.full_prompt(t, TEXT)), ("plain", PLAIN)):
+        ids = tok.encode(text)
+        h = model.hidden(torch.tensor([ids]))[0]
+        rows.append({"name": name, "text": text, "ids": ids, "hidden": [g7(r) for r in h.tolist()],
+                     "logits": g7(model.logits(h[-1]).tolist())})
+    # a decision in the parallel layout (positions restart, siblings hidden), scored by the head
+    head, cands = evaluate.load_head(os.path.join(out, "head"), model.config["hidden_size"])
+    q, cands = t["question"].format(aspect="眼霜", opinion="滋润"), cands[::4]
+    ids, pos, vis, keys, query = pointer.prompt(tok, TEXT, q, cands)
+    h = model.hidden(torch.tensor([ids]), torch.tensor([pos]), vis[None])[0]
+    rows.append({"name": "decision", "text": TEXT, "question": q, "candidates": cands, "ids": ids,
+                 "scores": g7(head.scores(h[query][None], h[keys][None])[0].tolist())})
+    return {"model": "base + adapter (LoRA unmerged), F32 compute, torch " + torch.__version__, "prompts": rows}
+
+
+def check(out):
+    """Recompute expected.json from the packaged files; exit 1 when it drifted."""
+    with open(os.path.join(out, "expected.json"), encoding="utf-8") as f:
+        have = json.load(f)
+    now = expected(out)
+    for a, b in zip(have["prompts"], now["prompts"]):
+        assert a["ids"] == b["ids"], f"{a['name']}: token ids differ"
+        for key in ("hidden", "logits", "scores"):
+            if key not in a:
+                continue
+            x, y = np.asarray(a[key]), np.asarray(b[key])
+            err = float(np.abs(x - y).max()) / float(np.abs(y).max())
+            if err > 1e-5:
+                sys.exit(f"{out}/expected.json: {a['name']} {key} differ by {err:.3g} of the largest value")
+    print(f"{out}/expected.json: reproduced by torch {torch.__version__}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", help="a train_all.py output directory")
+    ap.add_argument("--out", help="where to write the packaged default")
+    ap.add_argument("--check", metavar="DIR", help="recompute DIR/expected.json and compare")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    if a.check:
+        check(a.check)
+    elif a.run and a.out:
+        package(a.run, a.out)
+    else:
+        ap.error("give --run and --out, or --check")
+
+
+if __name__ == "__main__":
+    main()
