@@ -73,13 +73,7 @@ static void candidate_values(const pd_schema *sc, const int32_t *fields, int32_t
     }
 }
 
-int32_t pd_schema_n_candidates(const pd_schema *sc)
-{
-    if (!sc || !sc->decide_candidate) return 0;
-    int32_t fields[64], nf = candidate_fields(sc, fields), total = 1;
-    for (int32_t j = 0; j < nf; j++) total *= sc->fields[fields[j]].n_values;
-    return total;
-}
+int32_t pd_schema_n_candidates(const pd_schema *sc) { return sc ? sc->n_decide_cands : 0; }
 
 void pd_schema_free_candidates(char **cands, int32_t n)
 {
@@ -94,7 +88,8 @@ static int compare_strings(const void *a, const void *b)
 
 pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err)
 {
-    int32_t fields[64], nf = candidate_fields(sc, fields), total = pd_schema_n_candidates(sc);
+    int32_t fields[64], nf = candidate_fields(sc, fields), total = 1;
+    for (int32_t j = 0; j < nf; j++) total *= sc->fields[fields[j]].n_values; /* bounded when the schema is read */
     char **cands = calloc((size_t)total, sizeof *cands), **sorted = calloc((size_t)total, sizeof *sorted);
     char **values = calloc((size_t)sc->n_fields, sizeof *values);
     pd_status rc = PD_OK;
@@ -170,11 +165,10 @@ pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *t
         return pd_set_error(err, PD_ERR_ARG, "pd_extraction_decide: the extraction has %d fields, %s has %d",
                             x->n_fields, sc->path, sc->n_fields);
     if (x->n_records == 0) return PD_OK; /* nothing to ask: no model call */
-    char **cands = NULL, **scratch = calloc((size_t)sc->n_fields, sizeof *scratch);
-    int32_t n_cands = 0, fields[64], nf = candidate_fields(sc, fields);
-    pd_status rc = scratch ? pd_schema_candidates(sc, &cands, &n_cands, err)
+    char **scratch = calloc((size_t)sc->n_fields, sizeof *scratch);
+    int32_t fields[64], nf = candidate_fields(sc, fields);
+    pd_status rc = scratch ? pd_decider_set_text(d, text, err)
                            : pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
-    if (!rc) rc = pd_decider_set_text(d, text, err);
     for (int32_t r = 0; !rc && r < x->n_records; r++) {
         char *question = pd_schema_render(sc, sc->decide_question, x->records[r].values);
         pd_decision *dec = NULL;
@@ -182,11 +176,11 @@ pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *t
             rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
             break;
         }
-        rc = pd_decide(d, NULL, question, (const char *const *)cands, n_cands, &dec, err);
+        rc = pd_decide(d, NULL, question, (const char *const *)sc->decide_cands, sc->n_decide_cands, &dec, err);
         free(question);
         if (rc) break;
         int32_t best = 0;
-        for (int32_t k = 1; k < n_cands; k++)
+        for (int32_t k = 1; k < sc->n_decide_cands; k++)
             if (dec->probs[k] > dec->probs[best]) best = k;
         pd_decision_free(dec);
         if (apply(sc, fields, nf, best, &x->records[r], scratch))
@@ -194,6 +188,5 @@ pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *t
     }
     if (!rc && sc->distinct_records) drop_repeats(x);
     free(scratch);
-    pd_schema_free_candidates(cands, n_cands);
     return rc;
 }

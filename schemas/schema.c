@@ -250,13 +250,10 @@ static pd_status read_decide(reader *r, pd_schema *sc, const yaml_node_t *root)
         if (pd_schema_decides(sc, i) && (n *= sc->fields[i].n_values) > PD_SCHEMA_MAX_CANDIDATES)
             return fail_at(r, get(r, dn, "candidate"), PD_ERR_RANGE,
                            "'decide.candidate' makes more than %d candidates", PD_SCHEMA_MAX_CANDIDATES);
-    char **cands = NULL;
-    int32_t n_cands = 0;
     pd_error e;
-    if ((rc = pd_schema_candidates(sc, &cands, &n_cands, &e)))
+    if ((rc = pd_schema_candidates(sc, &sc->decide_cands, &sc->n_decide_cands, &e)))
         return rc == PD_ERR_NOMEM ? pd_set_error(r->err, rc, "%s: out of memory", r->path)
                                   : fail_at(r, get(r, dn, "candidate"), rc, "%s", e.message);
-    pd_schema_free_candidates(cands, n_cands);
     return PD_OK;
 }
 
@@ -375,6 +372,7 @@ void pd_schema_free(pd_schema *sc)
     free(sc->csv_cols);
     free(sc->decide_question);
     free(sc->decide_candidate);
+    pd_schema_free_candidates(sc->decide_cands, sc->n_decide_cands);
     free(sc);
 }
 

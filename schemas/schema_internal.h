@@ -63,6 +63,8 @@ struct pd_schema {
     bool distinct_records;        /* a repeated record ends the output */
     char *decide_question;        /* NULL: no decide section; {field} templates */
     char *decide_candidate;       /* names the enum fields a head relabels */
+    char **decide_cands;          /* its candidates, rendered once when the schema is read */
+    int32_t n_decide_cands;
 };
 
 #define PD_SCHEMA_MAX_CANDIDATES 4096 /* joint labels a decide section may make */
