@@ -57,19 +57,30 @@ static bool add_floats(size_t *a, size_t b, size_t c, size_t d)
 
 /* What pd_context_new allocates for resolved parameters p: the KV cache and
  * the scratch (the same products as the allocations below). */
+/* Tokens of room in the quantized activations for a batch of n: rounded up so
+ * the block-major d and s rows lie an odd number of cache lines apart. At a
+ * power-of-two stride the blocks of one token (all a decode step reads) fall
+ * into the same few L1 sets and evict each other. */
+static size_t qact_cap(size_t n)
+{
+    size_t cap = (n + 15) / 16 * 16;
+    return (cap / 16) % 2 ? cap : cap + 16;
+}
+
 static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t *kv, size_t *scratch)
 {
     size_t B = (size_t)p->n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p->n_threads, R = (size_t)c->head_dim / 2 + 1;
     size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
+    size_t G = (size_t)(c->n_heads / c->n_kv_heads); /* query heads per KV head */
     *kv = *scratch = 0;
     return add_floats(kv, 2 * (size_t)c->n_layers, (size_t)p->n_ctx, KV) && add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
-           add_floats(scratch, T, max_cols, 1) && add_floats(scratch, T, (size_t)p->n_ctx, 1) &&
+           add_floats(scratch, T, max_cols, 1) && add_floats(scratch, T, G, (size_t)p->n_ctx + 2) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
            /* quantized activations: int8 q, then d and s (with padding) */
-           add_floats(scratch, B, max_cols / sizeof(float) + 1, 1) &&
-           add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * B + 8, 1) &&
+           add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
+           add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * qact_cap(B) + 8, 1) &&
            *kv + *scratch >= *kv;
 }
 
@@ -87,6 +98,7 @@ static bool reserve_qact(pd_context *ctx, int64_t n)
 {
     pd_qact *a = &ctx->qact;
     if (n <= a->n_cap) return true;
+    n = (int64_t)qact_cap((size_t)n);
     const pd_config *c = &ctx->model->cfg;
     size_t cols = (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn), q, ds;
     /* d and s: [blocks][n] plus a vector of padding for the 8-token loads */
@@ -157,7 +169,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->up = alloc_floats(B, F, 1);
     ctx->delta = alloc_floats(B, H, 1);
     ctx->rowbuf = alloc_floats(T, max_cols, 1);
-    ctx->scores = alloc_floats(T, (size_t)p.n_ctx, 1);
+    ctx->scores = alloc_floats(T, (size_t)(c->n_heads / c->n_kv_heads), (size_t)p.n_ctx + 2);
     ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->chunk_pos = calloc(B, sizeof(int32_t));

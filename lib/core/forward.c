@@ -91,6 +91,7 @@ static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
 }
 
 typedef struct {
+    const pd_kernels *kern;
     pd_qact *a;
     const float *x;
     int64_t x_stride;
@@ -100,7 +101,7 @@ static void quantize_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     (void)thread;
     const quantize_job *q = arg;
-    pd_quantize_act(q->a, q->x, q->x_stride, begin, end);
+    q->kern->quantize_act(q->a, q->x, q->x_stride, begin, end);
 }
 
 /* x quantized into the context's activation buffer when w is block-quantized
@@ -112,7 +113,7 @@ static const pd_qact *quantize_for(pd_context *ctx, const pd_matrix *w, const fl
     pd_qact *a = &ctx->qact;
     a->n_tok = n_tok;
     a->cols = w->cols;
-    quantize_job q = {a, x, x_stride};
+    quantize_job q = {ctx->model->kern, a, x, x_stride};
     pd_pool_for(ctx->pool, n_tok, 4, quantize_range, &q);
     return a;
 }
@@ -191,54 +192,53 @@ typedef struct {
     const pd_batch *batch;
 } attn_job;
 
-static bool sees(const attn_job *a, int32_t i_batch, int32_t t)
-{
-    if (t < a->batch_kv0) return true;
-    int32_t jb = t - a->batch_kv0;
-    if (a->batch->visible) return a->batch->visible[(size_t)i_batch * (size_t)a->batch->n_tokens + (size_t)jb] != 0;
-    return jb <= i_batch;
-}
-
+/* One work item: one token of the chunk and one KV head, with every query
+ * head that shares it (grouped-query attention), so each cached key and value
+ * row is read once for the whole group. A token sees the cache before the
+ * batch and the batch up to itself (the mask, if any, is lower-triangular and
+ * may hide more of the batch). */
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
     pd_context *ctx = a->ctx;
     const pd_config *c = &ctx->model->cfg;
     const pd_kernels *kern = ctx->model->kern;
-    int hd = c->head_dim, nh = c->n_heads, group = c->n_heads / c->n_kv_heads;
-    size_t kvd = (size_t)c->n_kv_heads * (size_t)hd;
-    size_t layer_off = (size_t)a->layer * (size_t)ctx->n_ctx * kvd;
+    int64_t hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, group = nh / nkv, n_ctx = ctx->n_ctx;
+    int64_t kvd = nkv * hd;
+    size_t layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd;
     const float *kc = ctx->k_cache + layer_off, *vc = ctx->v_cache + layer_off;
-    float *scores = ctx->scores + (size_t)thread * (size_t)ctx->n_ctx;
+    /* per thread: group rows of n_ctx scores, the group's dots of one key, their 1/sums */
+    float *scores = ctx->scores + (size_t)thread * (size_t)(group * (n_ctx + 2));
+    float *dots = scores + group * n_ctx, *inv = dots + group;
     float inv_sqrt = 1.0f / sqrtf((float)hd);
-    int32_t kv_end = a->batch_kv0 + a->chunk_start + a->n_tok;
+    const uint8_t *visible = a->batch->visible;
 
     for (int64_t item = begin; item < end; item++) {
-        int32_t i = (int32_t)(item / nh), h = (int32_t)(item % nh);
+        int32_t i = (int32_t)(item / nkv), g = (int32_t)(item % nkv);
         int32_t i_batch = a->chunk_start + i;
-        const float *q = ctx->q + (size_t)i * nh * hd + (size_t)h * hd;
-        size_t kv_off = (size_t)(h / group) * hd;
-        float maxs = -INFINITY;
-        for (int32_t t = 0; t < kv_end; t++) {
-            if (!sees(a, i_batch, t)) {
-                scores[t] = -INFINITY;
-                continue;
-            }
-            float s = kern->dot(q, kc + (size_t)t * kvd + kv_off, hd) * inv_sqrt;
-            scores[t] = s;
-            if (s > maxs) maxs = s;
+        int64_t n_keys = (int64_t)a->batch_kv0 + i_batch + 1;
+        const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
+        const float *k = kc + (size_t)g * hd, *v = vc + (size_t)g * hd;
+        for (int64_t t = 0; t < n_keys; t++) {
+            kern->dots(k + t * kvd, q, hd, group, hd, dots);
+            for (int64_t h = 0; h < group; h++) scores[h * n_ctx + t] = dots[h] * inv_sqrt;
         }
-        float *out = ctx->att + (size_t)i * nh * hd + (size_t)h * hd;
-        memset(out, 0, (size_t)hd * sizeof(float));
-        double sum = 0.0;
-        for (int32_t t = 0; t < kv_end; t++) {
-            if (scores[t] == -INFINITY) continue;
-            float e = expf(scores[t] - maxs);
-            sum += e;
-            kern->axpy(out, e, vc + (size_t)t * kvd + kv_off, hd);
+        if (visible) {
+            const uint8_t *row = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
+            for (int64_t jb = 0; jb <= i_batch; jb++)
+                if (!row[jb])
+                    for (int64_t h = 0; h < group; h++) scores[h * n_ctx + a->batch_kv0 + jb] = -INFINITY;
         }
-        float inv = (float)(1.0 / sum);
-        for (int d = 0; d < hd; d++) out[d] *= inv;
+        float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
+        for (int64_t h = 0; h < group; h++) {
+            float *s = scores + h * n_ctx, maxs = -INFINITY;
+            for (int64_t t = 0; t < n_keys; t++) maxs = s[t] > maxs ? s[t] : maxs;
+            inv[h] = 1.0f / kern->exp_sum(s, n_keys, maxs);
+        }
+        memset(out, 0, (size_t)(group * hd) * sizeof(float));
+        for (int64_t t = 0; t < n_keys; t++) kern->axpys(out, hd, scores + t, n_ctx, group, v + t * kvd, hd);
+        for (int64_t h = 0; h < group; h++)
+            for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[h];
     }
 }
 
@@ -304,7 +304,7 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     }
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
-    pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_heads, 4, attention_range, &aj);
+    pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_kv_heads, 1, attention_range, &aj);
     matmul(ctx, &L->wo, NULL, ctx->att, Q, ctx->delta, H, n_tok);
     for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
 

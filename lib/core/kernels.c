@@ -143,6 +143,16 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
     }
 }
 
+float pd_exp_sum(float *s, int64_t n, float max)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s[i] = s[i] == -INFINITY ? 0.0f : expf(s[i] - max);
+        sum += s[i];
+    }
+    return (float)sum;
+}
+
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;

@@ -19,8 +19,12 @@ typedef struct pd_qact {
     float *d, *s;               /* [cols/32][n_cap] */
 } pd_qact;
 
-/* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set. */
+/* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set.
+ * The definition; the kernel tables carry faster equals. */
 void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
+
+/* exp_sum's definition: expf of each shifted score, summed in double. */
+float pd_exp_sum(float *s, int64_t n, float max);
 
 typedef struct pd_kernels {
     const char *name;
@@ -38,6 +42,16 @@ typedef struct pd_kernels {
      * split of rows and tokens gives the same bits. */
     void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                     int64_t t1, float *y, int64_t y_stride);
+    /* pd_quantize_act's result, bit for bit */
+    void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
+    /* Attention, one key or value row against the query heads that share it:
+     * dots: out[i] = (q + i*q_stride) . k for i < nq, n elements each;
+     * axpys: (y + i*y_stride) += s[i*s_stride] * x for i < ny, n elements each;
+     * exp_sum: s[i] = exp(s[i] - max) for i < n (0 where s[i] is -inf), and
+     * returns their sum. */
+    void (*dots)(const float *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out);
+    void (*axpys)(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, const float *x, int64_t n);
+    float (*exp_sum)(float *s, int64_t n, float max);
 } pd_kernels;
 
 const pd_kernels *pd_kernels_select(void);

@@ -7,6 +7,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -248,7 +249,127 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else qmatmul_q4(t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
-static const pd_kernels avx2 = {"avx2", dot_avx2, axpy_avx2, dot_row_avx2, qmatmul_avx2};
+/* ------------------------------------------------- quantized activations */
+
+/* roundf (halves away from zero) of eight floats: truncate, then step away
+ * from zero where the dropped fraction is at least one half (x - trunc(x) is
+ * exact). NaN stays NaN, infinities stay infinite, as roundf has it. */
+AVX2_INLINE __m256 round_away(__m256 x)
+{
+    __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
+    __m256 frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(x, t));
+    __m256 step = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), _mm256_set1_ps(1.0f));
+    return _mm256_add_ps(t, _mm256_or_ps(step, sign));
+}
+
+/* pd_quantize_act, eight values a step, with its bits: the same maximum
+ * (NaN ignored, as fmaxf does), the same scalar d and 1/d, roundf, and the
+ * clamp that turns NaN into -127. */
+AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+{
+    const int64_t nb = a->cols / PD_QBLOCK;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    for (int64_t t = t0; t < t1; t++) {
+        const float *xt = x + t * x_stride;
+        int8_t *qt = a->q + t * a->cols;
+        for (int64_t b = 0; b < nb; b++) {
+            const float *v = xt + b * PD_QBLOCK;
+            __m256 x0 = _mm256_loadu_ps(v), x1 = _mm256_loadu_ps(v + 8);
+            __m256 x2 = _mm256_loadu_ps(v + 16), x3 = _mm256_loadu_ps(v + 24);
+            __m256 m = _mm256_setzero_ps();
+            m = _mm256_max_ps(_mm256_and_ps(x0, abs_mask), m);
+            m = _mm256_max_ps(_mm256_and_ps(x1, abs_mask), m);
+            m = _mm256_max_ps(_mm256_and_ps(x2, abs_mask), m);
+            m = _mm256_max_ps(_mm256_and_ps(x3, abs_mask), m);
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+            float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            __m256 vid = _mm256_set1_ps(id);
+            __m256i q[4];
+            const __m256 xs[4] = {x0, x1, x2, x3};
+            for (int k = 0; k < 4; k++) {
+                __m256 r = round_away(_mm256_mul_ps(xs[k], vid));
+                q[k] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
+            }
+            __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            /* packs work within 128-bit lanes: put the 32 bytes back in order */
+            __m256i p16 = _mm256_packs_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
+                                             _mm256_permute2x128_si256(q[0], q[1], 0x31));
+            __m256i p16b = _mm256_packs_epi32(_mm256_permute2x128_si256(q[2], q[3], 0x20),
+                                              _mm256_permute2x128_si256(q[2], q[3], 0x31));
+            __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16, p16b), order);
+            _mm256_storeu_si256((__m256i *)(void *)(qt + b * PD_QBLOCK), p8);
+            a->d[b * a->n_cap + t] = d;
+            a->s[b * a->n_cap + t] = d * (float)_mm_cvtsi128_si32(s4);
+        }
+    }
+}
+
+/* -------------------------------------------------------------- attention */
+
+AVX2 static void dots_avx2(const float *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out)
+{
+    for (int64_t i = 0; i < nq; i++) out[i] = dot_avx2(q + i * q_stride, k, n);
+}
+
+AVX2 static void axpys_avx2(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, const float *x,
+                            int64_t n)
+{
+    for (int64_t i = 0; i < ny; i++) axpy_avx2(y + i * y_stride, s[i * s_stride], x, n);
+}
+
+/* exp of eight floats: 2^n * p(r) with r = x - n ln 2 (ln 2 in two parts) and
+ * p of degree 7 (the Cephes coefficients), within 2 ulp of expf on
+ * [-87, 88]; below -87 (and -inf, a masked score) exactly 0. */
+AVX2_INLINE __m256 exp8(__m256 x)
+{
+    __m256 zero_below = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), zero_below);
+}
+
+AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
+{
+    __m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), vmax));
+        _mm256_storeu_ps(s + i, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float sum = hsum256(acc);
+    if (i < n) {
+        float rest[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+        memcpy(rest, s + i, (size_t)(n - i) * sizeof(float));
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(rest), vmax));
+        _mm256_storeu_ps(rest, e);
+        memcpy(s + i, rest, (size_t)(n - i) * sizeof(float));
+        sum += hsum256(e);
+    }
+    return sum;
+}
+
+static const pd_kernels avx2 = {"avx2",       dot_avx2,          axpy_avx2,  dot_row_avx2, qmatmul_avx2,
+                                quantize_act_avx2, dots_avx2, axpys_avx2, exp_sum_avx2};
 
 const pd_kernels *pd_kernels_avx2(void)
 {

@@ -141,6 +141,111 @@ static void test_quantize_act(void **state)
     qact_free(&b);
 }
 
+/* Every table's quantize_act gives pd_quantize_act's bits, including ties at
+ * half a step, NaN, infinities, -0, subnormals and an all-zero block. */
+static void test_quantize_act_tables(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
+    const int64_t n_tok = 5, cols = 160, nb = cols / 32;
+    float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
+    for (int64_t i = 0; i < n_tok * cols; i++) x[i] = frand() * 3.0f;
+    /* token 0: block 0 has max 127, so id = 1 and k + 0.5 are exact ties */
+    x[0] = 127.0f;
+    const float ties[] = {0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 0.49999997f, -0.49999997f};
+    for (int k = 0; k < 10; k++) x[1 + k] = ties[k];
+    x[40] = NAN;                  /* block 1: NaN among finite values */
+    x[70] = INFINITY;             /* block 2: an infinity */
+    x[71] = -INFINITY;
+    for (int j = 96; j < 128; j++) x[j] = 0.0f; /* block 3: zeros, one -0 */
+    x[100] = -0.0f;
+    x[130] = 1e-40f; /* block 4: subnormals only */
+    x[131] = -3e-39f;
+    for (int j = 132; j < 160; j++) x[j] = 0.0f;
+    pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), NULL, NULL}, got = want;
+    size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float);
+    want.d = calloc(1, ds);
+    want.s = calloc(1, ds);
+    got.q = malloc((size_t)(n_tok * cols));
+    got.d = calloc(1, ds);
+    got.s = calloc(1, ds);
+    pd_quantize_act(&want, x, cols, 0, n_tok);
+    for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
+        if (!impls[i]) continue;
+        memset(got.q, 0x55, (size_t)(n_tok * cols));
+        impls[i]->quantize_act(&got, x, cols, 0, 2);
+        impls[i]->quantize_act(&got, x, cols, 2, n_tok);
+        for (int64_t j = 0; j < n_tok * cols; j++)
+            if (got.q[j] != want.q[j])
+                fail_msg("%s quantize_act: q[%lld] = %d, want %d (x %.9g)", impls[i]->name, (long long)j, got.q[j],
+                         want.q[j], x[j]);
+        assert_memory_equal(got.d, want.d, (size_t)(nb * n_tok) * sizeof(float));
+        assert_memory_equal(got.s, want.s, (size_t)(nb * n_tok) * sizeof(float));
+    }
+    /* the ties round away from zero, as roundf does */
+    assert_int_equal(want.q[1], 1);
+    assert_int_equal(want.q[2], -1);
+    assert_int_equal(want.q[5], 3);
+    assert_int_equal(want.q[8], -127);
+    free(x);
+    free(want.q);
+    free(want.d);
+    free(want.s);
+    free(got.q);
+    free(got.d);
+    free(got.s);
+}
+
+/* The attention kernels: dots and axpys against float64, exp_sum within a few
+ * ulp of expf (exactly 0 for a masked -inf score). */
+static void test_attention_kernels(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
+    const int64_t n = 72, nq = 7, qs = 80; /* n not a multiple of 16: the tails are exercised */
+    float k[72], q[7 * 80], out[7], y[7 * 80], y0[7 * 80], sc[7 * 3];
+    for (int64_t i = 0; i < n; i++) k[i] = frand();
+    for (int64_t i = 0; i < nq * qs; i++) q[i] = y0[i] = frand();
+    for (int64_t i = 0; i < nq * 3; i++) sc[i] = frand();
+    float s[203], e[203];
+    for (int i = 0; i < 203; i++) s[i] = -40.0f * fabsf(frand());
+    s[0] = 0.0f;
+    s[7] = -INFINITY;
+    s[100] = -86.9f;
+    s[101] = -87.5f;
+    s[202] = -INFINITY; /* in the tail */
+    memcpy(e, s, sizeof s);
+    float want_sum = pd_exp_sum(e, 203, 0.0f);
+    for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
+        const pd_kernels *kt = impls[m];
+        if (!kt) continue;
+        kt->dots(k, q, qs, nq, n, out);
+        for (int64_t i = 0; i < nq; i++) {
+            double want = 0.0, scale = 0.0;
+            for (int64_t j = 0; j < n; j++) {
+                want += (double)q[i * qs + j] * k[j];
+                scale += fabs((double)q[i * qs + j] * k[j]);
+            }
+            assert_true(fabs(out[i] - want) <= 1e-6 * scale);
+        }
+        memcpy(y, y0, sizeof y);
+        kt->axpys(y, qs, sc, 3, nq, k, n);
+        for (int64_t i = 0; i < nq; i++)
+            for (int64_t j = 0; j < qs; j++) {
+                double want = j < n ? (double)y0[i * qs + j] + (double)sc[i * 3] * k[j] : y0[i * qs + j];
+                assert_true(fabs(y[i * qs + j] - want) <= 1e-6 * (fabs(want) + 1.0));
+            }
+        float got[203];
+        memcpy(got, s, sizeof s);
+        float sum = kt->exp_sum(got, 203, 0.0f);
+        assert_true(fabsf(sum - want_sum) <= 1e-6f * want_sum);
+        assert_true(got[7] == 0.0f && got[202] == 0.0f && got[0] == 1.0f);
+        for (int i = 0; i < 203; i++)
+            if (fabsf(got[i] - e[i]) > 4.8e-7f * e[i] + 1e-37f)
+                fail_msg("%s exp_sum: exp(%.9g) = %.9g, expf %.9g", kt->name, s[i], got[i], e[i]);
+    }
+}
+
 /* The reference order computes the right number: against a float64 dot of the
  * converted row with the dequantized activations. */
 static void test_qdot_reference_value(void **state)
@@ -266,6 +371,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dot_row_all_types),
         cmocka_unit_test(test_quantize_act),
+        cmocka_unit_test(test_quantize_act_tables),
+        cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_qdot_reference_value),
         cmocka_unit_test(test_qmatmul_bitwise),
         cmocka_unit_test(test_block_values),
