@@ -308,3 +308,14 @@ int cli_main(int argc, char **argv, const cli_command *commands, size_t n_comman
     fprintf(stderr, "pocketdec: unknown command '%s' (try pocketdec --help)\n", argv[1]);
     return 2;
 }
+
+int cli_kv_cache_opt(cli_args *a, pd_kv_type *t)
+{
+    const char *v = cli_opt(a, "--kv-cache");
+    *t = PD_KV_AUTO;
+    if (!v || strcmp(v, "auto") == 0) return 0;
+    if (strcmp(v, "f32") == 0) *t = PD_KV_F32;
+    else if (strcmp(v, "f16") == 0) *t = PD_KV_F16;
+    else return cli_usage(a, "--kv-cache must be auto, f32 or f16");
+    return 0;
+}

@@ -29,6 +29,10 @@ const char *cli_opt_nth(cli_args *a, const char *name, int n);
 bool cli_flag(cli_args *a, const char *name);
 /* Integer/float option with default and range; prints a usage error and returns 2 when bad. */
 int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t hi, int32_t *out);
+
+/* --kv-cache auto|f32|f16 into *t (PD_KV_AUTO when absent); 2 after a usage
+ * message when the value is something else. */
+int cli_kv_cache_opt(cli_args *a, pd_kv_type *t);
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
 
 /* The model a command evaluates: --model PATH, with the adapters of every

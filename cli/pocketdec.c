@@ -78,7 +78,8 @@ static int open_model_ids(cli_args *a, cli_model *cm, pd_context **ctx, int32_t 
     const char *ids_s = cli_opt(a, "--ids");
     if (ids_s && cli_parse_ids(ids_s, ids, n_ids)) return cli_usage(a, "--ids must be comma-separated integers");
     pd_context_params cp = pd_context_default_params();
-    if (cli_int_opt(a, "--threads", 1, 1, 256, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx))
+    if (cli_int_opt(a, "--threads", 1, 1, 256, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx) ||
+        cli_kv_cache_opt(a, &cp.kv_type))
         return 2;
     int rc = cli_model_open(a, cm);
     if (rc) return rc;
@@ -223,13 +224,15 @@ static int cmd_bench(cli_args *a)
         cli_int_opt(a, "--gen-tokens", 128, 0, 1 << 20, &n_gen) || cli_int_opt(a, "--threads", 2, 1, 256, &threads) ||
         cli_int_opt(a, "--reps", 3, 1, 100, &reps))
         return 2;
+    pd_kv_type kv_type;
+    if (cli_kv_cache_opt(a, &kv_type)) return 2;
     pd_error err;
     double t0 = now_s();
     pd_model *model = pd_model_load(path, NULL, &err);
     if (!model) return cli_fail(&err);
     double load_s = now_s() - t0;
     const pd_config *c = pd_model_config(model);
-    pd_context_params cp = {n_prompt + n_gen, threads, 512, 0};
+    pd_context_params cp = {n_prompt + n_gen, threads, 512, 0, kv_type};
     pd_context *ctx = pd_context_new(model, &cp, &err);
     if (!ctx) {
         pd_model_free(model);
@@ -266,11 +269,11 @@ static int cmd_bench(cli_args *a)
         getrusage(RUSAGE_SELF, &ru);
         printf("{\"model\": ");
         cli_print_json_string(stdout, path, strlen(path));
-        printf(", \"threads\": %d, \"reps\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d,\n"
+        printf(", \"threads\": %d, \"reps\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d, \"kv_cache\": \"%s\",\n"
                " \"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f, \"load_s\": %.4f,"
                " \"peak_rss_mb\": %.1f}\n",
-               threads, reps, n_prompt, n_gen, median(pre, reps), median(dec, reps), load_s,
-               (double)ru.ru_maxrss / 1024.0);
+               threads, reps, n_prompt, n_gen, pd_context_kv_type(ctx) == PD_KV_F16 ? "f16" : "f32",
+               median(pre, reps), median(dec, reps), load_s, (double)ru.ru_maxrss / 1024.0);
     }
     free(ids);
     free(pre);
@@ -293,9 +296,9 @@ static const cli_command commands[] = {
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
      "with --decode reads arrays of ids and writes JSON strings (invalid UTF-8 becomes U+FFFD).",
      cmd_tokenize},
-    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the logits at the last position as one JSON array.", cmd_logits},
-    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
     {"generate",
      "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
@@ -303,7 +306,7 @@ static const cli_command commands[] = {
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
-    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3]",
+    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16]",
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.",
      cmd_bench},
     {"extract",

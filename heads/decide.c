@@ -57,7 +57,7 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
         free(d);
         return NULL;
     }
-    pd_context_params cp = {p.n_ctx, p.n_threads, 0, p.max_bytes};
+    pd_context_params cp = {p.n_ctx, p.n_threads, 0, p.max_bytes, PD_KV_AUTO};
     if (!(d->ctx = pd_context_new(model, &cp, err))) {
         free(d);
         return NULL;

@@ -133,17 +133,25 @@ char *pd_model_info_json(const pd_model *model);
 
 typedef struct pd_context pd_context;
 
+/* How the KV cache stores keys and values. AUTO: F16 when the model's weights
+ * are block-quantized (Q8_0, Q4_0, Q4_1: their rounding is far larger than
+ * F16's, and the cache is half the size and half the bytes a decode step
+ * reads), F32 otherwise (float weights keep float32 agreement). */
+typedef enum pd_kv_type { PD_KV_AUTO = 0, PD_KV_F32 = 1, PD_KV_F16 = 2 } pd_kv_type;
+
 typedef struct pd_context_params {
     int32_t n_ctx;     /* KV cache length in tokens; 0 = min(model max, 4096) */
     int32_t n_threads; /* worker threads; 0 = 1 */
     int32_t n_batch;   /* tokens per prefill chunk; 0 = 256 */
     size_t max_bytes;  /* memory budget of the context (KV cache, scratch, kept outputs); 0 = none */
+    pd_kv_type kv_type; /* KV cache element type; PD_KV_AUTO (0) as above */
 } pd_context_params;
 
 pd_context_params pd_context_default_params(void);
 
 /* Bytes a context with these parameters allocates when created: the KV cache
- * (2 x layers x n_ctx x kv_heads x head_dim floats) plus the scratch of one
+ * (2 x layers x n_ctx x kv_heads x head_dim elements of 4 bytes, or 2 for an
+ * F16 cache) plus the scratch of one
  * prefill chunk. pd_eval adds the kept outputs (hidden size, and the
  * vocabulary when logits are asked, floats per kept row). 0 when the
  * parameters are invalid or the size overflows. */
@@ -164,6 +172,8 @@ pd_context *pd_context_fork(const pd_context *ctx, pd_error *err);
 /* Tokens currently in the KV cache. */
 int32_t pd_context_kv_len(const pd_context *ctx);
 int32_t pd_context_n_ctx(const pd_context *ctx);
+/* The KV cache's element type, PD_KV_AUTO resolved (PD_KV_F32 or PD_KV_F16). */
+pd_kv_type pd_context_kv_type(const pd_context *ctx);
 
 /* Forget the cache past its first n tokens (n <= kv_len). */
 pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err);

@@ -6,7 +6,7 @@
 
 pd_context_params pd_context_default_params(void)
 {
-    pd_context_params p = {0, 1, 256, 0};
+    pd_context_params p = {0, 1, 256, 0, PD_KV_AUTO};
     return p;
 }
 
@@ -42,7 +42,20 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
     if (p->n_threads == 0) p->n_threads = 1;
     if (p->n_batch == 0) p->n_batch = 256;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    if (p->kv_type == PD_KV_AUTO) p->kv_type = pd_dtype_is_block(c->n_layers ? model->layers[0].wk.dtype : PD_F32)
+                                                   ? PD_KV_F16 : PD_KV_F32;
+    if (p->kv_type != PD_KV_F32 && p->kv_type != PD_KV_F16)
+        return pd_set_error(err, PD_ERR_ARG, "pd_context_new: unknown KV cache type %d", (int)p->kv_type);
     return PD_OK;
+}
+
+/* a += b * c bytes; false on overflow. */
+static bool add_bytes(size_t *a, size_t b, size_t c)
+{
+    size_t n;
+    if (!pd_mul_size(b, c, &n) || *a + n < n) return false;
+    *a += n;
+    return true;
 }
 
 /* a += b * c * d floats, in bytes; false on overflow. */
@@ -55,8 +68,6 @@ static bool add_floats(size_t *a, size_t b, size_t c, size_t d)
     return true;
 }
 
-/* What pd_context_new allocates for resolved parameters p: the KV cache and
- * the scratch (the same products as the allocations below). */
 /* Tokens of room in the quantized activations for a batch of n: rounded up so
  * the block-major d and s rows lie an odd number of cache lines apart. At a
  * power-of-two stride the blocks of one token (all a decode step reads) fall
@@ -67,6 +78,11 @@ static size_t qact_cap(size_t n)
     return (cap / 16) % 2 ? cap : cap + 16;
 }
 
+/* Bytes of one cached key or value element. */
+static size_t kv_bytes_per(pd_kv_type t) { return t == PD_KV_F16 ? 2 : 4; }
+
+/* What pd_context_new allocates for resolved parameters p: the KV cache and
+ * the scratch (the same products as the allocations below). */
 static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t *kv, size_t *scratch)
 {
     size_t B = (size_t)p->n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
@@ -74,7 +90,8 @@ static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t
     size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
     size_t G = (size_t)(c->n_heads / c->n_kv_heads); /* query heads per KV head */
     *kv = *scratch = 0;
-    return add_floats(kv, 2 * (size_t)c->n_layers, (size_t)p->n_ctx, KV) && add_floats(scratch, 3 * B, H, 1) &&
+    return add_bytes(kv, 2 * (size_t)c->n_layers * (size_t)p->n_ctx, KV * kv_bytes_per(p->kv_type)) &&
+           add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
            add_floats(scratch, T, max_cols, 1) && add_floats(scratch, T, G, (size_t)p->n_ctx + 2) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
@@ -157,8 +174,9 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     size_t B = (size_t)p.n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
     size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
-    ctx->k_cache = alloc_floats((size_t)c->n_layers, (size_t)p.n_ctx, KV);
-    ctx->v_cache = alloc_floats((size_t)c->n_layers, (size_t)p.n_ctx, KV);
+    ctx->kv_f16 = p.kv_type == PD_KV_F16;
+    ctx->k_cache = calloc(1, kv_bytes / 2);
+    ctx->v_cache = calloc(1, kv_bytes / 2);
     ctx->x = alloc_floats(B, H, 1);
     ctx->xn = alloc_floats(B, H, 1);
     ctx->q = alloc_floats(B, Q, 1);
@@ -219,15 +237,17 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
         pd_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
         return NULL;
     }
-    pd_context_params p = {src->n_ctx, pd_pool_size(src->pool), src->n_batch, src->max_bytes};
+    pd_context_params p = {src->n_ctx, pd_pool_size(src->pool), src->n_batch, src->max_bytes,
+                           src->kv_f16 ? PD_KV_F16 : PD_KV_F32};
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
     const pd_config *c = &src->model->cfg;
-    size_t layer_stride = (size_t)src->n_ctx * kv_dim(c);
-    size_t used = (size_t)src->kv_len * kv_dim(c) * sizeof(float);
+    size_t elt = kv_bytes_per(p.kv_type);
+    size_t layer_stride = (size_t)src->n_ctx * kv_dim(c) * elt;
+    size_t used = (size_t)src->kv_len * kv_dim(c) * elt;
     for (int l = 0; l < c->n_layers; l++) {
-        memcpy(ctx->k_cache + l * layer_stride, src->k_cache + l * layer_stride, used);
-        memcpy(ctx->v_cache + l * layer_stride, src->v_cache + l * layer_stride, used);
+        memcpy((char *)ctx->k_cache + l * layer_stride, (const char *)src->k_cache + l * layer_stride, used);
+        memcpy((char *)ctx->v_cache + l * layer_stride, (const char *)src->v_cache + l * layer_stride, used);
     }
     ctx->kv_len = src->kv_len;
     return ctx;
@@ -235,6 +255,7 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
 
 int32_t pd_context_kv_len(const pd_context *ctx) { return ctx->kv_len; }
 int32_t pd_context_n_ctx(const pd_context *ctx) { return ctx->n_ctx; }
+pd_kv_type pd_context_kv_type(const pd_context *ctx) { return ctx->kv_f16 ? PD_KV_F16 : PD_KV_F32; }
 
 pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err)
 {

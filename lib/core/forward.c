@@ -53,9 +53,8 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
     }
 }
 
-static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
+static void matmul_part(const matmul_job *j, int64_t begin, int64_t end, int thread)
 {
-    const matmul_job *j = arg;
     const pd_matrix *w = j->w;
     if (j->qx) {
         qmatmul_range(j, begin, end);
@@ -88,6 +87,11 @@ static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
                 j->y[t * j->y_stride + i] = j->kern->dot(wr, j->x + t * j->x_stride, w->cols);
         }
     }
+}
+
+static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    matmul_part(arg, begin, end, thread);
 }
 
 typedef struct {
@@ -170,15 +174,82 @@ static void delta_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
-static void matmul(pd_context *ctx, const pd_matrix *w, const pd_qact *qx, const float *x, int64_t x_stride, float *y,
-                   int64_t y_stride, int64_t n_tok)
+static void add_deltas(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y,
+                       int64_t y_stride, int64_t n_tok)
 {
-    matmul_rows(ctx, w, NULL, w->rows, x, qx, x_stride, y, y_stride, n_tok, ctx->rowbuf,
-                scratch_cols(&ctx->model->cfg));
     if (w->delta) {
         delta_job j = {ctx->model->kern, w, x, y, x_stride, y_stride};
         pd_pool_for(ctx->pool, n_tok, 1, delta_range, &j);
     }
+}
+
+static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y, int64_t y_stride,
+                   int64_t n_tok)
+{
+    matmul_rows(ctx, w, NULL, w->rows, x, NULL, x_stride, y, y_stride, n_tok, ctx->rowbuf,
+                scratch_cols(&ctx->model->cfg));
+    add_deltas(ctx, w, x, x_stride, y, y_stride, n_tok);
+}
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* Several matrices on one input in one parallel loop: one wait instead of one
+ * a matrix. Stacked, each matrix's rows follow the last one's (q, k, v);
+ * paired, the matrices have the same rows and a thread takes the same rows of
+ * each, so SwiGLU's silu(gate) * up is formed where gate and up are made. */
+#define FUSED_MAX 3
+typedef struct {
+    matmul_job part[FUSED_MAX];
+    int n_parts;
+    bool paired, swiglu;
+} fused_job;
+
+static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    const fused_job *f = arg;
+    int64_t first = 0;
+    for (int p = 0; p < f->n_parts; p++) {
+        const matmul_job *j = &f->part[p];
+        int64_t b = f->paired ? begin : begin - first, e = f->paired ? end : end - first;
+        b = b < 0 ? 0 : b;
+        e = e > j->w->rows ? j->w->rows : e;
+        if (b < e) matmul_part(j, b, e, thread);
+        first += j->w->rows;
+    }
+    if (f->swiglu) {
+        const matmul_job *g = &f->part[0], *u = &f->part[1];
+        for (int64_t t = 0; t < g->n_tok; t++) {
+            float *gy = g->y + t * g->y_stride;
+            const float *uy = u->y + t * u->y_stride;
+            for (int64_t r = begin; r < end; r++) gy[r] = silu(gy[r]) * uy[r];
+        }
+    }
+}
+
+/* y[p] = w[p] x for n matrices with x's columns (x quantized once for all the
+ * block-quantized ones), then their adapters' deltas. With swiglu (paired gate
+ * and up), y[0] becomes silu(gate) * up. */
+static void matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, float *const *y, const int64_t *y_stride,
+                         const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu)
+{
+    const pd_qact *qx = NULL;
+    for (int p = 0; p < n && !qx; p++) qx = quantize_for(ctx, w[p], x, x_stride, n_tok);
+    bool deltas = false;
+    fused_job f = {.n_parts = n, .paired = paired};
+    int64_t rows = 0;
+    for (int p = 0; p < n; p++) {
+        f.part[p] = (matmul_job){ctx->model->kern, w[p], x, pd_dtype_is_block(w[p]->dtype) ? qx : NULL, y[p],
+                                 n_tok, x_stride, y_stride[p], ctx->rowbuf, scratch_cols(&ctx->model->cfg), NULL};
+        rows = paired ? w[p]->rows : rows + w[p]->rows;
+        deltas = deltas || w[p]->delta;
+    }
+    f.swiglu = swiglu && !deltas; /* deltas come first: then SwiGLU after them */
+    pd_pool_for(ctx->pool, rows, 16, fused_range, &f);
+    for (int p = 0; p < n; p++) add_deltas(ctx, w[p], x, x_stride, y[p], y_stride[p], n_tok);
+    if (swiglu && deltas)
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int64_t r = 0; r < w[0]->rows; r++)
+                y[0][t * y_stride[0] + r] = silu(y[0][t * y_stride[0] + r]) * y[1][t * y_stride[1] + r];
 }
 
 /* --------------------------------------------------------------- attention */
@@ -205,8 +276,10 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     const pd_kernels *kern = ctx->model->kern;
     int64_t hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, group = nh / nkv, n_ctx = ctx->n_ctx;
     int64_t kvd = nkv * hd;
-    size_t layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd;
-    const float *kc = ctx->k_cache + layer_off, *vc = ctx->v_cache + layer_off;
+    pd_dtype kvt = ctx->kv_f16 ? PD_F16 : PD_F32;
+    size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
+    const uint8_t *kc = (const uint8_t *)ctx->k_cache + layer_off, *vc = (const uint8_t *)ctx->v_cache + layer_off;
+    size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
     /* per thread: group rows of n_ctx scores, the group's dots of one key, their 1/sums */
     float *scores = ctx->scores + (size_t)thread * (size_t)(group * (n_ctx + 2));
     float *dots = scores + group * n_ctx, *inv = dots + group;
@@ -218,9 +291,9 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int32_t i_batch = a->chunk_start + i;
         int64_t n_keys = (int64_t)a->batch_kv0 + i_batch + 1;
         const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
-        const float *k = kc + (size_t)g * hd, *v = vc + (size_t)g * hd;
+        const uint8_t *k = kc + (size_t)(g * hd) * elt, *v = vc + (size_t)(g * hd) * elt;
         for (int64_t t = 0; t < n_keys; t++) {
-            kern->dots(k + t * kvd, q, hd, group, hd, dots);
+            kern->dots(kvt, k + (size_t)t * row, q, hd, group, hd, dots);
             for (int64_t h = 0; h < group; h++) scores[h * n_ctx + t] = dots[h] * inv_sqrt;
         }
         if (visible) {
@@ -236,7 +309,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             inv[h] = 1.0f / kern->exp_sum(s, n_keys, maxs);
         }
         memset(out, 0, (size_t)(group * hd) * sizeof(float));
-        for (int64_t t = 0; t < n_keys; t++) kern->axpys(out, hd, scores + t, n_ctx, group, v + t * kvd, hd);
+        for (int64_t t = 0; t < n_keys; t++) kern->axpys(out, hd, scores + t, n_ctx, group, kvt, v + (size_t)t * row, hd);
         for (int64_t h = 0; h < group; h++)
             for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[h];
     }
@@ -276,7 +349,20 @@ static void norm_rope(float *v, int n_heads, int hd, const float *norm_w, float 
 
 /* -------------------------------------------------------------- one chunk */
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
+/* One position's keys and values into the cache at element slot. */
+static void store_kv(pd_context *ctx, size_t slot, const float *k, const float *v, int64_t n)
+{
+    if (!ctx->kv_f16) {
+        memcpy((float *)ctx->k_cache + slot, k, (size_t)n * sizeof(float));
+        memcpy((float *)ctx->v_cache + slot, v, (size_t)n * sizeof(float));
+        return;
+    }
+    uint16_t *kh = (uint16_t *)ctx->k_cache + slot, *vh = (uint16_t *)ctx->v_cache + slot;
+    for (int64_t i = 0; i < n; i++) {
+        kh[i] = pd_f32_to_f16(k[i]);
+        vh[i] = pd_f32_to_f16(v[i]);
+    }
+}
 
 static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_start, int32_t batch_kv0,
                           const pd_batch *batch)
@@ -288,10 +374,9 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     int64_t F = c->ffn;
 
     for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->attn_norm, H, c->rms_eps);
-    const pd_qact *qx = quantize_for(ctx, &L->wq, ctx->xn, H, n_tok);
-    matmul(ctx, &L->wq, qx, ctx->xn, H, ctx->q, Q, n_tok);
-    matmul(ctx, &L->wk, qx, ctx->xn, H, ctx->k, KV, n_tok);
-    matmul(ctx, &L->wv, qx, ctx->xn, H, ctx->v, KV, n_tok);
+    const pd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
+    float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
+    matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
 
     size_t layer_off = (size_t)l * (size_t)ctx->n_ctx * (size_t)KV;
     for (int32_t t = 0; t < n_tok; t++) {
@@ -299,21 +384,19 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
         norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, L->q_norm, c->rms_eps, cs, sn);
         norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, L->k_norm, c->rms_eps, cs, sn);
         size_t slot = layer_off + (size_t)(batch_kv0 + chunk_start + t) * (size_t)KV;
-        memcpy(ctx->k_cache + slot, ctx->k + t * KV, (size_t)KV * sizeof(float));
-        memcpy(ctx->v_cache + slot, ctx->v + t * KV, (size_t)KV * sizeof(float));
+        store_kv(ctx, slot, ctx->k + t * KV, ctx->v + t * KV, KV);
     }
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
     pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_kv_heads, 1, attention_range, &aj);
-    matmul(ctx, &L->wo, NULL, ctx->att, Q, ctx->delta, H, n_tok);
+    matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
     for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
 
     for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->ffn_norm, H, c->rms_eps);
-    qx = quantize_for(ctx, &L->w_gate, ctx->xn, H, n_tok);
-    matmul(ctx, &L->w_gate, qx, ctx->xn, H, ctx->gate, F, n_tok);
-    matmul(ctx, &L->w_up, qx, ctx->xn, H, ctx->up, F, n_tok);
-    for (int64_t i = 0; i < (int64_t)n_tok * F; i++) ctx->gate[i] = silu(ctx->gate[i]) * ctx->up[i];
-    matmul(ctx, &L->w_down, NULL, ctx->gate, F, ctx->delta, H, n_tok);
+    const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
+    float *gate_up_out[2] = {ctx->gate, ctx->up};
+    matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true);
+    matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
     for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
 }
 
@@ -423,7 +506,7 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
     }
     ctx->n_outputs = n_out;
     if (batch->want_logits) {
-        matmul(ctx, &m->lm_head, NULL, ctx->out_hidden, H, ctx->out_logits, c->vocab, n_out);
+        matmul(ctx, &m->lm_head, ctx->out_hidden, H, ctx->out_logits, c->vocab, n_out);
         ctx->have_logits = 1;
     }
     return PD_OK;

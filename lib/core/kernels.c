@@ -153,6 +153,39 @@ float pd_exp_sum(float *s, int64_t n, float max)
     return (float)sum;
 }
 
+#define WIDEN_PIECE 256
+
+void pd_dots_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k, const float *q,
+                     int64_t q_stride, int64_t nq, int64_t n, float *out)
+{
+    if (kt == PD_F32) {
+        for (int64_t i = 0; i < nq; i++) out[i] = dot(q + i * q_stride, k, n);
+        return;
+    }
+    float piece[WIDEN_PIECE];
+    for (int64_t i = 0; i < nq; i++) out[i] = 0.0f;
+    for (int64_t j = 0; j < n; j += WIDEN_PIECE) {
+        int64_t len = n - j < WIDEN_PIECE ? n - j : WIDEN_PIECE;
+        pd_row_to_f32(kt, (const uint8_t *)k + 2 * j, piece, len);
+        for (int64_t i = 0; i < nq; i++) out[i] += dot(q + i * q_stride + j, piece, len);
+    }
+}
+
+void pd_axpys_widened(void (*axpy)(float *, float, const float *, int64_t), float *y, int64_t y_stride,
+                      const float *s, int64_t s_stride, int64_t ny, pd_dtype xt, const void *x, int64_t n)
+{
+    if (xt == PD_F32) {
+        for (int64_t i = 0; i < ny; i++) axpy(y + i * y_stride, s[i * s_stride], x, n);
+        return;
+    }
+    float piece[WIDEN_PIECE];
+    for (int64_t j = 0; j < n; j += WIDEN_PIECE) {
+        int64_t len = n - j < WIDEN_PIECE ? n - j : WIDEN_PIECE;
+        pd_row_to_f32(xt, (const uint8_t *)x + 2 * j, piece, len);
+        for (int64_t i = 0; i < ny; i++) axpy(y + i * y_stride + j, s[i * s_stride], piece, len);
+    }
+}
+
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;

@@ -26,6 +26,26 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
 /* exp_sum's definition: expf of each shifted score, summed in double. */
 float pd_exp_sum(float *s, int64_t n, float max);
 
+/* dots and axpys on an F32 or F16 row for tables whose dot and axpy take
+ * floats: F16 rows are widened a piece at a time. */
+void pd_dots_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k, const float *q,
+                     int64_t q_stride, int64_t nq, int64_t n, float *out);
+void pd_axpys_widened(void (*axpy)(float *, float, const float *, int64_t), float *y, int64_t y_stride,
+                      const float *s, int64_t s_stride, int64_t ny, pd_dtype xt, const void *x, int64_t n);
+
+/* The static dots_NAME and axpys_NAME of a table, over its dot_NAME and axpy_NAME. */
+#define PD_WIDENED_ATTENTION(NAME)                                                                                    \
+    static void dots_##NAME(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n,      \
+                            float *out)                                                                               \
+    {                                                                                                                 \
+        pd_dots_widened(dot_##NAME, kt, k, q, q_stride, nq, n, out);                                                  \
+    }                                                                                                                 \
+    static void axpys_##NAME(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, pd_dtype xt,   \
+                             const void *x, int64_t n)                                                                \
+    {                                                                                                                 \
+        pd_axpys_widened(axpy_##NAME, y, y_stride, s, s_stride, ny, xt, x, n);                                        \
+    }
+
 typedef struct pd_kernels {
     const char *name;
     /* sum of a[i]*b[i] for i < n */
@@ -44,13 +64,15 @@ typedef struct pd_kernels {
                     int64_t t1, float *y, int64_t y_stride);
     /* pd_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
-    /* Attention, one key or value row against the query heads that share it:
+    /* Attention, one cached key or value row (kt: PD_F32 or PD_F16) against
+     * the query heads that share it:
      * dots: out[i] = (q + i*q_stride) . k for i < nq, n elements each;
      * axpys: (y + i*y_stride) += s[i*s_stride] * x for i < ny, n elements each;
      * exp_sum: s[i] = exp(s[i] - max) for i < n (0 where s[i] is -inf), and
      * returns their sum. */
-    void (*dots)(const float *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out);
-    void (*axpys)(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, const float *x, int64_t n);
+    void (*dots)(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out);
+    void (*axpys)(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, pd_dtype xt,
+                  const void *x, int64_t n);
     float (*exp_sum)(float *s, int64_t n, float max);
 } pd_kernels;
 

@@ -13,34 +13,6 @@
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
-AVX2 static float dot_avx2(const float *a, const float *b, int64_t n)
-{
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s0 = _mm256_add_ps(s0, s1);
-    __m128 lo = _mm256_castps256_ps128(s0), hi = _mm256_extractf128_ps(s0, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-    float total = _mm_cvtss_f32(lo);
-    for (; i < n; i++) total += a[i] * b[i];
-    return total;
-}
-
-AVX2 static void axpy_avx2(float *y, float s, const float *x, int64_t n)
-{
-    __m256 vs = _mm256_set1_ps(s);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += s * x[i];
-}
-
 AVX2_INLINE float hsum256(__m256 v)
 {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
@@ -49,6 +21,45 @@ AVX2_INLINE float hsum256(__m256 v)
     lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
     return _mm_cvtss_f32(lo);
 }
+
+/* Eight elements from i of a float row, or of a half row (f16), as floats. */
+AVX2_INLINE __m256 load8(bool f16, const void *p, int64_t i)
+{
+    if (f16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)p + i)));
+    return _mm256_loadu_ps((const float *)p + i);
+}
+
+AVX2_INLINE float elem(bool f16, const void *p, int64_t i)
+{
+    return f16 ? pd_f16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+}
+
+AVX2_INLINE float dot_kind(bool f16, const float *a, const void *b, int64_t n)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(f16, b, i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(f16, b, i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(f16, b, i), s0);
+    float total = hsum256(_mm256_add_ps(s0, s1));
+    for (; i < n; i++) total += a[i] * elem(f16, b, i);
+    return total;
+}
+
+AVX2_INLINE void axpy_kind(bool f16, float *y, float s, const void *x, int64_t n)
+{
+    __m256 vs = _mm256_set1_ps(s);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(vs, load8(f16, x, i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++) y[i] += s * elem(f16, x, i);
+}
+
+AVX2 static float dot_avx2(const float *a, const float *b, int64_t n) { return dot_kind(false, a, b, n); }
+
+AVX2 static void axpy_avx2(float *y, float s, const float *x, int64_t n) { axpy_kind(false, y, s, x, n); }
+
 
 /* 8 int8 at p as floats */
 AVX2 static __m256 i8x8(const uint8_t *p)
@@ -314,15 +325,22 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
 
 /* -------------------------------------------------------------- attention */
 
-AVX2 static void dots_avx2(const float *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out)
+AVX2 static void dots_avx2(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n,
+                           float *out)
 {
-    for (int64_t i = 0; i < nq; i++) out[i] = dot_avx2(q + i * q_stride, k, n);
+    if (kt == PD_F16)
+        for (int64_t i = 0; i < nq; i++) out[i] = dot_kind(true, q + i * q_stride, k, n);
+    else
+        for (int64_t i = 0; i < nq; i++) out[i] = dot_kind(false, q + i * q_stride, k, n);
 }
 
-AVX2 static void axpys_avx2(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, const float *x,
-                            int64_t n)
+AVX2 static void axpys_avx2(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, pd_dtype xt,
+                            const void *x, int64_t n)
 {
-    for (int64_t i = 0; i < ny; i++) axpy_avx2(y + i * y_stride, s[i * s_stride], x, n);
+    if (xt == PD_F16)
+        for (int64_t i = 0; i < ny; i++) axpy_kind(true, y + i * y_stride, s[i * s_stride], x, n);
+    else
+        for (int64_t i = 0; i < ny; i++) axpy_kind(false, y + i * y_stride, s[i * s_stride], x, n);
 }
 
 /* exp of eight floats: 2^n * p(r) with r = x - n ln 2 (ln 2 in two parts) and

@@ -174,16 +174,7 @@ static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else qmatmul_kind(false, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
-static void dots_neon(const float *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out)
-{
-    for (int64_t i = 0; i < nq; i++) out[i] = dot_neon(q + i * q_stride, k, n);
-}
-
-static void axpys_neon(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, const float *x,
-                       int64_t n)
-{
-    for (int64_t i = 0; i < ny; i++) axpy_neon(y + i * y_stride, s[i * s_stride], x, n);
-}
+PD_WIDENED_ATTENTION(neon)
 
 #ifdef __ARM_FEATURE_DOTPROD
 #define NEON_NAME "neon-dotprod"

@@ -86,16 +86,7 @@ static void qmatmul_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int
             y[tok * y_stride + r] = pd_qdot_reference(t, w + (size_t)r * row_bytes, a, tok);
 }
 
-static void dots_portable(const float *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out)
-{
-    for (int64_t i = 0; i < nq; i++) out[i] = dot_portable(q + i * q_stride, k, n);
-}
-
-static void axpys_portable(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, const float *x,
-                           int64_t n)
-{
-    for (int64_t i = 0; i < ny; i++) axpy_portable(y + i * y_stride, s[i * s_stride], x, n);
-}
+PD_WIDENED_ATTENTION(portable)
 
 static const pd_kernels portable = {"portable",       dot_portable,  axpy_portable,  dot_row_portable,
                                     qmatmul_portable, pd_quantize_act, dots_portable, axpys_portable,

@@ -62,7 +62,8 @@ struct pd_context {
     size_t bytes;     /* allocated at creation: KV cache and scratch */
     pd_pool *pool;
     int32_t kv_len;
-    float *k_cache, *v_cache; /* [layer][n_ctx][kv_dim], K after RoPE */
+    void *k_cache, *v_cache; /* [layer][n_ctx][kv_dim] floats, or halves when kv_f16; K after RoPE */
+    bool kv_f16;
 
     /* scratch for one chunk of up to n_batch tokens */
     float *x;      /* residual stream [n_batch][hidden] */

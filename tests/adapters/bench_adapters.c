@@ -45,7 +45,7 @@ static double rss_anon_mib(void)
 static double decode_speed(const pd_model *m, int threads)
 {
     pd_error err;
-    pd_context_params p = {128, threads, 0, 0};
+    pd_context_params p = {128, threads, 0, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(m, &p, &err);
     if (!ctx) {
         fprintf(stderr, "bench_adapters: %s\n", err.message);

@@ -44,7 +44,7 @@ static pd_model *load_model(const char *path)
 static float *eval_rows(const pd_model *m, const int32_t *ids, int n, bool logits, int threads)
 {
     pd_error err;
-    pd_context_params p = {64, threads, 0, 0};
+    pd_context_params p = {64, threads, 0, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(m, &p, &err);
     if (!ctx) fail_msg("%s", err.message);
     int32_t rows[64];

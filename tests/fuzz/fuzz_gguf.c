@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the whole model path too: weights bound, tokenizer built from the vocabulary */
     pd_model *m = pd_model_load(path, NULL, &err);
     if (m) {
-        pd_context_params cp = {8, 1, 4, 0};
+        pd_context_params cp = {8, 1, 4, 0, PD_KV_AUTO};
         pd_context *ctx = pd_context_new(m, &cp, &err);
         int32_t ids[2] = {0, 1};
         if (ctx) pd_eval_tokens(ctx, ids, pd_model_config(m)->vocab > 1 ? 2 : 1, &err);

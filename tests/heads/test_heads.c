@@ -24,8 +24,12 @@
 #define SCORE_TOL 5e-6
 #define PROB_TOL 1e-5
 /* Block-quantized models (Q8_0, Q4_0, Q4_1) multiply int8-quantized activations,
- * as llama.cpp does: scores and probabilities within 3% of the largest. */
+ * as llama.cpp does, and keep an F16 KV cache: scores within 3% of the largest.
+ * A probability moves with the differences of scores: the verbalizer's (sums
+ * of several label tokens' log-probabilities) move by up to 0.54 here, which
+ * moved a probability by 0.040 (0.026 with an F32 cache); the bound is 0.06. */
 #define QUANT_TOL 3e-2
+#define QUANT_PROB_TOL 6e-2
 
 static bool block_quantized(const pd_model *m)
 {
@@ -130,7 +134,7 @@ static void test_reference_scores(void **state)
             assert_ids(json_object_get(c, "key_index"), dec->key_index, n, "key_index", name);
         bool quant = block_quantized(m);
         assert_close(json_object_get(c, "scores"), dec->scores, n, quant ? QUANT_TOL : SCORE_TOL, "score", name);
-        assert_close(json_object_get(c, "probs"), dec->probs, n, quant ? QUANT_TOL : PROB_TOL, "prob", name);
+        assert_close(json_object_get(c, "probs"), dec->probs, n, quant ? QUANT_PROB_TOL : PROB_TOL, "prob", name);
         if (json_object_get(c, "mean_logprob"))
             assert_close(json_object_get(c, "mean_logprob"), dec->mean_logprob, n, quant ? QUANT_TOL : SCORE_TOL,
                          "mean_logprob", name);

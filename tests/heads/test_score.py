@@ -55,7 +55,8 @@ def test_reference():
         cands = got["candidates"]
         quant = block_quantized(c["model"])
         check(c["name"] + " scores", close([x["score"] for x in cands], c["scores"], 3e-2 if quant else 5e-6), out)
-        check(c["name"] + " probs", close([x["prob"] for x in cands], c["probs"], 3e-2 if quant else 1e-5), out)
+        # quantized: probabilities within 0.06, as test_heads.c's QUANT_PROB_TOL explains
+        check(c["name"] + " probs", close([x["prob"] for x in cands], c["probs"], 6e-2 if quant else 1e-5), out)
         check(c["name"] + " labels and counts",
               [x["label"] for x in cands] == c["candidates"] and got["forward_passes"] == 1
               and got["prompt_tokens"] == len(c["ids"]), out)

@@ -44,10 +44,19 @@ static pd_model *load_model(const char *path)
     return m;
 }
 
+static pd_context *new_ctx_kv(const pd_model *m, int n_ctx, int threads, int n_batch, pd_kv_type kv)
+{
+    pd_error err;
+    pd_context_params p = {n_ctx, threads, n_batch, 0, kv};
+    pd_context *c = pd_context_new(m, &p, &err);
+    if (!c) fail_msg("%s", err.message);
+    return c;
+}
+
 static pd_context *new_ctx(const pd_model *m, int n_ctx, int threads, int n_batch)
 {
     pd_error err;
-    pd_context_params p = {n_ctx, threads, n_batch, 0};
+    pd_context_params p = {n_ctx, threads, n_batch, 0, PD_KV_AUTO};
     pd_context *c = pd_context_new(m, &p, &err);
     if (!c) fail_msg("%s", err.message);
     return c;
@@ -123,6 +132,11 @@ static bool is_block_quantized(const char *name)
  * reference's two logits are more than twice that apart. */
 #define QUANT_TOL 3e-2
 
+/* An F16 KV cache rounds each key and value to 11 significant bits (relative
+ * error up to 2^-11 = 4.9e-4); on the float models that moves the outputs by
+ * at most 3.1e-4 of the largest value (logits and hidden states), top-1 unchanged. */
+#define KV16_TOL 1e-3
+
 /* Every model format against the float64 reference, for the logits and the
  * hidden states of every position: float weights within 1e-5 of the largest
  * reference value, block-quantized ones as QUANT_TOL says. The prefill is split in chunks of 16 tokens, so prompts of 20-40
@@ -140,9 +154,13 @@ static void test_reference_cases(void **state)
         const pd_config *c = pd_model_config(m);
         int32_t ids[512];
         int n = json_ids(json_object_get(exp, "ids"), ids, 512);
-        pd_context *ctx = new_ctx(m, 64, 1, 16);
+        bool quantized = is_block_quantized(name);
+        /* float weights: the default F32 cache, then an F16 cache; block-quantized: F16 by default */
+        for (int kv16 = 0; kv16 < (quantized ? 1 : 2); kv16++) {
+        pd_context *ctx = new_ctx_kv(m, 64, 1, 16, kv16 ? PD_KV_F16 : PD_KV_AUTO);
+        assert_int_equal(pd_context_kv_type(ctx), quantized || kv16 ? PD_KV_F16 : PD_KV_F32);
         eval_all(ctx, ids, n);
-        double tol = is_block_quantized(name) ? QUANT_TOL : 1e-5;
+        double tol = quantized ? QUANT_TOL : kv16 ? KV16_TOL : 1e-5;
         row_errors el = {0}, eh = {0};
         compare_rows(json_object_get(exp, "hidden"), ctx, false, c->hidden, 0, &eh);
         /* the margin scales with the largest logit: one pass to find it, then the real one */
@@ -151,13 +169,14 @@ static void test_reference_cases(void **state)
         el = (row_errors){0};
         compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, margin, &el);
         double dl = el.max_diff, rl = el.max_ref, dh = eh.max_diff, rh = eh.max_ref;
-        printf("  %-20s logits max|diff| %.3g (%.2g of max %.3g, rms %.2g), hidden max|diff| %.3g (%.2g of max "
+        printf("  %-20s %s logits max|diff| %.3g (%.2g of max %.3g, rms %.2g), hidden max|diff| %.3g (%.2g of max "
                "%.3g, rms %.2g), top-1 %d/%d\n",
-               name, dl, dl / rl, rl, sqrt(el.ss_diff / el.ss_ref), dh, dh / rh, rh, sqrt(eh.ss_diff / eh.ss_ref),
-               el.top1_same, el.rows);
+               name, kv16 || quantized ? "kv f16" : "kv f32", dl, dl / rl, rl, sqrt(el.ss_diff / el.ss_ref), dh,
+               dh / rh, rh, sqrt(eh.ss_diff / eh.ss_ref), el.top1_same, el.rows);
         if (!(dl <= tol * rl && dh <= tol * rh)) fail_msg("%s differs from the reference", name);
         if (el.top1_wrong) fail_msg("%s: top-1 differs from the reference at %d positions", name, el.top1_wrong);
         pd_context_free(ctx);
+        }
         pd_model_free(m);
         json_decref(exp);
     }
@@ -355,12 +374,22 @@ static void test_bad_batches(void **state)
     assert_int_equal(pd_eval(ctx, &d, &err), PD_ERR_RANGE);
     pd_context_free(ctx);
 
-    pd_context_params huge = {1 << 30, 1, 0, 0};
+    pd_context_params huge = {1 << 30, 1, 0, 0, PD_KV_AUTO};
     assert_null(pd_context_new(f->m, &huge, &err));
     assert_int_equal(err.code, PD_ERR_RANGE);
-    pd_context_params negative = {-1, 1, 0, 0};
+    pd_context_params negative = {-1, 1, 0, 0, PD_KV_AUTO};
     assert_null(pd_context_new(f->m, &negative, &err));
     assert_int_equal(err.code, PD_ERR_ARG);
+    pd_context_params unknown_kv = {16, 1, 0, 0, (pd_kv_type)7};
+    assert_null(pd_context_new(f->m, &unknown_kv, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "KV cache type 7"));
+    /* an F16 cache is half the bytes of an F32 one */
+    pd_context_params f32 = {64, 1, 8, 0, PD_KV_F32}, f16 = f32;
+    f16.kv_type = PD_KV_F16;
+    const pd_config *cfg = pd_model_config(f->m);
+    size_t half_kv = (size_t)cfg->n_layers * 64 * (size_t)(cfg->n_kv_heads * cfg->head_dim) * 2 * 2;
+    assert_int_equal(pd_context_bytes(f->m, &f32) - pd_context_bytes(f->m, &f16), half_kv);
 }
 
 typedef struct {
@@ -375,7 +404,7 @@ static void *worker(void *p)
 {
     worker_job *j = p;
     pd_error err;
-    pd_context_params cp = {64, 1, 8, 0};
+    pd_context_params cp = {64, 1, 8, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(j->m, &cp, &err);
     if (!ctx) return NULL;
     /* every worker evaluates its own rotation of the ids, several times over */

@@ -196,7 +196,7 @@ static void test_quantize_act_tables(void **state)
     free(got.s);
 }
 
-/* The attention kernels: dots and axpys against float64, exp_sum within a few
+/* The attention kernels: dots and axpys (F32 and F16 rows) against float64, exp_sum within a few
  * ulp of expf (exactly 0 for a masked -inf score). */
 static void test_attention_kernels(void **state)
 {
@@ -204,7 +204,13 @@ static void test_attention_kernels(void **state)
     const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
     const int64_t n = 72, nq = 7, qs = 80; /* n not a multiple of 16: the tails are exercised */
     float k[72], q[7 * 80], out[7], y[7 * 80], y0[7 * 80], sc[7 * 3];
-    for (int64_t i = 0; i < n; i++) k[i] = frand();
+    uint16_t kh[72];
+    float kw[72];
+    for (int64_t i = 0; i < n; i++) {
+        k[i] = frand();
+        kh[i] = pd_f32_to_f16(k[i]);
+        kw[i] = pd_f16_to_f32(kh[i]);
+    }
     for (int64_t i = 0; i < nq * qs; i++) q[i] = y0[i] = frand();
     for (int64_t i = 0; i < nq * 3; i++) sc[i] = frand();
     float s[203], e[203];
@@ -219,22 +225,29 @@ static void test_attention_kernels(void **state)
     for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
         const pd_kernels *kt = impls[m];
         if (!kt) continue;
-        kt->dots(k, q, qs, nq, n, out);
-        for (int64_t i = 0; i < nq; i++) {
-            double want = 0.0, scale = 0.0;
-            for (int64_t j = 0; j < n; j++) {
-                want += (double)q[i * qs + j] * k[j];
-                scale += fabs((double)q[i * qs + j] * k[j]);
+        /* the cached row as floats and as halves (the halves' values are exact floats) */
+        for (int half = 0; half < 2; half++) {
+            pd_dtype kvt = half ? PD_F16 : PD_F32;
+            const float *kv = half ? kw : k;
+            const void *row = half ? (const void *)kh : (const void *)k;
+            kt->dots(kvt, row, q, qs, nq, n, out);
+            for (int64_t i = 0; i < nq; i++) {
+                double want = 0.0, scale = 0.0;
+                for (int64_t j = 0; j < n; j++) {
+                    want += (double)q[i * qs + j] * kv[j];
+                    scale += fabs((double)q[i * qs + j] * kv[j]);
+                }
+                if (fabs(out[i] - want) > 1e-6 * scale)
+                    fail_msg("%s dots %s: %.9g, want %.9g", kt->name, pd_dtype_name(kvt), out[i], want);
             }
-            assert_true(fabs(out[i] - want) <= 1e-6 * scale);
+            memcpy(y, y0, sizeof y);
+            kt->axpys(y, qs, sc, 3, nq, kvt, row, n);
+            for (int64_t i = 0; i < nq; i++)
+                for (int64_t j = 0; j < qs; j++) {
+                    double want = j < n ? (double)y0[i * qs + j] + (double)sc[i * 3] * kv[j] : y0[i * qs + j];
+                    assert_true(fabs(y[i * qs + j] - want) <= 1e-6 * (fabs(want) + 1.0));
+                }
         }
-        memcpy(y, y0, sizeof y);
-        kt->axpys(y, qs, sc, 3, nq, k, n);
-        for (int64_t i = 0; i < nq; i++)
-            for (int64_t j = 0; j < qs; j++) {
-                double want = j < n ? (double)y0[i * qs + j] + (double)sc[i * 3] * k[j] : y0[i * qs + j];
-                assert_true(fabs(y[i * qs + j] - want) <= 1e-6 * (fabs(want) + 1.0));
-            }
         float got[203];
         memcpy(got, s, sizeof s);
         float sum = kt->exp_sum(got, 203, 0.0f);

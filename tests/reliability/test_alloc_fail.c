@@ -61,7 +61,7 @@ static pd_status load_eval_generate(const char *path, pd_error *err)
 {
     pd_model *m = pd_model_load(path, NULL, err);
     if (!m) return err->code;
-    pd_context_params cp = {32, 2, 4, 0};
+    pd_context_params cp = {32, 2, 4, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(m, &cp, err);
     pd_status rc = ctx ? PD_OK : err->code;
     int32_t ids[6] = {1, 2, 3, 4, 5, 6}, rows[2] = {0, 5};
@@ -178,7 +178,7 @@ static pd_status adapters_scenario(pd_error *err)
             rc = err->code;
             break;
         }
-        pd_context_params cp = {16, 1, 8, 0};
+        pd_context_params cp = {16, 1, 8, 0, PD_KV_AUTO};
         pd_context *ctx = pd_context_new(adapted, &cp, err);
         int32_t ids[5] = {3, 1, 4, 1, 5};
         rc = ctx ? pd_eval_tokens(ctx, ids, 5, err) : err->code;
@@ -197,7 +197,7 @@ static pd_status extract_scenario(pd_error *err)
     static const char review[] = "很好，超值，很好用";
     pd_schema *schema = pd_schema_load(schema_path, err);
     pd_extractor *ex = schema ? pd_extractor_new(head_model, schema, err) : NULL;
-    pd_context_params cp = {256, 1, 64, 0};
+    pd_context_params cp = {256, 1, 64, 0, PD_KV_AUTO};
     pd_context *ctx = ex ? pd_context_new(head_model, &cp, err) : NULL;
     pd_status rc = ctx ? PD_OK : err->code;
     pd_extract_params xp = pd_extract_default_params();

@@ -47,7 +47,7 @@ static void run_job(int kind, result *r)
         pd_decider_free(d);
         return;
     }
-    pd_context_params cp = {256, 1, 32, 0};
+    pd_context_params cp = {256, 1, 32, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(model, &cp, &err);
     if (!ctx) return;
     if (kind == JOB_GENERATE) {

@@ -29,7 +29,7 @@ static void test_context_budget(void **state)
 {
     (void)state;
     pd_error err = {PD_OK, ""};
-    pd_context_params p = {64, 1, 16, 0};
+    pd_context_params p = {64, 1, 16, 0, PD_KV_AUTO};
     size_t bytes = pd_context_bytes(model, &p), kv = 2 * 2 * 64 * 32 * sizeof(float);
     assert_true(bytes > kv);
     char need[64];
@@ -68,7 +68,7 @@ static void test_context_budget(void **state)
     pd_context_free(ctx);
 
     /* invalid parameters have no size */
-    pd_context_params bad = {1 << 30, 1, 0, 0};
+    pd_context_params bad = {1 << 30, 1, 0, 0, PD_KV_AUTO};
     assert_int_equal(pd_context_bytes(model, &bad), 0);
 }
 
@@ -76,12 +76,12 @@ static void test_context_length_and_batch(void **state)
 {
     (void)state;
     pd_error err = {PD_OK, ""};
-    pd_context_params p = {40961, 1, 0, 0}; /* one more than the model's positions */
+    pd_context_params p = {40961, 1, 0, 0, PD_KV_AUTO}; /* one more than the model's positions */
     assert_null(pd_context_new(model, &p, &err));
     assert_int_equal(err.code, PD_ERR_RANGE);
     expect_message(&err, "40960");
 
-    pd_context_params small = {8, 1, 4, 0};
+    pd_context_params small = {8, 1, 4, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(model, &small, &err);
     assert_non_null(ctx);
     int32_t ids[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, rows[3] = {0, 1, 1};
@@ -133,7 +133,7 @@ static void test_decider_budget(void **state)
     pd_error err = {PD_OK, ""};
     pd_decider_params dp = pd_decider_default_params();
     dp.n_ctx = 64;
-    pd_context_params cp = {64, 1, 0, 0};
+    pd_context_params cp = {64, 1, 0, 0, PD_KV_AUTO};
     size_t bytes = pd_context_bytes(model, &cp);
     dp.max_bytes = bytes - 1;
     assert_null(pd_decider_new(model, NULL, &dp, &err));
@@ -181,7 +181,7 @@ static void test_extraction_limits(void **state)
     assert_non_null(schema);
     pd_extractor *ex = pd_extractor_new(model, schema, &err);
     assert_non_null(ex);
-    pd_context_params cp = {256, 1, 64, 0};
+    pd_context_params cp = {256, 1, 64, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(model, &cp, &err);
     assert_non_null(ctx);
     static const char review[] = "很好，超值";
