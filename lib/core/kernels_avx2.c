@@ -142,6 +142,10 @@ AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int6
  * and every activation block 4 rows. */
 #define QT_ROWS 4
 #define QT_TOKS 3
+/* A one-token sweep (decode) streams each weight block once: the block this
+ * many rows below is asked for ahead, which the hardware prefetcher alone does
+ * not do well across four interleaved rows (one thread: 44 -> 55-60 tok/s). */
+#define PREFETCH_ROWS 8
 
 AVX2_INLINE float half_at(const uint8_t *p) { return _cvtsh_ss(pd_load_u16(p)); }
 
@@ -149,23 +153,34 @@ AVX2_INLINE float half_at(const uint8_t *p) { return _cvtsh_ss(pd_load_u16(p)); 
  * per block the eight int32 lanes of w*x (maddubs + madd), then one fma per
  * lane with dw*dx. Q8_0 weights are signed, so |w| times x with w's sign
  * (maddubs wants one unsigned operand); 4-bit values are unsigned already. */
-AVX2_INLINE void qtile(const bool q8, const int RM, const int RN, const uint8_t *w, size_t row_bytes, size_t bsize,
-                       size_t qoff, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, const int RM, const int RN,
+                       const uint8_t *w, size_t row_bytes, size_t bsize, size_t qoff, const pd_qact *a, int64_t tok,
+                       float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0f);
     __m256 acc[QT_ROWS][QT_TOKS];
+    __m128 off[QT_ROWS][QT_TOKS]; /* with_off: the 4-bit block offsets, in the reference's fma chain */
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
 #pragma GCC unroll 4
-        for (int u = 0; u < RN; u++) acc[r][u] = _mm256_setzero_ps();
+        for (int u = 0; u < RN; u++) {
+            acc[r][u] = _mm256_setzero_ps();
+            off[r][u] = _mm_setzero_ps();
+        }
     const int8_t *xq = a->q + tok * cols;
-    const float *dx = a->d + tok;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
+    const float *dx = a->d + tok, *sx = a->s + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
             const uint8_t *blk = w + (size_t)r * row_bytes + (size_t)b * bsize;
+            if (RN == 1) _mm_prefetch((const char *)(blk + PREFETCH_ROWS * row_bytes), _MM_HINT_T0);
             float dw = half_at(blk);
+            if (with_off) {
+                __m128 o = _mm_set_ss(q4_1 ? half_at(blk + 2) : -8.0f * dw);
+#pragma GCC unroll 4
+                for (int u = 0; u < RN; u++) off[r][u] = _mm_fmadd_ss(o, _mm_set_ss(sx[u]), off[r][u]);
+            }
             __m256i wq, aw;
             if (q8) {
                 wq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
@@ -186,7 +201,7 @@ AVX2_INLINE void qtile(const bool q8, const int RM, const int RN, const uint8_t 
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
 #pragma GCC unroll 4
-        for (int u = 0; u < RN; u++) y[u * y_stride + r] = hsum256(acc[r][u]);
+        for (int u = 0; u < RN; u++) y[u * y_stride + r] = hsum256(acc[r][u]) + (with_off ? _mm_cvtss_f32(off[r][u]) : 0.0f);
 }
 
 /* The 4-bit block offsets (m, or -8 d) times s = dx * sum(q), added to rows
@@ -212,52 +227,60 @@ AVX2 static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size
     }
 }
 
-#define QTILE(q8, RM, RN, wr, tok) qtile(q8, RM, RN, wr, row_bytes, bsize, qoff, a, tok, y + (tok) * y_stride + r, y_stride)
+#define QTILE(RM, RN, wr, tok, yrow)                                                                                   \
+    qtile(q8, q4_1, with_off, RM, RN, wr, row_bytes, bsize, qoff, a, tok, y + (tok) * y_stride + (yrow), y_stride)
 
 /* Rows in panels of QT_ROWS, each panel swept over the tokens (it stays in L1
- * while the tokens' blocks come from L2); leftovers in narrower tiles. */
-AVX2_INLINE void qmatmul_kind(const bool q8, pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
-                              const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+ * while the tokens' blocks come from L2); leftovers in narrower tiles. The
+ * 4-bit offsets go with each tile for a few tokens (decode), and in a pass of
+ * eight tokens a vector for more (prefill). */
+AVX2_INLINE void qmatmul_kind(const bool q8, const bool q4_1, const bool with_off, const uint8_t *w,
+                              size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0, int64_t t1, float *y,
+                              int64_t y_stride)
 {
-    size_t bsize = q8 ? 34 : t == PD_Q4_0 ? 18 : 20, qoff = t == PD_Q4_1 ? 4 : 2;
+    size_t bsize = q8 ? 34 : q4_1 ? 20 : 18, qoff = q4_1 ? 4 : 2;
     for (int64_t r = 0; r < n_rows; r += QT_ROWS) {
         const uint8_t *wr = w + (size_t)r * row_bytes;
         int64_t tok = t0;
         if (n_rows - r >= QT_ROWS) {
-            for (; tok + QT_TOKS <= t1; tok += QT_TOKS) QTILE(q8, QT_ROWS, QT_TOKS, wr, tok);
-            for (; tok < t1; tok++) QTILE(q8, QT_ROWS, 1, wr, tok);
+            for (; tok + QT_TOKS <= t1; tok += QT_TOKS) QTILE(QT_ROWS, QT_TOKS, wr, tok, r);
+            for (; tok < t1; tok++) QTILE(QT_ROWS, 1, wr, tok, r);
         } else {
             for (int64_t rr = r; rr < n_rows; rr++, wr += row_bytes) {
-                for (tok = t0; tok + QT_TOKS <= t1; tok += QT_TOKS)
-                    qtile(q8, 1, QT_TOKS, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + rr, y_stride);
-                for (; tok < t1; tok++)
-                    qtile(q8, 1, 1, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + rr, y_stride);
+                for (tok = t0; tok + QT_TOKS <= t1; tok += QT_TOKS) QTILE(1, QT_TOKS, wr, tok, rr);
+                for (; tok < t1; tok++) QTILE(1, 1, wr, tok, rr);
             }
         }
-        if (!q8) {
+        if (!q8 && !with_off) {
+            pd_dtype t = q4_1 ? PD_Q4_1 : PD_Q4_0;
             int64_t rm = n_rows - r < QT_ROWS ? n_rows - r : QT_ROWS;
             q4_offsets(t, w + (size_t)r * row_bytes, row_bytes, bsize, rm, a, t0, t1, y + r, y_stride);
         }
     }
 }
 
-AVX2 static void qmatmul_q8(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
-                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
-{
-    qmatmul_kind(true, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
+/* Below this many tokens the 4-bit offsets are summed inside the tiles. */
+#define OFFSETS_IN_TILE 8
 
-AVX2 static void qmatmul_q4(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
-                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
-{
-    qmatmul_kind(false, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
+#define QMATMUL_VARIANT(NAME, Q8, Q4_1, WITH_OFF)                                                                      \
+    AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,           \
+                          int64_t t1, float *y, int64_t y_stride)                                                       \
+    {                                                                                                                  \
+        qmatmul_kind(Q8, Q4_1, WITH_OFF, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                \
+    }
+QMATMUL_VARIANT(qmatmul_q8, true, false, false)
+QMATMUL_VARIANT(qmatmul_q4_0, false, false, false)
+QMATMUL_VARIANT(qmatmul_q4_0_few, false, false, true)
+QMATMUL_VARIANT(qmatmul_q4_1, false, true, false)
+QMATMUL_VARIANT(qmatmul_q4_1_few, false, true, true)
 
 static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
                          int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
-    if (t == PD_Q8_0) qmatmul_q8(t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else qmatmul_q4(t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    bool few = t1 - t0 < OFFSETS_IN_TILE;
+    if (t == PD_Q8_0) qmatmul_q8(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_0) (few ? qmatmul_q4_0_few : qmatmul_q4_0)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else (few ? qmatmul_q4_1_few : qmatmul_q4_1)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 /* ------------------------------------------------- quantized activations */
