@@ -93,7 +93,7 @@ static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t
     return add_bytes(kv, 2 * (size_t)c->n_layers * (size_t)p->n_ctx, KV * kv_bytes_per(p->kv_type)) &&
            add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
-           add_floats(scratch, T, max_cols, 1) && add_floats(scratch, T, G, (size_t)p->n_ctx + 2) &&
+           add_floats(scratch, T, G, (size_t)p->n_ctx + 2) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
            /* quantized activations: int8 q, then d and s (with padding) */
            add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
@@ -173,7 +173,6 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->bytes = kv_bytes + scratch_bytes;
     size_t B = (size_t)p.n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
-    size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
     ctx->kv_f16 = p.kv_type == PD_KV_F16;
     ctx->k_cache = calloc(1, kv_bytes / 2);
     ctx->v_cache = calloc(1, kv_bytes / 2);
@@ -186,14 +185,13 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->gate = alloc_floats(B, F, 1);
     ctx->up = alloc_floats(B, F, 1);
     ctx->delta = alloc_floats(B, H, 1);
-    ctx->rowbuf = alloc_floats(T, max_cols, 1);
     ctx->scores = alloc_floats(T, (size_t)(c->n_heads / c->n_kv_heads), (size_t)p.n_ctx + 2);
     ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->chunk_pos = calloc(B, sizeof(int32_t));
     ctx->pool = pd_pool_new(p.n_threads);
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
-        !ctx->gate || !ctx->up || !ctx->delta || !ctx->rowbuf || !ctx->scores || !ctx->rope_cos ||
+        !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
         !ctx->rope_sin || !ctx->chunk_pos || !ctx->pool || !reserve_qact(ctx, p.n_batch))
         goto nomem;
     return ctx;
@@ -218,7 +216,6 @@ void pd_context_free(pd_context *ctx)
     free(ctx->gate);
     free(ctx->up);
     free(ctx->delta);
-    free(ctx->rowbuf);
     free(ctx->scores);
     free(ctx->rope_cos);
     free(ctx->rope_sin);

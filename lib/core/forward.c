@@ -20,13 +20,11 @@ typedef struct {
     const pd_qact *qx; /* x quantized, for block-quantized weights; else NULL */
     float *y;        /* [n_tok][y_stride] */
     int64_t n_tok, x_stride, y_stride;
-    float *rowbuf;   /* per thread [row_cap] */
-    int64_t row_cap;
     const int32_t *rows; /* NULL: rows 0..n-1 of w; else the chosen rows (sparse head) */
 } matmul_job;
 
-/* Tokens per tile: keeps the inputs of a tile in cache while one weight row
- * (converted once per tile) is dotted with each. */
+/* Tokens per tile of float weights: the tile's inputs stay in cache while
+ * each panel of rows (widened once per tile) is dotted with them. */
 #define TOKEN_TILE 64
 /* Below this many tokens a fused dot on the stored row beats converting it. */
 #define FUSED_MAX_TOKENS 4
@@ -53,17 +51,15 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
     }
 }
 
-static void matmul_part(const matmul_job *j, int64_t begin, int64_t end, int thread)
+static void matmul_part(const matmul_job *j, int64_t begin, int64_t end)
 {
     const pd_matrix *w = j->w;
     if (j->qx) {
         qmatmul_range(j, begin, end);
         return;
     }
-    float *row = j->rowbuf + (size_t)thread * (size_t)j->row_cap;
-    bool direct = w->dtype == PD_F32 && ((uintptr_t)w->data % sizeof(float)) == 0;
-    if (j->n_tok < FUSED_MAX_TOKENS && !direct) {
-        /* decode: the row is read once, straight from its stored form */
+    if (j->rows || j->n_tok < FUSED_MAX_TOKENS) {
+        /* decode, or chosen rows: each row read once, straight from its stored form */
         for (int64_t i = begin; i < end; i++) {
             int64_t r = j->rows ? j->rows[i] : i;
             const uint8_t *wr = w->data + (size_t)r * w->row_bytes;
@@ -74,24 +70,15 @@ static void matmul_part(const matmul_job *j, int64_t begin, int64_t end, int thr
     }
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += TOKEN_TILE) {
         int64_t t1 = t0 + TOKEN_TILE < j->n_tok ? t0 + TOKEN_TILE : j->n_tok;
-        for (int64_t i = begin; i < end; i++) {
-            int64_t r = j->rows ? j->rows[i] : i;
-            const float *wr;
-            if (direct) {
-                wr = (const float *)(const void *)(w->data + (size_t)r * w->row_bytes);
-            } else {
-                pd_matrix_row(w, r, row);
-                wr = row;
-            }
-            for (int64_t t = t0; t < t1; t++)
-                j->y[t * j->y_stride + i] = j->kern->dot(wr, j->x + t * j->x_stride, w->cols);
-        }
+        j->kern->fmatmul(w->dtype, w->data + (size_t)begin * w->row_bytes, w->row_bytes, end - begin, w->cols, j->x,
+                         j->x_stride, t0, t1, j->y + begin, j->y_stride);
     }
 }
 
 static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
 {
-    matmul_part(arg, begin, end, thread);
+    (void)thread;
+    matmul_part(arg, begin, end);
 }
 
 typedef struct {
@@ -125,28 +112,20 @@ static const pd_qact *quantize_for(pd_context *ctx, const pd_matrix *w, const fl
 /* y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when rows is NULL);
  * qx is x quantized (quantize_for), or NULL to quantize here if w needs it. */
 static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
-                        const pd_qact *qx, int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok,
-                        float *rowbuf, int64_t row_cap)
+                        const pd_qact *qx, int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok)
 {
     if (pd_dtype_is_block(w->dtype) && !qx && n_tok > ctx->qact.n_cap) {
         /* more rows than a chunk (kept outputs): quantize and multiply a chunk at a time */
         for (int64_t t0 = 0; t0 < n_tok; t0 += ctx->qact.n_cap) {
             int64_t nt = n_tok - t0 < ctx->qact.n_cap ? n_tok - t0 : ctx->qact.n_cap;
-            matmul_rows(ctx, w, rows, n_out, x + t0 * x_stride, NULL, x_stride, y + t0 * y_stride, y_stride, nt,
-                        rowbuf, row_cap);
+            matmul_rows(ctx, w, rows, n_out, x + t0 * x_stride, NULL, x_stride, y + t0 * y_stride, y_stride, nt);
         }
         return;
     }
     if (pd_dtype_is_block(w->dtype) && !qx) qx = quantize_for(ctx, w, x, x_stride, n_tok);
     if (!pd_dtype_is_block(w->dtype)) qx = NULL;
-    matmul_job j = {ctx->model->kern, w, x, qx, y, n_tok, x_stride, y_stride, rowbuf, row_cap, rows};
+    matmul_job j = {ctx->model->kern, w, x, qx, y, n_tok, x_stride, y_stride, rows};
     pd_pool_for(ctx->pool, n_out, 16, matmul_range, &j);
-}
-
-static int64_t scratch_cols(const pd_config *c)
-{
-    int64_t q = (int64_t)c->n_heads * c->head_dim, m = c->hidden > q ? c->hidden : q;
-    return m > c->ffn ? m : c->ffn;
 }
 
 typedef struct {
@@ -186,8 +165,7 @@ static void add_deltas(pd_context *ctx, const pd_matrix *w, const float *x, int6
 static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y, int64_t y_stride,
                    int64_t n_tok)
 {
-    matmul_rows(ctx, w, NULL, w->rows, x, NULL, x_stride, y, y_stride, n_tok, ctx->rowbuf,
-                scratch_cols(&ctx->model->cfg));
+    matmul_rows(ctx, w, NULL, w->rows, x, NULL, x_stride, y, y_stride, n_tok);
     add_deltas(ctx, w, x, x_stride, y, y_stride, n_tok);
 }
 
@@ -206,6 +184,7 @@ typedef struct {
 
 static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
 {
+    (void)thread;
     const fused_job *f = arg;
     int64_t first = 0;
     for (int p = 0; p < f->n_parts; p++) {
@@ -213,7 +192,7 @@ static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
         int64_t b = f->paired ? begin : begin - first, e = f->paired ? end : end - first;
         b = b < 0 ? 0 : b;
         e = e > j->w->rows ? j->w->rows : e;
-        if (b < e) matmul_part(j, b, e, thread);
+        if (b < e) matmul_part(j, b, e);
         first += j->w->rows;
     }
     if (f->swiglu) {
@@ -239,7 +218,7 @@ static void matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, floa
     int64_t rows = 0;
     for (int p = 0; p < n; p++) {
         f.part[p] = (matmul_job){ctx->model->kern, w[p], x, pd_dtype_is_block(w[p]->dtype) ? qx : NULL, y[p],
-                                 n_tok, x_stride, y_stride[p], ctx->rowbuf, scratch_cols(&ctx->model->cfg), NULL};
+                                 n_tok, x_stride, y_stride[p], NULL};
         rows = paired ? w[p]->rows : rows + w[p]->rows;
         deltas = deltas || w[p]->delta;
     }
@@ -530,7 +509,6 @@ pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows
         if (rows[k] < 0 || rows[k] >= c->vocab)
             return pd_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: row %d is outside [0, %d)", rows[k],
                                 c->vocab);
-    matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1,
-                ctx->rowbuf, scratch_cols(c));
+    matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1);
     return PD_OK;
 }

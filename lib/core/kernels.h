@@ -33,7 +33,8 @@ void pd_dots_widened(float (*dot)(const float *, const float *, int64_t), pd_dty
 void pd_axpys_widened(void (*axpy)(float *, float, const float *, int64_t), float *y, int64_t y_stride,
                       const float *s, int64_t s_stride, int64_t ny, pd_dtype xt, const void *x, int64_t n);
 
-/* The static dots_NAME and axpys_NAME of a table, over its dot_NAME and axpy_NAME. */
+/* The static dots_NAME, axpys_NAME and fmatmul_NAME of a table, over its
+ * dot_NAME, axpy_NAME and dot_row_NAME. */
 #define PD_WIDENED_ATTENTION(NAME)                                                                                    \
     static void dots_##NAME(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n,      \
                             float *out)                                                                               \
@@ -44,6 +45,13 @@ void pd_axpys_widened(void (*axpy)(float *, float, const float *, int64_t), floa
                              const void *x, int64_t n)                                                                \
     {                                                                                                                 \
         pd_axpys_widened(axpy_##NAME, y, y_stride, s, s_stride, ny, xt, x, n);                                        \
+    }                                                                                                                 \
+    static void fmatmul_##NAME(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n,             \
+                               const float *x, int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)  \
+    {                                                                                                                 \
+        for (int64_t r = 0; r < n_rows; r++)                                                                          \
+            for (int64_t tok = t0; tok < t1; tok++)                                                                   \
+                y[tok * y_stride + r] = dot_row_##NAME(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);          \
     }
 
 typedef struct pd_kernels {
@@ -62,6 +70,11 @@ typedef struct pd_kernels {
      * split of rows and tokens gives the same bits. */
     void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                     int64_t t1, float *y, int64_t y_stride);
+    /* F32/F16/BF16 rows times float activations: y[t * y_stride + r] = row r .
+     * x[t] (x row stride x_stride, n columns) for r < n_rows, t0 <= t < t1;
+     * each stored row is widened once per tile of tokens, not once per token. */
+    void (*fmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+                    int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
     /* pd_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
     /* Attention, one cached key or value row (kt: PD_F32 or PD_F16) against

@@ -135,6 +135,110 @@ AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int6
 }
 
 
+/* ------------------------------------------------ float weight matrices */
+
+/* Rows x tokens of one float tile: 12 accumulators, 3 widened weight vectors
+ * and one activation vector in the 16 ymm registers; each weight vector,
+ * widened once, serves 4 tokens. */
+#define FT_ROWS 3
+#define FT_TOKS 4
+
+enum { W_F32, W_F16, W_BF16 };
+
+/* Eight weights from column c of a stored row as floats. */
+AVX2_INLINE __m256 wload8(const int kind, const uint8_t *row, int64_t c)
+{
+    if (kind == W_F32) return _mm256_loadu_ps((const float *)(const void *)(row + 4 * c));
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * c));
+    if (kind == W_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+AVX2_INLINE float welem(const int kind, const uint8_t *row, int64_t c)
+{
+    if (kind == W_F32) {
+        float v;
+        memcpy(&v, row + 4 * c, 4);
+        return v;
+    }
+    return kind == W_F16 ? pd_f16_to_f32(pd_load_u16(row + 2 * c)) : pd_bf16_to_f32(pd_load_u16(row + 2 * c));
+}
+
+AVX2_INLINE void ftile(const int kind, const int RM, const int RN, const uint8_t *w, size_t row_bytes, int64_t n,
+                       const float *x, int64_t x_stride, float *y, int64_t y_stride)
+{
+    __m256 acc[FT_ROWS][FT_TOKS];
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 4
+        for (int u = 0; u < RN; u++) acc[r][u] = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256 wv[FT_ROWS];
+#pragma GCC unroll 4
+        for (int r = 0; r < RM; r++) wv[r] = wload8(kind, w + (size_t)r * row_bytes, c);
+#pragma GCC unroll 4
+        for (int u = 0; u < RN; u++) {
+            __m256 xv = _mm256_loadu_ps(x + u * x_stride + c);
+#pragma GCC unroll 4
+            for (int r = 0; r < RM; r++) acc[r][u] = _mm256_fmadd_ps(wv[r], xv, acc[r][u]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < RM; r++)
+#pragma GCC unroll 4
+        for (int u = 0; u < RN; u++) {
+            float v = hsum256(acc[r][u]);
+            for (int64_t k = c; k < n; k++) v += welem(kind, w + (size_t)r * row_bytes, k) * x[u * x_stride + k];
+            y[u * y_stride + r] = v;
+        }
+}
+
+AVX2_INLINE void fmatmul_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n,
+                              const float *x, int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    for (int64_t r = 0; r < n_rows; r += FT_ROWS) {
+        int64_t rm = n_rows - r < FT_ROWS ? n_rows - r : FT_ROWS, tok = t0;
+        const uint8_t *wr = w + (size_t)r * row_bytes;
+        for (; tok + FT_TOKS <= t1; tok += FT_TOKS) {
+            const float *xt = x + tok * x_stride;
+            float *yt = y + tok * y_stride + r;
+            if (rm == FT_ROWS) ftile(kind, FT_ROWS, FT_TOKS, wr, row_bytes, n, xt, x_stride, yt, y_stride);
+            else if (rm == 2) ftile(kind, 2, FT_TOKS, wr, row_bytes, n, xt, x_stride, yt, y_stride);
+            else ftile(kind, 1, FT_TOKS, wr, row_bytes, n, xt, x_stride, yt, y_stride);
+        }
+        for (; tok < t1; tok++) {
+            const float *xt = x + tok * x_stride;
+            float *yt = y + tok * y_stride + r;
+            if (rm == FT_ROWS) ftile(kind, FT_ROWS, 1, wr, row_bytes, n, xt, x_stride, yt, y_stride);
+            else if (rm == 2) ftile(kind, 2, 1, wr, row_bytes, n, xt, x_stride, yt, y_stride);
+            else ftile(kind, 1, 1, wr, row_bytes, n, xt, x_stride, yt, y_stride);
+        }
+    }
+}
+
+#define FMATMUL_VARIANT(NAME, KIND)                                                                                    \
+    AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,              \
+                          int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)                         \
+    {                                                                                                                  \
+        fmatmul_kind(KIND, w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);                                 \
+    }
+FMATMUL_VARIANT(fmatmul_f32, W_F32)
+FMATMUL_VARIANT(fmatmul_f16, W_F16)
+FMATMUL_VARIANT(fmatmul_bf16, W_BF16)
+
+static void fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+                         int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    if (t == PD_F16) fmatmul_f16(w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);
+    else if (t == PD_BF16) fmatmul_bf16(w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);
+    else if (t == PD_F32) fmatmul_f32(w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);
+    else /* block types have qmatmul; this keeps the entry total */
+        for (int64_t r = 0; r < n_rows; r++)
+            for (int64_t tok = t0; tok < t1; tok++)
+                y[tok * y_stride + r] = dot_row_avx2(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);
+}
+
 /* ------------------------------------------------ integer dot products */
 
 /* Rows x tokens of one register tile. 4x3 keeps 12 accumulators plus the
@@ -409,8 +513,18 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
     return sum;
 }
 
-static const pd_kernels avx2 = {"avx2",       dot_avx2,          axpy_avx2,  dot_row_avx2, qmatmul_avx2,
-                                quantize_act_avx2, dots_avx2, axpys_avx2, exp_sum_avx2};
+static const pd_kernels avx2 = {
+    .name = "avx2",
+    .dot = dot_avx2,
+    .axpy = axpy_avx2,
+    .dot_row = dot_row_avx2,
+    .fmatmul = fmatmul_avx2,
+    .qmatmul = qmatmul_avx2,
+    .quantize_act = quantize_act_avx2,
+    .dots = dots_avx2,
+    .axpys = axpys_avx2,
+    .exp_sum = exp_sum_avx2,
+};
 
 const pd_kernels *pd_kernels_avx2(void)
 {

@@ -181,8 +181,18 @@ PD_WIDENED_ATTENTION(neon)
 #else
 #define NEON_NAME "neon"
 #endif
-static const pd_kernels neon = {NEON_NAME,       dot_neon,  axpy_neon,  dot_row_neon, qmatmul_neon,
-                                pd_quantize_act, dots_neon, axpys_neon, pd_exp_sum};
+static const pd_kernels neon = {
+    .name = NEON_NAME,
+    .dot = dot_neon,
+    .axpy = axpy_neon,
+    .dot_row = dot_row_neon,
+    .fmatmul = fmatmul_neon,
+    .qmatmul = qmatmul_neon,
+    .quantize_act = pd_quantize_act,
+    .dots = dots_neon,
+    .axpys = axpys_neon,
+    .exp_sum = pd_exp_sum,
+};
 
 const pd_kernels *pd_kernels_neon(void) { return &neon; }
 

@@ -88,9 +88,18 @@ static void qmatmul_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int
 
 PD_WIDENED_ATTENTION(portable)
 
-static const pd_kernels portable = {"portable",       dot_portable,  axpy_portable,  dot_row_portable,
-                                    qmatmul_portable, pd_quantize_act, dots_portable, axpys_portable,
-                                    pd_exp_sum};
+static const pd_kernels portable = {
+    .name = "portable",
+    .dot = dot_portable,
+    .axpy = axpy_portable,
+    .dot_row = dot_row_portable,
+    .fmatmul = fmatmul_portable,
+    .qmatmul = qmatmul_portable,
+    .quantize_act = pd_quantize_act,
+    .dots = dots_portable,
+    .axpys = axpys_portable,
+    .exp_sum = pd_exp_sum,
+};
 
 const pd_kernels *pd_kernels_portable(void) { return &portable; }
 

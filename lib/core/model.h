@@ -73,7 +73,6 @@ struct pd_context {
     float *att;    /* attention output [n_batch][n_heads*head_dim] */
     float *gate, *up; /* [n_batch][ffn] */
     float *delta;  /* projection output added to x [n_batch][hidden] */
-    float *rowbuf; /* per thread: one weight row [max cols] */
     float *scores; /* per thread: attention scores [heads per KV head][n_ctx + 2] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;

@@ -88,6 +88,50 @@ static void test_dot_row_all_types(void **state)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
 
+/* fmatmul against a float64 product of the widened rows, for every float
+ * weight type, tile shape and leftover (rows 1..7, tokens 1..9, columns not a
+ * multiple of 8), rows at odd addresses. */
+static void test_fmatmul(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
+    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16};
+    const int64_t n = 101, max_rows = 7, max_toks = 9, ys = 11;
+    float x[9 * 101], w[7 * 101], y[9 * 11];
+    for (int64_t i = 0; i < max_toks * n; i++) x[i] = frand();
+    for (size_t k = 0; k < 3; k++) {
+        size_t rb = pd_dtype_row_bytes(types[k], n);
+        uint8_t *buf = malloc(rb * (size_t)max_rows + 1), *rows = buf + 1;
+        for (int64_t r = 0; r < max_rows; r++) {
+            make_row(types[k], n, rows + r * rb);
+            pd_row_to_f32(types[k], rows + r * rb, w + r * n, n);
+        }
+        for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
+            if (!impls[m]) continue;
+            for (int64_t nr = 1; nr <= max_rows; nr++)
+                for (int64_t t1 = 1; t1 <= max_toks; t1++) {
+                    int64_t t0 = t1 > 4 ? 2 : 0;
+                    memset(y, 0, sizeof y);
+                    impls[m]->fmatmul(types[k], rows, rb, nr, n, x, n, t0, t1, y, ys);
+                    for (int64_t t = 0; t < max_toks; t++)
+                        for (int64_t r = 0; r < ys; r++) {
+                            bool inside = t >= t0 && t < t1 && r < nr;
+                            double want = 0.0, scale = 0.0;
+                            for (int64_t c = 0; inside && c < n; c++) {
+                                want += (double)w[r * n + c] * x[t * n + c];
+                                scale += fabs((double)w[r * n + c] * x[t * n + c]);
+                            }
+                            if (fabs(y[t * ys + r] - want) > 1e-6 * scale)
+                                fail_msg("%s fmatmul %s rows %lld tokens [%lld, %lld): y[%lld][%lld] = %.9g, want %.9g",
+                                         impls[m]->name, pd_dtype_name(types[k]), (long long)nr, (long long)t0,
+                                         (long long)t1, (long long)t, (long long)r, y[t * ys + r], want);
+                        }
+                }
+        }
+        free(buf);
+    }
+}
+
 /* ------------------------------------------------- integer dot products */
 
 typedef struct {
@@ -386,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_quantize_act_tables),
         cmocka_unit_test(test_attention_kernels),
+        cmocka_unit_test(test_fmatmul),
         cmocka_unit_test(test_qdot_reference_value),
         cmocka_unit_test(test_qmatmul_bitwise),
         cmocka_unit_test(test_block_values),
