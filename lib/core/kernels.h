@@ -1,8 +1,9 @@
 /* kernels.h - the numeric inner loops, behind one seam.
  *
- * pd_kernels_select() picks an implementation once (portable C, AVX2+FMA on
- * x86-64, NEON on aarch64); the trunk only calls through the returned table.
- * PD_KERNELS=portable in the environment forces the portable one. */
+ * pd_kernels_select() picks an implementation once (portable C, AVX-512 VNNI
+ * or AVX2+FMA on x86-64, NEON on aarch64); the trunk only calls through the
+ * returned table. PD_KERNELS=portable or PD_KERNELS=avx2 in the environment
+ * forces that one. */
 #ifndef PD_KERNELS_H
 #define PD_KERNELS_H
 
@@ -93,6 +94,12 @@ const pd_kernels *pd_kernels_select(void);
 const pd_kernels *pd_kernels_portable(void);
 const pd_kernels *pd_kernels_avx2(void); /* NULL where not compiled or not supported */
 const pd_kernels *pd_kernels_neon(void); /* NULL where not compiled */
+const pd_kernels *pd_kernels_avx512(void); /* NULL where not compiled or not supported */
+
+/* kernels_avx512.c: qmatmul with AVX-512 VNNI, and whether this CPU has it */
+void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                       int64_t t1, float *y, int64_t y_stride);
+bool pd_avx512vnni_supported(void);
 
 /* a little-endian u16 at any address (block scales are not aligned) */
 static inline uint16_t pd_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

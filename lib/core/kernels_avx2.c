@@ -513,18 +513,15 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
     return sum;
 }
 
-static const pd_kernels avx2 = {
-    .name = "avx2",
-    .dot = dot_avx2,
-    .axpy = axpy_avx2,
-    .dot_row = dot_row_avx2,
-    .fmatmul = fmatmul_avx2,
-    .qmatmul = qmatmul_avx2,
-    .quantize_act = quantize_act_avx2,
-    .dots = dots_avx2,
-    .axpys = axpys_avx2,
-    .exp_sum = exp_sum_avx2,
-};
+/* The AVX2 table; the AVX-512 VNNI one differs only in qmatmul (kernels_avx512.c). */
+#define X86_KERNELS(NAME, QMATMUL)                                                                                     \
+    {                                                                                                                  \
+        .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
+        .qmatmul = QMATMUL, .quantize_act = quantize_act_avx2, .dots = dots_avx2, .axpys = axpys_avx2,                 \
+        .exp_sum = exp_sum_avx2,                                                                                       \
+    }
+static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2);
+static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)
 {
@@ -536,6 +533,9 @@ const pd_kernels *pd_kernels_avx2(void)
     return NULL;
 }
 
+const pd_kernels *pd_kernels_avx512(void) { return pd_kernels_avx2() && pd_avx512vnni_supported() ? &avx512 : NULL; }
+
 #else
 const pd_kernels *pd_kernels_avx2(void) { return NULL; }
+const pd_kernels *pd_kernels_avx512(void) { return NULL; }
 #endif

@@ -82,10 +82,10 @@ static void check_type(const pd_kernels *k, pd_dtype t)
 static void test_dot_row_all_types(void **state)
 {
     (void)state;
-    const pd_kernels *impls[2] = {pd_kernels_portable(), pd_kernels_select()};
+    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_select(), pd_kernels_avx2(), pd_kernels_avx512()};
     const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1};
-    for (int k = 0; k < 2; k++)
-        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
+    for (int k = 0; k < 4; k++)
+        for (size_t t = 0; impls[k] && t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
 
 /* fmatmul against a float64 product of the widened rows, for every float
@@ -94,7 +94,8 @@ static void test_dot_row_all_types(void **state)
 static void test_fmatmul(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
+                                 pd_kernels_select()};
     const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16};
     const int64_t n = 101, max_rows = 7, max_toks = 9, ys = 11;
     float x[9 * 101], w[7 * 101], y[9 * 11];
@@ -190,7 +191,8 @@ static void test_quantize_act(void **state)
 static void test_quantize_act_tables(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
+                                 pd_kernels_select()};
     const int64_t n_tok = 5, cols = 160, nb = cols / 32;
     float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
     for (int64_t i = 0; i < n_tok * cols; i++) x[i] = frand() * 3.0f;
@@ -245,7 +247,8 @@ static void test_quantize_act_tables(void **state)
 static void test_attention_kernels(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_select()};
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
+                                 pd_kernels_select()};
     const int64_t n = 72, nq = 7, qs = 80; /* n not a multiple of 16: the tails are exercised */
     float k[72], q[7 * 80], out[7], y[7 * 80], y0[7 * 80], sc[7 * 3];
     uint16_t kh[72];
@@ -335,48 +338,61 @@ static void test_qdot_reference_value(void **state)
 /* Every implementation, every tile shape and every split of rows and tokens
  * gives the reference's bits: the same integers, scaled and summed in the same
  * order. */
+static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
+{
+    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
+    const int64_t ys = rows + 4;
+    size_t rb = pd_dtype_row_bytes(type, cols);
+    uint8_t *w = malloc(rb * (size_t)rows);
+    for (int64_t r = 0; r < rows; r++) make_row(type, cols, w + r * rb);
+    qact_buf b;
+    qact_new(&b, toks, cols);
+    float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
+    for (int64_t t = 0; t < toks; t++)
+        for (int64_t r = 0; r < rows; r++) want[t * ys + r] = pd_qdot_reference(type, w + r * rb, &b.a, t);
+    /* uneven pieces: a single row, odd and even counts, a short tail */
+    int64_t t2 = toks < 2 ? toks : 2, t3 = toks < 3 ? toks : 3;
+    const int64_t rcut[] = {0, 1, rows / 2, rows - 2, rows}, tcut[] = {0, t2, t3, toks - 1 > t3 ? toks - 1 : t3, toks};
+    int tested = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!impls[i]) continue;
+        tested++;
+        /* all at once, then in the pieces */
+        memset(got, 0, (size_t)(toks * ys) * sizeof(float));
+        impls[i]->qmatmul(type, w, rb, rows, &b.a, 0, toks, got, ys);
+        for (int64_t t = 0; t < toks; t++)
+            for (int64_t r = 0; r < rows; r++)
+                if (memcmp(&got[t * ys + r], &want[t * ys + r], sizeof(float)))
+                    fail_msg("%s %s cols %lld row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
+                             pd_dtype_name(type), (long long)cols, (long long)r, (long long)t, got[t * ys + r],
+                             want[t * ys + r]);
+        memset(got, 0, (size_t)(toks * ys) * sizeof(float));
+        for (int ri = 0; ri < 4; ri++)
+            for (int ti = 0; ti < 4; ti++)
+                impls[i]->qmatmul(type, w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti], tcut[ti + 1],
+                                  got + rcut[ri], ys);
+        for (int64_t t = 0; t < toks; t++)
+            for (int64_t r = 0; r < rows; r++) assert_memory_equal(&got[t * ys + r], &want[t * ys + r], sizeof(float));
+        printf("  %s %s %lld x %lld x %lld: every (row, token) bitwise equal to the reference\n", impls[i]->name,
+               pd_dtype_name(type), (long long)rows, (long long)cols, (long long)toks);
+    }
+    assert_true(tested >= 1);
+    qact_free(&b);
+    free(w);
+    free(want);
+    free(got);
+}
+
 static void test_qmatmul_bitwise(void **state)
 {
     (void)state;
-    const pd_kernels *impls[3] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon()};
     const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
-    const int64_t cols = 160, rows = 13, toks = 11, ys = 17;
-    for (size_t k = 0; k < 3; k++) {
-        size_t rb = pd_dtype_row_bytes(types[k], cols);
-        uint8_t *w = malloc(rb * rows);
-        for (int64_t r = 0; r < rows; r++) make_row(types[k], cols, w + r * rb);
-        qact_buf b;
-        qact_new(&b, toks, cols);
-        float want[11 * 17], got[11 * 17];
-        for (int64_t t = 0; t < toks; t++)
-            for (int64_t r = 0; r < rows; r++) want[t * ys + r] = pd_qdot_reference(types[k], w + r * rb, &b.a, t);
-        int tested = 0;
-        for (int i = 0; i < 3; i++) {
-            if (!impls[i]) continue;
-            tested++;
-            /* all at once, then in uneven pieces of rows and tokens */
-            memset(got, 0, sizeof got);
-            impls[i]->qmatmul(types[k], w, rb, rows, &b.a, 0, toks, got, ys);
-            for (int64_t t = 0; t < toks; t++)
-                for (int64_t r = 0; r < rows; r++)
-                    if (memcmp(&got[t * ys + r], &want[t * ys + r], sizeof(float)))
-                        fail_msg("%s %s row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
-                                 pd_dtype_name(types[k]), (long long)r, (long long)t, got[t * ys + r], want[t * ys + r]);
-            memset(got, 0, sizeof got);
-            const int64_t rcut[] = {0, 1, 6, 11, 13}, tcut[] = {0, 2, 3, 10, 11};
-            for (int ri = 0; ri < 4; ri++)
-                for (int ti = 0; ti < 4; ti++)
-                    impls[i]->qmatmul(types[k], w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti],
-                                      tcut[ti + 1], got + rcut[ri], ys);
-            for (int64_t t = 0; t < toks; t++)
-                for (int64_t r = 0; r < rows; r++) assert_memory_equal(&got[t * ys + r], &want[t * ys + r], sizeof(float));
-            printf("  %s %s: every (row, token) bitwise equal to the reference\n", impls[i]->name,
-                   pd_dtype_name(types[k]));
-        }
-        assert_true(tested >= 1);
-        qact_free(&b);
-        free(w);
-    }
+    /* rows x tokens: 4-row panels, a last pair, a last single row; 8-token
+     * tiles and leftovers of 4, 2 and 1; one token (decode) */
+    const int64_t shapes[][3] = {{160, 13, 11}, {896, 37, 1}, {896, 37, 9}, {2560, 37, 15}};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            check_qmatmul(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
 /* Hand-worked blocks: Q8_0 d=0.5 q=-3 -> -1.5; Q4_0 d=2, nibble 3 -> 2*(3-8) = -10;

@@ -1,0 +1,307 @@
+/* kernels_avx512.c - qmatmul for x86-64 with AVX-512 (F, BW, VL) and VNNI.
+ *
+ * Two weight rows share one 512-bit vector: row r's block in the low 256
+ * bits, row r+1's in the high 256 bits. Each half holds the eight int32 lane
+ * sums of pd_qdot_reference for its row, from one vpdpbusd (unsigned bytes
+ * times signed bytes, four products a lane), and is scaled and summed in the
+ * reference order, so the results are the reference's bits.
+ *
+ * 4-bit weights (0..15) are the unsigned operand and the int8 activations the
+ * signed one. Q8_0 weights are signed too: the activations go in as x ^ 0x80
+ * (x + 128 as unsigned) and each lane starts from -128 * sum of its four
+ * weights, computed once per block of a row pair and shared by every token.
+ *
+ * Prefill runs tiles of 2 row pairs x 8 tokens; decode (one token) a tile of
+ * 4 rows that shares the scale conversion and prefetches the weights ahead.
+ *
+ * Compiled with target attributes rather than -mavx512f, so one binary runs
+ * everywhere; pd_avx512vnni_supported() says whether this CPU can run it. */
+#include "kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"
+#define AVX512 __attribute__((target(AVX512_TARGET)))
+#define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
+
+enum { KIND_Q8_0, KIND_Q4_0, KIND_Q4_1 };
+
+/* A register tile: up to TILE_PAIRS row pairs x TILE_TOKS tokens. 2 x 8 keeps
+ * 16 accumulators, 2 offset accumulators and the pairs' weights, scales and
+ * corrections in the 32 zmm registers; each weight vector serves 8 tokens
+ * and each activation block 4 rows. */
+#define TILE_PAIRS 2
+#define TILE_TOKS 8
+/* Decode streams the weights: prefetch this many bytes ahead of the block
+ * being read (memory latency times bandwidth, and then some). */
+#ifndef PF_DIST
+#define PF_DIST 65536
+#endif
+
+static inline uint32_t load_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* One block of a row pair, ready for every token of a tile. */
+typedef struct {
+    __m512i w;    /* weight bytes: [row r | row r+1], the unsigned (Q4) or signed (Q8_0) operand */
+    __m512i corr; /* Q8_0: -128 * sum of each lane's four weights */
+    __m512 dw;    /* [dw(r) x8 | dw(r+1) x8] */
+    __m512 o;     /* Q4: the block offset, [o(r) x8 | o(r+1) x8] */
+} pair_block;
+
+/* The weight bytes of block b of rows p0 and p1 (p1 == p0 for a single row),
+ * and for Q8_0 the lanes' corrections. */
+AVX512_INLINE void load_weights(const int kind, const uint8_t *p0, const uint8_t *p1, pair_block *pb)
+{
+    const __m512i zero = _mm512_setzero_si512();
+    if (kind == KIND_Q8_0) {
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(p0 + 2));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(p1 + 2));
+        pb->w = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+        pb->corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8((char)0x80), pb->w));
+    } else {
+        /* [q(r) q(r) | q(r+1) q(r+1)], the second copy of each shifted by 4:
+         * low nibbles are weights 0..15, high nibbles weights 16..31 */
+        size_t qoff = kind == KIND_Q4_1 ? 4 : 2;
+        __m128i q0 = _mm_loadu_si128((const __m128i *)(const void *)(p0 + qoff));
+        __m128i q1 = _mm_loadu_si128((const __m128i *)(const void *)(p1 + qoff));
+        __m512i q = _mm512_permutex2var_epi64(_mm512_castsi128_si512(q0), _mm512_set_epi64(9, 8, 9, 8, 1, 0, 1, 0),
+                                              _mm512_castsi128_si512(q1));
+        q = _mm512_srlv_epi64(q, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+        pb->w = _mm512_and_si512(q, _mm512_set1_epi8(0x0f));
+        pb->corr = zero;
+    }
+}
+
+/* 16 floats: f[i] in lanes 0..7 and f[j] in lanes 8..15 */
+AVX512_INLINE __m512 spread2(__m512 f, int i, int j)
+{
+    return _mm512_permutexvar_ps(_mm512_set_epi32(j, j, j, j, j, j, j, j, i, i, i, i, i, i, i, i), f);
+}
+
+/* Block b of rows p0 and p1: weights, scales and offsets. */
+AVX512_INLINE pair_block load_pair(const int kind, const uint8_t *p0, const uint8_t *p1)
+{
+    pair_block pb;
+    load_weights(kind, p0, p1, &pb);
+    if (kind == KIND_Q4_1) {
+        /* d and m of both rows in one conversion: [d(r) m(r) d(r+1) m(r+1)] */
+        uint64_t h = load_u32(p0) | (uint64_t)load_u32(p1) << 32;
+        __m512 f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
+        pb.dw = spread2(f, 0, 2);
+        pb.o = spread2(f, 1, 3);
+    } else {
+        uint32_t h = pd_load_u16(p0) | (uint32_t)pd_load_u16(p1) << 16;
+        pb.dw = spread2(_mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h))), 0, 1);
+        pb.o = _mm512_mul_ps(pb.dw, _mm512_set1_ps(-8.0f)); /* Q4_0; exact, and unused for Q8_0 */
+    }
+    return pb;
+}
+
+/* The reference's end combine within each 256-bit half of v: lane 0 holds
+ * ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) of the low half, lane 8 of the high. */
+AVX512_INLINE __m512 hsum_halves(__m512 v)
+{
+    v = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+/* NP row pairs (rows 2p and 2p+1 of w; with single, the one row w) times NT
+ * tokens from tok, over every block. Per block and pair the weights, scales
+ * and corrections are made once; per block, pair and token one vpdpbusd, one
+ * conversion, dw*dx and one fma. The 4-bit offsets ride along as one vector
+ * per pair, [o(r) s(t..t+7) | o(r+1) s(t..t+7)], since s is block-major. */
+AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8_t *w, size_t row_bytes, bool single,
+                         const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+{
+    const size_t bsize = kind == KIND_Q8_0 ? 34 : kind == KIND_Q4_0 ? 18 : 20;
+    const size_t step = single ? 0 : row_bytes;
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    __m512 acc[TILE_PAIRS][TILE_TOKS], off[TILE_PAIRS];
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) {
+        off[p] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) acc[p][u] = _mm512_setzero_ps();
+    }
+    const int8_t *xq = a->q + tok * cols;
+    const float *dx = a->d + tok, *sx = a->s + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
+        pair_block pb[TILE_PAIRS];
+#pragma GCC unroll 8
+        for (int p = 0; p < NP; p++) {
+            const uint8_t *p0 = w + (size_t)(2 * p) * row_bytes + (size_t)b * bsize;
+            if (NT == 1) {
+                _mm_prefetch((const char *)p0 + PF_DIST, _MM_HINT_T0);
+                _mm_prefetch((const char *)p0 + step + PF_DIST, _MM_HINT_T0);
+            }
+            pb[p] = load_pair(kind, p0, p0 + step);
+        }
+        if (kind != KIND_Q8_0) {
+            /* s of 8 tokens from tok (the padding covers a tile of fewer) */
+            __m512 s = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(sx))));
+#pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) off[p] = _mm512_fmadd_ps(pb[p].o, s, off[p]);
+        }
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) {
+            __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(xq + u * cols)));
+            if (kind == KIND_Q8_0) x = _mm512_xor_si512(x, _mm512_set1_epi8((char)0x80));
+            __m512 dxu = _mm512_set1_ps(dx[u]);
+#pragma GCC unroll 8
+            for (int p = 0; p < NP; p++) {
+                __m512i l = kind == KIND_Q8_0 ? _mm512_dpbusd_epi32(pb[p].corr, x, pb[p].w)
+                                              : _mm512_dpbusd_epi32(_mm512_setzero_si512(), pb[p].w, x);
+                acc[p][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), _mm512_mul_ps(pb[p].dw, dxu), acc[p][u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; p++) {
+        float o[16];
+        _mm512_storeu_ps(o, off[p]);
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) {
+            float s[16];
+            _mm512_storeu_ps(s, hsum_halves(acc[p][u]));
+            float *yu = y + u * y_stride + 2 * p;
+            yu[0] = kind == KIND_Q8_0 ? s[0] : s[0] + o[u];
+            if (!single) yu[1] = kind == KIND_Q8_0 ? s[8] : s[8] + o[8 + u];
+        }
+    }
+}
+
+/* One token times four rows (two pairs), the matrix-vector product of
+ * decode, where the weights stream from memory once: the four rows' scales
+ * are converted together and scaled by dx once, the 4-bit offsets summed as
+ * one vector of four rows, and the weights prefetched PF_DIST bytes ahead
+ * (rows are contiguous, so that is a few panels further on). */
+AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t tok,
+                            float *y)
+{
+    const size_t bsize = kind == KIND_Q8_0 ? 34 : kind == KIND_Q4_0 ? 18 : 20;
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap;
+    /* Q4_1 scales come as [d m] per row, the others as [d] */
+    const int sd = kind == KIND_Q4_1 ? 2 : 1;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m256 off = _mm256_setzero_ps();
+    const int8_t *xq = a->q + tok * a->cols;
+    const float *dx = a->d + tok, *sx = a->s + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
+        const uint8_t *p = w + (size_t)b * bsize;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) _mm_prefetch((const char *)p + (size_t)r * row_bytes + PF_DIST, _MM_HINT_T0);
+        __m256 f;
+        if (kind == KIND_Q4_1) {
+            uint64_t h01 = load_u32(p) | (uint64_t)load_u32(p + row_bytes) << 32;
+            uint64_t h23 = load_u32(p + 2 * row_bytes) | (uint64_t)load_u32(p + 3 * row_bytes) << 32;
+            f = _mm256_cvtph_ps(_mm_set_epi64x((long long)h23, (long long)h01));
+        } else {
+            uint64_t h = pd_load_u16(p) | (uint64_t)pd_load_u16(p + row_bytes) << 16 |
+                         (uint64_t)pd_load_u16(p + 2 * row_bytes) << 32 |
+                         (uint64_t)pd_load_u16(p + 3 * row_bytes) << 48;
+            f = _mm256_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+        }
+        __m512 dd = _mm512_castps256_ps512(_mm256_mul_ps(f, _mm256_set1_ps(*dx)));
+        if (kind == KIND_Q4_0) off = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_set1_ps(-8.0f)), _mm256_set1_ps(*sx), off);
+        if (kind == KIND_Q4_1) off = _mm256_fmadd_ps(f, _mm256_set1_ps(*sx), off);
+        pair_block p01, p23;
+        load_weights(kind, p, p + row_bytes, &p01);
+        load_weights(kind, p + 2 * row_bytes, p + 3 * row_bytes, &p23);
+        __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)xq));
+        __m512i l01, l23;
+        if (kind == KIND_Q8_0) {
+            x = _mm512_xor_si512(x, _mm512_set1_epi8((char)0x80));
+            l01 = _mm512_dpbusd_epi32(p01.corr, x, p01.w);
+            l23 = _mm512_dpbusd_epi32(p23.corr, x, p23.w);
+        } else {
+            l01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p01.w, x);
+            l23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), p23.w, x);
+        }
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l01), spread2(dd, 0, sd), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l23), spread2(dd, 2 * sd, 3 * sd), acc1);
+    }
+    float s0[16], s1[16], o[8];
+    _mm512_storeu_ps(s0, hsum_halves(acc0));
+    _mm512_storeu_ps(s1, hsum_halves(acc1));
+    _mm256_storeu_ps(o, off);
+    const float sum[4] = {s0[0], s0[8], s1[0], s1[8]};
+    for (int r = 0; r < 4; r++) y[r] = kind == KIND_Q8_0 ? sum[r] : sum[r] + o[sd * r + sd - 1];
+}
+
+/* NP row pairs from w over tokens [t0, t1): full tiles of TILE_TOKS, then the
+ * leftover tokens in tiles of 4, 2 and 1. The pairs' blocks stay in L1 while
+ * the tokens' blocks come from L2. */
+AVX512_INLINE void qpanel(const int kind, const int NP, const uint8_t *w, size_t row_bytes, bool single,
+                          const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    int64_t tok = t0;
+    for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS)
+        qtile(kind, NP, TILE_TOKS, w, row_bytes, single, a, tok, y + tok * y_stride, y_stride);
+    if (t1 - tok >= 4) {
+        qtile(kind, NP, 4, w, row_bytes, single, a, tok, y + tok * y_stride, y_stride);
+        tok += 4;
+    }
+    if (t1 - tok >= 2) {
+        qtile(kind, NP, 2, w, row_bytes, single, a, tok, y + tok * y_stride, y_stride);
+        tok += 2;
+    }
+    if (tok < t1 && NP == 2) qdecode4(kind, w, row_bytes, a, tok, y + tok * y_stride);
+    else if (tok < t1) qtile(kind, NP, 1, w, row_bytes, single, a, tok, y + tok * y_stride, y_stride);
+}
+
+/* Rows in panels of TILE_PAIRS pairs, then a last pair, then a last single
+ * row (run as a pair of that row with itself, the copy's sums dropped). */
+AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                                int64_t t0, int64_t t1, float *y, int64_t y_stride)
+{
+    int64_t r = 0;
+    for (; r + 2 * TILE_PAIRS <= n_rows; r += 2 * TILE_PAIRS)
+        qpanel(kind, TILE_PAIRS, w + (size_t)r * row_bytes, row_bytes, false, a, t0, t1, y + r, y_stride);
+    for (; r < n_rows; r += 2)
+        qpanel(kind, 1, w + (size_t)r * row_bytes, row_bytes, n_rows - r == 1, a, t0, t1, y + r, y_stride);
+}
+
+AVX512 static void qmatmul_q8_0(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                                int64_t t1, float *y, int64_t y_stride)
+{
+    qmatmul_kind(KIND_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+AVX512 static void qmatmul_q4_0(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                                int64_t t1, float *y, int64_t y_stride)
+{
+    qmatmul_kind(KIND_Q4_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+AVX512 static void qmatmul_q4_1(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                                int64_t t1, float *y, int64_t y_stride)
+{
+    qmatmul_kind(KIND_Q4_1, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                       int64_t t1, float *y, int64_t y_stride)
+{
+    if (t == PD_Q8_0) qmatmul_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_0) qmatmul_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+}
+
+bool pd_avx512vnni_supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+}
+
+#else
+bool pd_avx512vnni_supported(void) { return false; }
+#endif
