@@ -243,8 +243,8 @@ typedef struct {
 } attn_job;
 
 /* One work item: one token of the chunk and one KV head, with every query
- * head that shares it (grouped-query attention), so each cached key and value
- * row is read once for the whole group. A token sees the cache before the
+ * head that shares it (grouped-query attention): the group's cached keys and
+ * values stay in cache while each head runs over them. A token sees the cache before the
  * batch and the batch up to itself (the mask, if any, is lower-triangular and
  * may hide more of the batch). */
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
@@ -259,9 +259,8 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
     const uint8_t *kc = (const uint8_t *)ctx->k_cache + layer_off, *vc = (const uint8_t *)ctx->v_cache + layer_off;
     size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
-    /* per thread: group rows of n_ctx scores, the group's dots of one key, their 1/sums */
-    float *scores = ctx->scores + (size_t)thread * (size_t)(group * (n_ctx + 2));
-    float *dots = scores + group * n_ctx, *inv = dots + group;
+    /* per thread: group rows of n_ctx scores */
+    float *scores = ctx->scores + (size_t)thread * (size_t)(group * n_ctx);
     float inv_sqrt = 1.0f / sqrtf((float)hd);
     const uint8_t *visible = a->batch->visible;
 
@@ -271,10 +270,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int64_t n_keys = (int64_t)a->batch_kv0 + i_batch + 1;
         const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
         const uint8_t *k = kc + (size_t)(g * hd) * elt, *v = vc + (size_t)(g * hd) * elt;
-        for (int64_t t = 0; t < n_keys; t++) {
-            kern->dots(kvt, k + (size_t)t * row, q, hd, group, hd, dots);
-            for (int64_t h = 0; h < group; h++) scores[h * n_ctx + t] = dots[h] * inv_sqrt;
-        }
+        for (int64_t h = 0; h < group; h++) kern->key_scores(kvt, k, row, n_keys, q + h * hd, hd, inv_sqrt, scores + h * n_ctx);
         if (visible) {
             const uint8_t *row = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
             for (int64_t jb = 0; jb <= i_batch; jb++)
@@ -283,14 +279,13 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         }
         float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
         for (int64_t h = 0; h < group; h++) {
-            float *s = scores + h * n_ctx, maxs = -INFINITY;
+            float *s = scores + h * n_ctx, maxs = -INFINITY, *o = out + h * hd;
             for (int64_t t = 0; t < n_keys; t++) maxs = s[t] > maxs ? s[t] : maxs;
-            inv[h] = 1.0f / kern->exp_sum(s, n_keys, maxs);
+            float inv = 1.0f / kern->exp_sum(s, n_keys, maxs);
+            memset(o, 0, (size_t)hd * sizeof(float));
+            kern->value_mix(kvt, v, row, n_keys, s, hd, o);
+            for (int64_t d = 0; d < hd; d++) o[d] *= inv;
         }
-        memset(out, 0, (size_t)(group * hd) * sizeof(float));
-        for (int64_t t = 0; t < n_keys; t++) kern->axpys(out, hd, scores + t, n_ctx, group, kvt, v + (size_t)t * row, hd);
-        for (int64_t h = 0; h < group; h++)
-            for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[h];
     }
 }
 

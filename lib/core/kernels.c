@@ -155,34 +155,41 @@ float pd_exp_sum(float *s, int64_t n, float max)
 
 #define WIDEN_PIECE 256
 
-void pd_dots_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k, const float *q,
-                     int64_t q_stride, int64_t nq, int64_t n, float *out)
+void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
+                           size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out)
 {
-    if (kt == PD_F32) {
-        for (int64_t i = 0; i < nq; i++) out[i] = dot(q + i * q_stride, k, n);
-        return;
-    }
     float piece[WIDEN_PIECE];
-    for (int64_t i = 0; i < nq; i++) out[i] = 0.0f;
-    for (int64_t j = 0; j < n; j += WIDEN_PIECE) {
-        int64_t len = n - j < WIDEN_PIECE ? n - j : WIDEN_PIECE;
-        pd_row_to_f32(kt, (const uint8_t *)k + 2 * j, piece, len);
-        for (int64_t i = 0; i < nq; i++) out[i] += dot(q + i * q_stride + j, piece, len);
+    for (int64_t j = 0; j < nk; j++) {
+        const uint8_t *row = (const uint8_t *)k + (size_t)j * stride;
+        if (kt == PD_F32) {
+            out[j] = scale * dot(q, (const float *)(const void *)row, n);
+            continue;
+        }
+        float sum = 0.0f;
+        for (int64_t c = 0; c < n; c += WIDEN_PIECE) {
+            int64_t len = n - c < WIDEN_PIECE ? n - c : WIDEN_PIECE;
+            pd_row_to_f32(kt, row + 2 * c, piece, len);
+            sum += dot(q + c, piece, len);
+        }
+        out[j] = scale * sum;
     }
 }
 
-void pd_axpys_widened(void (*axpy)(float *, float, const float *, int64_t), float *y, int64_t y_stride,
-                      const float *s, int64_t s_stride, int64_t ny, pd_dtype xt, const void *x, int64_t n)
+void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
+                          size_t stride, int64_t nv, const float *p, int64_t n, float *out)
 {
-    if (xt == PD_F32) {
-        for (int64_t i = 0; i < ny; i++) axpy(y + i * y_stride, s[i * s_stride], x, n);
-        return;
-    }
     float piece[WIDEN_PIECE];
-    for (int64_t j = 0; j < n; j += WIDEN_PIECE) {
-        int64_t len = n - j < WIDEN_PIECE ? n - j : WIDEN_PIECE;
-        pd_row_to_f32(xt, (const uint8_t *)x + 2 * j, piece, len);
-        for (int64_t i = 0; i < ny; i++) axpy(y + i * y_stride + j, s[i * s_stride], piece, len);
+    for (int64_t j = 0; j < nv; j++) {
+        const uint8_t *row = (const uint8_t *)v + (size_t)j * stride;
+        if (vt == PD_F32) {
+            axpy(out, p[j], (const float *)(const void *)row, n);
+            continue;
+        }
+        for (int64_t c = 0; c < n; c += WIDEN_PIECE) {
+            int64_t len = n - c < WIDEN_PIECE ? n - c : WIDEN_PIECE;
+            pd_row_to_f32(vt, row + 2 * c, piece, len);
+            axpy(out + c, p[j], piece, len);
+        }
     }
 }
 

@@ -27,25 +27,25 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
 /* exp_sum's definition: expf of each shifted score, summed in double. */
 float pd_exp_sum(float *s, int64_t n, float max);
 
-/* dots and axpys on an F32 or F16 row for tables whose dot and axpy take
- * floats: F16 rows are widened a piece at a time. */
-void pd_dots_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k, const float *q,
-                     int64_t q_stride, int64_t nq, int64_t n, float *out);
-void pd_axpys_widened(void (*axpy)(float *, float, const float *, int64_t), float *y, int64_t y_stride,
-                      const float *s, int64_t s_stride, int64_t ny, pd_dtype xt, const void *x, int64_t n);
+/* key_scores and value_mix for tables whose dot and axpy take floats: F16
+ * rows are widened a piece at a time. */
+void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
+                           size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out);
+void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
+                          size_t stride, int64_t nv, const float *p, int64_t n, float *out);
 
-/* The static dots_NAME, axpys_NAME and fmatmul_NAME of a table, over its
- * dot_NAME, axpy_NAME and dot_row_NAME. */
+/* The static key_scores_NAME, value_mix_NAME and fmatmul_NAME of a table,
+ * over its dot_NAME, axpy_NAME and dot_row_NAME. */
 #define PD_WIDENED_ATTENTION(NAME)                                                                                    \
-    static void dots_##NAME(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n,      \
-                            float *out)                                                                               \
+    static void key_scores_##NAME(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,  \
+                                  float scale, float *out)                                                            \
     {                                                                                                                 \
-        pd_dots_widened(dot_##NAME, kt, k, q, q_stride, nq, n, out);                                                  \
+        pd_key_scores_widened(dot_##NAME, kt, k, stride, nk, q, n, scale, out);                                       \
     }                                                                                                                 \
-    static void axpys_##NAME(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, pd_dtype xt,   \
-                             const void *x, int64_t n)                                                                \
+    static void value_mix_##NAME(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,   \
+                                 float *out)                                                                          \
     {                                                                                                                 \
-        pd_axpys_widened(axpy_##NAME, y, y_stride, s, s_stride, ny, xt, x, n);                                        \
+        pd_value_mix_widened(axpy_##NAME, vt, v, stride, nv, p, n, out);                                              \
     }                                                                                                                 \
     static void fmatmul_##NAME(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n,             \
                                const float *x, int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)  \
@@ -78,15 +78,15 @@ typedef struct pd_kernels {
                     int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
     /* pd_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
-    /* Attention, one cached key or value row (kt: PD_F32 or PD_F16) against
-     * the query heads that share it:
-     * dots: out[i] = (q + i*q_stride) . k for i < nq, n elements each;
-     * axpys: (y + i*y_stride) += s[i*s_stride] * x for i < ny, n elements each;
+    /* Attention for one query head over cached rows (kt: PD_F32 or PD_F16),
+     * row j at k + j*stride bytes, n elements each:
+     * key_scores: out[j] = scale * (q . k_j) for j < nk;
+     * value_mix: out[d] += sum over j < nv of p[j] * v_j[d], for d < n;
      * exp_sum: s[i] = exp(s[i] - max) for i < n (0 where s[i] is -inf), and
      * returns their sum. */
-    void (*dots)(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n, float *out);
-    void (*axpys)(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, pd_dtype xt,
-                  const void *x, int64_t n);
+    void (*key_scores)(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n, float scale,
+                       float *out);
+    void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n, float *out);
     float (*exp_sum)(float *s, int64_t n, float max);
 } pd_kernels;
 

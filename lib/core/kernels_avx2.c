@@ -452,22 +452,78 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
 
 /* -------------------------------------------------------------- attention */
 
-AVX2 static void dots_avx2(pd_dtype kt, const void *k, const float *q, int64_t q_stride, int64_t nq, int64_t n,
-                           float *out)
+/* Eight keys a step: eight accumulators over the columns (each query vector
+ * loaded once for the eight), then one transposing reduction to the eight
+ * scores. A last partial step repeats its last key, so every score is summed
+ * in the same order wherever its key stands. */
+AVX2_INLINE void key_scores_kind(bool f16, const uint8_t *k, size_t stride, int64_t nk, const float *q, int64_t n,
+                                 float scale, float *out)
 {
-    if (kt == PD_F16)
-        for (int64_t i = 0; i < nq; i++) out[i] = dot_kind(true, q + i * q_stride, k, n);
-    else
-        for (int64_t i = 0; i < nq; i++) out[i] = dot_kind(false, q + i * q_stride, k, n);
+    for (int64_t j = 0; j < nk; j += 8) {
+        const uint8_t *kp[8];
+        for (int u = 0; u < 8; u++) kp[u] = k + (size_t)(j + u < nk ? j + u : nk - 1) * stride;
+        __m256 acc[8];
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; u++) acc[u] = _mm256_setzero_ps();
+        int64_t c = 0;
+        for (; c + 8 <= n; c += 8) {
+            __m256 qv = _mm256_loadu_ps(q + c);
+#pragma GCC unroll 8
+            for (int u = 0; u < 8; u++) acc[u] = _mm256_fmadd_ps(qv, load8(f16, kp[u], c), acc[u]);
+        }
+        __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+        __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(acc[4], acc[5]), _mm256_hadd_ps(acc[6], acc[7]));
+        __m256 tot = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+        float v[8];
+        _mm256_storeu_ps(v, tot);
+        for (int u = 0; u < 8 && j + u < nk; u++) {
+            for (int64_t t = c; t < n; t++) v[u] += q[t] * elem(f16, kp[u], t);
+            out[j + u] = scale * v[u];
+        }
+    }
 }
 
-AVX2 static void axpys_avx2(float *y, int64_t y_stride, const float *s, int64_t s_stride, int64_t ny, pd_dtype xt,
-                            const void *x, int64_t n)
+/* Up to 64 output columns held in registers while every value row is added. */
+AVX2_INLINE void value_mix_kind(bool f16, const uint8_t *v, size_t stride, int64_t nv, const float *p, int64_t n,
+                                float *out)
 {
-    if (xt == PD_F16)
-        for (int64_t i = 0; i < ny; i++) axpy_kind(true, y + i * y_stride, s[i * s_stride], x, n);
-    else
-        for (int64_t i = 0; i < ny; i++) axpy_kind(false, y + i * y_stride, s[i * s_stride], x, n);
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 64) {
+        int m = (int)((n - c) / 8 < 8 ? (n - c) / 8 : 8);
+        __m256 acc[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) acc[i] = i < m ? _mm256_loadu_ps(out + c + 8 * i) : _mm256_setzero_ps();
+        for (int64_t j = 0; j < nv; j++) {
+            const uint8_t *vj = v + (size_t)j * stride;
+            __m256 pj = _mm256_set1_ps(p[j]);
+#pragma GCC unroll 8
+            for (int i = 0; i < 8; i++)
+                if (i < m) acc[i] = _mm256_fmadd_ps(pj, load8(f16, vj, c + 8 * i), acc[i]);
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++)
+            if (i < m) _mm256_storeu_ps(out + c + 8 * i, acc[i]);
+        if (m < 8) {
+            c += 8 * m;
+            break;
+        }
+    }
+    for (; c < n; c++)
+        for (int64_t j = 0; j < nv; j++) out[c] += p[j] * elem(f16, v + (size_t)j * stride, c);
+}
+
+AVX2 static void key_scores_avx2(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,
+                                 float scale, float *out)
+{
+    if (kt == PD_F16) key_scores_kind(true, k, stride, nk, q, n, scale, out);
+    else key_scores_kind(false, k, stride, nk, q, n, scale, out);
+}
+
+AVX2 static void value_mix_avx2(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
+                                float *out)
+{
+    if (vt == PD_F16) value_mix_kind(true, v, stride, nv, p, n, out);
+    else value_mix_kind(false, v, stride, nv, p, n, out);
 }
 
 /* exp of eight floats: 2^n * p(r) with r = x - n ln 2 (ln 2 in two parts) and
@@ -517,7 +573,7 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
 #define X86_KERNELS(NAME, QMATMUL)                                                                                     \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .quantize_act = quantize_act_avx2, .dots = dots_avx2, .axpys = axpys_avx2,                 \
+        .qmatmul = QMATMUL, .quantize_act = quantize_act_avx2, .key_scores = key_scores_avx2, .value_mix = value_mix_avx2,                 \
         .exp_sum = exp_sum_avx2,                                                                                       \
     }
 static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2);

@@ -189,8 +189,8 @@ static const pd_kernels neon = {
     .fmatmul = fmatmul_neon,
     .qmatmul = qmatmul_neon,
     .quantize_act = pd_quantize_act,
-    .dots = dots_neon,
-    .axpys = axpys_neon,
+    .key_scores = key_scores_neon,
+    .value_mix = value_mix_neon,
     .exp_sum = pd_exp_sum,
 };
 

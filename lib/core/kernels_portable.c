@@ -96,8 +96,8 @@ static const pd_kernels portable = {
     .fmatmul = fmatmul_portable,
     .qmatmul = qmatmul_portable,
     .quantize_act = pd_quantize_act,
-    .dots = dots_portable,
-    .axpys = axpys_portable,
+    .key_scores = key_scores_portable,
+    .value_mix = value_mix_portable,
     .exp_sum = pd_exp_sum,
 };
 

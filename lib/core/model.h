@@ -73,7 +73,7 @@ struct pd_context {
     float *att;    /* attention output [n_batch][n_heads*head_dim] */
     float *gate, *up; /* [n_batch][ffn] */
     float *delta;  /* projection output added to x [n_batch][hidden] */
-    float *scores; /* per thread: attention scores [heads per KV head][n_ctx + 2] */
+    float *scores; /* per thread: attention scores [heads per KV head][n_ctx] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */

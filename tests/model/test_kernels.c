@@ -242,24 +242,25 @@ static void test_quantize_act_tables(void **state)
     free(got.s);
 }
 
-/* The attention kernels: dots and axpys (F32 and F16 rows) against float64, exp_sum within a few
- * ulp of expf (exactly 0 for a masked -inf score). */
+/* The attention kernels: key_scores and value_mix over F32 and F16 rows
+ * against float64 (19 rows: two blocks of eight and three more; rows of 75
+ * and 150 columns, 160 apart: column tails and more than one 64-column
+ * piece), exp_sum within a few ulp of expf (exactly 0 for a masked -inf). */
 static void test_attention_kernels(void **state)
 {
     (void)state;
     const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
                                  pd_kernels_select()};
-    const int64_t n = 72, nq = 7, qs = 80; /* n not a multiple of 16: the tails are exercised */
-    float k[72], q[7 * 80], out[7], y[7 * 80], y0[7 * 80], sc[7 * 3];
-    uint16_t kh[72];
-    float kw[72];
-    for (int64_t i = 0; i < n; i++) {
+    enum { NK = 19, STRIDE = 160 };
+    float k[NK * STRIDE], kw[NK * STRIDE], q[STRIDE], p[NK], out[NK], y[STRIDE + 1];
+    uint16_t kh[NK * STRIDE];
+    for (int64_t i = 0; i < NK * STRIDE; i++) {
         k[i] = frand();
         kh[i] = pd_f32_to_f16(k[i]);
         kw[i] = pd_f16_to_f32(kh[i]);
     }
-    for (int64_t i = 0; i < nq * qs; i++) q[i] = y0[i] = frand();
-    for (int64_t i = 0; i < nq * 3; i++) sc[i] = frand();
+    for (int64_t i = 0; i < STRIDE; i++) q[i] = frand();
+    for (int64_t j = 0; j < NK; j++) p[j] = frand();
     float s[203], e[203];
     for (int i = 0; i < 203; i++) s[i] = -40.0f * fabsf(frand());
     s[0] = 0.0f;
@@ -272,29 +273,37 @@ static void test_attention_kernels(void **state)
     for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
         const pd_kernels *kt = impls[m];
         if (!kt) continue;
-        /* the cached row as floats and as halves (the halves' values are exact floats) */
-        for (int half = 0; half < 2; half++) {
-            pd_dtype kvt = half ? PD_F16 : PD_F32;
-            const float *kv = half ? kw : k;
-            const void *row = half ? (const void *)kh : (const void *)k;
-            kt->dots(kvt, row, q, qs, nq, n, out);
-            for (int64_t i = 0; i < nq; i++) {
-                double want = 0.0, scale = 0.0;
-                for (int64_t j = 0; j < n; j++) {
-                    want += (double)q[i * qs + j] * kv[j];
-                    scale += fabs((double)q[i * qs + j] * kv[j]);
+        /* the cached rows as floats and as halves (the halves' values are exact floats) */
+        for (int half = 0; half < 2; half++)
+            for (int64_t n = 75; n <= 150; n += 75) {
+                pd_dtype kvt = half ? PD_F16 : PD_F32;
+                const float *kv = half ? kw : k;
+                const void *rows = half ? (const void *)kh : (const void *)k;
+                size_t stride = STRIDE * (half ? 2 : 4);
+                kt->key_scores(kvt, rows, stride, NK, q, n, 0.5f, out);
+                for (int64_t j = 0; j < NK; j++) {
+                    double want = 0.0, scale = 0.0;
+                    for (int64_t c = 0; c < n; c++) {
+                        want += 0.5 * q[c] * kv[j * STRIDE + c];
+                        scale += fabs(0.5 * q[c] * kv[j * STRIDE + c]);
+                    }
+                    if (fabs(out[j] - want) > 1e-6 * scale)
+                        fail_msg("%s key_scores %s n=%lld key %lld: %.9g, want %.9g", kt->name, pd_dtype_name(kvt),
+                                 (long long)n, (long long)j, out[j], want);
                 }
-                if (fabs(out[i] - want) > 1e-6 * scale)
-                    fail_msg("%s dots %s: %.9g, want %.9g", kt->name, pd_dtype_name(kvt), out[i], want);
+                for (int64_t c = 0; c <= STRIDE; c++) y[c] = (float)c;
+                kt->value_mix(kvt, rows, stride, NK, p, n, y);
+                for (int64_t c = 0; c <= STRIDE; c++) {
+                    double want = c, scale = fabs(want);
+                    for (int64_t j = 0; c < n && j < NK; j++) {
+                        want += (double)p[j] * kv[j * STRIDE + c];
+                        scale += fabs((double)p[j] * kv[j * STRIDE + c]);
+                    }
+                    if (fabs(y[c] - want) > 1e-6 * scale)
+                        fail_msg("%s value_mix %s n=%lld column %lld: %.9g, want %.9g", kt->name, pd_dtype_name(kvt),
+                                 (long long)n, (long long)c, y[c], want);
+                }
             }
-            memcpy(y, y0, sizeof y);
-            kt->axpys(y, qs, sc, 3, nq, kvt, row, n);
-            for (int64_t i = 0; i < nq; i++)
-                for (int64_t j = 0; j < qs; j++) {
-                    double want = j < n ? (double)y0[i * qs + j] + (double)sc[i * 3] * kv[j] : y0[i * qs + j];
-                    assert_true(fabs(y[i * qs + j] - want) <= 1e-6 * (fabs(want) + 1.0));
-                }
-        }
         float got[203];
         memcpy(got, s, sizeof s);
         float sum = kt->exp_sum(got, 203, 0.0f);
