@@ -1,8 +1,10 @@
 /* threadpool.c - persistent workers woken per parallel loop.
  *
- * Work is split into one contiguous slice per thread (the caller takes slice
- * 0), which keeps each thread on its own rows of a weight matrix: decode is
- * bound by memory bandwidth, and contiguous slices stream best.
+ * Work is split into a few contiguous chunks per thread, taken in order from
+ * an atomic counter by whichever thread is free (the caller too): each chunk
+ * streams its own rows of a weight matrix, and a thread that falls behind (a
+ * late wake-up, a busy core, slower memory) takes fewer chunks instead of
+ * making the others wait at the end of every loop.
  *
  * A forward pass runs hundreds of loops a token, microseconds apart, so the
  * workers and the caller first spin on atomic counters (the generation of the
@@ -36,22 +38,32 @@ struct pd_pool {
     atomic_uint_fast64_t generation; /* bumped for every loop, so workers know there is new work */
     atomic_int pending;              /* workers still busy with the current loop */
     atomic_int stopping;
+    atomic_int next_chunk; /* the next chunk of the current loop to take */
     /* the current loop: written before generation is bumped, read after it is seen */
     pd_range_fn fn;
     void *arg;
     int64_t n;
-    int slices;
+    int chunks;
 };
+
+/* Chunks per thread: enough to even out a slow thread, few enough that each
+ * chunk is a long contiguous run. */
+#define CHUNKS_PER_THREAD 4
 
 typedef struct {
     pd_pool *pool;
     int index;
 } worker_arg;
 
-static void slice_bounds(int64_t n, int slices, int s, int64_t *begin, int64_t *end)
+/* Take chunks of the current loop until none is left. */
+static void run_chunks(pd_pool *pool, int thread)
 {
-    *begin = n * s / slices;
-    *end = n * (s + 1) / slices;
+    for (;;) {
+        int c = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
+        if (c >= pool->chunks) return;
+        int64_t begin = pool->n * c / pool->chunks, end = pool->n * (c + 1) / pool->chunks;
+        if (begin < end) pool->fn(pool->arg, begin, end, thread);
+    }
 }
 
 /* The generation after `seen`, or seen when stopping; spins, then sleeps. */
@@ -81,11 +93,7 @@ static void *worker_main(void *p)
     for (;;) {
         seen = wait_for_work(pool, seen);
         if (atomic_load_explicit(&pool->stopping, memory_order_acquire)) break;
-        if (index < pool->slices) {
-            int64_t b, e;
-            slice_bounds(pool->n, pool->slices, index, &b, &e);
-            if (b < e) pool->fn(pool->arg, b, e, index);
-        }
+        run_chunks(pool, index);
         if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
             /* the last one out wakes the caller if it went to sleep */
             pthread_mutex_lock(&pool->lock);
@@ -151,16 +159,16 @@ void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *
 {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int64_t max_slices = (n + grain - 1) / grain;
-    int slices = pool->n_threads < max_slices ? pool->n_threads : (int)max_slices;
-    if (slices <= 1) {
+    int64_t max_chunks = (n + grain - 1) / grain, want = (int64_t)pool->n_threads * CHUNKS_PER_THREAD;
+    if (pool->n_threads == 1 || max_chunks <= 1) {
         fn(arg, 0, n, 0);
         return;
     }
     pool->fn = fn;
     pool->arg = arg;
     pool->n = n;
-    pool->slices = slices;
+    pool->chunks = (int)(want < max_chunks ? want : max_chunks);
+    atomic_store_explicit(&pool->next_chunk, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->pending, pool->n_threads - 1, memory_order_relaxed);
     /* under the lock, so a worker between its last check and its wait cannot miss it */
     pthread_mutex_lock(&pool->lock);
@@ -168,9 +176,7 @@ void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
-    int64_t b, e;
-    slice_bounds(n, slices, 0, &b, &e);
-    fn(arg, b, e, 0);
+    run_chunks(pool, 0);
 
     for (int i = 0; i < SPIN_ROUNDS; i++) {
         if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
