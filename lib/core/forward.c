@@ -338,6 +338,59 @@ static void store_kv(pd_context *ctx, size_t slot, const float *k, const float *
     }
 }
 
+/* Per-token work between the matrix products, run across the pool: the
+ * residual sum and RMSNorm, or the q/k norms, RoPE and the cache write. */
+typedef struct {
+    pd_context *ctx;
+    const pd_layer *L;
+    const float *norm; /* residual_range: the norm's weights */
+    size_t slot0;      /* rope_store_range: the chunk's first cache element */
+} token_job;
+
+/* x += delta (when add), then xn = RMSNorm(x) for tokens [begin, end). */
+static void residual_range(const token_job *j, bool add, int64_t begin, int64_t end)
+{
+    pd_context *ctx = j->ctx;
+    const pd_config *c = &ctx->model->cfg;
+    int64_t H = c->hidden;
+    for (int64_t t = begin; t < end; t++) {
+        float *x = ctx->x + t * H;
+        if (add)
+            for (int64_t i = 0; i < H; i++) x[i] += ctx->delta[t * H + i];
+        pd_rmsnorm(ctx->xn + t * H, x, j->norm, H, c->rms_eps);
+    }
+}
+
+static void norm_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    residual_range(arg, false, begin, end);
+}
+
+static void add_norm_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    residual_range(arg, true, begin, end);
+}
+
+static void rope_store_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const token_job *j = arg;
+    pd_context *ctx = j->ctx;
+    const pd_config *c = &ctx->model->cfg;
+    int64_t hd = c->head_dim, Q = (int64_t)c->n_heads * hd, KV = (int64_t)c->n_kv_heads * hd;
+    for (int64_t t = begin; t < end; t++) {
+        const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
+        norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, j->L->q_norm, c->rms_eps, cs, sn);
+        norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, j->L->k_norm, c->rms_eps, cs, sn);
+        store_kv(ctx, j->slot0 + (size_t)t * (size_t)KV, ctx->k + t * KV, ctx->v + t * KV, KV);
+    }
+}
+
+/* One layer on the chunk; ctx->xn holds RMSNorm(x) with the layer's
+ * attention norm on entry, and the next layer's (or nothing, after the last)
+ * on return. */
 static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_start, int32_t batch_kv0,
                           const pd_batch *batch)
 {
@@ -347,31 +400,30 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     int64_t H = c->hidden, hd = c->head_dim, Q = (int64_t)c->n_heads * hd, KV = (int64_t)c->n_kv_heads * hd;
     int64_t F = c->ffn;
 
-    for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->attn_norm, H, c->rms_eps);
     const pd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
     float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
     matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
 
-    size_t layer_off = (size_t)l * (size_t)ctx->n_ctx * (size_t)KV;
-    for (int32_t t = 0; t < n_tok; t++) {
-        const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
-        norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, L->q_norm, c->rms_eps, cs, sn);
-        norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, L->k_norm, c->rms_eps, cs, sn);
-        size_t slot = layer_off + (size_t)(batch_kv0 + chunk_start + t) * (size_t)KV;
-        store_kv(ctx, slot, ctx->k + t * KV, ctx->v + t * KV, KV);
-    }
+    size_t slot0 = ((size_t)l * (size_t)ctx->n_ctx + (size_t)(batch_kv0 + chunk_start)) * (size_t)KV;
+    token_job rj = {ctx, L, NULL, slot0};
+    pd_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
     pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_kv_heads, 1, attention_range, &aj);
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
-    for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
+    token_job ffn = {ctx, L, L->ffn_norm, 0};
+    pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
-    for (int32_t t = 0; t < n_tok; t++) pd_rmsnorm(ctx->xn + t * H, ctx->x + t * H, L->ffn_norm, H, c->rms_eps);
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
     float *gate_up_out[2] = {ctx->gate, ctx->up};
     matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true);
     matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
-    for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
+    if (l + 1 < c->n_layers) {
+        token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0};
+        pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
+    } else {
+        for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
+    }
 }
 
 /* ------------------------------------------------------------- validation */
@@ -470,6 +522,10 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
             ctx->chunk_pos[t] = batch->positions ? batch->positions[start + t] : batch_kv0 + start + t;
         }
         rope_tables(ctx, n_tok);
+        if (c->n_layers > 0) {
+            token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0};
+            pd_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
+        }
         for (int l = 0; l < c->n_layers; l++) layer_forward(ctx, l, n_tok, start, batch_kv0, batch);
         ctx->kv_len = batch_kv0 + start + n_tok;
         for (int32_t k = 0; k < n_out; k++) {
