@@ -247,6 +247,16 @@ typedef struct {
  * values stay in cache while each head runs over them. A token sees the cache before the
  * batch and the batch up to itself (the mask, if any, is lower-triangular and
  * may hide more of the batch). */
+/* nb cached rows (row bytes apart, hd elements each) as floats: the rows
+ * themselves for an F32 cache, else widened into block ([nb][hd]). */
+static const void *widen_block(const pd_kernels *kern, pd_dtype kvt, const uint8_t *rows, size_t row, int64_t nb,
+                               int64_t hd, float *block)
+{
+    if (kvt == PD_F32) return rows;
+    for (int64_t j = 0; j < nb; j++) kern->widen(kvt, rows + (size_t)j * row, block + j * hd, hd);
+    return block;
+}
+
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
@@ -259,8 +269,9 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
     const uint8_t *kc = (const uint8_t *)ctx->k_cache + layer_off, *vc = (const uint8_t *)ctx->v_cache + layer_off;
     size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
-    /* per thread: group rows of n_ctx scores */
-    float *scores = ctx->scores + (size_t)thread * (size_t)(group * n_ctx);
+    /* per thread: group rows of n_ctx scores, then a block of widened rows */
+    float *scores = ctx->scores + (size_t)thread * (size_t)(group * n_ctx + PD_ATTN_BLOCK * hd);
+    float *block = scores + group * n_ctx;
     float inv_sqrt = 1.0f / sqrtf((float)hd);
     const uint8_t *visible = a->batch->visible;
 
@@ -270,21 +281,38 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int64_t n_keys = (int64_t)a->batch_kv0 + i_batch + 1;
         const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
         const uint8_t *k = kc + (size_t)(g * hd) * elt, *v = vc + (size_t)(g * hd) * elt;
-        for (int64_t h = 0; h < group; h++) kern->key_scores(kvt, k, row, n_keys, q + h * hd, hd, inv_sqrt, scores + h * n_ctx);
+        /* an F16 cache is widened a block of rows at a time, once for the whole group */
+        for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
+            int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
+            const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row, nb, hd, block);
+            size_t stride = kvt == PD_F16 ? (size_t)hd * sizeof(float) : row;
+            for (int64_t h = 0; h < group; h++)
+                kern->key_scores(PD_F32, rows, stride, nb, q + h * hd, hd, inv_sqrt, scores + h * n_ctx + t0);
+        }
         if (visible) {
             const uint8_t *row = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
             for (int64_t jb = 0; jb <= i_batch; jb++)
                 if (!row[jb])
                     for (int64_t h = 0; h < group; h++) scores[h * n_ctx + a->batch_kv0 + jb] = -INFINITY;
         }
-        float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
-        for (int64_t h = 0; h < group; h++) {
-            float *s = scores + h * n_ctx, maxs = -INFINITY, *o = out + h * hd;
-            for (int64_t t = 0; t < n_keys; t++) maxs = s[t] > maxs ? s[t] : maxs;
-            float inv = 1.0f / kern->exp_sum(s, n_keys, maxs);
-            memset(o, 0, (size_t)hd * sizeof(float));
-            kern->value_mix(kvt, v, row, n_keys, s, hd, o);
-            for (int64_t d = 0; d < hd; d++) o[d] *= inv;
+        float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd, inv[PD_ATTN_BLOCK];
+        for (int64_t h0 = 0; h0 < group; h0 += PD_ATTN_BLOCK) { /* inv holds a block of heads */
+            int64_t nh0 = group - h0 < PD_ATTN_BLOCK ? group - h0 : PD_ATTN_BLOCK;
+            for (int64_t h = h0; h < h0 + nh0; h++) {
+                float *s = scores + h * n_ctx, maxs = -INFINITY;
+                for (int64_t t = 0; t < n_keys; t++) maxs = s[t] > maxs ? s[t] : maxs;
+                inv[h - h0] = 1.0f / kern->exp_sum(s, n_keys, maxs);
+            }
+            memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
+            for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
+                int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
+                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row, nb, hd, block);
+                size_t stride = kvt == PD_F16 ? (size_t)hd * sizeof(float) : row;
+                for (int64_t h = h0; h < h0 + nh0; h++)
+                    kern->value_mix(PD_F32, rows, stride, nb, scores + h * n_ctx + t0, hd, out + h * hd);
+            }
+            for (int64_t h = h0; h < h0 + nh0; h++)
+                for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[h - h0];
         }
     }
 }

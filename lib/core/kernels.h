@@ -76,6 +76,8 @@ typedef struct pd_kernels {
      * each stored row is widened once per tile of tokens, not once per token. */
     void (*fmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                     int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
+    /* pd_row_to_f32's result: n stored elements of type t as floats */
+    void (*widen)(pd_dtype t, const void *src, float *dst, int64_t n);
     /* pd_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
     /* Attention for one query head over cached rows (kt: PD_F32 or PD_F16),

@@ -135,6 +135,21 @@ AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int6
 }
 
 
+/* pd_row_to_f32 with F16 and BF16 widened eight at a time (exact either way). */
+AVX2 static void widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
+{
+    const uint8_t *p = src;
+    int64_t i = 0;
+    if (t == PD_F16)
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(true, p, i));
+    else if (t == PD_BF16)
+        for (; i + 8 <= n; i += 8) {
+            __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * i));
+            _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+        }
+    if (i < n) pd_row_to_f32(t, p + (t == PD_F32 ? 4 : 2) * i, dst + i, n - i);
+}
+
 /* ------------------------------------------------ float weight matrices */
 
 /* Rows x tokens of one float tile: 12 accumulators, 3 widened weight vectors
@@ -573,7 +588,8 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
 #define X86_KERNELS(NAME, QMATMUL)                                                                                     \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .quantize_act = quantize_act_avx2, .key_scores = key_scores_avx2, .value_mix = value_mix_avx2,                 \
+        .qmatmul = QMATMUL, .widen = widen_avx2, .quantize_act = quantize_act_avx2,                                    \
+        .key_scores = key_scores_avx2, .value_mix = value_mix_avx2,                                                    \
         .exp_sum = exp_sum_avx2,                                                                                       \
     }
 static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2);

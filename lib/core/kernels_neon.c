@@ -188,6 +188,7 @@ static const pd_kernels neon = {
     .dot_row = dot_row_neon,
     .fmatmul = fmatmul_neon,
     .qmatmul = qmatmul_neon,
+    .widen = pd_row_to_f32,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_neon,
     .value_mix = value_mix_neon,

@@ -95,6 +95,7 @@ static const pd_kernels portable = {
     .dot_row = dot_row_portable,
     .fmatmul = fmatmul_portable,
     .qmatmul = qmatmul_portable,
+    .widen = pd_row_to_f32,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_portable,
     .value_mix = value_mix_portable,

@@ -55,6 +55,10 @@ static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
     pd_row_to_f32(m->dtype, m->data + (size_t)r * m->row_bytes, dst, m->cols);
 }
 
+/* Cached rows widened at a time in attention (an F16 cache), and query heads
+ * normalised at a time. */
+#define PD_ATTN_BLOCK 64
+
 struct pd_context {
     const pd_model *model;
     int32_t n_ctx, n_batch;
@@ -73,7 +77,7 @@ struct pd_context {
     float *att;    /* attention output [n_batch][n_heads*head_dim] */
     float *gate, *up; /* [n_batch][ffn] */
     float *delta;  /* projection output added to x [n_batch][hidden] */
-    float *scores; /* per thread: attention scores [heads per KV head][n_ctx] */
+    float *scores; /* per thread: attention scores [heads per KV head][n_ctx], then [PD_ATTN_BLOCK][head_dim] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */

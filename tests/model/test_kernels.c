@@ -88,6 +88,29 @@ static void test_dot_row_all_types(void **state)
         for (size_t t = 0; impls[k] && t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
 
+/* widen gives pd_row_to_f32's values exactly, for every type, at odd
+ * addresses and lengths. */
+static void test_widen(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
+                                 pd_kernels_select()};
+    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    uint8_t row[4 * 160 + 1];
+    float want[160], got[160];
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+        for (int64_t n = pd_dtype_is_block(types[k]) ? 32 : 1; n <= 160; n += pd_dtype_is_block(types[k]) ? 32 : 13) {
+            make_row(types[k], n, row + 1);
+            pd_row_to_f32(types[k], row + 1, want, n);
+            for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
+                if (!impls[m]) continue;
+                impls[m]->widen(types[k], row + 1, got, n);
+                if (memcmp(got, want, (size_t)n * sizeof(float)))
+                    fail_msg("%s widen %s n=%lld differs", impls[m]->name, pd_dtype_name(types[k]), (long long)n);
+            }
+        }
+}
+
 /* fmatmul against a float64 product of the widened rows, for every float
  * weight type, tile shape and leftover (rows 1..7, tokens 1..9, columns not a
  * multiple of 8), rows at odd addresses. */
@@ -456,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_quantize_act_tables),
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_fmatmul),
+        cmocka_unit_test(test_widen),
         cmocka_unit_test(test_qdot_reference_value),
         cmocka_unit_test(test_qmatmul_bitwise),
         cmocka_unit_test(test_block_values),
