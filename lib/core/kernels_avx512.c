@@ -35,9 +35,11 @@ enum { KIND_Q8_0, KIND_Q4_0, KIND_Q4_1 };
 #define TILE_PAIRS 2
 #define TILE_TOKS 8
 /* Decode streams the weights: prefetch this many bytes ahead of the block
- * being read (memory latency times bandwidth, and then some). */
+ * being read. Further (64 KiB) ran past the end of a thread's chunk of rows
+ * and into other threads' or other matrices' weights: 8 KiB measured
+ * 15-20% faster decode on the MNN-Pocket shape. */
 #ifndef PF_DIST
-#define PF_DIST 65536
+#define PF_DIST 8192
 #endif
 
 static inline uint32_t load_u32(const uint8_t *p)
@@ -196,8 +198,9 @@ AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, 
     const float *dx = a->d + tok, *sx = a->s + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
         const uint8_t *p = w + (size_t)b * bsize;
+        if (b % (int64_t)(64 / bsize) == 0) /* about once a cache line of each row: more costs load slots */
 #pragma GCC unroll 4
-        for (int r = 0; r < 4; r++) _mm_prefetch((const char *)p + (size_t)r * row_bytes + PF_DIST, _MM_HINT_T0);
+            for (int r = 0; r < 4; r++) _mm_prefetch((const char *)p + (size_t)r * row_bytes + PF_DIST, _MM_HINT_T0);
         __m256 f;
         if (kind == KIND_Q4_1) {
             uint64_t h01 = load_u32(p) | (uint64_t)load_u32(p + row_bytes) << 32;
