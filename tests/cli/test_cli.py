@@ -173,6 +173,22 @@ def test_bench():
     check("bench prints its figures", all(k in b for k in
                                          ["prefill_tokens_per_s", "decode_tokens_per_s", "peak_rss_mb", "load_s"]),
           out + err)
+    check("bench: float weights keep an F32 cache by default", b.get("kv_cache") == "f32", out)
+    rc, out, err = run("bench", "--model", os.path.join(FIX, "gqa-gguf-q8_0.gguf"), "--prompt-tokens", "8",
+                       "--gen-tokens", "2", "--reps", "1")
+    check("bench: block-quantized weights get an F16 cache", rc == 0 and json.loads(out).get("kv_cache") == "f16",
+          out + err)
+    rc, out, err = run("bench", "--model", os.path.join(FIX, "tiny-hf-f32"), "--prompt-tokens", "8",
+                       "--gen-tokens", "2", "--reps", "1", "--kv-cache", "f16")
+    check("bench --kv-cache f16", rc == 0 and json.loads(out).get("kv_cache") == "f16", out + err)
+    rc, out, err = run("bench", "--model", os.path.join(FIX, "tiny-hf-f32"), "--kv-cache", "f8")
+    check("--kv-cache f8 is a usage error naming the choices", rc == 2 and "auto, f32 or f16" in err, err)
+    # logits through an F16 cache stay within 1e-3 of the reference (test_forward.c: KV16_TOL)
+    exp = expected("tiny-hf-f32")
+    rc, out, err = run("logits", "--model", os.path.join(FIX, "tiny-hf-f32"), "--ids",
+                       ",".join(map(str, exp["ids"])), "--kv-cache", "f16")
+    check("logits with --kv-cache f16 within 1e-3", rc == 0 and max_rel_diff([json.loads(out)], [exp["logits"][-1]]) < 1e-3,
+          err)
 
 
 for t in [test_help, test_logits_hidden, test_info, test_errors, test_tokenize, test_jsonl_input, test_generate,
