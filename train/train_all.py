@@ -4,7 +4,8 @@
   train_all.py --out DIR [--seed 0] [--base HFDIR] [--threads 2] [size and step options]
 
 Without --base: a byte-level BPE tokenizer on all review text, then a small Qwen3 base LM
-pre-trained on the review text outside the dev split (training and test reviews: no labels are read). Then, on the
+pre-trained on the review text outside the dev split (training and test reviews), mixed with the training
+split's extraction sequences unless --no-pretrain-records (never the dev split's). Then, on the
 labelled reviews minus the dev split: one LoRA adapter trained jointly for extraction
 (generation of the schema's records) and for a pointer head that picks the (category,
 polarity) of an (aspect, opinion) pair among the joint candidates. Writes
@@ -67,12 +68,17 @@ def fit(params, steps, lr, batch_loss, name, record):
                     "tokens_per_s": round(tokens / max(secs, 1e-9)), "final_loss": loss.item()}
 
 
-def pretrain(model, tok, texts, a, rng, record):
-    """Next-token LM on packed review text, <|endoftext|> after each review."""
+def pretrain(model, tok, texts, a, rng, record, extraction=()):
+    """Next-token LM on packed review text, <|endoftext|> after each review; with `extraction`
+    (token sequences: a training review's extraction prompt and its records) those are packed
+    in too, shuffled among the reviews, so the base knows the record format before the adapter."""
     eot = tok.token_id("<|endoftext|>")
+    docs = [tok.encode(t) for t in texts] + [list(ids) for ids in extraction]
+    if extraction:
+        rng.shuffle(docs)
     stream = []
-    for t in texts:
-        stream += tok.encode(t) + [eot]
+    for d in docs:
+        stream += d + [eot]
     L, B = a.block, a.batch
     if len(stream) < L + 2:
         sys.exit(f"train_all: {len(stream)} tokens of text is less than one --block of {L}")
@@ -143,7 +149,10 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--pretrain-steps", type=int, default=600)
-    ap.add_argument("--finetune-steps", type=int, default=2000)
+    ap.add_argument("--pretrain-records", action=argparse.BooleanOptionalAction, default=True,
+                    help="also pre-train the base on the training split's extraction sequences "
+                         "(prompt and records; never the dev split)")
+    ap.add_argument("--finetune-steps", type=int, default=800)
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--lora-alpha", type=float, default=32)
     ap.add_argument("--lora-lr", type=float, default=2e-3)
@@ -190,7 +199,13 @@ def main(argv=None):
         model.init_weights(torch.Generator().manual_seed(a.seed))
         record["parameters"] = sum(p.numel() for p in model.parameters())
         log(f"base: {record['parameters']} parameters, vocab {len(tok)}")
-        pretrain(model, tok, texts, a, rng, record)
+        ext = []
+        if a.pretrain_records:
+            for _, text, quads in train:
+                ids, tgt = tasks.extraction_example(tok, t, text, quads)
+                ext.append(ids + [tgt[-1]])
+        record["pretrain_records"] = len(ext)
+        pretrain(model, tok, texts, a, rng, record, ext)
         base_name = "base"
         qwen3.save_hf(model, os.path.join(a.out, "base"), tok.to_json())
     tok.save(os.path.join(a.out, "tokenizer.json"))
