@@ -248,12 +248,15 @@ typedef struct {
  * batch and the batch up to itself (the mask, if any, is lower-triangular and
  * may hide more of the batch). */
 /* nb cached rows (row bytes apart, hd elements each) as floats: the rows
- * themselves for an F32 cache, else widened into block ([nb][hd]). */
+ * themselves for an F32 cache, else widened into block ([nb][hd]); *stride
+ * gets the bytes from one returned row to the next. */
 static const void *widen_block(const pd_kernels *kern, pd_dtype kvt, const uint8_t *rows, size_t row, int64_t nb,
-                               int64_t hd, float *block)
+                               int64_t hd, float *block, size_t *stride)
 {
+    *stride = row;
     if (kvt == PD_F32) return rows;
     for (int64_t j = 0; j < nb; j++) kern->widen(kvt, rows + (size_t)j * row, block + j * hd, hd);
+    *stride = (size_t)hd * sizeof(float);
     return block;
 }
 
@@ -284,8 +287,8 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         /* an F16 cache is widened a block of rows at a time, once for the whole group */
         for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
             int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
-            const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row, nb, hd, block);
-            size_t stride = kvt == PD_F16 ? (size_t)hd * sizeof(float) : row;
+            size_t stride;
+            const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row, nb, hd, block, &stride);
             for (int64_t h = 0; h < group; h++)
                 kern->key_scores(PD_F32, rows, stride, nb, q + h * hd, hd, inv_sqrt, scores + h * n_ctx + t0);
         }
@@ -306,8 +309,8 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
             for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
                 int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
-                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row, nb, hd, block);
-                size_t stride = kvt == PD_F16 ? (size_t)hd * sizeof(float) : row;
+                size_t stride;
+                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row, nb, hd, block, &stride);
                 for (int64_t h = h0; h < h0 + nh0; h++)
                     kern->value_mix(PD_F32, rows, stride, nb, scores + h * n_ctx + t0, hd, out + h * hd);
             }
