@@ -85,13 +85,25 @@ static int apply_adapters(cli_args *a, cli_model *m)
     return rc;
 }
 
+int cli_layout_opt(cli_args *a, pd_model_params *p)
+{
+    const char *v = cli_opt(a, "--layout");
+    p->layout = PD_LAYOUT_AUTO;
+    if (!v || strcmp(v, "auto") == 0) return 0;
+    if (strcmp(v, "file") == 0) p->layout = PD_LAYOUT_FILE;
+    else return cli_usage(a, "--layout must be auto or file");
+    return 0;
+}
+
 int cli_model_open(cli_args *a, cli_model *m)
 {
     m->base = m->model = NULL;
     const char *path = cli_opt(a, "--model");
     if (!path) return cli_usage(a, "--model PATH is required");
+    pd_model_params mp;
+    if (cli_layout_opt(a, &mp)) return 2;
     pd_error err;
-    m->base = pd_model_load(path, NULL, &err);
+    m->base = pd_model_load(path, &mp, &err);
     if (!m->base) return cli_fail(&err);
     m->model = m->base;
     int rc = apply_adapters(a, m);

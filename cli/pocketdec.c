@@ -226,9 +226,11 @@ static int cmd_bench(cli_args *a)
         return 2;
     pd_kv_type kv_type;
     if (cli_kv_cache_opt(a, &kv_type)) return 2;
+    pd_model_params mp;
+    if (cli_layout_opt(a, &mp)) return 2;
     pd_error err;
     double t0 = now_s();
-    pd_model *model = pd_model_load(path, NULL, &err);
+    pd_model *model = pd_model_load(path, &mp, &err);
     if (!model) return cli_fail(&err);
     double load_s = now_s() - t0;
     const pd_config *c = pd_model_config(model);
@@ -269,10 +271,12 @@ static int cmd_bench(cli_args *a)
         getrusage(RUSAGE_SELF, &ru);
         printf("{\"model\": ");
         cli_print_json_string(stdout, path, strlen(path));
-        printf(", \"threads\": %d, \"reps\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d, \"kv_cache\": \"%s\",\n"
+        printf(", \"threads\": %d, \"reps\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d, \"kv_cache\": \"%s\","
+               " \"layout\": \"%s\",\n"
                " \"prefill_tokens_per_s\": %.2f, \"decode_tokens_per_s\": %.2f, \"load_s\": %.4f,"
                " \"peak_rss_mb\": %.1f}\n",
                threads, reps, n_prompt, n_gen, pd_context_kv_type(ctx) == PD_KV_F16 ? "f16" : "f32",
+               mp.layout == PD_LAYOUT_FILE ? "file" : "auto",
                median(pre, reps), median(dec, reps), load_s, (double)ru.ru_maxrss / 1024.0);
     }
     free(ids);
@@ -296,9 +300,9 @@ static const cli_command commands[] = {
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
      "with --decode reads arrays of ids and writes JSON strings (invalid UTF-8 becomes U+FFFD).",
      cmd_tokenize},
-    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--layout auto|file] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the logits at the last position as one JSON array.", cmd_logits},
-    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--layout auto|file] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
     {"generate",
      "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
@@ -306,8 +310,9 @@ static const cli_command commands[] = {
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
-    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16]",
-     "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.",
+    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16] [--layout auto|file]",
+     "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.\n"
+     "--layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
      "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR]",

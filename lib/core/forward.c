@@ -37,6 +37,19 @@ typedef struct {
 static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
 {
     const pd_matrix *w = j->w;
+    if (j->rows && w->interleaved) {
+        /* a chosen row: its group of four, one token at a time, into four floats */
+        for (int64_t i = begin; i < end; i++) {
+            int64_t r = j->rows[i];
+            float four[4];
+            for (int64_t t = 0; t < j->n_tok; t++) {
+                j->kern->qmatmul_q4x4(w->data + (size_t)(r & ~(int64_t)3) * w->row_bytes, w->row_bytes, 4, j->qx, t,
+                                      t + 1, four, 0);
+                j->y[t * j->y_stride + i] = four[r & 3];
+            }
+        }
+        return;
+    }
     if (j->rows) {
         for (int64_t i = begin; i < end; i++)
             j->kern->qmatmul(w->dtype, w->data + (size_t)j->rows[i] * w->row_bytes, w->row_bytes, 1, j->qx, 0,
@@ -44,10 +57,13 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
         return;
     }
     int64_t tile = QACT_TILE_BYTES / w->cols < 8 ? 8 : QACT_TILE_BYTES / w->cols;
+    const uint8_t *rows = w->data + (size_t)begin * w->row_bytes; /* begin is a multiple of 4 when interleaved */
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += tile) {
         int64_t t1 = t0 + tile < j->n_tok ? t0 + tile : j->n_tok;
-        j->kern->qmatmul(w->dtype, w->data + (size_t)begin * w->row_bytes, w->row_bytes, end - begin, j->qx, t0, t1,
-                         j->y + begin, j->y_stride);
+        if (w->interleaved)
+            j->kern->qmatmul_q4x4(rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
+        else
+            j->kern->qmatmul(w->dtype, rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
     }
 }
 

@@ -225,6 +225,57 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
     return t == PD_Q8_0 ? sum : sum + off;
 }
 
+/* ------------------------------------------------------ Q4_0 interleaved */
+
+/* Block b of row r in an interleaved matrix: its scale and its 16 bytes. */
+static const uint8_t *q4x4_block(const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, const uint8_t **q)
+{
+    const uint8_t *g = w + (size_t)(r & ~(int64_t)3) * row_bytes + (size_t)b * PD_Q4X4_BLOCK;
+    *q = g + 8 + 16 * (size_t)(r & 3);
+    return g + 2 * (size_t)(r & 3);
+}
+
+void pd_q4x4_pack(const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+{
+    int64_t nb = (int64_t)(row_bytes / 18);
+    for (int64_t g = 0; g < n_rows / 4; g++)
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *o = dst + (size_t)(4 * g) * row_bytes + (size_t)b * PD_Q4X4_BLOCK;
+            for (int i = 0; i < 4; i++) {
+                const uint8_t *blk = src + (size_t)(4 * g + i) * row_bytes + (size_t)b * 18;
+                memcpy(o + 2 * i, blk, 2);
+                memcpy(o + 8 + 16 * i, blk + 2, 16);
+            }
+        }
+}
+
+void pd_q4x4_row_to_f32(const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n)
+{
+    uint8_t blk[18];
+    for (int64_t b = 0; b < n / PD_QBLOCK; b++) {
+        const uint8_t *q, *d = q4x4_block(w, row_bytes, r, b, &q);
+        memcpy(blk, d, 2);
+        memcpy(blk + 2, q, 16);
+        pd_row_to_f32(PD_Q4_0, blk, dst + b * PD_QBLOCK, PD_QBLOCK);
+    }
+}
+
+float pd_qdot_q4x4_reference(const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok)
+{
+    float lane[4] = {0};
+    for (int64_t b = 0; b < a->cols / PD_QBLOCK; b++) {
+        const uint8_t *q, *d = q4x4_block(w, row_bytes, r, b, &q);
+        const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
+        float dd = pd_f16_to_f32(pd_load_u16(d)) * a->d[b * a->n_cap + tok];
+        for (int k = 0; k < 4; k++) {
+            int32_t l = 0;
+            for (int j = 4 * k; j < 4 * k + 4; j++) l += ((q[j] & 0x0f) - 8) * xq[j] + ((q[j] >> 4) - 8) * xq[j + 16];
+            lane[k] = fmaf((float)l, dd, lane[k]);
+        }
+    }
+    return (lane[0] + lane[2]) + (lane[1] + lane[3]);
+}
+
 /* ------------------------------------------------------------- selection */
 
 const pd_kernels *pd_kernels_select(void)

@@ -584,16 +584,16 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
     return sum;
 }
 
-/* The AVX2 table; the AVX-512 VNNI one differs only in qmatmul (kernels_avx512.c). */
-#define X86_KERNELS(NAME, QMATMUL)                                                                                     \
+/* The AVX2 table; the AVX-512 VNNI one differs only in its integer kernels (kernels_avx512.c). */
+#define X86_KERNELS(NAME, QMATMUL, Q4X4)                                                                               \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .widen = widen_avx2, .quantize_act = quantize_act_avx2,                                    \
+        .qmatmul = QMATMUL, .qmatmul_q4x4 = Q4X4, .widen = widen_avx2, .quantize_act = quantize_act_avx2,             \
         .key_scores = key_scores_avx2, .value_mix = value_mix_avx2,                                                    \
         .exp_sum = exp_sum_avx2,                                                                                       \
     }
-static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2);
-static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512);
+static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, NULL);
+static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, pd_qmatmul_q4x4_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)
 {

@@ -298,6 +298,134 @@ void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n
     else qmatmul_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
+/* ------------------------------------------------------ Q4_0 interleaved
+ *
+ * A 64-byte load is a block of four rows: byte 16i + j holds row i's weights
+ * j (low nibble) and j + 16 (high nibble). One AND and one shift give the
+ * unsigned 0..15 operands of two vpdpbusd, whose int32 lane 4i + k sums row
+ * i's products over j = 4k..4k+3 and 16+4k..16+4k+3. The -8 of Q4_0 is taken
+ * out in the integers: each lane starts from -8 * the sum of its eight
+ * activations (two more vpdpbusd with 8s, once per token and block for the
+ * whole tile), so there is no offset term. */
+
+/* Tiles: prefill GROUPS_P groups (8 rows) x TILE_TOKS tokens; decode
+ * GROUPS_D groups (16 rows) x 1 token, sharing a token's block setup. */
+#define GROUPS_P 2
+#define GROUPS_D 4
+
+/* Block b of a group: the two weight operands and [dw(i) x4] for rows i = 0..3. */
+typedef struct {
+    __m512i lo, hi;
+    __m512 dw;
+} x4_block;
+
+AVX512_INLINE x4_block x4_load(const uint8_t *p)
+{
+    x4_block xb;
+    const __m512i m = _mm512_set1_epi8(0x0f);
+    __m512i q = _mm512_loadu_si512((const void *)(p + 8));
+    xb.lo = _mm512_and_si512(q, m);
+    xb.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
+    __m128 d = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
+    xb.dw = _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                                  _mm512_castps128_ps512(d));
+    return xb;
+}
+
+/* A token's block: its two halves in every 128-bit lane, and the lanes'
+ * starting values -8 * (sum of the lane's eight activations). */
+typedef struct {
+    __m512i xl, xh, init;
+} x4_act;
+
+AVX512_INLINE x4_act x4_act_load(const int8_t *xq)
+{
+    x4_act xa;
+    const __m512i eights = _mm512_set1_epi8(8);
+    xa.xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)xq));
+    xa.xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(xq + 16)));
+    __m512i e = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, xa.xl), eights, xa.xh);
+    xa.init = _mm512_sub_epi32(_mm512_setzero_si512(), e);
+    return xa;
+}
+
+/* Row i's result in lane 4i: (l0 + l2) + (l1 + l3) of its four lanes. */
+AVX512_INLINE __m128 x4_rows(__m512 v)
+{
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), v));
+}
+
+/* NG groups (4 rows each, group stride 4 * row_bytes) times NT tokens from tok. */
+AVX512_INLINE void x4_tile(const int NG, const int NT, const uint8_t *w, size_t row_bytes, const pd_qact *a,
+                           int64_t tok, float *y, int64_t y_stride)
+{
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const size_t gstride = 4 * row_bytes;
+    __m512 acc[GROUPS_D][TILE_TOKS];
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; g++)
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) acc[g][u] = _mm512_setzero_ps();
+    const int8_t *xq = a->q + tok * cols;
+    const float *dx = a->d + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
+        x4_block wb[GROUPS_D];
+#pragma GCC unroll 8
+        for (int g = 0; g < NG; g++) {
+            const uint8_t *p = w + (size_t)g * gstride + (size_t)b * PD_Q4X4_BLOCK;
+            if (NT == 1) _mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
+            wb[g] = x4_load(p);
+        }
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) {
+            x4_act xa = x4_act_load(xq + u * cols);
+            __m512 dxu = _mm512_set1_ps(dx[u]);
+#pragma GCC unroll 8
+            for (int g = 0; g < NG; g++) {
+                __m512i l = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xa.init, wb[g].lo, xa.xl), wb[g].hi, xa.xh);
+                acc[g][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), _mm512_mul_ps(wb[g].dw, dxu), acc[g][u]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; g++)
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) _mm_storeu_ps(y + u * y_stride + 4 * g, x4_rows(acc[g][u]));
+}
+
+/* NG groups over tokens [t0, t1): tiles of TILE_TOKS, then 4, 2, 1. */
+AVX512_INLINE void x4_panel(const int NG, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t t0,
+                            int64_t t1, float *y, int64_t y_stride)
+{
+    int64_t tok = t0;
+    for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS) x4_tile(NG, TILE_TOKS, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+    if (t1 - tok >= 4) {
+        x4_tile(NG, 4, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        tok += 4;
+    }
+    if (t1 - tok >= 2) {
+        x4_tile(NG, 2, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        tok += 2;
+    }
+    if (tok < t1) x4_tile(NG, 1, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+}
+
+AVX512 void pd_qmatmul_q4x4_avx512(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                                   int64_t t1, float *y, int64_t y_stride)
+{
+    const size_t gstride = 4 * row_bytes;
+    int64_t g = 0, ng = n_rows / 4;
+    if (t1 - t0 == 1) { /* decode: one token, the weights streamed once */
+        for (; g + GROUPS_D <= ng; g += GROUPS_D) x4_tile(GROUPS_D, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
+        for (; g < ng; g++) x4_tile(1, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
+        return;
+    }
+    for (; g + GROUPS_P <= ng; g += GROUPS_P) x4_panel(GROUPS_P, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
+    for (; g < ng; g++) x4_panel(1, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
+}
+
 bool pd_avx512vnni_supported(void)
 {
     __builtin_cpu_init();

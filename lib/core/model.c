@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,9 +123,10 @@ static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_err
     return PD_OK; /* no tokenizer: ids only */
 }
 
+static void interleave_weights(pd_model *m);
+
 pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err)
 {
-    (void)params;
     pd_error local;
     if (!err) err = &local;
     if (!path || !*path) {
@@ -166,6 +168,7 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
         return NULL;
     }
     m->kern = pd_kernels_select();
+    if (!params || params->layout != PD_LAYOUT_FILE) interleave_weights(m);
     return m;
 }
 
@@ -180,6 +183,8 @@ void pd_model_free(pd_model *m)
         free(m);
         return;
     }
+    for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
+    free(m->owned);
     pd_tokenizer_free(m->tokenizer);
     pd_store_free(&m->store);
     free(m->norm_storage);
@@ -218,6 +223,7 @@ char *pd_model_info_json(const pd_model *m)
                           "parameters", (json_int_t)params, "weight_bytes", (json_int_t)bytes,
                           "tensor_dtypes", dtypes, "kernels", m->kern->name);
     if (!o) return NULL;
+    json_object_set_new(o, "interleaved_matrices", json_integer(m->n_interleaved));
     json_object_set_new(o, "derived", json_boolean(m->base != NULL));
     json_object_set_new(o, "tokenizer_vocab",
                         m->tokenizer ? json_integer(pd_tokenizer_n_vocab(m->tokenizer)) : json_null());
@@ -280,6 +286,75 @@ static void *own(pd_model *m, void *p)
         m->cap_owned = cap;
     }
     return m->owned[m->n_owned++] = p;
+}
+
+/* Give back the pages of [p, p + n) when they lie in one of st's file
+ * mappings (clean pages: read again from the file if ever touched). */
+static void release_mapped(const pd_tensor_store *st, const uint8_t *p, size_t n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    for (size_t i = 0; i < st->n_maps; i++) {
+        const pd_mapping *mp = &st->maps[i];
+        if (!mp->data || p < mp->data || n > mp->size || (size_t)(p - mp->data) > mp->size - n) continue;
+        uintptr_t b = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), e = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+        if (b < e) madvise((void *)b, e - b, MADV_DONTNEED);
+        return;
+    }
+}
+
+/* The Q4_0 matrices of the layers and the LM head (the embeddings too when
+ * tied) interleaved four rows at a time for kernels that have qmatmul_q4x4
+ * (pd_q4x4_pack), a slab at a time, each file range given back once
+ * packed, so the peak stays near one copy. Only when every layer matrix has
+ * a multiple of 4 rows: the fused q/k/v loop hands each matrix rows from
+ * where the last one ended. Out of memory, every matrix keeps the file's
+ * layout. */
+/* The matrix interleave_weights may interleave: the layers' in order, then the LM head. */
+static pd_matrix *interleavable(pd_model *m, size_t i)
+{
+    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
+    if (i < n_mat) return matrix_at(m->layers, (long)i);
+    return i == n_mat && m->lm_head.rows % 4 == 0 ? &m->lm_head : NULL;
+}
+
+static void interleave_weights(pd_model *m)
+{
+    if (!m->kern->qmatmul_q4x4) return;
+    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES, total = 0;
+    for (size_t i = 0; i < n_mat; i++)
+        if (matrix_at(m->layers, (long)i)->rows % 4) return;
+    const pd_matrix *w;
+    for (size_t i = 0; (w = interleavable(m, i)); i++)
+        if (w->dtype == PD_Q4_0) total += ((size_t)w->rows * w->row_bytes + 63) & ~(size_t)63;
+    /* one buffer in 2 MiB pages where the system gives them: a few hundred
+     * page faults at load instead of tens of thousands, and fewer TLB misses
+     * while decode streams the weights */
+    const size_t huge = (size_t)2 << 20;
+    void *buf = NULL;
+    if (total == 0 || posix_memalign(&buf, huge, (total + huge - 1) & ~(huge - 1)) || !own(m, buf)) return;
+#ifdef MADV_HUGEPAGE
+    madvise(buf, (total + huge - 1) & ~(huge - 1), MADV_HUGEPAGE);
+#endif
+    uint8_t *dst = buf;
+    pd_matrix *x;
+    for (size_t i = 0; (x = interleavable(m, i)); i++) {
+        if (x->dtype != PD_Q4_0) continue;
+        size_t bytes = (size_t)x->rows * x->row_bytes, group = 4 * x->row_bytes;
+        /* a slab of about 1 MiB at a time, its file pages given back at once:
+         * the peak is the packed weights plus one slab, not plus the largest matrix */
+        int64_t slab = (int64_t)((1u << 20) / group) + 1;
+        for (int64_t g0 = 0; g0 < x->rows / 4; g0 += slab) {
+            int64_t ng = x->rows / 4 - g0 < slab ? x->rows / 4 - g0 : slab;
+            pd_q4x4_pack(x->data + (size_t)g0 * group, x->row_bytes, 4 * ng, dst + (size_t)g0 * group);
+            release_mapped(&m->store, x->data + (size_t)g0 * group, (size_t)ng * group);
+        }
+        x->data = dst;
+        x->interleaved = true;
+        m->n_interleaved++;
+        dst += (bytes + 63) & ~(size_t)63;
+    }
+    if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read it interleaved too */
 }
 
 static float *copy_floats(pd_model *m, const float *src, int64_t a, int64_t b)
@@ -361,6 +436,8 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         if (!c) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
         w->dtype = PD_F32;
         w->row_bytes = (size_t)cols * sizeof(float);
+        if (w->interleaved) m->n_interleaved--;
+        w->interleaved = false;
         w->data = (const uint8_t *)c;
     }
     merge_job j = {m->kern, *merged ? NULL : &src, (float *)(void *)(uintptr_t)w->data, u};

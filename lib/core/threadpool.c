@@ -42,7 +42,7 @@ struct pd_pool {
     /* the current loop: written before generation is bumped, read after it is seen */
     pd_range_fn fn;
     void *arg;
-    int64_t n;
+    int64_t n, grain;
     int chunks;
 };
 
@@ -61,7 +61,10 @@ static void run_chunks(pd_pool *pool, int thread)
     for (;;) {
         int c = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
         if (c >= pool->chunks) return;
-        int64_t begin = pool->n * c / pool->chunks, end = pool->n * (c + 1) / pool->chunks;
+        /* whole grains: a kernel may need its rows in groups (interleaved weights) */
+        int64_t units = (pool->n + pool->grain - 1) / pool->grain;
+        int64_t begin = units * c / pool->chunks * pool->grain, end = units * (c + 1) / pool->chunks * pool->grain;
+        if (end > pool->n) end = pool->n;
         if (begin < end) pool->fn(pool->arg, begin, end, thread);
     }
 }
@@ -167,6 +170,7 @@ void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *
     pool->fn = fn;
     pool->arg = arg;
     pool->n = n;
+    pool->grain = grain;
     pool->chunks = (int)(want < max_chunks ? want : max_chunks);
     atomic_store_explicit(&pool->next_chunk, 0, memory_order_relaxed);
     atomic_store_explicit(&pool->pending, pool->n_threads - 1, memory_order_relaxed);

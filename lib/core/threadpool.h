@@ -15,10 +15,11 @@ pd_pool *pd_pool_new(int n_threads);
 void pd_pool_free(pd_pool *pool);
 int pd_pool_size(const pd_pool *pool);
 
-/* Split [0, n) into contiguous chunks of at least `grain` items (a few per
- * thread) and run fn on them across the pool, each chunk on whichever thread
- * takes it first; returns when all are done. fn may be called several times
- * per thread, with any chunks. */
+/* Split [0, n) into contiguous chunks of whole `grain`s (a few per thread;
+ * every chunk starts at a multiple of grain, the last ends at n) and run fn on
+ * them across the pool, each chunk on whichever thread takes it first;
+ * returns when all are done. fn may be called several times per thread, with
+ * any chunks. */
 void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
 
 #endif
