@@ -174,6 +174,63 @@ static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else qmatmul_kind(false, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
+/* ------------------------------------------------------ Q4_0 interleaved
+ * (pd_q4x4_pack): per block of a group, the four scales in one conversion and
+ * each row's 16 bytes as signed nibbles q - 8, so lanes16 of the low and the
+ * high halves sum to pd_qdot_q4x4_reference's lanes exactly. A tile is one
+ * group (4 rows) x up to Q4X4_TOKS tokens. */
+#define Q4X4_TOKS 4
+
+static inline __attribute__((always_inline)) void q4x4_tile(const int RN, const uint8_t *w, const pd_qact *a,
+                                                            int64_t tok, float *y, int64_t y_stride)
+{
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const uint8x16_t low = vdupq_n_u8(0x0f);
+    const int8x16_t eight = vdupq_n_s8(8);
+    float32x4_t acc[4][Q4X4_TOKS];
+    for (int i = 0; i < 4; i++)
+        for (int u = 0; u < RN; u++) acc[i][u] = vdupq_n_f32(0.0f);
+    const int8_t *xq = a->q + tok * cols;
+    const float *dx = a->d + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
+        const uint8_t *p = w + (size_t)b * PD_Q4X4_BLOCK;
+        uint16_t h[4];
+        memcpy(h, p, sizeof h);
+        float dw[4];
+        vst1q_f32(dw, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))));
+        int8x16_t lo[4], hi[4];
+        for (int i = 0; i < 4; i++) {
+            uint8x16_t raw = vld1q_u8(p + 8 + 16 * i);
+            lo[i] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, low)), eight);
+            hi[i] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), eight);
+        }
+        for (int u = 0; u < RN; u++) {
+            int8x16_t xl = vld1q_s8(xq + u * cols), xh = vld1q_s8(xq + u * cols + 16);
+            for (int i = 0; i < 4; i++) {
+                int32x4_t l = vaddq_s32(lanes16(lo[i], xl), lanes16(hi[i], xh));
+                acc[i][u] = vfmaq_f32(acc[i][u], vcvtq_f32_s32(l), vdupq_n_f32(dw[i] * dx[u]));
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        for (int u = 0; u < RN; u++) {
+            /* (l0 + l2) + (l1 + l3), the reference's order */
+            float32x2_t h2 = vadd_f32(vget_low_f32(acc[i][u]), vget_high_f32(acc[i][u]));
+            y[u * y_stride + i] = vget_lane_f32(h2, 0) + vget_lane_f32(h2, 1);
+        }
+}
+
+static void qmatmul_q4x4_neon(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                              int64_t t1, float *y, int64_t y_stride)
+{
+    for (int64_t r = 0; r < n_rows; r += 4) {
+        const uint8_t *g = w + (size_t)r * row_bytes;
+        int64_t tok = t0;
+        for (; tok + Q4X4_TOKS <= t1; tok += Q4X4_TOKS) q4x4_tile(Q4X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok < t1; tok++) q4x4_tile(1, g, a, tok, y + tok * y_stride + r, y_stride);
+    }
+}
+
 PD_WIDENED_ATTENTION(neon)
 
 #ifdef __ARM_FEATURE_DOTPROD
@@ -188,6 +245,7 @@ static const pd_kernels neon = {
     .dot_row = dot_row_neon,
     .fmatmul = fmatmul_neon,
     .qmatmul = qmatmul_neon,
+    .qmatmul_q4x4 = qmatmul_q4x4_neon,
     .widen = pd_row_to_f32,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_neon,
