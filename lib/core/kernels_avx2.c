@@ -402,6 +402,80 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else (few ? qmatmul_q4_1_few : qmatmul_q4_1)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
+/* ------------------------------------------------------ Q4_0 interleaved
+ * (pd_q4x4_pack): a block of four rows is two 32-byte loads (rows 0-1, rows
+ * 2-3). maddubs + madd of the low and of the high nibbles give each row's
+ * four lanes over j = 4k..4k+3 and 16+4k..16+4k+3; each lane starts from -8 *
+ * the sum of its eight activations (made once per token and block), so the
+ * integers are pd_qdot_q4x4_reference's and there is no offset term. A tile
+ * is one group x up to X4_TOKS tokens. */
+#define X4_TOKS 3
+#define X4_PREFETCH 8192 /* decode: bytes ahead in the matrix, which is one stream of groups */
+
+AVX2_INLINE __m256i lanes_u8s8(__m256i u, __m256i s)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+AVX2_INLINE void x4_tile(const int RN, const uint8_t *g, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+{
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const __m256i low = _mm256_set1_epi8(0x0f), eights = _mm256_set1_epi8(8);
+    __m256 acc[2][X4_TOKS]; /* rows 0-1, rows 2-3 */
+#pragma GCC unroll 4
+    for (int u = 0; u < RN; u++) acc[0][u] = acc[1][u] = _mm256_setzero_ps();
+    const int8_t *xq = a->q + tok * cols;
+    const float *dx = a->d + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
+        const uint8_t *p = g + (size_t)b * PD_Q4X4_BLOCK;
+        if (RN == 1) _mm_prefetch((const char *)p + X4_PREFETCH, _MM_HINT_T0);
+        __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+        __m256 dw[2] = {_mm256_permutevar8x32_ps(d4, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0)),
+                        _mm256_permutevar8x32_ps(d4, _mm256_set_epi32(3, 3, 3, 3, 2, 2, 2, 2))};
+        __m256i lo[2], hi[2];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + 8 + 32 * h));
+            lo[h] = _mm256_and_si256(q, low);
+            hi[h] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < RN; u++) {
+            __m256i xl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols)));
+            __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols + 16)));
+            __m256i init = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                            _mm256_add_epi32(lanes_u8s8(eights, xl), lanes_u8s8(eights, xh)));
+            __m256 dxu = _mm256_set1_ps(dx[u]);
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i l = _mm256_add_epi32(init, _mm256_add_epi32(lanes_u8s8(lo[h], xl), lanes_u8s8(hi[h], xh)));
+                acc[h][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(dw[h], dxu), acc[h][u]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < RN; u++)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            /* per row (one 128-bit half): (l0 + l2) + (l1 + l3) */
+            __m256 v = _mm256_add_ps(acc[h][u], _mm256_permute_ps(acc[h][u], _MM_SHUFFLE(1, 0, 3, 2)));
+            v = _mm256_add_ps(v, _mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+            y[u * y_stride + 2 * h] = _mm256_cvtss_f32(v);
+            y[u * y_stride + 2 * h + 1] = _mm_cvtss_f32(_mm256_extractf128_ps(v, 1));
+        }
+}
+
+AVX2 static void qmatmul_q4x4_avx2(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                                   int64_t t1, float *y, int64_t y_stride)
+{
+    for (int64_t r = 0; r < n_rows; r += 4) {
+        const uint8_t *g = w + (size_t)r * row_bytes;
+        int64_t tok = t0;
+        for (; tok + X4_TOKS <= t1; tok += X4_TOKS) x4_tile(X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok < t1; tok++) x4_tile(1, g, a, tok, y + tok * y_stride + r, y_stride);
+    }
+}
+
 /* ------------------------------------------------- quantized activations */
 
 /* roundf (halves away from zero) of eight floats: truncate, then step away
@@ -592,7 +666,7 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
         .key_scores = key_scores_avx2, .value_mix = value_mix_avx2,                                                    \
         .exp_sum = exp_sum_avx2,                                                                                       \
     }
-static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, NULL);
+static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, qmatmul_q4x4_avx2);
 static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, pd_qmatmul_q4x4_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)
