@@ -87,11 +87,11 @@ static int apply_adapters(cli_args *a, cli_model *m)
 
 int cli_layout_opt(cli_args *a, pd_model_params *p)
 {
-    const char *v = cli_opt(a, "--layout");
+    const char *v = cli_opt(a, "--weight-layout");
     p->layout = PD_LAYOUT_AUTO;
     if (!v || strcmp(v, "auto") == 0) return 0;
     if (strcmp(v, "file") == 0) p->layout = PD_LAYOUT_FILE;
-    else return cli_usage(a, "--layout must be auto or file");
+    else return cli_usage(a, "--weight-layout must be auto or file");
     return 0;
 }
 

@@ -300,9 +300,9 @@ static const cli_command commands[] = {
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
      "with --decode reads arrays of ids and writes JSON strings (invalid UTF-8 becomes U+FFFD).",
      cmd_tokenize},
-    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--layout auto|file] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the logits at the last position as one JSON array.", cmd_logits},
-    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--layout auto|file] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
     {"generate",
      "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
@@ -310,9 +310,9 @@ static const cli_command commands[] = {
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
-    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16] [--layout auto|file]",
+    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file]",
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.\n"
-     "--layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
+     "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
      "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR]",

@@ -191,8 +191,30 @@ def test_bench():
           err)
 
 
+
+def test_weight_layout():
+    """Q4_0 interleaved at load (auto) or read in place (file): both within 3% of the float64
+    reference (test_forward.c: QUANT_TOL), within 1% of each other; a bad value is a usage error."""
+    q4 = os.path.join(FIX, "gqa-gguf-q4_0.gguf")
+    exp = expected("gqa-gguf-q4_0")
+    ids = ",".join(map(str, exp["ids"]))
+    got = {}
+    for layout in ("auto", "file"):
+        rc, out, err = run("logits", "--model", q4, "--ids", ids, "--weight-layout", layout)
+        got[layout] = json.loads(out) if rc == 0 else None
+        check(f"logits --weight-layout {layout} within 3% of the reference",
+              got[layout] is not None and max_rel_diff([got[layout]], [exp["logits"][-1]]) < 3e-2, err)
+    check("the two layouts within 1% of each other", None not in got.values() and
+          max_rel_diff([got["auto"]], [got["file"]]) < 1e-2)
+    rc, out, err = run("bench", "--model", q4, "--prompt-tokens", "8", "--gen-tokens", "2", "--reps", "1",
+                       "--weight-layout", "file")
+    check("bench --weight-layout file", rc == 0 and json.loads(out).get("layout") == "file", out + err)
+    rc, out, err = run("logits", "--model", q4, "--ids", ids, "--weight-layout", "q4x4")
+    check("--weight-layout q4x4 is a usage error naming the choices", rc == 2 and "auto or file" in err, err)
+
+
 for t in [test_help, test_logits_hidden, test_info, test_errors, test_tokenize, test_jsonl_input, test_generate,
-          test_bench]:
+          test_bench, test_weight_layout]:
     t()
 passed = sum(RESULTS)
 print(f"{passed} passed, {len(RESULTS) - passed} failed")
