@@ -70,6 +70,22 @@ def test_split():
     assert len(D.labelled(DATA, "train")) == 2829 - 283
 
 
+def test_reading_order():
+    """Quadruples come out in the order their spans start in the review, whatever the file's."""
+    rows = ["id,AspectTerms,A_start,A_end,OpinionTerms,O_start,O_end,Categories,Polarities",
+            "7,_, , ,很好,9,11,整体,正面",          # opinion at 9
+            "7,_, , ,_, , ,整体,中性",               # no offsets: last
+            "7,物流,0,2,很快,2,4,物流,正面",         # aspect at 0
+            "7,_, , ,不紧崩,5,8,使用体验,正面",      # opinion at 5
+            "8,_, , ,赞,0,1,整体,正面"]
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", encoding="utf-8") as f:
+        f.write("\n".join(rows) + "\n")
+        f.flush()
+        got = D.read_labels(f.name)
+    assert [q[1] for q in got[7]] == ["很快", "不紧崩", "很好", "_"], got[7]
+    assert got[8] == [("_", "赞", "整体", "正面")]
+
+
 def test_qwen3_tokenizer():
     path = os.path.join(ROOT, "tests", "fixtures", "qwen3", "tokenizer.json")
     tok = bpe.load(path)
@@ -206,9 +222,10 @@ def test_training(tmp):
 
 def main():
     test_split()
+    test_reading_order()
     test_baseline()
     test_qwen3_tokenizer()
-    print("ok: dev split, baseline, Qwen3 tokenizer ids")
+    print("ok: dev split, reading order, baseline, Qwen3 tokenizer ids")
     try:
         import torch  # noqa: F401
     except ImportError:
