@@ -567,6 +567,17 @@ static void test_interleaved_layout(void **state)
     free(lf);
     pd_model_free(ma);
     pd_model_free(mf);
+
+    /* a 510-row LM head stays in the file's layout (rows not a multiple of 4),
+     * the layers are interleaved; chosen rows of the plain head still agree */
+    pd_model *mo = pd_model_load(case_path("gqa-gguf-q4_0-v510", ".gguf"), &pa, &err);
+    assert_non_null(mo);
+    assert_int_equal(info_int(mo, "interleaved_matrices", kern, sizeof kern), 7 * pd_model_config(mo)->n_layers);
+    float *lo = malloc((size_t)n * 510 * sizeof(float));
+    for (int i = 0; i < n; i++) ids[i] %= 510;
+    eval_logits(mo, 2, ids, n, lo);
+    free(lo);
+    pd_model_free(mo);
 }
 
 static void test_missing_model(void **state)
