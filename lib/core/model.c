@@ -297,10 +297,19 @@ static void release_mapped(const pd_tensor_store *st, const uint8_t *p, size_t n
     for (size_t i = 0; i < st->n_maps; i++) {
         const pd_mapping *mp = &st->maps[i];
         if (!mp->data || p < mp->data || n > mp->size || (size_t)(p - mp->data) > mp->size - n) continue;
-        uintptr_t b = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), e = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+        uintptr_t mask = ~((uintptr_t)page - 1);
+        uintptr_t b = ((uintptr_t)p + (uintptr_t)page - 1) & mask, e = ((uintptr_t)p + n) & mask;
         if (b < e) madvise((void *)b, e - b, MADV_DONTNEED);
         return;
     }
+}
+
+/* The matrix interleave_weights may interleave: the layers' in order, then the LM head. */
+static pd_matrix *interleavable(pd_model *m, size_t i)
+{
+    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
+    if (i < n_mat) return matrix_at(m->layers, (long)i);
+    return i == n_mat && m->lm_head.rows % 4 == 0 ? &m->lm_head : NULL;
 }
 
 /* The Q4_0 matrices of the layers and the LM head (the embeddings too when
@@ -310,14 +319,6 @@ static void release_mapped(const pd_tensor_store *st, const uint8_t *p, size_t n
  * a multiple of 4 rows: the fused q/k/v loop hands each matrix rows from
  * where the last one ended. Out of memory, every matrix keeps the file's
  * layout. */
-/* The matrix interleave_weights may interleave: the layers' in order, then the LM head. */
-static pd_matrix *interleavable(pd_model *m, size_t i)
-{
-    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
-    if (i < n_mat) return matrix_at(m->layers, (long)i);
-    return i == n_mat && m->lm_head.rows % 4 == 0 ? &m->lm_head : NULL;
-}
-
 static void interleave_weights(pd_model *m)
 {
     if (!m->kern->qmatmul_q4x4) return;
