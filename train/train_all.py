@@ -148,11 +148,11 @@ def main(argv=None):
     ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--pretrain-steps", type=int, default=600)
+    ap.add_argument("--pretrain-steps", type=int, default=700)
     ap.add_argument("--pretrain-records", action=argparse.BooleanOptionalAction, default=True,
                     help="also pre-train the base on the training split's extraction sequences "
                          "(prompt and records; never the dev split)")
-    ap.add_argument("--finetune-steps", type=int, default=1000)
+    ap.add_argument("--finetune-steps", type=int, default=1150)
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--lora-alpha", type=float, default=32)
     ap.add_argument("--lora-lr", type=float, default=2e-3)
