@@ -268,6 +268,14 @@ static void fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
 
 AVX2_INLINE float half_at(const uint8_t *p) { return _cvtsh_ss(pd_load_u16(p)); }
 
+/* The eight int32 lanes of u (unsigned bytes) times s (signed bytes), four
+ * products a lane: maddubs to pairs, madd to quads. */
+AVX2_INLINE __m256i lanes_u8s8(__m256i u, __m256i s)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+
 /* One tile of RM rows x RN tokens over every block, in the reference order:
  * per block the eight int32 lanes of w*x (maddubs + madd), then one fma per
  * lane with dw*dx. Q8_0 weights are signed, so |w| times x with w's sign
@@ -277,7 +285,7 @@ AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, cons
                        float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const __m256i ones = _mm256_set1_epi16(1), low = _mm256_set1_epi8(0x0f);
+    const __m256i low = _mm256_set1_epi8(0x0f);
     __m256 acc[QT_ROWS][QT_TOKS];
     __m128 off[QT_ROWS][QT_TOKS]; /* with_off: the 4-bit block offsets, in the reference's fma chain */
 #pragma GCC unroll 4
@@ -312,7 +320,7 @@ AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, cons
             for (int u = 0; u < RN; u++) {
                 __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(xq + u * cols));
                 if (q8) x = _mm256_sign_epi8(x, wq);
-                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, x), ones);
+                __m256i p = lanes_u8s8(aw, x);
                 acc[r][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * dx[u]), acc[r][u]);
             }
         }
@@ -411,11 +419,6 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
  * is one group x up to X4_TOKS tokens. */
 #define X4_TOKS 3
 #define X4_PREFETCH 8192 /* decode: bytes ahead in the matrix, which is one stream of groups */
-
-AVX2_INLINE __m256i lanes_u8s8(__m256i u, __m256i s)
-{
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
-}
 
 AVX2_INLINE void x4_tile(const int RN, const uint8_t *g, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {

@@ -331,11 +331,11 @@ static void interleave_weights(pd_model *m)
     /* one buffer in 2 MiB pages where the system gives them: a few hundred
      * page faults at load instead of tens of thousands, and fewer TLB misses
      * while decode streams the weights */
-    const size_t huge = (size_t)2 << 20;
+    const size_t huge = (size_t)2 << 20, size = (total + huge - 1) & ~(huge - 1);
     void *buf = NULL;
-    if (total == 0 || posix_memalign(&buf, huge, (total + huge - 1) & ~(huge - 1)) || !own(m, buf)) return;
+    if (total == 0 || posix_memalign(&buf, huge, size) || !own(m, buf)) return;
 #ifdef MADV_HUGEPAGE
-    madvise(buf, (total + huge - 1) & ~(huge - 1), MADV_HUGEPAGE);
+    madvise(buf, size, MADV_HUGEPAGE);
 #endif
     uint8_t *dst = buf;
     pd_matrix *x;
