@@ -113,12 +113,12 @@ typedef struct pd_config {
 /* How a model holds its block-quantized weights once loaded. */
 typedef enum pd_weight_layout {
     /* The kernels' faster layout where they have one, else the file's. Today
-     * every kernel set (AVX-512 VNNI, AVX2, NEON, portable) has one for Q4_0:
-     * the Q4_0 matrices of the layers and of the LM head are interleaved four
-     * rows at a time into memory of the model's own (the same number of
-     * bytes; the file's pages for them are given back as they are packed),
-     * which speeds up prefill and decode. The results differ from
-     * PD_LAYOUT_FILE's only in the rounding of the sums. */
+     * every kernel set (AVX-512 VNNI, AVX2, NEON, portable) has one for the
+     * block types Q8_0, Q4_0 and Q4_1: those matrices of the layers and of
+     * the LM head are interleaved four rows at a time into memory of the
+     * model's own (the same number of bytes; the file's pages for them are
+     * given back as they are packed), which speeds up prefill and decode. The
+     * results differ from PD_LAYOUT_FILE's only in the rounding of the sums. */
     PD_LAYOUT_AUTO = 0,
     PD_LAYOUT_FILE = 1 /* every weight read in place from the mapped file */
 } pd_weight_layout;

@@ -43,7 +43,7 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
             int64_t r = j->rows[i];
             float four[4];
             for (int64_t t = 0; t < j->n_tok; t++) {
-                j->kern->qmatmul_q4x4(w->data + (size_t)(r & ~(int64_t)3) * w->row_bytes, w->row_bytes, 4, j->qx, t,
+                j->kern->qmatmul_x4(w->dtype, w->data + (size_t)(r & ~(int64_t)3) * w->row_bytes, w->row_bytes, 4, j->qx, t,
                                       t + 1, four, 0);
                 j->y[t * j->y_stride + i] = four[r & 3];
             }
@@ -61,7 +61,7 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += tile) {
         int64_t t1 = t0 + tile < j->n_tok ? t0 + tile : j->n_tok;
         if (w->interleaved)
-            j->kern->qmatmul_q4x4(rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
+            j->kern->qmatmul_x4(w->dtype, rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
         else
             j->kern->qmatmul(w->dtype, rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
     }

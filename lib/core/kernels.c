@@ -193,24 +193,34 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
     }
 }
 
+/* The 32 integer values of a plain block of type t as the integer dots take
+ * them: the signed Q8_0 value, or the unsigned 4-bit one; returns dw. */
+static float block_values(pd_dtype t, const uint8_t *blk, int v[PD_QBLOCK])
+{
+    if (t == PD_Q8_0) {
+        for (int j = 0; j < PD_QBLOCK; j++) v[j] = (int8_t)blk[2 + j];
+    } else {
+        const uint8_t *q = blk + (t == PD_Q4_0 ? 2 : 4);
+        for (int j = 0; j < 16; j++) {
+            v[j] = q[j] & 0x0f;
+            v[j + 16] = q[j] >> 4;
+        }
+    }
+    return pd_f16_to_f32(pd_load_u16(blk));
+}
+
+static size_t block_bytes(pd_dtype t) { return t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20; }
+
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;
-    size_t bsize = t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20;
     float lane[8] = {0}, off = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = row + (size_t)b * bsize;
+        const uint8_t *blk = row + (size_t)b * block_bytes(t);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
         int w[PD_QBLOCK];
-        float dw = pd_f16_to_f32(pd_load_u16(blk));
-        if (t == PD_Q8_0) {
-            for (int j = 0; j < PD_QBLOCK; j++) w[j] = (int8_t)blk[2 + j];
-        } else {
-            const uint8_t *q = blk + (t == PD_Q4_0 ? 2 : 4);
-            for (int j = 0; j < 16; j++) {
-                w[j] = q[j] & 0x0f;
-                w[j + 16] = q[j] >> 4;
-            }
+        float dw = block_values(t, blk, w);
+        if (t != PD_Q8_0) {
             float o = t == PD_Q4_1 ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
             off = fmaf(o, a->s[b * a->n_cap + tok], off);
         }
@@ -225,55 +235,84 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
     return t == PD_Q8_0 ? sum : sum + off;
 }
 
-/* ------------------------------------------------------ Q4_0 interleaved */
+/* -------------------------------------------- interleaved four rows at a time */
 
-/* Block b of row r in an interleaved matrix: its scale and its 16 bytes. */
-static const uint8_t *q4x4_block(const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, const uint8_t **q)
+/* A piece of row i's plain block and its place in a group's block. */
+typedef struct {
+    size_t group, plain, bytes;
+} x4_piece;
+
+/* Row i's pieces: the scale, Q4_1's offset, the values (Q8_0's in two halves). */
+static int x4_pieces(pd_dtype t, int i, x4_piece p[3])
 {
-    const uint8_t *g = w + (size_t)(r & ~(int64_t)3) * row_bytes + (size_t)b * PD_Q4X4_BLOCK;
-    *q = g + 8 + 16 * (size_t)(r & 3);
-    return g + 2 * (size_t)(r & 3);
+    size_t v = 16 * (size_t)i;
+    p[0] = (x4_piece){2 * (size_t)i, 0, 2};
+    if (t == PD_Q4_0) {
+        p[1] = (x4_piece){8 + v, 2, 16};
+        return 2;
+    }
+    if (t == PD_Q8_0) {
+        p[1] = (x4_piece){8 + v, 2, 16};
+        p[2] = (x4_piece){72 + v, 18, 16};
+    } else {
+        p[1] = (x4_piece){8 + 2 * (size_t)i, 2, 2};
+        p[2] = (x4_piece){16 + v, 4, 16};
+    }
+    return 3;
 }
 
-void pd_q4x4_pack(const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+/* Row r's plain block b of an interleaved matrix, into blk. */
+static void x4_plain_block(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
-    int64_t nb = (int64_t)(row_bytes / 18);
+    const uint8_t *g = w + (size_t)(r & ~(int64_t)3) * row_bytes + (size_t)b * pd_x4_block_bytes(t);
+    x4_piece p[3];
+    for (int k = 0, n = x4_pieces(t, (int)(r & 3), p); k < n; k++) memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
+}
+
+void pd_x4_pack(pd_dtype t, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+{
+    size_t bb = block_bytes(t);
+    int64_t nb = (int64_t)(row_bytes / bb);
     for (int64_t g = 0; g < n_rows / 4; g++)
         for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = dst + (size_t)(4 * g) * row_bytes + (size_t)b * PD_Q4X4_BLOCK;
+            uint8_t *o = dst + (size_t)(4 * g) * row_bytes + (size_t)b * pd_x4_block_bytes(t);
             for (int i = 0; i < 4; i++) {
-                const uint8_t *blk = src + (size_t)(4 * g + i) * row_bytes + (size_t)b * 18;
-                memcpy(o + 2 * i, blk, 2);
-                memcpy(o + 8 + 16 * i, blk + 2, 16);
+                const uint8_t *blk = src + (size_t)(4 * g + i) * row_bytes + (size_t)b * bb;
+                x4_piece p[3];
+                for (int k = 0, n = x4_pieces(t, i, p); k < n; k++) memcpy(o + p[k].group, blk + p[k].plain, p[k].bytes);
             }
         }
 }
 
-void pd_q4x4_row_to_f32(const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n)
+void pd_x4_row_to_f32(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n)
 {
-    uint8_t blk[18];
+    uint8_t blk[34];
     for (int64_t b = 0; b < n / PD_QBLOCK; b++) {
-        const uint8_t *q, *d = q4x4_block(w, row_bytes, r, b, &q);
-        memcpy(blk, d, 2);
-        memcpy(blk + 2, q, 16);
-        pd_row_to_f32(PD_Q4_0, blk, dst + b * PD_QBLOCK, PD_QBLOCK);
+        x4_plain_block(t, w, row_bytes, r, b, blk);
+        pd_row_to_f32(t, blk, dst + b * PD_QBLOCK, PD_QBLOCK);
     }
 }
 
-float pd_qdot_q4x4_reference(const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok)
+float pd_qdot_x4_reference(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok)
 {
-    float lane[4] = {0};
+    float lane[4] = {0}, off = 0.0f;
+    const int bias = t == PD_Q4_0 ? 8 : 0;
     for (int64_t b = 0; b < a->cols / PD_QBLOCK; b++) {
-        const uint8_t *q, *d = q4x4_block(w, row_bytes, r, b, &q);
+        uint8_t blk[34];
+        int v[PD_QBLOCK];
+        x4_plain_block(t, w, row_bytes, r, b, blk);
+        float dw = block_values(t, blk, v);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
-        float dd = pd_f16_to_f32(pd_load_u16(d)) * a->d[b * a->n_cap + tok];
+        float dd = dw * a->d[b * a->n_cap + tok];
         for (int k = 0; k < 4; k++) {
             int32_t l = 0;
-            for (int j = 4 * k; j < 4 * k + 4; j++) l += ((q[j] & 0x0f) - 8) * xq[j] + ((q[j] >> 4) - 8) * xq[j + 16];
+            for (int j = 4 * k; j < 4 * k + 4; j++) l += (v[j] - bias) * xq[j] + (v[j + 16] - bias) * xq[j + 16];
             lane[k] = fmaf((float)l, dd, lane[k]);
         }
+        if (t == PD_Q4_1) off = fmaf(pd_f16_to_f32(pd_load_u16(blk + 2)), a->s[b * a->n_cap + tok], off);
     }
-    return (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    float sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    return t == PD_Q4_1 ? sum + off : sum;
 }
 
 /* ------------------------------------------------------------- selection */

@@ -71,12 +71,12 @@ typedef struct pd_kernels {
      * split of rows and tokens gives the same bits. */
     void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                     int64_t t1, float *y, int64_t y_stride);
-    /* qmatmul for Q4_0 rows interleaved four at a time (pd_q4x4_pack): n_rows
-     * a multiple of 4, w the group of the first row. Sums in the order of
-     * pd_qdot_q4x4_reference, so every split gives the same bits. NULL in a
+    /* qmatmul for rows of type t interleaved four at a time (pd_x4_pack):
+     * n_rows a multiple of 4, w the group of the first row. Sums in the order
+     * of pd_qdot_x4_reference, so every split gives the same bits. NULL in a
      * table without it: the model then keeps the file's layout. */
-    void (*qmatmul_q4x4)(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                         int64_t t1, float *y, int64_t y_stride);
+    void (*qmatmul_x4)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                       int64_t t1, float *y, int64_t y_stride);
     /* F32/F16/BF16 rows times float activations: y[t * y_stride + r] = row r .
      * x[t] (x row stride x_stride, n columns) for r < n_rows, t0 <= t < t1;
      * each stored row is widened once per tile of tokens, not once per token. */
@@ -107,8 +107,13 @@ const pd_kernels *pd_kernels_avx512(void); /* NULL where not compiled or not sup
 /* kernels_avx512.c: qmatmul with AVX-512 VNNI, and whether this CPU has it */
 void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride);
-void pd_qmatmul_q4x4_avx512(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                            int64_t t1, float *y, int64_t y_stride);
+void pd_qmatmul_x4_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                          int64_t t0, int64_t t1, float *y, int64_t y_stride);
+/* key_scores and value_mix at 512 bits (AVX-512 F/BW/VL/DQ) */
+void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,
+                          float scale, float *out);
+void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
+                         float *out);
 bool pd_avx512vnni_supported(void);
 
 /* a little-endian u16 at any address (block scales are not aligned) */
@@ -123,23 +128,32 @@ static inline bool pd_dtype_is_block(pd_dtype t) { return t == PD_Q8_0 || t == P
  * (Q4_1) or -8*d (Q4_0); result = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) + off. */
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
 
-/* Q4_0 interleaved: each group of four rows holds, per block, the four F16
- * scales (8 bytes) then the four rows' 16 bytes of nibbles (as Q4_0 stores
- * them), PD_Q4X4_BLOCK bytes; group g starts 4g plain rows in (4 * g *
- * row_bytes, row_bytes the Q4_0 row's), so the matrix keeps its size and a row
- * that is a multiple of 4 its address. One 64-byte load gives a block of four
- * rows with no shuffle. */
-#define PD_Q4X4_BLOCK 72
-/* src: n_rows (a multiple of 4) plain Q4_0 rows; dst: the same bytes interleaved. */
-void pd_q4x4_pack(const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
+/* Block weights interleaved four rows at a time (Q8_0, Q4_0, Q4_1): each
+ * group of four rows holds, per block, pd_x4_block_bytes(t) bytes (the four
+ * plain blocks' size):
+ *   Q4_0 (72): the four F16 scales d, then the four rows' 16 bytes of nibbles
+ *              as Q4_0 stores them (byte 16i + j: row i's j and j + 16);
+ *   Q4_1 (80): the four d, the four F16 offsets m, then the nibbles as for Q4_0;
+ *   Q8_0 (136): the four d, then the four rows' values 0..15 (16 bytes each),
+ *              then their values 16..31.
+ * Group g starts 4g plain rows in (4 * g * row_bytes, row_bytes the plain
+ * row's), so the matrix keeps its size and a row that is a multiple of 4 its
+ * address. One 64-byte load gives four rows' nibbles, or four rows' values
+ * j (first load) and j + 16 (second), with no shuffle. */
+static inline size_t pd_x4_block_bytes(pd_dtype t) { return t == PD_Q8_0 ? 136 : t == PD_Q4_0 ? 72 : 80; }
+/* Where the values start within a group's block (after the scales). */
+static inline size_t pd_x4_values_at(pd_dtype t) { return t == PD_Q4_1 ? 16 : 8; }
+/* src: n_rows (a multiple of 4) plain rows of type t; dst: the same bytes interleaved. */
+void pd_x4_pack(pd_dtype t, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
 /* Row r of an interleaved matrix as floats: pd_row_to_f32's values for the plain row. */
-void pd_q4x4_row_to_f32(const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n);
-/* The order of qmatmul_q4x4 for row r and token tok: for each block, four
- * int32 lane sums L[k] of (q[j] - 8) * x[j] over j = 4k..4k+3 and
- * 16+4k..16+4k+3, then lane[k] = fmaf(L[k], dw*dx, lane[k]); result =
- * (lane0 + lane2) + (lane1 + lane3). The -8 is inside the integers, so there
- * is no separate offset term. */
-float pd_qdot_q4x4_reference(const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok);
+void pd_x4_row_to_f32(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n);
+/* The order of qmatmul_x4 for row r and token tok: for each block, four int32
+ * lane sums L[k] of v[j] * x[j] over j = 4k..4k+3 and 16+4k..16+4k+3, with v
+ * the signed value (Q8_0), q - 8 (Q4_0) or q (Q4_1); lane[k] = fmaf(L[k],
+ * dw*dx, lane[k]); for Q4_1 off = fmaf(m, s_b, off). The result is (lane0 +
+ * lane2) + (lane1 + lane3), plus off for Q4_1. Q4_0's -8 is inside the
+ * integers, so it has no offset term. */
+float pd_qdot_x4_reference(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok);
 
 /* out = v / sqrt(mean(v^2) + eps) * w, for n elements (in place allowed). */
 void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps);

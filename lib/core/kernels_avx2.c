@@ -410,73 +410,123 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else (few ? qmatmul_q4_1_few : qmatmul_q4_1)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
-/* ------------------------------------------------------ Q4_0 interleaved
- * (pd_q4x4_pack): a block of four rows is two 32-byte loads (rows 0-1, rows
- * 2-3). maddubs + madd of the low and of the high nibbles give each row's
- * four lanes over j = 4k..4k+3 and 16+4k..16+4k+3; each lane starts from -8 *
- * the sum of its eight activations (made once per token and block), so the
- * integers are pd_qdot_q4x4_reference's and there is no offset term. A tile
- * is one group x up to X4_TOKS tokens. */
+/* ------------------------------------------------ interleaved block weights
+ * (pd_x4_pack): per block of a group, the four scales in one conversion and
+ * the values as two 32-byte loads a half (rows 0-1, rows 2-3): the low and the
+ * high nibbles of the 4-bit types, Q8_0's values 0..15 and 16..31 as stored.
+ * maddubs + madd of each half give a row's four lanes over j = 4k..4k+3 and
+ * 16+4k..16+4k+3, pd_qdot_x4_reference's integers exactly:
+ *   Q4_0: each lane starts from -8 * the sum of its eight activations (made
+ *         once per token and block), so q - 8 needs no offset term;
+ *   Q4_1: q as it is, plus the offsets m * s, the four rows in one fma chain;
+ *   Q8_0: |w| times x with w's sign (maddubs wants one unsigned operand; with
+ *         |w| <= 128 and |x| <= 127 no pair saturates int16).
+ * A tile is one group x up to X4_TOKS tokens. */
 #define X4_TOKS 3
 #define X4_PREFETCH 8192 /* decode: bytes ahead in the matrix, which is one stream of groups */
 
-AVX2_INLINE void x4_tile(const int RN, const uint8_t *g, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const pd_qact *a, int64_t tok, float *y,
+                         int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const size_t bs = pd_x4_block_bytes(t), at = pd_x4_values_at(t);
     const __m256i low = _mm256_set1_epi8(0x0f), eights = _mm256_set1_epi8(8);
     __m256 acc[2][X4_TOKS]; /* rows 0-1, rows 2-3 */
+    __m128 off[X4_TOKS];    /* Q4_1: rows 0-3 */
 #pragma GCC unroll 4
-    for (int u = 0; u < RN; u++) acc[0][u] = acc[1][u] = _mm256_setzero_ps();
+    for (int u = 0; u < RN; u++) {
+        acc[0][u] = acc[1][u] = _mm256_setzero_ps();
+        off[u] = _mm_setzero_ps();
+    }
     const int8_t *xq = a->q + tok * cols;
-    const float *dx = a->d + tok;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
-        const uint8_t *p = g + (size_t)b * PD_Q4X4_BLOCK;
-        if (RN == 1) _mm_prefetch((const char *)p + X4_PREFETCH, _MM_HINT_T0);
+    const float *dx = a->d + tok, *sx = a->s + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
+        const uint8_t *p = g + (size_t)b * bs;
+        if (RN == 1) {
+            /* Q8_0's 136-byte blocks take a second line (decode, 2 threads: 85-98 -> 106-130 tok/s) */
+            _mm_prefetch((const char *)p + X4_PREFETCH, _MM_HINT_T0);
+            if (bs > 128) _mm_prefetch((const char *)p + X4_PREFETCH + 64, _MM_HINT_T0);
+        }
         __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
         __m256 dw[2] = {_mm256_permutevar8x32_ps(d4, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0)),
                         _mm256_permutevar8x32_ps(d4, _mm256_set_epi32(3, 3, 3, 3, 2, 2, 2, 2))};
-        __m256i lo[2], hi[2];
+        if (t == PD_Q4_1) {
+            __m128 m4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p + 8)));
+#pragma GCC unroll 4
+            for (int u = 0; u < RN; u++) off[u] = _mm_fmadd_ps(m4, _mm_set1_ps(sx[u]), off[u]);
+        }
+        __m256i lo[2], hi[2]; /* the values j and j + 16; for Q8_0 signed (|w| is made per use) */
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + 8 + 32 * h));
-            lo[h] = _mm256_and_si256(q, low);
-            hi[h] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+            if (t == PD_Q8_0) {
+                lo[h] = _mm256_loadu_si256((const __m256i *)(const void *)(p + at + 32 * h));
+                hi[h] = _mm256_loadu_si256((const __m256i *)(const void *)(p + at + 64 + 32 * h));
+            } else {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + at + 32 * h));
+                lo[h] = _mm256_and_si256(q, low);
+                hi[h] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+            }
         }
 #pragma GCC unroll 4
         for (int u = 0; u < RN; u++) {
             __m256i xl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols)));
             __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols + 16)));
-            __m256i init = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                            _mm256_add_epi32(lanes_u8s8(eights, xl), lanes_u8s8(eights, xh)));
+            __m256i init = _mm256_setzero_si256();
+            if (t == PD_Q4_0)
+                init = _mm256_sub_epi32(init, _mm256_add_epi32(lanes_u8s8(eights, xl), lanes_u8s8(eights, xh)));
             __m256 dxu = _mm256_set1_ps(dx[u]);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
-                __m256i l = _mm256_add_epi32(init, _mm256_add_epi32(lanes_u8s8(lo[h], xl), lanes_u8s8(hi[h], xh)));
+                __m256i l;
+                if (t == PD_Q8_0)
+                    l = _mm256_add_epi32(lanes_u8s8(_mm256_abs_epi8(lo[h]), _mm256_sign_epi8(xl, lo[h])),
+                                         lanes_u8s8(_mm256_abs_epi8(hi[h]), _mm256_sign_epi8(xh, hi[h])));
+                else
+                    l = _mm256_add_epi32(init, _mm256_add_epi32(lanes_u8s8(lo[h], xl), lanes_u8s8(hi[h], xh)));
                 acc[h][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(dw[h], dxu), acc[h][u]);
             }
         }
     }
 #pragma GCC unroll 4
-    for (int u = 0; u < RN; u++)
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            /* per row (one 128-bit half): (l0 + l2) + (l1 + l3) */
-            __m256 v = _mm256_add_ps(acc[h][u], _mm256_permute_ps(acc[h][u], _MM_SHUFFLE(1, 0, 3, 2)));
-            v = _mm256_add_ps(v, _mm256_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
-            y[u * y_stride + 2 * h] = _mm256_cvtss_f32(v);
-            y[u * y_stride + 2 * h + 1] = _mm_cvtss_f32(_mm256_extractf128_ps(v, 1));
-        }
+    for (int u = 0; u < RN; u++) {
+        /* per row (one 128-bit half): l0 + l2 and l1 + l3, then hadd adds those
+         * two: [r0 r0 r2 r2 | r1 r1 r3 r3], blended to rows 0-3 */
+        __m256 s0 = _mm256_add_ps(acc[0][u], _mm256_permute_ps(acc[0][u], _MM_SHUFFLE(1, 0, 3, 2)));
+        __m256 s1 = _mm256_add_ps(acc[1][u], _mm256_permute_ps(acc[1][u], _MM_SHUFFLE(1, 0, 3, 2)));
+        __m256 v = _mm256_hadd_ps(s0, s1);
+        __m128 rows = _mm_blend_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1), 0xa);
+        if (t == PD_Q4_1) rows = _mm_add_ps(rows, off[u]);
+        _mm_storeu_ps(y + u * y_stride, rows);
+    }
 }
 
-AVX2 static void qmatmul_q4x4_avx2(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                                   int64_t t1, float *y, int64_t y_stride)
+AVX2_INLINE void qmatmul_x4_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
+                                 const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r += 4) {
         const uint8_t *g = w + (size_t)r * row_bytes;
         int64_t tok = t0;
-        for (; tok + X4_TOKS <= t1; tok += X4_TOKS) x4_tile(X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
-        for (; tok < t1; tok++) x4_tile(1, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok + X4_TOKS <= t1; tok += X4_TOKS) x4_tile(t, X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok < t1; tok++) x4_tile(t, 1, g, a, tok, y + tok * y_stride + r, y_stride);
     }
+}
+
+#define QMATMUL_X4_VARIANT(NAME, T)                                                                                    \
+    AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,            \
+                          int64_t t1, float *y, int64_t y_stride)                                                      \
+    {                                                                                                                  \
+        qmatmul_x4_kind(T, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                              \
+    }
+QMATMUL_X4_VARIANT(qmatmul_x4_q8_0, PD_Q8_0)
+QMATMUL_X4_VARIANT(qmatmul_x4_q4_0, PD_Q4_0)
+QMATMUL_X4_VARIANT(qmatmul_x4_q4_1, PD_Q4_1)
+
+static void qmatmul_x4_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                            int64_t t1, float *y, int64_t y_stride)
+{
+    if (t == PD_Q8_0) qmatmul_x4_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_0) qmatmul_x4_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_x4_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 /* ------------------------------------------------- quantized activations */
@@ -661,16 +711,17 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
     return sum;
 }
 
-/* The AVX2 table; the AVX-512 VNNI one differs only in its integer kernels (kernels_avx512.c). */
-#define X86_KERNELS(NAME, QMATMUL, Q4X4)                                                                               \
+/* The AVX2 table; the AVX-512 VNNI one differs in its integer and attention kernels (kernels_avx512.c). */
+#define X86_KERNELS(NAME, QMATMUL, X4, KEY_SCORES, VALUE_MIX)                                                        \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .qmatmul_q4x4 = Q4X4, .widen = widen_avx2, .quantize_act = quantize_act_avx2,             \
-        .key_scores = key_scores_avx2, .value_mix = value_mix_avx2,                                                    \
+        .qmatmul = QMATMUL, .qmatmul_x4 = X4, .widen = widen_avx2, .quantize_act = quantize_act_avx2,             \
+        .key_scores = KEY_SCORES, .value_mix = VALUE_MIX,                                                              \
         .exp_sum = exp_sum_avx2,                                                                                       \
     }
-static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, qmatmul_q4x4_avx2);
-static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, pd_qmatmul_q4x4_avx512);
+static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, qmatmul_x4_avx2, key_scores_avx2, value_mix_avx2);
+static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, pd_qmatmul_x4_avx512, pd_key_scores_avx512,
+                                               pd_value_mix_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)
 {

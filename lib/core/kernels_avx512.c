@@ -1,4 +1,5 @@
-/* kernels_avx512.c - qmatmul for x86-64 with AVX-512 (F, BW, VL) and VNNI.
+/* kernels_avx512.c - qmatmul, qmatmul_x4 and the attention kernels for
+ * x86-64 with AVX-512 (F, BW, VL, DQ) and VNNI.
  *
  * Two weight rows share one 512-bit vector: row r's block in the low 256
  * bits, row r+1's in the high 256 bits. Each half holds the eight int32 lane
@@ -22,7 +23,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c"
+#define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
 #define AVX512 __attribute__((target(AVX512_TARGET)))
 #define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
 
@@ -272,84 +273,96 @@ AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_byt
         qpanel(kind, 1, w + (size_t)r * row_bytes, row_bytes, n_rows - r == 1, a, t0, t1, y + r, y_stride);
 }
 
-AVX512 static void qmatmul_q8_0(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                                int64_t t1, float *y, int64_t y_stride)
-{
-    qmatmul_kind(KIND_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
+/* Per type, a function under the target attribute around a driver inlined
+ * with its kind constant, and the entry that picks one by dtype. */
+#define KIND_VARIANT(NAME, DRIVER, KIND)                                                                               \
+    AVX512 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,          \
+                            int64_t t1, float *y, int64_t y_stride)                                                    \
+    {                                                                                                                  \
+        DRIVER(KIND, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                                    \
+    }
+#define KIND_ENTRY(NAME, DRIVER)                                                                                       \
+    KIND_VARIANT(NAME##_q8_0, DRIVER, KIND_Q8_0)                                                                       \
+    KIND_VARIANT(NAME##_q4_0, DRIVER, KIND_Q4_0)                                                                       \
+    KIND_VARIANT(NAME##_q4_1, DRIVER, KIND_Q4_1)                                                                       \
+    void pd_##NAME##_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,          \
+                            int64_t t0, int64_t t1, float *y, int64_t y_stride)                                        \
+    {                                                                                                                  \
+        if (t == PD_Q8_0) NAME##_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                   \
+        else if (t == PD_Q4_0) NAME##_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
+        else NAME##_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                                \
+    }
 
-AVX512 static void qmatmul_q4_0(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                                int64_t t1, float *y, int64_t y_stride)
-{
-    qmatmul_kind(KIND_Q4_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
+KIND_ENTRY(qmatmul, qmatmul_kind)
 
-AVX512 static void qmatmul_q4_1(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                                int64_t t1, float *y, int64_t y_stride)
-{
-    qmatmul_kind(KIND_Q4_1, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
-
-void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                       int64_t t1, float *y, int64_t y_stride)
-{
-    if (t == PD_Q8_0) qmatmul_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else if (t == PD_Q4_0) qmatmul_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else qmatmul_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
-
-/* ------------------------------------------------------ Q4_0 interleaved
+/* ------------------------------------------ interleaved four rows at a time
  *
- * A 64-byte load is a block of four rows: byte 16i + j holds row i's weights
- * j (low nibble) and j + 16 (high nibble). One AND and one shift give the
- * unsigned 0..15 operands of two vpdpbusd, whose int32 lane 4i + k sums row
- * i's products over j = 4k..4k+3 and 16+4k..16+4k+3. The -8 of Q4_0 is taken
- * out in the integers: each lane starts from -8 * the sum of its eight
- * activations (two more vpdpbusd with 8s, once per token and block for the
- * whole tile), so there is no offset term. */
+ * (pd_x4_pack) A 64-byte load is one block of four rows: byte 16i + j holds
+ * row i's values j and j + 16 (the two nibbles of Q4_0 and Q4_1: one AND and
+ * one shift apart), or, for Q8_0, one load has values j and a second values
+ * j + 16. Two vpdpbusd then give int32 lane 4i + k the sum of row i's
+ * products over j = 4k..4k+3 and 16+4k..16+4k+3. The weights are the
+ * unsigned operand: nibbles as they are, Q8_0's signed values as v ^ 0x80 (v
+ * + 128). What that adds, or Q4_0's -8, is taken out in the integers: each
+ * lane starts from -8 or -128 times the sum of its eight activations (two
+ * more vpdpbusd, once per token and block for the whole tile). Q4_1's offsets
+ * are summed apart, as one vector of two rows x 8 tokens. */
 
 /* Tiles: prefill GROUPS_P groups (8 rows) x TILE_TOKS tokens; decode
  * GROUPS_D groups (16 rows) x 1 token, sharing a token's block setup. */
 #define GROUPS_P 2
 #define GROUPS_D 4
 
-/* Block b of a group: the two weight operands and [dw(i) x4] for rows i = 0..3. */
+/* Block b of a group: the two weight operands, [dw(i) x4] for rows i = 0..3,
+ * and Q4_1's four offsets m. */
 typedef struct {
     __m512i lo, hi;
     __m512 dw;
+    __m128 m;
 } x4_block;
 
-AVX512_INLINE x4_block x4_load(const uint8_t *p)
+AVX512_INLINE x4_block x4_load(const int kind, const uint8_t *p)
 {
     x4_block xb;
-    const __m512i m = _mm512_set1_epi8(0x0f);
-    __m512i q = _mm512_loadu_si512((const void *)(p + 8));
-    xb.lo = _mm512_and_si512(q, m);
-    xb.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
+    if (kind == KIND_Q8_0) {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        xb.lo = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p + 8)), flip);
+        xb.hi = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p + 72)), flip);
+    } else {
+        const __m512i m = _mm512_set1_epi8(0x0f);
+        __m512i q = _mm512_loadu_si512((const void *)(p + (kind == KIND_Q4_1 ? 16 : 8)));
+        xb.lo = _mm512_and_si512(q, m);
+        xb.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
+    }
     __m128 d = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
     xb.dw = _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
                                   _mm512_castps128_ps512(d));
+    xb.m = kind == KIND_Q4_1 ? _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p + 8))) : _mm_setzero_ps();
     return xb;
 }
 
 /* A token's block: its two halves in every 128-bit lane, and the lanes'
- * starting values -8 * (sum of the lane's eight activations). */
+ * starting values: -bias * (sum of the lane's eight activations), bias 8
+ * (Q4_0) or 128 (Q8_0, the v + 128 of the weights), 0 for Q4_1. */
 typedef struct {
     __m512i xl, xh, init;
 } x4_act;
 
-AVX512_INLINE x4_act x4_act_load(const int8_t *xq)
+AVX512_INLINE x4_act x4_act_load(const int kind, const int8_t *xq)
 {
     x4_act xa;
-    const __m512i eights = _mm512_set1_epi8(8);
     xa.xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)xq));
     xa.xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(xq + 16)));
-    __m512i e = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, xa.xl), eights, xa.xh);
-    xa.init = _mm512_sub_epi32(_mm512_setzero_si512(), e);
+    xa.init = _mm512_setzero_si512();
+    if (kind != KIND_Q4_1) {
+        const __m512i bias = _mm512_set1_epi8((char)(kind == KIND_Q8_0 ? 0x80 : 8));
+        __m512i e = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, xa.xl), bias, xa.xh);
+        xa.init = _mm512_sub_epi32(_mm512_setzero_si512(), e);
+    }
     return xa;
 }
 
-/* Row i's result in lane 4i: (l0 + l2) + (l1 + l3) of its four lanes. */
+/* Row i's result in lane i: (l0 + l2) + (l1 + l3) of its four lanes. */
 AVX512_INLINE __m128 x4_rows(__m512 v)
 {
     v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -358,29 +371,54 @@ AVX512_INLINE __m128 x4_rows(__m512 v)
 }
 
 /* NG groups (4 rows each, group stride 4 * row_bytes) times NT tokens from tok. */
-AVX512_INLINE void x4_tile(const int NG, const int NT, const uint8_t *w, size_t row_bytes, const pd_qact *a,
-                           int64_t tok, float *y, int64_t y_stride)
+AVX512_INLINE void x4_tile(const int kind, const int NG, const int NT, const uint8_t *w, size_t row_bytes,
+                           const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
+    const size_t bsize = kind == KIND_Q8_0 ? 136 : kind == KIND_Q4_0 ? 72 : 80, gstride = 4 * row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const size_t gstride = 4 * row_bytes;
     __m512 acc[GROUPS_D][TILE_TOKS];
+    /* Q4_1 offsets: one token, [rows 0..3]; more, [rows 2h, 2h+1] x 8 tokens */
+    __m128 off1[GROUPS_D];
+    __m512 off[GROUPS_D][2];
 #pragma GCC unroll 8
-    for (int g = 0; g < NG; g++)
+    for (int g = 0; g < NG; g++) {
+        off1[g] = _mm_setzero_ps();
+        off[g][0] = off[g][1] = _mm512_setzero_ps();
 #pragma GCC unroll 8
         for (int u = 0; u < NT; u++) acc[g][u] = _mm512_setzero_ps();
+    }
     const int8_t *xq = a->q + tok * cols;
-    const float *dx = a->d + tok;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
+    const float *dx = a->d + tok, *sx = a->s + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
         x4_block wb[GROUPS_D];
 #pragma GCC unroll 8
         for (int g = 0; g < NG; g++) {
-            const uint8_t *p = w + (size_t)g * gstride + (size_t)b * PD_Q4X4_BLOCK;
-            if (NT == 1) _mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
-            wb[g] = x4_load(p);
+            const uint8_t *p = w + (size_t)g * gstride + (size_t)b * bsize;
+            if (NT == 1) {
+                /* two lines a block: the 72-136 byte blocks step past a line
+                 * now and then, and one prefetch a block left those to the
+                 * hardware (Q4_0 decode 171-181 -> 202-210 tok/s) */
+                _mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
+                _mm_prefetch((const char *)p + 64 + PF_DIST, _MM_HINT_T0);
+            }
+            wb[g] = x4_load(kind, p);
+        }
+        if (kind == KIND_Q4_1 && NT == 1) {
+#pragma GCC unroll 8
+            for (int g = 0; g < NG; g++) off1[g] = _mm_fmadd_ps(wb[g].m, _mm_set1_ps(*sx), off1[g]);
+        } else if (kind == KIND_Q4_1) {
+            /* s of 8 tokens from tok (the padding covers a tile of fewer) */
+            __m512 s = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(sx))));
+#pragma GCC unroll 8
+            for (int g = 0; g < NG; g++) {
+                __m512 m = _mm512_castps128_ps512(wb[g].m);
+                off[g][0] = _mm512_fmadd_ps(spread2(m, 0, 1), s, off[g][0]);
+                off[g][1] = _mm512_fmadd_ps(spread2(m, 2, 3), s, off[g][1]);
+            }
         }
 #pragma GCC unroll 8
         for (int u = 0; u < NT; u++) {
-            x4_act xa = x4_act_load(xq + u * cols);
+            x4_act xa = x4_act_load(kind, xq + u * cols);
             __m512 dxu = _mm512_set1_ps(dx[u]);
 #pragma GCC unroll 8
             for (int g = 0; g < NG; g++) {
@@ -390,47 +428,159 @@ AVX512_INLINE void x4_tile(const int NG, const int NT, const uint8_t *w, size_t 
         }
     }
 #pragma GCC unroll 8
-    for (int g = 0; g < NG; g++)
+    for (int g = 0; g < NG; g++) {
+        float o[2][16];
+        _mm512_storeu_ps(o[0], off[g][0]);
+        _mm512_storeu_ps(o[1], off[g][1]);
 #pragma GCC unroll 8
-        for (int u = 0; u < NT; u++) _mm_storeu_ps(y + u * y_stride + 4 * g, x4_rows(acc[g][u]));
+        for (int u = 0; u < NT; u++) {
+            __m128 r = x4_rows(acc[g][u]);
+            if (kind == KIND_Q4_1 && NT == 1) r = _mm_add_ps(r, off1[g]);
+            else if (kind == KIND_Q4_1)
+                r = _mm_add_ps(r, _mm_setr_ps(o[0][u], o[0][8 + u], o[1][u], o[1][8 + u]));
+            _mm_storeu_ps(y + u * y_stride + 4 * g, r);
+        }
+    }
 }
 
 /* NG groups over tokens [t0, t1): tiles of TILE_TOKS, then 4, 2, 1. */
-AVX512_INLINE void x4_panel(const int NG, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t t0,
-                            int64_t t1, float *y, int64_t y_stride)
+AVX512_INLINE void x4_panel(const int kind, const int NG, const uint8_t *w, size_t row_bytes, const pd_qact *a,
+                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     int64_t tok = t0;
-    for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS) x4_tile(NG, TILE_TOKS, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+    for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS)
+        x4_tile(kind, NG, TILE_TOKS, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
     if (t1 - tok >= 4) {
-        x4_tile(NG, 4, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        x4_tile(kind, NG, 4, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
         tok += 4;
     }
     if (t1 - tok >= 2) {
-        x4_tile(NG, 2, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        x4_tile(kind, NG, 2, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
         tok += 2;
     }
-    if (tok < t1) x4_tile(NG, 1, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+    if (tok < t1) x4_tile(kind, NG, 1, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
 }
 
-AVX512 void pd_qmatmul_q4x4_avx512(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                                   int64_t t1, float *y, int64_t y_stride)
+AVX512_INLINE void qmatmul_x4_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows,
+                                   const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     const size_t gstride = 4 * row_bytes;
     int64_t g = 0, ng = n_rows / 4;
     if (t1 - t0 == 1) { /* decode: one token, the weights streamed once */
-        for (; g + GROUPS_D <= ng; g += GROUPS_D) x4_tile(GROUPS_D, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
-        for (; g < ng; g++) x4_tile(1, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
+        for (; g + GROUPS_D <= ng; g += GROUPS_D)
+            x4_tile(kind, GROUPS_D, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
+        for (; g < ng; g++)
+            x4_tile(kind, 1, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
         return;
     }
-    for (; g + GROUPS_P <= ng; g += GROUPS_P) x4_panel(GROUPS_P, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
-    for (; g < ng; g++) x4_panel(1, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
+    for (; g + GROUPS_P <= ng; g += GROUPS_P)
+        x4_panel(kind, GROUPS_P, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
+    for (; g < ng; g++) x4_panel(kind, 1, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
+}
+
+KIND_ENTRY(qmatmul_x4, qmatmul_x4_kind)
+
+/* ----------------------------------------------------------- attention
+ *
+ * The AVX2 attention kernels at twice the width, with masked loads for the
+ * columns past the last 16, so no scalar tail. */
+
+/* Columns [c, c + 16) of a cached row (the first `live` of them; the rest 0). */
+AVX512_INLINE __m512 load16(const int f16, const uint8_t *row, int64_t c, __mmask16 live)
+{
+    if (f16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(live, (const void *)(row + 2 * c)));
+    return _mm512_maskz_loadu_ps(live, (const void *)(row + 4 * c));
+}
+
+AVX512_INLINE __mmask16 live_cols(int64_t n, int64_t c) { return n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1); }
+
+/* Eight keys a step, each with one accumulator over the columns, then one
+ * reduction to the eight scores. A last partial step repeats its last key,
+ * so every score is summed in the same order wherever its key stands. */
+AVX512_INLINE void key_scores_kind(const int f16, const uint8_t *k, size_t stride, int64_t nk, const float *q,
+                                   int64_t n, float scale, float *out)
+{
+    for (int64_t j = 0; j < nk; j += 8) {
+        const uint8_t *kp[8];
+        for (int u = 0; u < 8; u++) kp[u] = k + (size_t)(j + u < nk ? j + u : nk - 1) * stride;
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; u++) acc[u] = _mm512_setzero_ps();
+        for (int64_t c = 0; c < n; c += 16) {
+            __mmask16 live = live_cols(n, c);
+            __m512 qv = _mm512_maskz_loadu_ps(live, q + c);
+#pragma GCC unroll 8
+            for (int u = 0; u < 8; u++) acc[u] = _mm512_fmadd_ps(qv, load16(f16, kp[u], c, live), acc[u]);
+        }
+        __m256 h[8];
+#pragma GCC unroll 8
+        for (int u = 0; u < 8; u++)
+            h[u] = _mm256_add_ps(_mm512_castps512_ps256(acc[u]), _mm512_extractf32x8_ps(acc[u], 1));
+        __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+        __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(h[4], h[5]), _mm256_hadd_ps(h[6], h[7]));
+        __m256 tot = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
+        float v[8];
+        _mm256_storeu_ps(v, _mm256_mul_ps(tot, _mm256_set1_ps(scale)));
+        for (int u = 0; u < 8 && j + u < nk; u++) out[j + u] = v[u];
+    }
+}
+
+/* Up to 64 output columns in registers while every value row is added, even
+ * and odd rows into two sets of accumulators (two chains of fmas in flight),
+ * summed at the end. */
+AVX512_INLINE void value_mix_kind(const int f16, const uint8_t *v, size_t stride, int64_t nv, const float *p, int64_t n,
+                                  float *out)
+{
+    for (int64_t c = 0; c < n; c += 64) {
+        __mmask16 live[4];
+        __m512 even[4], odd[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) {
+            live[i] = c + 16 * i < n ? live_cols(n, c + 16 * i) : 0;
+            even[i] = _mm512_maskz_loadu_ps(live[i], out + c + 16 * i);
+            odd[i] = _mm512_setzero_ps();
+        }
+        int64_t j = 0;
+        for (; j + 2 <= nv; j += 2) {
+            const uint8_t *v0 = v + (size_t)j * stride, *v1 = v0 + stride;
+            __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                even[i] = _mm512_fmadd_ps(p0, load16(f16, v0, c + 16 * i, live[i]), even[i]);
+                odd[i] = _mm512_fmadd_ps(p1, load16(f16, v1, c + 16 * i, live[i]), odd[i]);
+            }
+        }
+        if (j < nv) {
+            const uint8_t *v0 = v + (size_t)j * stride;
+            __m512 p0 = _mm512_set1_ps(p[j]);
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) even[i] = _mm512_fmadd_ps(p0, load16(f16, v0, c + 16 * i, live[i]), even[i]);
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++) _mm512_mask_storeu_ps(out + c + 16 * i, live[i], _mm512_add_ps(even[i], odd[i]));
+    }
+}
+
+AVX512 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,
+                                 float scale, float *out)
+{
+    if (kt == PD_F16) key_scores_kind(1, k, stride, nk, q, n, scale, out);
+    else key_scores_kind(0, k, stride, nk, q, n, scale, out);
+}
+
+AVX512 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
+                                float *out)
+{
+    if (vt == PD_F16) value_mix_kind(1, v, stride, nv, p, n, out);
+    else value_mix_kind(0, v, stride, nv, p, n, out);
 }
 
 bool pd_avx512vnni_supported(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
 }
 
 #else

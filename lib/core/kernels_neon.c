@@ -174,35 +174,58 @@ static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else qmatmul_kind(false, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
-/* ------------------------------------------------------ Q4_0 interleaved
- * (pd_q4x4_pack): per block of a group, the four scales in one conversion and
- * each row's 16 bytes as signed nibbles q - 8, so lanes16 of the low and the
- * high halves sum to pd_qdot_q4x4_reference's lanes exactly. A tile is one
- * group (4 rows) x up to Q4X4_TOKS tokens. */
-#define Q4X4_TOKS 4
+/* ------------------------------------------------ interleaved block weights
+ * (pd_x4_pack): per block of a group, the four scales in one conversion and
+ * each row's values j and j + 16 as two signed 16-byte vectors (q - 8 for
+ * Q4_0, q for Q4_1, Q8_0's bytes as stored), so lanes16 of the two sum to
+ * pd_qdot_x4_reference's lanes exactly; Q4_1 adds its offsets m * s, the
+ * four rows in one fma chain. A tile is one group (4 rows) x up to X4_TOKS
+ * tokens. */
+#define X4_TOKS 4
 
-static inline __attribute__((always_inline)) void q4x4_tile(const int RN, const uint8_t *w, const pd_qact *a,
-                                                            int64_t tok, float *y, int64_t y_stride)
+static inline __attribute__((always_inline)) float32x4_t half4(const uint8_t *p)
+{
+    uint16_t h[4];
+    memcpy(h, p, sizeof h);
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, const int RN, const uint8_t *w,
+                                                          const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const size_t bs = pd_x4_block_bytes(t), at = pd_x4_values_at(t);
     const uint8x16_t low = vdupq_n_u8(0x0f);
     const int8x16_t eight = vdupq_n_s8(8);
-    float32x4_t acc[4][Q4X4_TOKS];
-    for (int i = 0; i < 4; i++)
-        for (int u = 0; u < RN; u++) acc[i][u] = vdupq_n_f32(0.0f);
+    float32x4_t acc[4][X4_TOKS], off[X4_TOKS]; /* off: Q4_1, rows 0-3 */
+    for (int u = 0; u < RN; u++) {
+        for (int i = 0; i < 4; i++) acc[i][u] = vdupq_n_f32(0.0f);
+        off[u] = vdupq_n_f32(0.0f);
+    }
     const int8_t *xq = a->q + tok * cols;
-    const float *dx = a->d + tok;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
-        const uint8_t *p = w + (size_t)b * PD_Q4X4_BLOCK;
-        uint16_t h[4];
-        memcpy(h, p, sizeof h);
+    const float *dx = a->d + tok, *sx = a->s + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
+        const uint8_t *p = w + (size_t)b * bs;
         float dw[4];
-        vst1q_f32(dw, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))));
+        vst1q_f32(dw, half4(p));
+        if (t == PD_Q4_1) {
+            float32x4_t m4 = half4(p + 8);
+            for (int u = 0; u < RN; u++) off[u] = vfmaq_f32(off[u], m4, vdupq_n_f32(sx[u]));
+        }
         int8x16_t lo[4], hi[4];
         for (int i = 0; i < 4; i++) {
-            uint8x16_t raw = vld1q_u8(p + 8 + 16 * i);
-            lo[i] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, low)), eight);
-            hi[i] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), eight);
+            if (t == PD_Q8_0) {
+                lo[i] = vld1q_s8((const int8_t *)(p + at + 16 * i));
+                hi[i] = vld1q_s8((const int8_t *)(p + at + 64 + 16 * i));
+            } else {
+                uint8x16_t raw = vld1q_u8(p + at + 16 * i);
+                lo[i] = vreinterpretq_s8_u8(vandq_u8(raw, low));
+                hi[i] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+                if (t == PD_Q4_0) {
+                    lo[i] = vsubq_s8(lo[i], eight);
+                    hi[i] = vsubq_s8(hi[i], eight);
+                }
+            }
         }
         for (int u = 0; u < RN; u++) {
             int8x16_t xl = vld1q_s8(xq + u * cols), xh = vld1q_s8(xq + u * cols + 16);
@@ -212,23 +235,35 @@ static inline __attribute__((always_inline)) void q4x4_tile(const int RN, const 
             }
         }
     }
-    for (int i = 0; i < 4; i++)
-        for (int u = 0; u < RN; u++) {
-            /* (l0 + l2) + (l1 + l3), the reference's order */
-            float32x2_t h2 = vadd_f32(vget_low_f32(acc[i][u]), vget_high_f32(acc[i][u]));
-            y[u * y_stride + i] = vget_lane_f32(h2, 0) + vget_lane_f32(h2, 1);
-        }
+    for (int u = 0; u < RN; u++) {
+        /* per row l0 + l2 and l1 + l3, then the pairwise add of those two:
+         * (l0 + l2) + (l1 + l3), the reference's order, rows 0-3 in one vector */
+        float32x2_t h[4];
+        for (int i = 0; i < 4; i++) h[i] = vadd_f32(vget_low_f32(acc[i][u]), vget_high_f32(acc[i][u]));
+        float32x4_t rows = vpaddq_f32(vcombine_f32(h[0], h[1]), vcombine_f32(h[2], h[3]));
+        if (t == PD_Q4_1) rows = vaddq_f32(rows, off[u]);
+        vst1q_f32(y + u * y_stride, rows);
+    }
 }
 
-static void qmatmul_q4x4_neon(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                              int64_t t1, float *y, int64_t y_stride)
+static inline __attribute__((always_inline)) void qmatmul_x4_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes,
+                                                                  int64_t n_rows, const pd_qact *a, int64_t t0,
+                                                                  int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r += 4) {
         const uint8_t *g = w + (size_t)r * row_bytes;
         int64_t tok = t0;
-        for (; tok + Q4X4_TOKS <= t1; tok += Q4X4_TOKS) q4x4_tile(Q4X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
-        for (; tok < t1; tok++) q4x4_tile(1, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok + X4_TOKS <= t1; tok += X4_TOKS) x4_tile(t, X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok < t1; tok++) x4_tile(t, 1, g, a, tok, y + tok * y_stride + r, y_stride);
     }
+}
+
+static void qmatmul_x4_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                            int64_t t1, float *y, int64_t y_stride)
+{
+    if (t == PD_Q8_0) qmatmul_x4_kind(PD_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_0) qmatmul_x4_kind(PD_Q4_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_x4_kind(PD_Q4_1, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 PD_WIDENED_ATTENTION(neon)
@@ -245,7 +280,7 @@ static const pd_kernels neon = {
     .dot_row = dot_row_neon,
     .fmatmul = fmatmul_neon,
     .qmatmul = qmatmul_neon,
-    .qmatmul_q4x4 = qmatmul_q4x4_neon,
+    .qmatmul_x4 = qmatmul_x4_neon,
     .widen = pd_row_to_f32,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_neon,

@@ -312,22 +312,22 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
     return i == n_mat && m->lm_head.rows % 4 == 0 ? &m->lm_head : NULL;
 }
 
-/* The Q4_0 matrices of the layers and the LM head (the embeddings too when
- * tied) interleaved four rows at a time for kernels that have qmatmul_q4x4
- * (pd_q4x4_pack), a slab at a time, each file range given back once
- * packed, so the peak stays near one copy. Only when every layer matrix has
- * a multiple of 4 rows: the fused q/k/v loop hands each matrix rows from
- * where the last one ended. Out of memory, every matrix keeps the file's
- * layout. */
+/* The block-quantized (Q8_0, Q4_0, Q4_1) matrices of the layers and the LM
+ * head (the embeddings too when tied) interleaved four rows at a time for
+ * kernels that have qmatmul_x4 (pd_x4_pack), a slab at a time, each file
+ * range given back once packed, so the peak stays near one copy. Only when
+ * every layer matrix has a multiple of 4 rows: the fused q/k/v loop hands
+ * each matrix rows from where the last one ended. Out of memory, every
+ * matrix keeps the file's layout. */
 static void interleave_weights(pd_model *m)
 {
-    if (!m->kern->qmatmul_q4x4) return;
+    if (!m->kern->qmatmul_x4) return;
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES, total = 0;
     for (size_t i = 0; i < n_mat; i++)
         if (matrix_at(m->layers, (long)i)->rows % 4) return;
     const pd_matrix *w;
     for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (w->dtype == PD_Q4_0) total += ((size_t)w->rows * w->row_bytes + 63) & ~(size_t)63;
+        if (pd_dtype_is_block(w->dtype)) total += ((size_t)w->rows * w->row_bytes + 63) & ~(size_t)63;
     /* one buffer in 2 MiB pages where the system gives them: a few hundred
      * page faults at load instead of tens of thousands, and fewer TLB misses
      * while decode streams the weights */
@@ -340,14 +340,14 @@ static void interleave_weights(pd_model *m)
     uint8_t *dst = buf;
     pd_matrix *x;
     for (size_t i = 0; (x = interleavable(m, i)); i++) {
-        if (x->dtype != PD_Q4_0) continue;
+        if (!pd_dtype_is_block(x->dtype)) continue;
         size_t bytes = (size_t)x->rows * x->row_bytes, group = 4 * x->row_bytes;
         /* a slab of about 1 MiB at a time, its file pages given back at once:
          * the peak is the packed weights plus one slab, not plus the largest matrix */
         int64_t slab = (int64_t)((1u << 20) / group) + 1;
         for (int64_t g0 = 0; g0 < x->rows / 4; g0 += slab) {
             int64_t ng = x->rows / 4 - g0 < slab ? x->rows / 4 - g0 : slab;
-            pd_q4x4_pack(x->data + (size_t)g0 * group, x->row_bytes, 4 * ng, dst + (size_t)g0 * group);
+            pd_x4_pack(x->dtype, x->data + (size_t)g0 * group, x->row_bytes, 4 * ng, dst + (size_t)g0 * group);
             release_mapped(&m->store, x->data + (size_t)g0 * group, (size_t)ng * group);
         }
         x->data = dst;

@@ -17,10 +17,10 @@ typedef struct pd_delta {
 
 /* A weight matrix [rows, cols] of any supported dtype, rows contiguous. A
  * derived model (pd_model_derive) points data at a merged copy or chains
- * low-rank terms in delta. An interleaved matrix (Q4_0 only, rows a multiple
- * of 4) holds its rows four at a time (pd_q4x4_pack): products go through
- * the kernels' qmatmul_q4x4 in whole groups (a single chosen row of the LM
- * head through its group), rows through pd_matrix_row. */
+ * low-rank terms in delta. An interleaved matrix (Q8_0, Q4_0 or Q4_1, rows a
+ * multiple of 4) holds its rows four at a time (pd_x4_pack): products go
+ * through the kernels' qmatmul_x4 in whole groups (a single chosen row of the
+ * LM head through its group), rows through pd_matrix_row. */
 typedef struct pd_matrix {
     pd_dtype dtype;
     int64_t rows, cols;
@@ -57,7 +57,7 @@ struct pd_model {
 /* Validated row access: the matrix's row r converted to F32. */
 static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 {
-    if (m->interleaved) pd_q4x4_row_to_f32(m->data, m->row_bytes, r, dst, m->cols);
+    if (m->interleaved) pd_x4_row_to_f32(m->dtype, m->data, m->row_bytes, r, dst, m->cols);
     else pd_row_to_f32(m->dtype, m->data + (size_t)r * m->row_bytes, dst, m->cols);
 }
 

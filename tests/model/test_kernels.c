@@ -427,37 +427,45 @@ static void test_qmatmul_bitwise(void **state)
             check_qmatmul(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
-/* Q4_0 interleaved four rows at a time: the packed rows read back as the plain
- * ones; the reference order against a float64 dot; every table that has
- * qmatmul_q4x4, at every split of whole groups and of tokens, bitwise equal
+/* Block weights interleaved four rows at a time: the packed rows read back as
+ * the plain ones; the reference order against a float64 dot; every table that
+ * has qmatmul_x4, at every split of whole groups and of tokens, bitwise equal
  * to the reference; and within rounding of the plain layout's product. */
-static void check_q4x4(int64_t cols, int64_t rows, int64_t toks)
+static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
 {
     const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
     const int64_t ys = rows + 4;
-    size_t rb = pd_dtype_row_bytes(PD_Q4_0, cols);
+    const char *name = type == PD_Q8_0 ? "q8_0" : type == PD_Q4_0 ? "q4_0" : "q4_1";
+    size_t rb = pd_dtype_row_bytes(type, cols), bb = type == PD_Q8_0 ? 34 : type == PD_Q4_0 ? 18 : 20;
+    size_t vals = type == PD_Q4_1 ? 4 : 2, nv = type == PD_Q8_0 ? 32 : 16;
     uint8_t *plain = malloc(rb * (size_t)rows), *w = malloc(rb * (size_t)rows);
-    for (int64_t r = 0; r < rows; r++) make_row(PD_Q4_0, cols, plain + r * rb);
-    /* one row all 0 (-8 d) and one all 15 (7 d): the ends of the 4-bit range */
-    memset(plain + 2, 0x00, rb - 2);
-    if (rows > 1)
-        for (size_t b = 0; b < rb / 18; b++) memset(plain + rb + b * 18 + 2, 0xff, 16);
-    pd_q4x4_pack(plain, rb, rows, w);
+    for (int64_t r = 0; r < rows; r++) make_row(type, cols, plain + r * rb);
+    /* the ends of the range: one row all 0 nibbles (Q4_0 -8 d) or -128 (Q8_0),
+     * one all 15 nibbles or 127 */
+    for (size_t b = 0; b < rb / bb; b++) {
+        memset(plain + b * bb + vals, type == PD_Q8_0 ? 0x80 : 0x00, nv);
+        if (rows > 1) memset(plain + rb + b * bb + vals, type == PD_Q8_0 ? 0x7f : 0xff, nv);
+    }
+    pd_x4_pack(type, plain, rb, rows, w);
     float *a = malloc((size_t)cols * sizeof(float)), *bq = malloc((size_t)cols * sizeof(float));
     for (int64_t r = 0; r < rows; r++) {
-        pd_row_to_f32(PD_Q4_0, plain + r * rb, a, cols);
-        pd_q4x4_row_to_f32(w, rb, r, bq, cols);
+        pd_row_to_f32(type, plain + r * rb, a, cols);
+        pd_x4_row_to_f32(type, w, rb, r, bq, cols);
         assert_memory_equal(a, bq, (size_t)cols * sizeof(float));
     }
     qact_buf b;
     qact_new(&b, toks, cols);
-    memset(b.a.q, 127, (size_t)cols); /* token 0 at the top of the int8 range (and its s to match) */
-    for (int64_t blk = 0; blk < cols / 32; blk++) b.a.s[blk * b.a.n_cap] = b.a.d[blk * b.a.n_cap] * (127.0f * 32.0f);
+    /* token 0 at the top of the int8 range, token 1 at the bottom (and their s to match) */
+    for (int64_t t = 0; t < (toks < 2 ? toks : 2); t++) {
+        memset(b.a.q + t * cols, t ? -127 : 127, (size_t)cols);
+        for (int64_t blk = 0; blk < cols / 32; blk++)
+            b.a.s[blk * b.a.n_cap + t] = b.a.d[blk * b.a.n_cap + t] * ((t ? -127.0f : 127.0f) * 32.0f);
+    }
     float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
     for (int64_t t = 0; t < toks; t++)
         for (int64_t r = 0; r < rows; r++) {
-            want[t * ys + r] = pd_qdot_q4x4_reference(w, rb, r, &b.a, t);
-            pd_row_to_f32(PD_Q4_0, plain + r * rb, a, cols);
+            want[t * ys + r] = pd_qdot_x4_reference(type, w, rb, r, &b.a, t);
+            pd_row_to_f32(type, plain + r * rb, a, cols);
             double exact = 0.0, scale = 0.0;
             for (int64_t i = 0; i < cols; i++) {
                 double xv = (double)b.a.d[(i / 32) * b.a.n_cap + t] * b.a.q[t * cols + i];
@@ -465,9 +473,9 @@ static void check_q4x4(int64_t cols, int64_t rows, int64_t toks)
                 scale += fabs(a[i] * xv);
             }
             if (fabs(want[t * ys + r] - exact) > 1e-6 * scale)
-                fail_msg("q4x4 reference cols %lld row %lld token %lld: %.9g, float64 %.9g", (long long)cols,
+                fail_msg("%s x4 reference cols %lld row %lld token %lld: %.9g, float64 %.9g", name, (long long)cols,
                          (long long)r, (long long)t, want[t * ys + r], exact);
-            float plain_dot = pd_qdot_reference(PD_Q4_0, plain + r * rb, &b.a, t);
+            float plain_dot = pd_qdot_reference(type, plain + r * rb, &b.a, t);
             assert_true(fabs(plain_dot - want[t * ys + r]) <= 1.1e-5 * scale); /* the plain order: 1e-5 */
         }
     /* whole groups: the first, half of them, all but the last, the last */
@@ -476,25 +484,25 @@ static void check_q4x4(int64_t cols, int64_t rows, int64_t toks)
                   tcut[] = {0, t2, t3, toks - 1 > t3 ? toks - 1 : t3, toks};
     int tested = 0;
     for (int i = 0; i < 4; i++) {
-        if (!impls[i] || !impls[i]->qmatmul_q4x4) continue;
+        if (!impls[i] || !impls[i]->qmatmul_x4) continue;
         tested++;
         memset(got, 0, (size_t)(toks * ys) * sizeof(float));
-        impls[i]->qmatmul_q4x4(w, rb, rows, &b.a, 0, toks, got, ys);
+        impls[i]->qmatmul_x4(type, w, rb, rows, &b.a, 0, toks, got, ys);
         for (int64_t t = 0; t < toks; t++)
             for (int64_t r = 0; r < rows; r++)
                 if (memcmp(&got[t * ys + r], &want[t * ys + r], sizeof(float)))
-                    fail_msg("%s q4x4 cols %lld row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
-                             (long long)cols, (long long)r, (long long)t, got[t * ys + r], want[t * ys + r]);
+                    fail_msg("%s %s x4 cols %lld row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
+                             name, (long long)cols, (long long)r, (long long)t, got[t * ys + r], want[t * ys + r]);
         memset(got, 0, (size_t)(toks * ys) * sizeof(float));
         for (int ri = 0; ri < 4; ri++)
             for (int ti = 0; ti < 4; ti++)
                 if (rcut[ri] < rcut[ri + 1])
-                    impls[i]->qmatmul_q4x4(w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti],
-                                           tcut[ti + 1], got + rcut[ri], ys);
+                    impls[i]->qmatmul_x4(type, w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti],
+                                         tcut[ti + 1], got + rcut[ri], ys);
         for (int64_t t = 0; t < toks; t++)
             for (int64_t r = 0; r < rows; r++) assert_memory_equal(&got[t * ys + r], &want[t * ys + r], sizeof(float));
-        printf("  %s q4x4 %lld x %lld x %lld: every (row, token) bitwise equal to the reference\n", impls[i]->name,
-               (long long)rows, (long long)cols, (long long)toks);
+        printf("  %s %s x4 %lld x %lld x %lld: every (row, token) bitwise equal to the reference\n", impls[i]->name,
+               name, (long long)rows, (long long)cols, (long long)toks);
     }
     assert_true(tested >= 1);
     qact_free(&b);
@@ -506,13 +514,16 @@ static void check_q4x4(int64_t cols, int64_t rows, int64_t toks)
     free(got);
 }
 
-static void test_q4x4(void **state)
+static void test_x4(void **state)
 {
     (void)state;
     /* rows x tokens: 2-group prefill tiles and a last group; 4-group decode
      * tiles and leftovers; 8-token tiles and leftovers of 4, 2 and 1 */
     const int64_t shapes[][3] = {{32, 4, 3}, {160, 12, 11}, {896, 36, 1}, {896, 44, 9}, {2560, 40, 15}};
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) check_q4x4(shapes[s][0], shapes[s][1], shapes[s][2]);
+    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            check_x4(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
 /* Hand-worked blocks: Q8_0 d=0.5 q=-3 -> -1.5; Q4_0 d=2, nibble 3 -> 2*(3-8) = -10;
@@ -570,7 +581,7 @@ int main(void)
         cmocka_unit_test(test_widen),
         cmocka_unit_test(test_qdot_reference_value),
         cmocka_unit_test(test_qmatmul_bitwise),
-        cmocka_unit_test(test_q4x4),
+        cmocka_unit_test(test_x4),
         cmocka_unit_test(test_block_values),
         cmocka_unit_test(test_half_conversions),
     };
