@@ -4,7 +4,7 @@
 #
 # Usage: bench/run.sh [--formats q4_0,q4_1,q8_0,f16] [--reps N] [--rounds N] [--threads N]
 #                     [--decision] [--decision-only] [--decision-format FMT] [--interop]
-#                     [--llama-tool bench|score] [--pocketdec PATH]
+#                     [--llama-tool bench|score] [--isa native|avx2] [--pocketdec PATH]
 #
 #   throughput (default): prefill 512 and decode 128 tokens/s (medians), peak RSS,
 #       load time; pocketdec `bench` and `llama-bench` alternate on each file,
@@ -12,6 +12,9 @@
 #   --llama-tool score: time llama.cpp with bench/llama_score.c's --bench (the same pp/tg
 #       tests through libllama) instead of llama-bench, which needs llama.cpp's common
 #       library and its tools built too (most of the build time).
+#   --isa avx2: both programs as on a CPU with AVX2+FMA but no AVX-512: pocketdec with
+#       PD_KERNELS=avx2, llama.cpp built with GGML_NATIVE=OFF (AVX, AVX2, FMA, F16C, BMI2;
+#       its own build directory). The default, native, uses what this CPU has.
 #   --decision: one pointer-head decision over a Tianchi review with the 13
 #       categories as candidates, against pocketdec's prefill of the same prompt
 #       and against llama.cpp scoring one sequence per candidate (bench/llama_score.c).
@@ -27,6 +30,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${PD_BENCH_CACHE:-$ROOT/build-bench}
 PY=/usr/bin/python3 # numpy lives here
 FORMATS=q4_0,q4_1,q8_0,f16 REPS=3 ROUNDS=1 THREADS=2 DECISION=0 THROUGHPUT=1 INTEROP=0 DEC_FORMAT=q8_0 PD= LLAMA_TOOL=bench
+ISA=native
 NPM_PKG=node-llama-cpp@3.21.1
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
@@ -42,13 +46,19 @@ while [ $# -gt 0 ]; do
     --interop) INTEROP=1 THROUGHPUT=0 ;;
     --pocketdec) PD=$(realpath "$2"); shift ;;
     --llama-tool) LLAMA_TOOL=$2; shift ;;
+    --isa) ISA=$2; shift ;;
     -h|--help) usage 0 ;;
     *) echo "bench/run.sh: unknown argument '$1'" >&2; usage 2 >&2 ;;
   esac
   shift
 done
 mkdir -p "$CACHE/models"
-LLAMA_SRC=$CACHE/llama.cpp LLAMA_BUILD=$CACHE/llama-build
+LLAMA_SRC=$CACHE/llama.cpp LLAMA_BUILD=$CACHE/llama-build LLAMA_ISA=(-DGGML_NATIVE=ON) SUFFIX=
+case $ISA in
+  native) ;;
+  avx2) LLAMA_BUILD=$CACHE/llama-build-avx2 LLAMA_ISA=(-DGGML_NATIVE=OFF) SUFFIX=-avx2; export PD_KERNELS=avx2 ;;
+  *) echo "bench/run.sh: --isa is native or avx2, not '$ISA'" >&2; exit 2 ;;
+esac
 log() { echo "bench: $*" >&2; }
 
 # ----------------------------------------------------------------- builds
@@ -78,11 +88,11 @@ build_llama() {
     fi
     log "building llama.cpp $target (CPU, Release; takes a while on 2 cores)"
     [ -f "$LLAMA_BUILD/build.ninja" ] || nice -n 10 cmake -S "$LLAMA_SRC" -B "$LLAMA_BUILD" -G Ninja \
-      -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON -DLLAMA_OPENSSL=OFF \
+      -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON "${LLAMA_ISA[@]}" -DLLAMA_OPENSSL=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >/dev/null
     nice -n 10 ninja -C "$LLAMA_BUILD" -j2 $target >/dev/null
   fi
-  LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench LLAMA_SCORE=$CACHE/llama_score
+  LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench LLAMA_SCORE=$CACHE/llama_score$SUFFIX
   if [ ! -x "$LLAMA_SCORE" ] || [ "$ROOT/bench/llama_score.c" -nt "$LLAMA_SCORE" ]; then
     cc -O2 -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L "$ROOT/bench/llama_score.c" \
       -I"$LLAMA_SRC/include" -I"$LLAMA_SRC/ggml/include" -L"$LLAMA_BUILD/bin" -Wl,-rpath,"$LLAMA_BUILD/bin" \
@@ -130,7 +140,7 @@ throughput() {
   done
   echo
   echo "pocketdec vs llama.cpp (llama-$LLAMA_TOOL): MNN-Pocket-0.3B shape, random weights, $THREADS threads," \
-    "$REPS reps x $ROUNDS rounds"
+    "$REPS reps x $ROUNDS rounds, instruction sets: $ISA"
   echo "($(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
   echo
   $PY "$ROOT/bench/report.py" table "$results"

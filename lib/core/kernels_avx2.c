@@ -416,8 +416,8 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
  * high nibbles of the 4-bit types, Q8_0's values 0..15 and 16..31 as stored.
  * maddubs + madd of each half give a row's four lanes over j = 4k..4k+3 and
  * 16+4k..16+4k+3, pd_qdot_x4_reference's integers exactly:
- *   Q4_0: each lane starts from -8 * the sum of its eight activations (made
- *         once per token and block), so q - 8 needs no offset term;
+ *   Q4_0: each lane starts from -8 * the sum of its eight activations (pd_qact's
+ *         lanes), so q - 8 needs no offset term;
  *   Q4_1: q as it is, plus the offsets m * s, the four rows in one fma chain;
  *   Q8_0: |w| times x with w's sign (maddubs wants one unsigned operand; with
  *         |w| <= 128 and |x| <= 127 no pair saturates int16).
@@ -430,7 +430,7 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     const size_t bs = pd_x4_block_bytes(t), at = pd_x4_values_at(t);
-    const __m256i low = _mm256_set1_epi8(0x0f), eights = _mm256_set1_epi8(8);
+    const __m256i low = _mm256_set1_epi8(0x0f);
     __m256 acc[2][X4_TOKS]; /* rows 0-1, rows 2-3 */
     __m128 off[X4_TOKS];    /* Q4_1: rows 0-3 */
 #pragma GCC unroll 4
@@ -440,7 +440,8 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
     }
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
+    const int32_t *lx = a->lanes + tok * nb * 4;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, lx += 4) {
         const uint8_t *p = g + (size_t)b * bs;
         if (RN == 1) {
             /* Q8_0's 136-byte blocks take a second line (decode, 2 threads: 85-98 -> 106-130 tok/s) */
@@ -471,9 +472,11 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
         for (int u = 0; u < RN; u++) {
             __m256i xl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols)));
             __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols + 16)));
-            __m256i init = _mm256_setzero_si256();
+            __m256i init = _mm256_setzero_si256(); /* Q4_0: -8 * the lanes' activation sums */
             if (t == PD_Q4_0)
-                init = _mm256_sub_epi32(init, _mm256_add_epi32(lanes_u8s8(eights, xl), lanes_u8s8(eights, xh)));
+                init = _mm256_sub_epi32(init, _mm256_slli_epi32(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                                                    (const __m128i *)(const void *)(lx + u * nb * 4))),
+                                                                3));
             __m256 dxu = _mm256_set1_ps(dx[u]);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
@@ -481,8 +484,10 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
                 if (t == PD_Q8_0)
                     l = _mm256_add_epi32(lanes_u8s8(_mm256_abs_epi8(lo[h]), _mm256_sign_epi8(xl, lo[h])),
                                          lanes_u8s8(_mm256_abs_epi8(hi[h]), _mm256_sign_epi8(xh, hi[h])));
-                else
-                    l = _mm256_add_epi32(init, _mm256_add_epi32(lanes_u8s8(lo[h], xl), lanes_u8s8(hi[h], xh)));
+                else /* nibble pairs are at most 2 * 15 * 127 each: two add up in int16 */
+                    l = _mm256_add_epi32(init, _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xl),
+                                                                                  _mm256_maddubs_epi16(hi[h], xh)),
+                                                                 _mm256_set1_epi16(1)));
                 acc[h][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(dw[h], dxu), acc[h][u]);
             }
         }
@@ -588,6 +593,12 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
             _mm256_storeu_si256((__m256i *)(void *)(qt + b * PD_QBLOCK), p8);
             a->d[b * a->n_cap + t] = d;
             a->s[b * a->n_cap + t] = d * (float)_mm_cvtsi128_si32(s4);
+            /* lanes: first holds values i and 16 + i, second 8 + i and 24 + i;
+             * two hadds leave [L0 L2 L0 L2 | L1 L3 L1 L3] */
+            __m256i first = _mm256_add_epi32(q[0], q[2]), second = _mm256_add_epi32(q[1], q[3]);
+            __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(first, second), _mm256_hadd_epi32(first, second));
+            _mm_storeu_si128((__m128i *)(void *)(a->lanes + (t * nb + b) * 4),
+                             _mm_unpacklo_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
         }
     }
 }

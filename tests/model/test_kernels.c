@@ -167,10 +167,9 @@ static void qact_new(qact_buf *b, int64_t n_tok, int64_t cols)
 {
     b->x = malloc((size_t)(n_tok * cols) * sizeof(float));
     for (int64_t i = 0; i < n_tok * cols; i++) b->x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
-    b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), NULL, NULL};
     size_t ds = (size_t)((cols / 32 + 1) * n_tok + 8) * sizeof(float);
-    b->a.d = calloc(1, ds);
-    b->a.s = calloc(1, ds);
+    b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds),
+                     malloc((size_t)(n_tok * cols / 32 * 4) * sizeof(int32_t))};
     pd_quantize_act(&b->a, b->x, cols, 0, n_tok);
 }
 
@@ -180,10 +179,12 @@ static void qact_free(qact_buf *b)
     free(b->a.q);
     free(b->a.d);
     free(b->a.s);
+    free(b->a.lanes);
 }
 
 /* Each activation is within half a step of its block's scale; s = d * sum(q);
- * the largest of a block maps to +-127. */
+ * lanes the four sums of q over j = 4k..4k+3 and 16+4k..16+4k+3; the largest
+ * of a block maps to +-127. */
 static void test_quantize_act(void **state)
 {
     (void)state;
@@ -192,15 +193,17 @@ static void test_quantize_act(void **state)
     for (int64_t t = 0; t < 3; t++)
         for (int64_t blk = 0; blk < 3; blk++) {
             float d = b.a.d[blk * 3 + t];
-            int sum = 0, top = 0;
+            int sum = 0, top = 0, lanes[4] = {0};
             for (int j = 0; j < 32; j++) {
                 int64_t i = t * 96 + blk * 32 + j;
                 assert_true(fabsf(b.x[i] - d * b.a.q[i]) <= 0.5f * d * 1.0001f);
                 sum += b.a.q[i];
+                lanes[(j % 16) / 4] += b.a.q[i]; /* j = 4k..4k+3 and 16+4k..16+4k+3 */
                 if (abs(b.a.q[i]) > top) top = abs(b.a.q[i]);
             }
             assert_int_equal(top, 127);
             assert_true(b.a.s[blk * 3 + t] == d * (float)sum);
+            assert_memory_equal(b.a.lanes + (t * 3 + blk) * 4, lanes, sizeof lanes);
         }
     /* a block of zeros has scale 0 and zeros */
     memset(b.x, 0, 32 * sizeof(float));
@@ -231,13 +234,9 @@ static void test_quantize_act_tables(void **state)
     x[130] = 1e-40f; /* block 4: subnormals only */
     x[131] = -3e-39f;
     for (int j = 132; j < 160; j++) x[j] = 0.0f;
-    pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), NULL, NULL}, got = want;
-    size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float);
-    want.d = calloc(1, ds);
-    want.s = calloc(1, ds);
-    got.q = malloc((size_t)(n_tok * cols));
-    got.d = calloc(1, ds);
-    got.s = calloc(1, ds);
+    size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float), ls = (size_t)(nb * n_tok * 4) * sizeof(int32_t);
+    pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(ls)};
+    pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(ls)};
     pd_quantize_act(&want, x, cols, 0, n_tok);
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
         if (!impls[i]) continue;
@@ -250,6 +249,7 @@ static void test_quantize_act_tables(void **state)
                          want.q[j], x[j]);
         assert_memory_equal(got.d, want.d, (size_t)(nb * n_tok) * sizeof(float));
         assert_memory_equal(got.s, want.s, (size_t)(nb * n_tok) * sizeof(float));
+        assert_memory_equal(got.lanes, want.lanes, ls);
     }
     /* the ties round away from zero, as roundf does */
     assert_int_equal(want.q[1], 1);
@@ -263,6 +263,8 @@ static void test_quantize_act_tables(void **state)
     free(got.q);
     free(got.d);
     free(got.s);
+    free(want.lanes);
+    free(got.lanes);
 }
 
 /* The attention kernels: key_scores and value_mix over F32 and F16 rows
@@ -458,8 +460,10 @@ static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
     /* token 0 at the top of the int8 range, token 1 at the bottom (and their s to match) */
     for (int64_t t = 0; t < (toks < 2 ? toks : 2); t++) {
         memset(b.a.q + t * cols, t ? -127 : 127, (size_t)cols);
-        for (int64_t blk = 0; blk < cols / 32; blk++)
+        for (int64_t blk = 0; blk < cols / 32; blk++) {
             b.a.s[blk * b.a.n_cap + t] = b.a.d[blk * b.a.n_cap + t] * ((t ? -127.0f : 127.0f) * 32.0f);
+            for (int k = 0; k < 4; k++) b.a.lanes[(t * (cols / 32) + blk) * 4 + k] = t ? -127 * 8 : 127 * 8;
+        }
     }
     float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
     for (int64_t t = 0; t < toks; t++)
