@@ -185,8 +185,6 @@ static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t 
     add_deltas(ctx, w, x, x_stride, y, y_stride, n_tok);
 }
 
-static float silu(float x) { return x / (1.0f + expf(-x)); }
-
 /* Several matrices on one input in one parallel loop: one wait instead of one
  * a matrix. Stacked, each matrix's rows follow the last one's (q, k, v);
  * paired, the matrices have the same rows and a thread takes the same rows of
@@ -216,7 +214,7 @@ static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
         for (int64_t t = 0; t < g->n_tok; t++) {
             float *gy = g->y + t * g->y_stride;
             const float *uy = u->y + t * u->y_stride;
-            for (int64_t r = begin; r < end; r++) gy[r] = silu(gy[r]) * uy[r];
+            g->kern->silu_mul(gy + begin, uy + begin, end - begin);
         }
     }
 }
@@ -243,8 +241,7 @@ static void matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, floa
     for (int p = 0; p < n; p++) add_deltas(ctx, w[p], x, x_stride, y[p], y_stride[p], n_tok);
     if (swiglu && deltas)
         for (int64_t t = 0; t < n_tok; t++)
-            for (int64_t r = 0; r < w[0]->rows; r++)
-                y[0][t * y_stride[0] + r] = silu(y[0][t * y_stride[0] + r]) * y[1][t * y_stride[1] + r];
+            ctx->model->kern->silu_mul(y[0] + t * y_stride[0], y[1] + t * y_stride[1], w[0]->rows);
 }
 
 /* --------------------------------------------------------------- attention */

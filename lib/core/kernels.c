@@ -158,6 +158,11 @@ float pd_exp_sum(float *s, int64_t n, float max)
     return (float)sum;
 }
 
+void pd_silu_mul(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
 #define WIDEN_PIECE 256
 
 void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,

@@ -31,6 +31,8 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
 
 /* exp_sum's definition: expf of each shifted score, summed in double. */
 float pd_exp_sum(float *s, int64_t n, float max);
+/* silu_mul's definition, with expf. */
+void pd_silu_mul(float *g, const float *u, int64_t n);
 
 /* key_scores and value_mix for tables whose dot and axpy take floats: F16
  * rows are widened a piece at a time. */
@@ -101,6 +103,8 @@ typedef struct pd_kernels {
                        float *out);
     void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n, float *out);
     float (*exp_sum)(float *s, int64_t n, float max);
+    /* SwiGLU: g[i] = silu(g[i]) * u[i] for i < n, silu(x) = x / (1 + exp(-x)) */
+    void (*silu_mul)(float *g, const float *u, int64_t n);
 } pd_kernels;
 
 const pd_kernels *pd_kernels_select(void);

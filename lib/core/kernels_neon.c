@@ -286,6 +286,7 @@ static const pd_kernels neon = {
     .key_scores = key_scores_neon,
     .value_mix = value_mix_neon,
     .exp_sum = pd_exp_sum,
+    .silu_mul = pd_silu_mul,
 };
 
 const pd_kernels *pd_kernels_neon(void) { return &neon; }

@@ -108,6 +108,7 @@ static const pd_kernels portable = {
     .key_scores = key_scores_portable,
     .value_mix = value_mix_portable,
     .exp_sum = pd_exp_sum,
+    .silu_mul = pd_silu_mul,
 };
 
 const pd_kernels *pd_kernels_portable(void) { return &portable; }
