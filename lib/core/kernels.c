@@ -139,10 +139,10 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
             }
             a->d[b * a->n_cap + t] = d;
             a->s[b * a->n_cap + t] = d * (float)sum;
-            int32_t *lanes = a->lanes + (t * nb + b) * 4;
             for (int k = 0; k < 4; k++) {
-                lanes[k] = 0;
-                for (int j = 4 * k; j < 4 * k + 4; j++) lanes[k] += qt[b * PD_QBLOCK + j] + qt[b * PD_QBLOCK + 16 + j];
+                int32_t lane = 0;
+                for (int j = 4 * k; j < 4 * k + 4; j++) lane += qt[b * PD_QBLOCK + j] + qt[b * PD_QBLOCK + 16 + j];
+                a->lane_bias[(t * nb + b) * 4 + k] = -8 * lane;
             }
         }
     }

@@ -13,16 +13,16 @@
  * token, blocks of 32 int8 q = round(x / d) with d = max|x| / 127, and per
  * block s = d * sum(q) (what the block offset of Q4_0/Q4_1 weights multiplies).
  * d and s are block-major, [block][n_cap], so a kernel reads them for
- * consecutive tokens in one load; both carry 8 floats of padding. lanes holds
- * per token and block the four sums of q over j = 4k..4k+3 and 16+4k..16+4k+3
- * (k < 4): what the interleaved kernels' lanes are offset by when they take
- * weights as unsigned (q - 8 as q, v as v + 128), made once here instead of
- * once for every tile of every matrix. */
+ * consecutive tokens in one load; both carry 8 floats of padding. lane_bias
+ * holds per token and block -8 times the four sums of q over j = 4k..4k+3 and
+ * 16+4k..16+4k+3 (k < 4): where the interleaved kernels' lanes start when
+ * they take Q4_0's q - 8 as q (Q8_0's v as v + 128: 16 times that), made
+ * once here instead of once for every tile of every matrix. */
 typedef struct pd_qact {
     int64_t n_tok, n_cap, cols; /* cols: a multiple of 32 */
     int8_t *q;                  /* [n_tok][cols] */
     float *d, *s;               /* [cols/32][n_cap] */
-    int32_t *lanes;             /* [n_tok][cols/32][4] */
+    int32_t *lane_bias;         /* [n_tok][cols/32][4] */
 } pd_qact;
 
 /* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set.

@@ -417,7 +417,7 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
  * maddubs + madd of each half give a row's four lanes over j = 4k..4k+3 and
  * 16+4k..16+4k+3, pd_qdot_x4_reference's integers exactly:
  *   Q4_0: each lane starts from -8 * the sum of its eight activations (pd_qact's
- *         lanes), so q - 8 needs no offset term;
+ *         lane_bias), so q - 8 needs no offset term;
  *   Q4_1: q as it is, plus the offsets m * s, the four rows in one fma chain;
  *   Q8_0: |w| times x with w's sign (maddubs wants one unsigned operand; with
  *         |w| <= 128 and |x| <= 127 no pair saturates int16).
@@ -440,7 +440,7 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
     }
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
-    const int32_t *lx = a->lanes + tok * nb * 4;
+    const int32_t *lx = a->lane_bias + tok * nb * 4;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, lx += 4) {
         const uint8_t *p = g + (size_t)b * bs;
         if (RN == 1) {
@@ -474,9 +474,7 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
             __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols + 16)));
             __m256i init = _mm256_setzero_si256(); /* Q4_0: -8 * the lanes' activation sums */
             if (t == PD_Q4_0)
-                init = _mm256_sub_epi32(init, _mm256_slli_epi32(_mm256_broadcastsi128_si256(_mm_loadu_si128(
-                                                                    (const __m128i *)(const void *)(lx + u * nb * 4))),
-                                                                3));
+                init = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(lx + u * nb * 4)));
             __m256 dxu = _mm256_set1_ps(dx[u]);
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++) {
@@ -597,8 +595,9 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
              * two hadds leave [L0 L2 L0 L2 | L1 L3 L1 L3] */
             __m256i first = _mm256_add_epi32(q[0], q[2]), second = _mm256_add_epi32(q[1], q[3]);
             __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(first, second), _mm256_hadd_epi32(first, second));
-            _mm_storeu_si128((__m128i *)(void *)(a->lanes + (t * nb + b) * 4),
-                             _mm_unpacklo_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+            __m128i lanes = _mm_unpacklo_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            _mm_storeu_si128((__m128i *)(void *)(a->lane_bias + (t * nb + b) * 4),
+                             _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(lanes, 3)));
         }
     }
 }

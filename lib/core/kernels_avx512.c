@@ -305,7 +305,7 @@ KIND_ENTRY(qmatmul, qmatmul_kind)
  * unsigned operand: nibbles as they are, Q8_0's signed values as v ^ 0x80 (v
  * + 128). What that adds, or Q4_0's -8, is taken out in the integers: each
  * lane starts from -8 or -128 times the sum of its eight activations (made
- * once per token and block when they are quantized: pd_qact's lanes). Q4_1's offsets
+ * once per token and block when they are quantized: pd_qact's lane_bias). Q4_1's offsets
  * are summed apart, as one vector of two rows x 8 tokens. */
 
 /* Tiles: prefill GROUPS_P groups (8 rows) x TILE_TOKS tokens; decode
@@ -343,20 +343,20 @@ AVX512_INLINE x4_block x4_load(const int kind, const uint8_t *p)
 
 /* A token's block: its two halves in every 128-bit lane, and the lanes'
  * starting values: -bias * (sum of the lane's eight activations, pd_qact's
- * lanes), bias 8 (Q4_0) or 128 (Q8_0, the v + 128 of the weights), 0 for Q4_1. */
+ * lane_bias), bias 8 (Q4_0) or 128 (Q8_0, the v + 128 of the weights), 0 for Q4_1. */
 typedef struct {
     __m512i xl, xh, init;
 } x4_act;
 
-AVX512_INLINE x4_act x4_act_load(const int kind, const int8_t *xq, const int32_t *lanes)
+AVX512_INLINE x4_act x4_act_load(const int kind, const int8_t *xq, const int32_t *bias8)
 {
     x4_act xa;
     xa.xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)xq));
     xa.xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(xq + 16)));
     xa.init = _mm512_setzero_si512();
     if (kind != KIND_Q4_1) {
-        __m512i sums = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)lanes));
-        xa.init = _mm512_sub_epi32(xa.init, _mm512_slli_epi32(sums, kind == KIND_Q8_0 ? 7 : 3));
+        xa.init = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)bias8));
+        if (kind == KIND_Q8_0) xa.init = _mm512_slli_epi32(xa.init, 4);
     }
     return xa;
 }
@@ -388,7 +388,7 @@ AVX512_INLINE void x4_tile(const int kind, const int NG, const int NT, const uin
     }
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
-    const int32_t *lx = a->lanes + tok * nb * 4;
+    const int32_t *lx = a->lane_bias + tok * nb * 4;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, lx += 4) {
         x4_block wb[GROUPS_D];
 #pragma GCC unroll 8

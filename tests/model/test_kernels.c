@@ -179,11 +179,11 @@ static void qact_free(qact_buf *b)
     free(b->a.q);
     free(b->a.d);
     free(b->a.s);
-    free(b->a.lanes);
+    free(b->a.lane_bias);
 }
 
 /* Each activation is within half a step of its block's scale; s = d * sum(q);
- * lanes the four sums of q over j = 4k..4k+3 and 16+4k..16+4k+3; the largest
+ * lane_bias -8 times the four sums of q over j = 4k..4k+3 and 16+4k..16+4k+3; the largest
  * of a block maps to +-127. */
 static void test_quantize_act(void **state)
 {
@@ -198,12 +198,12 @@ static void test_quantize_act(void **state)
                 int64_t i = t * 96 + blk * 32 + j;
                 assert_true(fabsf(b.x[i] - d * b.a.q[i]) <= 0.5f * d * 1.0001f);
                 sum += b.a.q[i];
-                lanes[(j % 16) / 4] += b.a.q[i]; /* j = 4k..4k+3 and 16+4k..16+4k+3 */
+                lanes[(j % 16) / 4] -= 8 * b.a.q[i]; /* j = 4k..4k+3 and 16+4k..16+4k+3 */
                 if (abs(b.a.q[i]) > top) top = abs(b.a.q[i]);
             }
             assert_int_equal(top, 127);
             assert_true(b.a.s[blk * 3 + t] == d * (float)sum);
-            assert_memory_equal(b.a.lanes + (t * 3 + blk) * 4, lanes, sizeof lanes);
+            assert_memory_equal(b.a.lane_bias + (t * 3 + blk) * 4, lanes, sizeof lanes);
         }
     /* a block of zeros has scale 0 and zeros */
     memset(b.x, 0, 32 * sizeof(float));
@@ -249,7 +249,7 @@ static void test_quantize_act_tables(void **state)
                          want.q[j], x[j]);
         assert_memory_equal(got.d, want.d, (size_t)(nb * n_tok) * sizeof(float));
         assert_memory_equal(got.s, want.s, (size_t)(nb * n_tok) * sizeof(float));
-        assert_memory_equal(got.lanes, want.lanes, ls);
+        assert_memory_equal(got.lane_bias, want.lane_bias, ls);
     }
     /* the ties round away from zero, as roundf does */
     assert_int_equal(want.q[1], 1);
@@ -263,8 +263,8 @@ static void test_quantize_act_tables(void **state)
     free(got.q);
     free(got.d);
     free(got.s);
-    free(want.lanes);
-    free(got.lanes);
+    free(want.lane_bias);
+    free(got.lane_bias);
 }
 
 /* The attention kernels: key_scores and value_mix over F32 and F16 rows
@@ -462,7 +462,7 @@ static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
         memset(b.a.q + t * cols, t ? -127 : 127, (size_t)cols);
         for (int64_t blk = 0; blk < cols / 32; blk++) {
             b.a.s[blk * b.a.n_cap + t] = b.a.d[blk * b.a.n_cap + t] * ((t ? -127.0f : 127.0f) * 32.0f);
-            for (int k = 0; k < 4; k++) b.a.lanes[(t * (cols / 32) + blk) * 4 + k] = t ? -127 * 8 : 127 * 8;
+            for (int k = 0; k < 4; k++) b.a.lane_bias[(t * (cols / 32) + blk) * 4 + k] = -8 * (t ? -127 * 8 : 127 * 8);
         }
     }
     float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
