@@ -111,10 +111,16 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
 
 void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps)
 {
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (double)v[i] * v[i];
+    /* eight running sums in double, so the adds are not one chain of
+     * latencies (the compiler makes vectors of them); then summed pairwise */
+    double part[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) part[k] += (double)v[i + k] * v[i + k];
+    for (; i < n; i++) part[0] += (double)v[i] * v[i];
+    double ss = ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
     float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
-    for (int64_t i = 0; i < n; i++) out[i] = v[i] * scale * w[i];
+    for (i = 0; i < n; i++) out[i] = v[i] * scale * w[i];
 }
 
 /* ------------------------------------------------- quantized activations */
