@@ -160,9 +160,15 @@ int pd_pool_size(const pd_pool *pool) { return pool->n_threads; }
 
 void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg)
 {
+    pd_pool_for_chunks(pool, n, grain, CHUNKS_PER_THREAD, fn, arg);
+}
+
+void pd_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg)
+{
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int64_t max_chunks = (n + grain - 1) / grain, want = (int64_t)pool->n_threads * CHUNKS_PER_THREAD;
+    if (chunks_per_thread < 1) chunks_per_thread = 1;
+    int64_t max_chunks = (n + grain - 1) / grain, want = (int64_t)pool->n_threads * chunks_per_thread;
     if (pool->n_threads == 1 || max_chunks <= 1) {
         fn(arg, 0, n, 0);
         return;

@@ -21,5 +21,7 @@ int pd_pool_size(const pd_pool *pool);
  * returns when all are done. fn may be called several times per thread, with
  * any chunks. */
 void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
+/* pd_pool_for with about chunks_per_thread chunks a thread (pd_pool_for: 4). */
+void pd_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg);
 
 #endif
