@@ -17,6 +17,7 @@
 
 #include "pocketdec.h"
 #include "pd_internal.h" /* pd_model_derive: merging into interleaved weights */
+#include "core/threadpool.h" /* the pool's chunking */
 
 static const char *fixture_dir;
 
@@ -593,6 +594,47 @@ static void test_interleaved_layout(void **state)
     pd_model_free(mo);
 }
 
+/* The pool's loops: every item of [0, n) handed out exactly once, every chunk
+ * starting at a multiple of the grain, for any chunk count and pool size. */
+typedef struct {
+    int64_t grain;
+    int *seen;
+    bool misaligned;
+    pthread_mutex_t lock;
+} cover_job;
+
+static void cover_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    cover_job *c = arg;
+    pthread_mutex_lock(&c->lock);
+    if (begin % c->grain) c->misaligned = true;
+    for (int64_t i = begin; i < end; i++) c->seen[i]++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void test_pool_chunks(void **state)
+{
+    (void)state;
+    const int64_t sizes[] = {1, 15, 16, 17, 1000, 1152}, grains[] = {1, 4, 16};
+    const int chunks[] = {0, 1, 2, 4, 9};
+    int seen[1152];
+    for (int threads = 1; threads <= 3; threads++) {
+        pd_pool *pool = pd_pool_new(threads);
+        assert_non_null(pool);
+        for (size_t a = 0; a < 6; a++)
+            for (size_t b = 0; b < 3; b++)
+                for (size_t k = 0; k < 5; k++) {
+                    cover_job c = {grains[b], seen, false, PTHREAD_MUTEX_INITIALIZER};
+                    memset(seen, 0, sizeof seen);
+                    pd_pool_for_chunks(pool, sizes[a], grains[b], chunks[k], cover_range, &c);
+                    assert_false(c.misaligned);
+                    for (int64_t i = 0; i < sizes[a]; i++) assert_int_equal(seen[i], 1);
+                }
+        pd_pool_free(pool);
+    }
+}
+
 static void test_missing_model(void **state)
 {
     (void)state;
@@ -621,6 +663,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_bad_batches, setup_gqa, teardown_gqa),
         cmocka_unit_test_setup_teardown(test_shared_model_threads, setup_gqa, teardown_gqa),
         cmocka_unit_test(test_interleaved_layout),
+        cmocka_unit_test(test_pool_chunks),
         cmocka_unit_test(test_missing_model),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
