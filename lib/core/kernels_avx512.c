@@ -480,6 +480,70 @@ AVX512_INLINE void qmatmul_x4_kind(const int kind, const uint8_t *w, size_t row_
 
 KIND_ENTRY(qmatmul_x4, qmatmul_x4_kind)
 
+/* ------------------------------------------------- quantized activations */
+
+/* roundf (halves away from zero) of 16 floats, as round_away in kernels_avx2.c. */
+AVX512_INLINE __m512 round_away16(__m512 x)
+{
+    __m512 t = _mm512_roundscale_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 frac = _mm512_abs_ps(_mm512_sub_ps(x, t));
+    __m512 step = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ), _mm512_set1_ps(1.0f));
+    __m512 sign = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+    return _mm512_add_ps(t, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(step), _mm512_castps_si512(sign))));
+}
+
+/* pd_quantize_act, a block of 32 in two vectors, with its bits: the same
+ * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
+ * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
+ * turns NaN into -127, and the lane biases. */
+AVX512 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+{
+    const int64_t nb = a->cols / PD_QBLOCK;
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+    for (int64_t t = t0; t < t1; t++) {
+        const float *xt = x + t * x_stride;
+        int8_t *qt = a->q + t * a->cols;
+        for (int64_t b = 0; b < nb; b++) {
+            __m512 x0 = _mm512_loadu_ps(xt + b * PD_QBLOCK), x1 = _mm512_loadu_ps(xt + b * PD_QBLOCK + 16);
+            __m512 m = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
+            float amax = _mm512_reduce_max_ps(m);
+            float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            __m512 vid = _mm512_set1_ps(id);
+            __m512i q0 = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(x0, vid)), lo), hi));
+            __m512i q1 = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(x1, vid)), lo), hi));
+            _mm_storeu_si128((__m128i *)(void *)(qt + b * PD_QBLOCK), _mm512_cvtsepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(void *)(qt + b * PD_QBLOCK + 16), _mm512_cvtsepi32_epi8(q1));
+            /* values i and 16 + i; each 128-bit lane k then sums to lane k's total */
+            __m512i c = _mm512_add_epi32(q0, q1);
+            c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_CDAB));
+            c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_BADC));
+            __m128i lanes = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), c));
+            _mm_storeu_si128((__m128i *)(void *)(a->lane_bias + (t * nb + b) * 4),
+                             _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(lanes, 3)));
+            a->d[b * a->n_cap + t] = d;
+            a->s[b * a->n_cap + t] = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+        }
+    }
+}
+
+/* widen: F16 and BF16 16 at a time, the last few under a mask (attention
+ * widens rows of 64 halves, a call each); other types as pd_row_to_f32. */
+AVX512 void pd_widen_avx512(pd_dtype t, const void *src, float *dst, int64_t n)
+{
+    const uint8_t *p = src;
+    if (t != PD_F16 && t != PD_BF16) {
+        pd_row_to_f32(t, src, dst, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m256i h = _mm256_maskz_loadu_epi16(live, (const void *)(p + 2 * i));
+        __m512 f = t == PD_F16 ? _mm512_cvtph_ps(h)
+                               : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        _mm512_mask_storeu_ps(dst + i, live, f);
+    }
+}
+
 /* ----------------------------------------------------------- attention
  *
  * The AVX2 attention kernels at twice the width, with masked loads for the
