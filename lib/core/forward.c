@@ -286,6 +286,20 @@ static const void *widen_block(const pd_kernels *kern, pd_dtype kvt, const uint8
     return block;
 }
 
+/* The largest of s[0..n) (NaN skipped, -INFINITY when none): eight running
+ * maxima, so the compares are not one chain of latencies; max is exact, so
+ * the order does not change the result. */
+static float row_max(const float *s, int64_t n)
+{
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t t = 0;
+    for (; t + 8 <= n; t += 8)
+        for (int k = 0; k < 8; k++) m[k] = s[t + k] > m[k] ? s[t + k] : m[k];
+    for (; t < n; t++) m[0] = s[t] > m[0] ? s[t] : m[0];
+    for (int k = 1; k < 8; k++) m[0] = m[k] > m[0] ? m[k] : m[0];
+    return m[0];
+}
+
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
@@ -328,9 +342,8 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         for (int64_t h0 = 0; h0 < group; h0 += PD_ATTN_BLOCK) { /* inv holds a block of heads */
             int64_t nh0 = group - h0 < PD_ATTN_BLOCK ? group - h0 : PD_ATTN_BLOCK;
             for (int64_t h = h0; h < h0 + nh0; h++) {
-                float *s = scores + h * n_ctx, maxs = -INFINITY;
-                for (int64_t t = 0; t < n_keys; t++) maxs = s[t] > maxs ? s[t] : maxs;
-                inv[h - h0] = 1.0f / kern->exp_sum(s, n_keys, maxs);
+                float *s = scores + h * n_ctx;
+                inv[h - h0] = 1.0f / kern->exp_sum(s, n_keys, row_max(s, n_keys));
             }
             memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
             for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
