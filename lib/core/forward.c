@@ -329,8 +329,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
             size_t stride;
             const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row, nb, hd, block, &stride);
-            for (int64_t h = 0; h < group; h++)
-                kern->key_scores(PD_F32, rows, stride, nb, q + h * hd, hd, inv_sqrt, scores + h * n_ctx + t0);
+            kern->key_scores(PD_F32, rows, stride, nb, q, hd, group, hd, inv_sqrt, scores + t0, n_ctx);
         }
         if (visible) {
             const uint8_t *row = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;

@@ -44,10 +44,12 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
 /* The static key_scores_NAME, value_mix_NAME and fmatmul_NAME of a table,
  * over its dot_NAME, axpy_NAME and dot_row_NAME. */
 #define PD_WIDENED_ATTENTION(NAME)                                                                                    \
-    static void key_scores_##NAME(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,  \
-                                  float scale, float *out)                                                            \
+    static void key_scores_##NAME(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,             \
+                                  int64_t q_stride, int64_t nh, int64_t n, float scale, float *out,                   \
+                                  int64_t out_stride)                                                                 \
     {                                                                                                                 \
-        pd_key_scores_widened(dot_##NAME, kt, k, stride, nk, q, n, scale, out);                                       \
+        for (int64_t h = 0; h < nh; h++)                                                                              \
+            pd_key_scores_widened(dot_##NAME, kt, k, stride, nk, q + h * q_stride, n, scale, out + h * out_stride);   \
     }                                                                                                                 \
     static void value_mix_##NAME(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,   \
                                  float *out)                                                                          \
@@ -93,14 +95,16 @@ typedef struct pd_kernels {
     void (*widen)(pd_dtype t, const void *src, float *dst, int64_t n);
     /* pd_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
-    /* Attention for one query head over cached rows (kt: PD_F32 or PD_F16),
-     * row j at k + j*stride bytes, n elements each:
-     * key_scores: out[j] = scale * (q . k_j) for j < nk;
-     * value_mix: out[d] += sum over j < nv of p[j] * v_j[d], for d < n;
+    /* Attention over cached rows (kt: PD_F32 or PD_F16), row j at k +
+     * j*stride bytes, n elements each:
+     * key_scores, for nh query heads sharing the rows (head h's query at q +
+     * h*q_stride, its scores at out + h*out_stride): out_h[j] = scale * (q_h .
+     * k_j) for j < nk, each score the same bits whatever nh;
+     * value_mix, for one head: out[d] += sum over j < nv of p[j] * v_j[d], for d < n;
      * exp_sum: s[i] = exp(s[i] - max) for i < n (0 where s[i] is -inf), and
      * returns their sum. */
-    void (*key_scores)(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n, float scale,
-                       float *out);
+    void (*key_scores)(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t q_stride,
+                       int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
     void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n, float *out);
     float (*exp_sum)(float *s, int64_t n, float max);
     /* SwiGLU: g[i] = silu(g[i]) * u[i] for i < n, silu(x) = x / (1 + exp(-x)) */
@@ -121,8 +125,8 @@ void pd_qmatmul_x4_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_
 /* quantize_act, widen, key_scores and value_mix at 512 bits (AVX-512 F/BW/VL/DQ) */
 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
 void pd_widen_avx512(pd_dtype t, const void *src, float *dst, int64_t n);
-void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,
-                          float scale, float *out);
+void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
+                          int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
                          float *out);
 bool pd_avx512vnni_supported(void);

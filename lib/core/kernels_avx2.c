@@ -664,11 +664,13 @@ AVX2_INLINE void value_mix_kind(bool f16, const uint8_t *v, size_t stride, int64
         for (int64_t j = 0; j < nv; j++) out[c] += p[j] * elem(f16, v + (size_t)j * stride, c);
 }
 
-AVX2 static void key_scores_avx2(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,
-                                 float scale, float *out)
+AVX2 static void key_scores_avx2(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
+                                 int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
-    if (kt == PD_F16) key_scores_kind(true, k, stride, nk, q, n, scale, out);
-    else key_scores_kind(false, k, stride, nk, q, n, scale, out);
+    for (int64_t h = 0; h < nh; h++) {
+        if (kt == PD_F16) key_scores_kind(true, k, stride, nk, q + h * q_stride, n, scale, out + h * out_stride);
+        else key_scores_kind(false, k, stride, nk, q + h * q_stride, n, scale, out + h * out_stride);
+    }
 }
 
 AVX2 static void value_mix_avx2(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,

@@ -558,34 +558,49 @@ AVX512_INLINE __m512 load16(const int f16, const uint8_t *row, int64_t c, __mmas
 
 AVX512_INLINE __mmask16 live_cols(int64_t n, int64_t c) { return n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1); }
 
-/* Eight keys a step, each with one accumulator over the columns, then one
- * reduction to the eight scores. A last partial step repeats its last key,
- * so every score is summed in the same order wherever its key stands. */
-AVX512_INLINE void key_scores_kind(const int f16, const uint8_t *k, size_t stride, int64_t nk, const float *q,
-                                   int64_t n, float scale, float *out)
+/* NH query heads (1 or 2) over eight keys a step: each (head, key) one
+ * accumulator over the columns, every key's columns loaded once for the
+ * heads, then one reduction per head to its eight scores. A score's sums do
+ * not depend on NH or on where its key stands: a last partial step repeats
+ * its last key. */
+AVX512_INLINE void key_scores_kind(const int f16, const int NH, const uint8_t *k, size_t stride, int64_t nk,
+                                   const float *q, int64_t q_stride, int64_t n, float scale, float *out,
+                                   int64_t out_stride)
 {
     for (int64_t j = 0; j < nk; j += 8) {
         const uint8_t *kp[8];
         for (int u = 0; u < 8; u++) kp[u] = k + (size_t)(j + u < nk ? j + u : nk - 1) * stride;
-        __m512 acc[8];
+        __m512 acc[2][8];
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; h++)
 #pragma GCC unroll 8
-        for (int u = 0; u < 8; u++) acc[u] = _mm512_setzero_ps();
+            for (int u = 0; u < 8; u++) acc[h][u] = _mm512_setzero_ps();
         for (int64_t c = 0; c < n; c += 16) {
             __mmask16 live = live_cols(n, c);
-            __m512 qv = _mm512_maskz_loadu_ps(live, q + c);
+            __m512 qv[2];
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) qv[h] = _mm512_maskz_loadu_ps(live, q + h * q_stride + c);
 #pragma GCC unroll 8
-            for (int u = 0; u < 8; u++) acc[u] = _mm512_fmadd_ps(qv, load16(f16, kp[u], c, live), acc[u]);
+            for (int u = 0; u < 8; u++) {
+                __m512 kv = load16(f16, kp[u], c, live);
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) acc[h][u] = _mm512_fmadd_ps(qv[h], kv, acc[h][u]);
+            }
         }
-        __m256 h[8];
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; h++) {
+            __m256 s[8];
 #pragma GCC unroll 8
-        for (int u = 0; u < 8; u++)
-            h[u] = _mm256_add_ps(_mm512_castps512_ps256(acc[u]), _mm512_extractf32x8_ps(acc[u], 1));
-        __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
-        __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(h[4], h[5]), _mm256_hadd_ps(h[6], h[7]));
-        __m256 tot = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
-        float v[8];
-        _mm256_storeu_ps(v, _mm256_mul_ps(tot, _mm256_set1_ps(scale)));
-        for (int u = 0; u < 8 && j + u < nk; u++) out[j + u] = v[u];
+            for (int u = 0; u < 8; u++)
+                s[u] = _mm256_add_ps(_mm512_castps512_ps256(acc[h][u]), _mm512_extractf32x8_ps(acc[h][u], 1));
+            __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(s[0], s[1]), _mm256_hadd_ps(s[2], s[3]));
+            __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(s[4], s[5]), _mm256_hadd_ps(s[6], s[7]));
+            __m256 tot = _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20),
+                                       _mm256_permute2f128_ps(s0123, s4567, 0x31));
+            float v[8];
+            _mm256_storeu_ps(v, _mm256_mul_ps(tot, _mm256_set1_ps(scale)));
+            for (int u = 0; u < 8 && j + u < nk; u++) out[h * out_stride + j + u] = v[u];
+        }
     }
 }
 
@@ -625,11 +640,18 @@ AVX512_INLINE void value_mix_kind(const int f16, const uint8_t *v, size_t stride
     }
 }
 
-AVX512 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t n,
-                                 float scale, float *out)
+AVX512 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
+                                 int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
-    if (kt == PD_F16) key_scores_kind(1, k, stride, nk, q, n, scale, out);
-    else key_scores_kind(0, k, stride, nk, q, n, scale, out);
+    int64_t h = 0;
+    for (; h + 2 <= nh; h += 2) {
+        if (kt == PD_F16) key_scores_kind(1, 2, k, stride, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+        else key_scores_kind(0, 2, k, stride, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+    }
+    if (h < nh) {
+        if (kt == PD_F16) key_scores_kind(1, 1, k, stride, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+        else key_scores_kind(0, 1, k, stride, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+    }
 }
 
 AVX512 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,

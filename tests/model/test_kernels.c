@@ -285,6 +285,8 @@ static void test_attention_kernels(void **state)
         kw[i] = pd_f16_to_f32(kh[i]);
     }
     for (int64_t i = 0; i < STRIDE; i++) q[i] = frand();
+    float q3[3 * STRIDE]; /* three heads; the second is q */
+    for (int64_t i = 0; i < 3 * STRIDE; i++) q3[i] = i / STRIDE == 1 ? q[i % STRIDE] : frand();
     for (int64_t j = 0; j < NK; j++) p[j] = frand();
     float s[203], e[203];
     for (int i = 0; i < 203; i++) s[i] = -40.0f * fabsf(frand());
@@ -305,7 +307,15 @@ static void test_attention_kernels(void **state)
                 const float *kv = half ? kw : k;
                 const void *rows = half ? (const void *)kh : (const void *)k;
                 size_t stride = STRIDE * (half ? 2 : 4);
-                kt->key_scores(kvt, rows, stride, NK, q, n, 0.5f, out);
+                kt->key_scores(kvt, rows, stride, NK, q, STRIDE, 1, n, 0.5f, out, NK);
+                /* three heads at once: each head's scores the bits of it alone */
+                float out3[3 * NK], one[NK];
+                kt->key_scores(kvt, rows, stride, NK, q3, STRIDE, 3, n, 0.5f, out3, NK);
+                for (int h = 0; h < 3; h++) {
+                    kt->key_scores(kvt, rows, stride, NK, q3 + h * STRIDE, STRIDE, 1, n, 0.5f, one, NK);
+                    assert_memory_equal(out3 + h * NK, one, sizeof one);
+                }
+                assert_memory_equal(out3 + NK, out, sizeof out); /* head 1 is q */
                 for (int64_t j = 0; j < NK; j++) {
                     double want = 0.0, scale = 0.0;
                     for (int64_t c = 0; c < n; c++) {
