@@ -349,8 +349,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
                 int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
                 size_t stride;
                 const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row, nb, hd, block, &stride);
-                for (int64_t h = h0; h < h0 + nh0; h++)
-                    kern->value_mix(PD_F32, rows, stride, nb, scores + h * n_ctx + t0, hd, out + h * hd);
+                kern->value_mix(PD_F32, rows, stride, nb, scores + h0 * n_ctx + t0, n_ctx, nh0, hd, out + h0 * hd, hd);
             }
             for (int64_t h = h0; h < h0 + nh0; h++)
                 for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[h - h0];

@@ -51,10 +51,11 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
         for (int64_t h = 0; h < nh; h++)                                                                              \
             pd_key_scores_widened(dot_##NAME, kt, k, stride, nk, q + h * q_stride, n, scale, out + h * out_stride);   \
     }                                                                                                                 \
-    static void value_mix_##NAME(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,   \
-                                 float *out)                                                                          \
+    static void value_mix_##NAME(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,              \
+                                 int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)             \
     {                                                                                                                 \
-        pd_value_mix_widened(axpy_##NAME, vt, v, stride, nv, p, n, out);                                              \
+        for (int64_t h = 0; h < nh; h++)                                                                              \
+            pd_value_mix_widened(axpy_##NAME, vt, v, stride, nv, p + h * p_stride, n, out + h * out_stride);          \
     }                                                                                                                 \
     static void fmatmul_##NAME(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n,             \
                                const float *x, int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)  \
@@ -100,12 +101,15 @@ typedef struct pd_kernels {
      * key_scores, for nh query heads sharing the rows (head h's query at q +
      * h*q_stride, its scores at out + h*out_stride): out_h[j] = scale * (q_h .
      * k_j) for j < nk, each score the same bits whatever nh;
-     * value_mix, for one head: out[d] += sum over j < nv of p[j] * v_j[d], for d < n;
+     * value_mix, for nh heads sharing the rows (head h's weights at p +
+     * h*p_stride, its output at out + h*out_stride): out_h[d] += sum over j <
+     * nv of p_h[j] * v_j[d], for d < n, each the same bits whatever nh;
      * exp_sum: s[i] = exp(s[i] - max) for i < n (0 where s[i] is -inf), and
      * returns their sum. */
     void (*key_scores)(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t q_stride,
                        int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
-    void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n, float *out);
+    void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,
+                      int64_t nh, int64_t n, float *out, int64_t out_stride);
     float (*exp_sum)(float *s, int64_t n, float max);
     /* SwiGLU: g[i] = silu(g[i]) * u[i] for i < n, silu(x) = x / (1 + exp(-x)) */
     void (*silu_mul)(float *g, const float *u, int64_t n);
@@ -127,8 +131,8 @@ void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_
 void pd_widen_avx512(pd_dtype t, const void *src, float *dst, int64_t n);
 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
                           int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
-void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
-                         float *out);
+void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,
+                         int64_t nh, int64_t n, float *out, int64_t out_stride);
 bool pd_avx512vnni_supported(void);
 
 /* a little-endian u16 at any address (block scales are not aligned) */

@@ -673,11 +673,13 @@ AVX2 static void key_scores_avx2(pd_dtype kt, const void *k, size_t stride, int6
     }
 }
 
-AVX2 static void value_mix_avx2(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
-                                float *out)
+AVX2 static void value_mix_avx2(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
+                                int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)
 {
-    if (vt == PD_F16) value_mix_kind(true, v, stride, nv, p, n, out);
-    else value_mix_kind(false, v, stride, nv, p, n, out);
+    for (int64_t h = 0; h < nh; h++) {
+        if (vt == PD_F16) value_mix_kind(true, v, stride, nv, p + h * p_stride, n, out + h * out_stride);
+        else value_mix_kind(false, v, stride, nv, p + h * p_stride, n, out + h * out_stride);
+    }
 }
 
 /* exp of eight floats: 2^n * p(r) with r = x - n ln 2 (ln 2 in two parts) and

@@ -604,39 +604,52 @@ AVX512_INLINE void key_scores_kind(const int f16, const int NH, const uint8_t *k
     }
 }
 
-/* Up to 64 output columns in registers while every value row is added, even
- * and odd rows into two sets of accumulators (two chains of fmas in flight),
- * summed at the end. */
-AVX512_INLINE void value_mix_kind(const int f16, const uint8_t *v, size_t stride, int64_t nv, const float *p, int64_t n,
-                                  float *out)
+/* NH heads (1 or 2) with up to 64 output columns each in registers while
+ * every value row, loaded once for the heads, is added: even and odd rows
+ * into two sets of accumulators (two chains of fmas in flight), summed at
+ * the end. A head's sums do not depend on NH. */
+AVX512_INLINE void value_mix_kind(const int f16, const int NH, const uint8_t *v, size_t stride, int64_t nv,
+                                  const float *p, int64_t p_stride, int64_t n, float *out, int64_t out_stride)
 {
     for (int64_t c = 0; c < n; c += 64) {
         __mmask16 live[4];
-        __m512 even[4], odd[4];
+        __m512 even[2][4], odd[2][4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             live[i] = c + 16 * i < n ? live_cols(n, c + 16 * i) : 0;
-            even[i] = _mm512_maskz_loadu_ps(live[i], out + c + 16 * i);
-            odd[i] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++) {
+                even[h][i] = _mm512_maskz_loadu_ps(live[i], out + h * out_stride + c + 16 * i);
+                odd[h][i] = _mm512_setzero_ps();
+            }
         }
         int64_t j = 0;
         for (; j + 2 <= nv; j += 2) {
             const uint8_t *v0 = v + (size_t)j * stride, *v1 = v0 + stride;
-            __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
-                even[i] = _mm512_fmadd_ps(p0, load16(f16, v0, c + 16 * i, live[i]), even[i]);
-                odd[i] = _mm512_fmadd_ps(p1, load16(f16, v1, c + 16 * i, live[i]), odd[i]);
+                __m512 a = load16(f16, v0, c + 16 * i, live[i]), b = load16(f16, v1, c + 16 * i, live[i]);
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) {
+                    even[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j]), a, even[h][i]);
+                    odd[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j + 1]), b, odd[h][i]);
+                }
             }
         }
         if (j < nv) {
             const uint8_t *v0 = v + (size_t)j * stride;
-            __m512 p0 = _mm512_set1_ps(p[j]);
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) even[i] = _mm512_fmadd_ps(p0, load16(f16, v0, c + 16 * i, live[i]), even[i]);
+            for (int i = 0; i < 4; i++) {
+                __m512 a = load16(f16, v0, c + 16 * i, live[i]);
+#pragma GCC unroll 2
+                for (int h = 0; h < NH; h++) even[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j]), a, even[h][i]);
+            }
         }
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; i++) _mm512_mask_storeu_ps(out + c + 16 * i, live[i], _mm512_add_ps(even[i], odd[i]));
+        for (int i = 0; i < 4; i++)
+#pragma GCC unroll 2
+            for (int h = 0; h < NH; h++)
+                _mm512_mask_storeu_ps(out + h * out_stride + c + 16 * i, live[i], _mm512_add_ps(even[h][i], odd[h][i]));
     }
 }
 
@@ -654,11 +667,18 @@ AVX512 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int6
     }
 }
 
-AVX512 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t n,
-                                float *out)
+AVX512 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
+                                int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)
 {
-    if (vt == PD_F16) value_mix_kind(1, v, stride, nv, p, n, out);
-    else value_mix_kind(0, v, stride, nv, p, n, out);
+    int64_t h = 0;
+    for (; h + 2 <= nh; h += 2) {
+        if (vt == PD_F16) value_mix_kind(1, 2, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
+        else value_mix_kind(0, 2, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
+    }
+    if (h < nh) {
+        if (vt == PD_F16) value_mix_kind(1, 1, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
+        else value_mix_kind(0, 1, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
+    }
 }
 
 bool pd_avx512vnni_supported(void)

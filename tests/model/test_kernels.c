@@ -288,6 +288,8 @@ static void test_attention_kernels(void **state)
     float q3[3 * STRIDE]; /* three heads; the second is q */
     for (int64_t i = 0; i < 3 * STRIDE; i++) q3[i] = i / STRIDE == 1 ? q[i % STRIDE] : frand();
     for (int64_t j = 0; j < NK; j++) p[j] = frand();
+    float p3[3 * NK]; /* three heads' weights; the second is p */
+    for (int64_t j = 0; j < 3 * NK; j++) p3[j] = j / NK == 1 ? p[j % NK] : frand();
     float s[203], e[203];
     for (int i = 0; i < 203; i++) s[i] = -40.0f * fabsf(frand());
     s[0] = 0.0f;
@@ -327,7 +329,17 @@ static void test_attention_kernels(void **state)
                                  (long long)n, (long long)j, out[j], want);
                 }
                 for (int64_t c = 0; c <= STRIDE; c++) y[c] = (float)c;
-                kt->value_mix(kvt, rows, stride, NK, p, n, y);
+                kt->value_mix(kvt, rows, stride, NK, p, NK, 1, n, y, STRIDE + 1);
+                /* three heads at once (the second with p): each the bits of it alone */
+                float y3[3 * (STRIDE + 1)], y1[STRIDE + 1];
+                for (int64_t c = 0; c < 3 * (STRIDE + 1); c++) y3[c] = (float)(c % (STRIDE + 1));
+                kt->value_mix(kvt, rows, stride, NK, p3, NK, 3, n, y3, STRIDE + 1);
+                for (int h = 0; h < 3; h++) {
+                    for (int64_t c = 0; c <= STRIDE; c++) y1[c] = (float)c;
+                    kt->value_mix(kvt, rows, stride, NK, p3 + h * NK, NK, 1, n, y1, STRIDE + 1);
+                    assert_memory_equal(y3 + h * (STRIDE + 1), y1, sizeof y1);
+                }
+                assert_memory_equal(y3 + STRIDE + 1, y, sizeof y);
                 for (int64_t c = 0; c <= STRIDE; c++) {
                     double want = c, scale = fabs(want);
                     for (int64_t j = 0; c < n && j < NK; j++) {
