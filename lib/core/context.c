@@ -93,7 +93,7 @@ static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t
     return add_bytes(kv, 2 * (size_t)c->n_layers * (size_t)p->n_ctx, KV * kv_bytes_per(p->kv_type)) &&
            add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
-           add_floats(scratch, T, G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
+           add_floats(scratch, T, (size_t)pd_attn_tokens(p->n_batch) * G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
            /* quantized activations: int8 q, then d and s (with padding) */
            add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
@@ -190,7 +190,8 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->gate = alloc_floats(B, F, 1);
     ctx->up = alloc_floats(B, F, 1);
     ctx->delta = alloc_floats(B, H, 1);
-    ctx->scores = alloc_floats(T, (size_t)(c->n_heads / c->n_kv_heads) * (size_t)p.n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1);
+    ctx->scores = alloc_floats(T, (size_t)pd_attn_tokens(p.n_batch) * (size_t)(c->n_heads / c->n_kv_heads) * (size_t)p.n_ctx +
+                                      PD_ATTN_BLOCK * (size_t)c->head_dim, 1);
     ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->chunk_pos = calloc(B, sizeof(int32_t));

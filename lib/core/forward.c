@@ -307,52 +307,78 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     const pd_config *c = &ctx->model->cfg;
     const pd_kernels *kern = ctx->model->kern;
     int64_t hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, group = nh / nkv, n_ctx = ctx->n_ctx;
-    int64_t kvd = nkv * hd;
+    int64_t kvd = nkv * hd, tq = pd_attn_tokens(ctx->n_batch);
     pd_dtype kvt = ctx->kv_f16 ? PD_F16 : PD_F32;
     size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
     const uint8_t *kc = (const uint8_t *)ctx->k_cache + layer_off, *vc = (const uint8_t *)ctx->v_cache + layer_off;
     size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
-    /* per thread: group rows of n_ctx scores, then a block of widened rows */
-    float *scores = ctx->scores + (size_t)thread * (size_t)(group * n_ctx + PD_ATTN_BLOCK * hd);
-    float *block = scores + group * n_ctx;
+    /* per thread: each tile token's group rows of n_ctx scores, then a block of widened rows */
+    size_t per_token = (size_t)(group * n_ctx);
+    float *scores = ctx->scores + (size_t)thread * ((size_t)tq * per_token + (size_t)(PD_ATTN_BLOCK * hd));
+    float *block = scores + (size_t)tq * per_token;
     float inv_sqrt = 1.0f / sqrtf((float)hd);
     const uint8_t *visible = a->batch->visible;
 
     for (int64_t item = begin; item < end; item++) {
-        int32_t i = (int32_t)(item / nkv), g = (int32_t)(item % nkv);
-        int32_t i_batch = a->chunk_start + i;
-        int64_t n_keys = (int64_t)a->batch_kv0 + i_batch + 1;
-        const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
+        /* a tile of up to tq tokens and one KV head: each block of cached rows
+         * is widened once for the tile; every token's sums are those it
+         * would have alone */
+        int32_t i0 = (int32_t)(item / nkv * tq), g = (int32_t)(item % nkv);
+        int32_t i1 = i0 + (int32_t)tq < a->n_tok ? i0 + (int32_t)tq : a->n_tok;
+        int64_t kv0 = (int64_t)a->batch_kv0 + a->chunk_start + 1; /* token i sees kv0 + i keys */
+        int64_t keys_max = kv0 + i1 - 1;
         const uint8_t *k = kc + (size_t)(g * hd) * elt, *v = vc + (size_t)(g * hd) * elt;
-        /* an F16 cache is widened a block of rows at a time, once for the whole group */
-        for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
-            int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
+        for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
             size_t stride;
-            const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row, nb, hd, block, &stride);
-            kern->key_scores(PD_F32, rows, stride, nb, q, hd, group, hd, inv_sqrt, scores + t0, n_ctx);
+            const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row,
+                                           keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd, block,
+                                           &stride);
+            for (int32_t i = i0; i < i1; i++) {
+                if (t0 >= kv0 + i) continue; /* past what this token sees */
+                int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
+                const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
+                kern->key_scores(PD_F32, rows, stride, nb, q, hd, group, hd, inv_sqrt,
+                                 scores + (size_t)(i - i0) * per_token + t0, n_ctx);
+            }
         }
-        if (visible) {
-            const uint8_t *row = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
-            for (int64_t jb = 0; jb <= i_batch; jb++)
-                if (!row[jb])
-                    for (int64_t h = 0; h < group; h++) scores[h * n_ctx + a->batch_kv0 + jb] = -INFINITY;
-        }
-        float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd, inv[PD_ATTN_BLOCK];
+        if (visible)
+            for (int32_t i = i0; i < i1; i++) {
+                int32_t i_batch = a->chunk_start + i;
+                const uint8_t *vis = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
+                float *s = scores + (size_t)(i - i0) * per_token + a->batch_kv0;
+                for (int64_t jb = 0; jb <= i_batch; jb++)
+                    if (!vis[jb])
+                        for (int64_t h = 0; h < group; h++) s[h * n_ctx + jb] = -INFINITY;
+            }
         for (int64_t h0 = 0; h0 < group; h0 += PD_ATTN_BLOCK) { /* inv holds a block of heads */
             int64_t nh0 = group - h0 < PD_ATTN_BLOCK ? group - h0 : PD_ATTN_BLOCK;
-            for (int64_t h = h0; h < h0 + nh0; h++) {
-                float *s = scores + h * n_ctx;
-                inv[h - h0] = 1.0f / kern->exp_sum(s, n_keys, row_max(s, n_keys));
+            float inv[PD_ATTN_TOKENS][PD_ATTN_BLOCK];
+            for (int32_t i = i0; i < i1; i++) {
+                float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
+                for (int64_t h = h0; h < h0 + nh0; h++) {
+                    float *s = scores + (size_t)(i - i0) * per_token + h * n_ctx;
+                    inv[i - i0][h - h0] = 1.0f / kern->exp_sum(s, kv0 + i, row_max(s, kv0 + i));
+                }
+                memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
             }
-            memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
-            for (int64_t t0 = 0; t0 < n_keys; t0 += PD_ATTN_BLOCK) {
-                int64_t nb = n_keys - t0 < PD_ATTN_BLOCK ? n_keys - t0 : PD_ATTN_BLOCK;
+            for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
                 size_t stride;
-                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row, nb, hd, block, &stride);
-                kern->value_mix(PD_F32, rows, stride, nb, scores + h0 * n_ctx + t0, n_ctx, nh0, hd, out + h0 * hd, hd);
+                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row,
+                                               keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd,
+                                               block, &stride);
+                for (int32_t i = i0; i < i1; i++) {
+                    if (t0 >= kv0 + i) continue;
+                    int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
+                    float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
+                    kern->value_mix(PD_F32, rows, stride, nb, scores + (size_t)(i - i0) * per_token + h0 * n_ctx + t0,
+                                    n_ctx, nh0, hd, out + h0 * hd, hd);
+                }
             }
-            for (int64_t h = h0; h < h0 + nh0; h++)
-                for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[h - h0];
+            for (int32_t i = i0; i < i1; i++) {
+                float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
+                for (int64_t h = h0; h < h0 + nh0; h++)
+                    for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[i - i0][h - h0];
+            }
         }
     }
 }
@@ -477,7 +503,8 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     pd_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
-    pd_pool_for(ctx->pool, (int64_t)n_tok * c->n_kv_heads, 1, attention_range, &aj);
+    int64_t tq = pd_attn_tokens(ctx->n_batch);
+    pd_pool_for(ctx->pool, (n_tok + tq - 1) / tq * c->n_kv_heads, 1, attention_range, &aj);
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
     token_job ffn = {ctx, L, L->ffn_norm, 0};
     pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);

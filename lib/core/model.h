@@ -64,6 +64,9 @@ static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 /* Cached rows widened at a time in attention (an F16 cache), and query heads
  * normalised at a time. */
 #define PD_ATTN_BLOCK 64
+/* Tokens of a chunk that share each widened block of cached rows. */
+#define PD_ATTN_TOKENS 4
+static inline int64_t pd_attn_tokens(int64_t n_batch) { return n_batch < PD_ATTN_TOKENS ? n_batch : PD_ATTN_TOKENS; }
 
 struct pd_context {
     const pd_model *model;
@@ -83,7 +86,7 @@ struct pd_context {
     float *att;    /* attention output [n_batch][n_heads*head_dim] */
     float *gate, *up; /* [n_batch][ffn] */
     float *delta;  /* projection output added to x [n_batch][hidden] */
-    float *scores; /* per thread: attention scores [heads per KV head][n_ctx], then [PD_ATTN_BLOCK][head_dim] */
+    float *scores; /* per thread: attention scores [pd_attn_tokens][heads per KV head][n_ctx], then [PD_ATTN_BLOCK][head_dim] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */
