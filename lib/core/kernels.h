@@ -126,9 +126,8 @@ void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n
                        int64_t t1, float *y, int64_t y_stride);
 void pd_qmatmul_x4_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
                           int64_t t0, int64_t t1, float *y, int64_t y_stride);
-/* quantize_act, widen, key_scores and value_mix at 512 bits (AVX-512 F/BW/VL/DQ) */
+/* quantize_act, key_scores and value_mix at 512 bits (AVX-512 F/BW/VL/DQ) */
 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
-void pd_widen_avx512(pd_dtype t, const void *src, float *dst, int64_t n);
 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
                           int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,

@@ -526,24 +526,6 @@ AVX512 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride,
     }
 }
 
-/* widen: F16 and BF16 16 at a time, the last few under a mask (attention
- * widens rows of 64 halves, a call each); other types as pd_row_to_f32. */
-AVX512 void pd_widen_avx512(pd_dtype t, const void *src, float *dst, int64_t n)
-{
-    const uint8_t *p = src;
-    if (t != PD_F16 && t != PD_BF16) {
-        pd_row_to_f32(t, src, dst, n);
-        return;
-    }
-    for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 live = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m256i h = _mm256_maskz_loadu_epi16(live, (const void *)(p + 2 * i));
-        __m512 f = t == PD_F16 ? _mm512_cvtph_ps(h)
-                               : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-        _mm512_mask_storeu_ps(dst + i, live, f);
-    }
-}
-
 /* ----------------------------------------------------------- attention
  *
  * The AVX2 attention kernels at twice the width, with masked loads for the
