@@ -225,14 +225,13 @@ static float block_values(pd_dtype t, const uint8_t *blk, int v[PD_QBLOCK])
     return pd_f16_to_f32(pd_load_u16(blk));
 }
 
-static size_t block_bytes(pd_dtype t) { return t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20; }
-
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;
+    size_t bb = pd_dtype_row_bytes(t, PD_QBLOCK);
     float lane[8] = {0}, off = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = row + (size_t)b * block_bytes(t);
+        const uint8_t *blk = row + (size_t)b * bb;
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
         int w[PD_QBLOCK];
         float dw = block_values(t, blk, w);
@@ -287,7 +286,7 @@ static void x4_plain_block(pd_dtype t, const uint8_t *w, size_t row_bytes, int64
 
 void pd_x4_pack(pd_dtype t, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
 {
-    size_t bb = block_bytes(t);
+    size_t bb = pd_dtype_row_bytes(t, PD_QBLOCK);
     int64_t nb = (int64_t)(row_bytes / bb);
     for (int64_t g = 0; g < n_rows / 4; g++)
         for (int64_t b = 0; b < nb; b++) {

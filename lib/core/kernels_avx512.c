@@ -27,7 +27,8 @@
 #define AVX512 __attribute__((target(AVX512_TARGET)))
 #define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
 
-enum { KIND_Q8_0, KIND_Q4_0, KIND_Q4_1 };
+/* the dtypes' own values, so a kind is also a pd_dtype (pd_x4_block_bytes) */
+enum { KIND_Q8_0 = PD_Q8_0, KIND_Q4_0 = PD_Q4_0, KIND_Q4_1 = PD_Q4_1 };
 
 /* A register tile: up to TILE_PAIRS row pairs x TILE_TOKS tokens. 2 x 8 keeps
  * 16 accumulators, 2 offset accumulators and the pairs' weights, scales and
@@ -373,7 +374,7 @@ AVX512_INLINE __m128 x4_rows(__m512 v)
 AVX512_INLINE void x4_tile(const int kind, const int NG, const int NT, const uint8_t *w, size_t row_bytes,
                            const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
-    const size_t bsize = kind == KIND_Q8_0 ? 136 : kind == KIND_Q4_0 ? 72 : 80, gstride = 4 * row_bytes;
+    const size_t bsize = pd_x4_block_bytes((pd_dtype)kind), gstride = 4 * row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     __m512 acc[GROUPS_D][TILE_TOKS];
     /* Q4_1 offsets: one token, [rows 0..3]; more, [rows 2h, 2h+1] x 8 tokens */
