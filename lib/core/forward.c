@@ -50,15 +50,16 @@ static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, pd_range_fn 
 static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
 {
     const pd_matrix *w = j->w;
-    if (j->rows && w->interleaved) {
-        /* a chosen row: its group of four, one token at a time, into four floats */
+    if (j->rows && w->interleave) {
+        /* a chosen row: its group, one token at a time, into as many floats */
+        const int n = w->interleave;
         for (int64_t i = begin; i < end; i++) {
             int64_t r = j->rows[i];
-            float four[4];
+            float group[16];
             for (int64_t t = 0; t < j->n_tok; t++) {
-                j->kern->qmatmul_x4(w->dtype, w->data + (size_t)(r & ~(int64_t)3) * w->row_bytes, w->row_bytes, 4, j->qx, t,
-                                      t + 1, four, 0);
-                j->y[t * j->y_stride + i] = four[r & 3];
+                j->kern->qmatmul_x(w->dtype, w->data + (size_t)(r - r % n) * w->row_bytes, w->row_bytes, n, j->qx, t,
+                                   t + 1, group, 0);
+                j->y[t * j->y_stride + i] = group[r % n];
             }
         }
         return;
@@ -70,11 +71,11 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
         return;
     }
     int64_t tile = QACT_TILE_BYTES / w->cols < 8 ? 8 : QACT_TILE_BYTES / w->cols;
-    const uint8_t *rows = w->data + (size_t)begin * w->row_bytes; /* begin is a multiple of 4 when interleaved */
+    const uint8_t *rows = w->data + (size_t)begin * w->row_bytes; /* begin: a multiple of 16, so of the interleave */
     for (int64_t t0 = 0; t0 < j->n_tok; t0 += tile) {
         int64_t t1 = t0 + tile < j->n_tok ? t0 + tile : j->n_tok;
-        if (w->interleaved)
-            j->kern->qmatmul_x4(w->dtype, rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
+        if (w->interleave)
+            j->kern->qmatmul_x(w->dtype, rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
         else
             j->kern->qmatmul(w->dtype, rows, w->row_bytes, end - begin, j->qx, t0, t1, j->y + begin, j->y_stride);
     }

@@ -150,6 +150,7 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
                 for (int j = 4 * k; j < 4 * k + 4; j++) lane += qt[b * PD_QBLOCK + j] + qt[b * PD_QBLOCK + 16 + j];
                 a->lane_bias[(t * nb + b) * 4 + k] = -8 * lane;
             }
+            a->block_bias[b * a->n_cap + t] = -8 * sum;
         }
     }
 }
@@ -250,82 +251,104 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
     return t == PD_Q8_0 ? sum : sum + off;
 }
 
-/* -------------------------------------------- interleaved four rows at a time */
+/* ------------------------------------------- interleaved n rows at a time */
 
-/* A piece of row i's plain block and its place in a group's block. */
+/* A piece of row i's plain block and its place in its group (from the group's start). */
 typedef struct {
     size_t group, plain, bytes;
-} x4_piece;
+} x_piece;
 
-/* Row i's pieces: the scale, Q4_1's offset, the values (Q8_0's in two halves). */
-static int x4_pieces(pd_dtype t, int i, x4_piece p[3])
+/* Row i's pieces of block b (of nb) in a group of n: the scale, Q4_1's
+ * offset, the values (Q8_0's four-row halves; sixteen rows' dwords). */
+static int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
 {
-    size_t v = 16 * (size_t)i;
-    p[0] = (x4_piece){2 * (size_t)i, 0, 2};
+    size_t at = t == PD_Q4_1 ? 4 : 2; /* the values in a plain block */
+    if (n == 16) {
+        size_t vb = pd_x16_values_bytes(t), sc = (size_t)nb * vb + (size_t)b * pd_x16_scales_bytes(t);
+        int k = 0;
+        p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
+        if (t == PD_Q4_1) p[k++] = (x_piece){sc + 32 + 2 * (size_t)i, 2, 2};
+        for (size_t c = 0; c < vb / 64; c++) p[k++] = (x_piece){(size_t)b * vb + 64 * c + 4 * (size_t)i, at + 4 * c, 4};
+        return k;
+    }
+    size_t base = (size_t)b * pd_x4_block_bytes(t), v = 16 * (size_t)i;
+    p[0] = (x_piece){base + 2 * (size_t)i, 0, 2};
     if (t == PD_Q4_0) {
-        p[1] = (x4_piece){8 + v, 2, 16};
+        p[1] = (x_piece){base + 8 + v, 2, 16};
         return 2;
     }
     if (t == PD_Q8_0) {
-        p[1] = (x4_piece){8 + v, 2, 16};
-        p[2] = (x4_piece){72 + v, 18, 16};
+        p[1] = (x_piece){base + 8 + v, 2, 16};
+        p[2] = (x_piece){base + 72 + v, 18, 16};
     } else {
-        p[1] = (x4_piece){8 + 2 * (size_t)i, 2, 2};
-        p[2] = (x4_piece){16 + v, 4, 16};
+        p[1] = (x_piece){base + 8 + 2 * (size_t)i, 2, 2};
+        p[2] = (x_piece){base + 16 + v, 4, 16};
     }
     return 3;
 }
 
-/* Row r's plain block b of an interleaved matrix, into blk. */
-static void x4_plain_block(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
+/* Row r's plain block b of a matrix interleaved n at a time, into blk. */
+static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
-    const uint8_t *g = w + (size_t)(r & ~(int64_t)3) * row_bytes + (size_t)b * pd_x4_block_bytes(t);
-    x4_piece p[3];
-    for (int k = 0, n = x4_pieces(t, (int)(r & 3), p); k < n; k++) memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
+    const uint8_t *g = w + (size_t)(r - r % n) * row_bytes;
+    int64_t nb = (int64_t)(row_bytes / pd_dtype_row_bytes(t, PD_QBLOCK));
+    x_piece p[10];
+    for (int k = 0, np = x_pieces(t, n, nb, b, (int)(r % n), p); k < np; k++)
+        memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
 }
 
-void pd_x4_pack(pd_dtype t, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
 {
     size_t bb = pd_dtype_row_bytes(t, PD_QBLOCK);
     int64_t nb = (int64_t)(row_bytes / bb);
-    for (int64_t g = 0; g < n_rows / 4; g++)
-        for (int64_t b = 0; b < nb; b++) {
-            uint8_t *o = dst + (size_t)(4 * g) * row_bytes + (size_t)b * pd_x4_block_bytes(t);
-            for (int i = 0; i < 4; i++) {
-                const uint8_t *blk = src + (size_t)(4 * g + i) * row_bytes + (size_t)b * bb;
-                x4_piece p[3];
-                for (int k = 0, n = x4_pieces(t, i, p); k < n; k++) memcpy(o + p[k].group, blk + p[k].plain, p[k].bytes);
+    for (int64_t g = 0; g < n_rows / n; g++) {
+        uint8_t *o = dst + (size_t)(n * g) * row_bytes;
+        for (int64_t b = 0; b < nb; b++)
+            for (int i = 0; i < n; i++) {
+                const uint8_t *blk = src + (size_t)(n * g + i) * row_bytes + (size_t)b * bb;
+                x_piece p[10];
+                for (int k = 0, np = x_pieces(t, n, nb, b, i, p); k < np; k++)
+                    memcpy(o + p[k].group, blk + p[k].plain, p[k].bytes);
             }
-        }
+    }
 }
 
-void pd_x4_row_to_f32(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n)
+void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
 {
     uint8_t blk[34];
-    for (int64_t b = 0; b < n / PD_QBLOCK; b++) {
-        x4_plain_block(t, w, row_bytes, r, b, blk);
+    for (int64_t b = 0; b < cols / PD_QBLOCK; b++) {
+        x_plain_block(t, n, w, row_bytes, r, b, blk);
         pd_row_to_f32(t, blk, dst + b * PD_QBLOCK, PD_QBLOCK);
     }
 }
 
-float pd_qdot_x4_reference(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok)
+float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
+                          int64_t tok)
 {
-    float lane[4] = {0}, off = 0.0f;
+    float lane[4] = {0}, off = 0.0f, acc = 0.0f;
     const int bias = t == PD_Q4_0 ? 8 : 0;
     for (int64_t b = 0; b < a->cols / PD_QBLOCK; b++) {
         uint8_t blk[34];
         int v[PD_QBLOCK];
-        x4_plain_block(t, w, row_bytes, r, b, blk);
+        x_plain_block(t, n, w, row_bytes, r, b, blk);
         float dw = block_values(t, blk, v);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
-        float dd = dw * a->d[b * a->n_cap + tok];
+        float dd = dw * a->d[b * a->n_cap + tok], m = t == PD_Q4_1 ? pd_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
+        if (n == 16) {
+            int32_t l = 0;
+            for (int j = 0; j < PD_QBLOCK; j++) l += (v[j] - bias) * xq[j];
+            acc = fmaf((float)l, dd, acc);
+            if (t == PD_Q4_1) acc = fmaf(m, a->s[b * a->n_cap + tok], acc);
+            continue;
+        }
         for (int k = 0; k < 4; k++) {
             int32_t l = 0;
             for (int j = 4 * k; j < 4 * k + 4; j++) l += (v[j] - bias) * xq[j] + (v[j + 16] - bias) * xq[j + 16];
             lane[k] = fmaf((float)l, dd, lane[k]);
         }
-        if (t == PD_Q4_1) off = fmaf(pd_f16_to_f32(pd_load_u16(blk + 2)), a->s[b * a->n_cap + tok], off);
+        if (t == PD_Q4_1) off = fmaf(m, a->s[b * a->n_cap + tok], off);
     }
+    if (n == 16) return acc;
     float sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
     return t == PD_Q4_1 ? sum + off : sum;
 }

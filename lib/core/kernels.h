@@ -17,12 +17,15 @@
  * holds per token and block -8 times the four sums of q over j = 4k..4k+3 and
  * 16+4k..16+4k+3 (k < 4): where the interleaved kernels' lanes start when
  * they take Q4_0's q - 8 as q (Q8_0's v as v + 128: 16 times that), made
- * once here instead of once for every tile of every matrix. */
+ * once here instead of once for every tile of every matrix. block_bias is
+ * the same for a whole block (the four lanes' sum), where the kernels on
+ * sixteen interleaved rows start. */
 typedef struct pd_qact {
     int64_t n_tok, n_cap, cols; /* cols: a multiple of 32 */
     int8_t *q;                  /* [n_tok][cols] */
     float *d, *s;               /* [cols/32][n_cap] */
     int32_t *lane_bias;         /* [n_tok][cols/32][4] */
+    int32_t *block_bias;        /* [cols/32][n_cap]: -8 * sum of the block's q */
 } pd_qact;
 
 /* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set.
@@ -81,11 +84,13 @@ typedef struct pd_kernels {
      * split of rows and tokens gives the same bits. */
     void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                     int64_t t1, float *y, int64_t y_stride);
-    /* qmatmul for rows of type t interleaved four at a time (pd_x4_pack):
-     * n_rows a multiple of 4, w the group of the first row. Sums in the order
-     * of pd_qdot_x4_reference, so every split gives the same bits. NULL in a
-     * table without it: the model then keeps the file's layout. */
-    void (*qmatmul_x4)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+    /* qmatmul for rows of type t interleaved `interleave` at a time
+     * (pd_x_pack): n_rows a multiple of interleave, w the group of the first
+     * row. Sums in the order of pd_qdot_x_reference, so every split gives the
+     * same bits. interleave 0 in a table without it: the model then keeps the
+     * file's layout. */
+    int interleave; /* rows a group: 4 or 16 */
+    void (*qmatmul_x)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride);
     /* F32/F16/BF16 rows times float activations: y[t * y_stride + r] = row r .
      * x[t] (x row stride x_stride, n columns) for r < n_rows, t0 <= t < t1;
@@ -124,7 +129,7 @@ const pd_kernels *pd_kernels_avx512(void); /* NULL where not compiled or not sup
 /* kernels_avx512.c: qmatmul with AVX-512 VNNI, and whether this CPU has it */
 void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride);
-void pd_qmatmul_x4_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+void pd_qmatmul_x16_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
                           int64_t t0, int64_t t1, float *y, int64_t y_stride);
 /* quantize_act, key_scores and value_mix at 512 bits (AVX-512 F/BW/VL/DQ) */
 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
@@ -146,32 +151,47 @@ static inline bool pd_dtype_is_block(pd_dtype t) { return t == PD_Q8_0 || t == P
  * (Q4_1) or -8*d (Q4_0); result = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) + off. */
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
 
-/* Block weights interleaved four rows at a time (Q8_0, Q4_0, Q4_1): each
- * group of four rows holds, per block, pd_x4_block_bytes(t) bytes (the four
- * plain blocks' size):
+/* Block weights interleaved n rows at a time, n = 4 or 16 (the kernel
+ * table's `interleave`). Group g starts n * g plain rows in (n * g *
+ * row_bytes, row_bytes the plain row's), so the matrix keeps its size and a
+ * row that is a multiple of n its address.
+ *
+ * n = 4: per block, pd_x4_block_bytes(t) bytes (the four plain blocks' size):
  *   Q4_0 (72): the four F16 scales d, then the four rows' 16 bytes of nibbles
  *              as Q4_0 stores them (byte 16i + j: row i's j and j + 16);
  *   Q4_1 (80): the four d, the four F16 offsets m, then the nibbles as for Q4_0;
  *   Q8_0 (136): the four d, then the four rows' values 0..15 (16 bytes each),
  *              then their values 16..31.
- * Group g starts 4g plain rows in (4 * g * row_bytes, row_bytes the plain
- * row's), so the matrix keeps its size and a row that is a multiple of 4 its
- * address. One 64-byte load gives four rows' nibbles, or four rows' values
- * j (first load) and j + 16 (second), with no shuffle. */
+ * One 64-byte load gives four rows' nibbles, or four rows' values j (first
+ * load) and j + 16 (second), with no shuffle.
+ *
+ * n = 16: first the values of every block, pd_x16_values_bytes(t) each, in
+ * 64-byte pieces whose dword i is row i's: piece c < 4 of a 4-bit block holds
+ * the nibble bytes 4c..4c+3 (values 4c..4c+3 low, 16+4c..16+4c+3 high),
+ * piece k < 8 of a Q8_0 block the values 4k..4k+3; then the scales of every
+ * block, pd_x16_scales_bytes(t) each: the 16 d, and for Q4_1 the 16 m after
+ * them. One vpdpbusd of a piece and a broadcast dword of activations adds
+ * four products to each of the 16 rows' block sums. */
 static inline size_t pd_x4_block_bytes(pd_dtype t) { return t == PD_Q8_0 ? 136 : t == PD_Q4_0 ? 72 : 80; }
-/* Where the values start within a group's block (after the scales). */
+/* Where the values start within a four-row group's block (after the scales). */
 static inline size_t pd_x4_values_at(pd_dtype t) { return t == PD_Q4_1 ? 16 : 8; }
-/* src: n_rows (a multiple of 4) plain rows of type t; dst: the same bytes interleaved. */
-void pd_x4_pack(pd_dtype t, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
-/* Row r of an interleaved matrix as floats: pd_row_to_f32's values for the plain row. */
-void pd_x4_row_to_f32(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t n);
-/* The order of qmatmul_x4 for row r and token tok: for each block, four int32
- * lane sums L[k] of v[j] * x[j] over j = 4k..4k+3 and 16+4k..16+4k+3, with v
- * the signed value (Q8_0), q - 8 (Q4_0) or q (Q4_1); lane[k] = fmaf(L[k],
- * dw*dx, lane[k]); for Q4_1 off = fmaf(m, s_b, off). The result is (lane0 +
- * lane2) + (lane1 + lane3), plus off for Q4_1. Q4_0's -8 is inside the
- * integers, so it has no offset term. */
-float pd_qdot_x4_reference(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a, int64_t tok);
+static inline size_t pd_x16_values_bytes(pd_dtype t) { return t == PD_Q8_0 ? 512 : 256; }
+static inline size_t pd_x16_scales_bytes(pd_dtype t) { return t == PD_Q4_1 ? 64 : 32; }
+/* src: n_rows (a multiple of n) plain rows of type t; dst: the same bytes interleaved. */
+void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
+/* Row r of a matrix interleaved n at a time as floats: pd_row_to_f32's values for the plain row. */
+void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols);
+/* The order of qmatmul_x for row r and token tok. v is the signed value
+ * (Q8_0), q - 8 (Q4_0) or q (Q4_1); Q4_0's -8 is inside the integers, so it
+ * has no offset term.
+ * n = 4: for each block, four int32 lane sums L[k] of v[j] * x[j] over j =
+ * 4k..4k+3 and 16+4k..16+4k+3; lane[k] = fmaf(L[k], dw*dx, lane[k]); for
+ * Q4_1 off = fmaf(m, s_b, off). The result is (lane0 + lane2) + (lane1 +
+ * lane3), plus off for Q4_1.
+ * n = 16: for each block, the int32 sum L of v[j] * x[j] over the block;
+ * acc = fmaf(L, dw*dx, acc), then for Q4_1 acc = fmaf(m, s_b, acc). */
+float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
+                          int64_t tok);
 
 /* out = v / sqrt(mean(v^2) + eps) * w, for n elements (in place allowed). */
 void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps);

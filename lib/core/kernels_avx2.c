@@ -591,6 +591,7 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
             _mm256_storeu_si256((__m256i *)(void *)(qt + b * PD_QBLOCK), p8);
             a->d[b * a->n_cap + t] = d;
             a->s[b * a->n_cap + t] = d * (float)_mm_cvtsi128_si32(s4);
+            a->block_bias[b * a->n_cap + t] = -8 * _mm_cvtsi128_si32(s4);
             /* lanes: first holds values i and 16 + i, second 8 + i and 24 + i;
              * two hadds leave [L0 L2 L0 L2 | L1 L3 L1 L3] */
             __m256i first = _mm256_add_epi32(q[0], q[2]), second = _mm256_add_epi32(q[1], q[3]);
@@ -740,16 +741,17 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
 }
 
 /* The AVX2 table; the AVX-512 VNNI one differs in its integer and attention kernels (kernels_avx512.c). */
-#define X86_KERNELS(NAME, QMATMUL, X4, QUANTIZE, KEY_SCORES, VALUE_MIX)                                              \
+#define X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX)                                              \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .qmatmul_x4 = X4, .widen = widen_avx2, .quantize_act = QUANTIZE,                     \
+        .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X, .widen = widen_avx2,                    \
+        .quantize_act = QUANTIZE,                                                                                      \
         .key_scores = KEY_SCORES, .value_mix = VALUE_MIX,                                                              \
         .exp_sum = exp_sum_avx2, .silu_mul = silu_mul_avx2,                                                            \
     }
-static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, qmatmul_x4_avx2, quantize_act_avx2, key_scores_avx2,
+static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, 4, qmatmul_x4_avx2, quantize_act_avx2, key_scores_avx2,
                                              value_mix_avx2);
-static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, pd_qmatmul_x4_avx512, pd_quantize_act_avx512,
+static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512, pd_quantize_act_avx512,
                                                pd_key_scores_avx512, pd_value_mix_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)

@@ -1,4 +1,4 @@
-/* kernels_avx512.c - qmatmul, qmatmul_x4 and the attention kernels for
+/* kernels_avx512.c - qmatmul, qmatmul_x (sixteen rows interleaved) and the attention kernels for
  * x86-64 with AVX-512 (F, BW, VL, DQ) and VNNI.
  *
  * Two weight rows share one 512-bit vector: row r's block in the low 256
@@ -27,7 +27,7 @@
 #define AVX512 __attribute__((target(AVX512_TARGET)))
 #define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
 
-/* the dtypes' own values, so a kind is also a pd_dtype (pd_x4_block_bytes) */
+/* the dtypes' own values, so a kind is also a pd_dtype (pd_x16_values_bytes) */
 enum { KIND_Q8_0 = PD_Q8_0, KIND_Q4_0 = PD_Q4_0, KIND_Q4_1 = PD_Q4_1 };
 
 /* A register tile: up to TILE_PAIRS row pairs x TILE_TOKS tokens. 2 x 8 keeps
@@ -296,190 +296,157 @@ AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_byt
 
 KIND_ENTRY(qmatmul, qmatmul_kind)
 
-/* ------------------------------------------ interleaved four rows at a time
+/* ---------------------------------------- interleaved sixteen rows at a time
  *
- * (pd_x4_pack) A 64-byte load is one block of four rows: byte 16i + j holds
- * row i's values j and j + 16 (the two nibbles of Q4_0 and Q4_1: one AND and
- * one shift apart), or, for Q8_0, one load has values j and a second values
- * j + 16. Two vpdpbusd then give int32 lane 4i + k the sum of row i's
- * products over j = 4k..4k+3 and 16+4k..16+4k+3. The weights are the
- * unsigned operand: nibbles as they are, Q8_0's signed values as v ^ 0x80 (v
- * + 128). What that adds, or Q4_0's -8, is taken out in the integers: each
- * lane starts from -8 or -128 times the sum of its eight activations (made
- * once per token and block when they are quantized: pd_qact's lane_bias). Q4_1's offsets
- * are summed apart, as one vector of two rows x 8 tokens. */
+ * (pd_x_pack, n = 16) A 64-byte piece holds four values of each of 16 rows,
+ * one row a dword, so vpdpbusd with one broadcast dword of a token's
+ * activations adds four products to every row's block sum: eight of them
+ * (Q4: four pieces, each nibble half one) make the 16 rows' whole block dots,
+ * with no lanes left to add up. Each block then costs a token one convert,
+ * one multiply (dw * dx) and one fma for 16 rows, where four rows a group
+ * took as many for four.
+ *
+ * The weights are the unsigned operand: nibbles as they are, Q8_0's signed
+ * values as v ^ 0x80 (v + 128). What that adds, or Q4_0's -8, is taken out in
+ * the integers: each sum starts from -8 or -128 times the sum of the block's
+ * activations (pd_qact's block_bias). Q4_1's offsets m * s go into the same
+ * accumulator after each block, as the reference orders them. */
 
-/* Tiles: prefill GROUPS_P groups (8 rows) x TILE_TOKS tokens; decode
- * GROUPS_D groups (16 rows) x 1 token, sharing a token's block setup. */
-#define GROUPS_P 2
-#define GROUPS_D 4
+/* Tiles: prefill one group (16 rows) x TILE_TOKS tokens, the group's eight
+ * weight vectors serving every token (12 or 16 tokens measured the same);
+ * decode X16_GROUPS_D groups x 1 token (2 measured within noise of 1 and 4). */
+#ifndef X16_GROUPS_D
+#define X16_GROUPS_D 2
+#endif
 
-/* Block b of a group: the two weight operands, [dw(i) x4] for rows i = 0..3,
- * and Q4_1's four offsets m. */
+/* Block b of a group: the eight weight operands, the 16 dw and Q4_1's 16 m. */
 typedef struct {
-    __m512i lo, hi;
-    __m512 dw;
-    __m128 m;
-} x4_block;
+    __m512i v[8];
+    __m512 dw, m;
+} x16_block;
 
-AVX512_INLINE x4_block x4_load(const int kind, const uint8_t *p)
+AVX512_INLINE x16_block x16_load(const int kind, const uint8_t *vals, const uint8_t *scales)
 {
-    x4_block xb;
+    x16_block xb;
     if (kind == KIND_Q8_0) {
         const __m512i flip = _mm512_set1_epi8((char)0x80);
-        xb.lo = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p + 8)), flip);
-        xb.hi = _mm512_xor_si512(_mm512_loadu_si512((const void *)(p + 72)), flip);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) xb.v[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(vals + 64 * k)), flip);
     } else {
-        const __m512i m = _mm512_set1_epi8(0x0f);
-        __m512i q = _mm512_loadu_si512((const void *)(p + (kind == KIND_Q4_1 ? 16 : 8)));
-        xb.lo = _mm512_and_si512(q, m);
-        xb.hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m);
+        const __m512i lo = _mm512_set1_epi8(0x0f);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m512i q = _mm512_loadu_si512((const void *)(vals + 64 * c));
+            xb.v[c] = _mm512_and_si512(q, lo);
+            xb.v[c + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), lo);
+        }
     }
-    __m128 d = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
-    xb.dw = _mm512_permutexvar_ps(_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                                  _mm512_castps128_ps512(d));
-    xb.m = kind == KIND_Q4_1 ? _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p + 8))) : _mm_setzero_ps();
+    xb.dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)scales));
+    xb.m = kind == KIND_Q4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(scales + 32)))
+                             : _mm512_setzero_ps();
     return xb;
 }
 
-/* A token's block: its two halves in every 128-bit lane, and the lanes'
- * starting values: -bias * (sum of the lane's eight activations, pd_qact's
- * lane_bias), bias 8 (Q4_0) or 128 (Q8_0, the v + 128 of the weights), 0 for Q4_1. */
-typedef struct {
-    __m512i xl, xh, init;
-} x4_act;
-
-AVX512_INLINE x4_act x4_act_load(const int kind, const int8_t *xq, const int32_t *bias8)
+/* The 16 rows' block sums for one token's block xq (32 int8), from init. One
+ * token alone runs two chains of four and adds them (the same integers), so
+ * the latencies of eight dependent vpdpbusd do not line up. */
+AVX512_INLINE __m512i x16_dots(const x16_block *xb, const int8_t *xq, int32_t init, const int chains)
 {
-    x4_act xa;
-    xa.xl = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)xq));
-    xa.xh = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)(xq + 16)));
-    xa.init = _mm512_setzero_si512();
-    if (kind != KIND_Q4_1) {
-        xa.init = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)bias8));
-        if (kind == KIND_Q8_0) xa.init = _mm512_slli_epi32(xa.init, 4);
-    }
-    return xa;
-}
-
-/* Row i's result in lane i: (l0 + l2) + (l1 + l3) of its four lanes. */
-AVX512_INLINE __m128 x4_rows(__m512 v)
-{
-    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), v));
-}
-
-/* NG groups (4 rows each, group stride 4 * row_bytes) times NT tokens from tok. */
-AVX512_INLINE void x4_tile(const int kind, const int NG, const int NT, const uint8_t *w, size_t row_bytes,
-                           const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
-{
-    const size_t bsize = pd_x4_block_bytes((pd_dtype)kind), gstride = 4 * row_bytes;
-    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    __m512 acc[GROUPS_D][TILE_TOKS];
-    /* Q4_1 offsets: one token, [rows 0..3]; more, [rows 2h, 2h+1] x 8 tokens */
-    __m128 off1[GROUPS_D];
-    __m512 off[GROUPS_D][2];
+    __m512i l0 = _mm512_set1_epi32(init), l1 = _mm512_setzero_si512();
 #pragma GCC unroll 8
-    for (int g = 0; g < NG; g++) {
-        off1[g] = _mm_setzero_ps();
-        off[g][0] = off[g][1] = _mm512_setzero_ps();
+    for (int k = 0; k < 8; k++) {
+        __m512i x = _mm512_set1_epi32((int)load_u32((const uint8_t *)xq + 4 * k));
+        if (chains == 2 && k >= 4) l1 = _mm512_dpbusd_epi32(l1, xb->v[k], x);
+        else l0 = _mm512_dpbusd_epi32(l0, xb->v[k], x);
+    }
+    return chains == 2 ? _mm512_add_epi32(l0, l1) : l0;
+}
+
+/* NG groups (16 rows each, group stride 16 * row_bytes) times NT tokens from tok. */
+AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const uint8_t *w, size_t row_bytes,
+                            const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+{
+    const size_t vb = pd_x16_values_bytes((pd_dtype)kind), sb = pd_x16_scales_bytes((pd_dtype)kind);
+    const size_t gstride = 16 * row_bytes;
+    const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
+    const uint8_t *scales = w + (size_t)nb * vb;
+    const int shift = kind == KIND_Q8_0 ? 4 : 0; /* -128 = 16 * -8 */
+    __m512 acc[X16_GROUPS_D][TILE_TOKS];
+#pragma GCC unroll 8
+    for (int g = 0; g < NG; g++)
 #pragma GCC unroll 8
         for (int u = 0; u < NT; u++) acc[g][u] = _mm512_setzero_ps();
-    }
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
-    const int32_t *lx = a->lane_bias + tok * nb * 4;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, lx += 4) {
-        x4_block wb[GROUPS_D];
+    const int32_t *bx = a->block_bias + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
 #pragma GCC unroll 8
         for (int g = 0; g < NG; g++) {
-            const uint8_t *p = w + (size_t)g * gstride + (size_t)b * bsize;
+            const uint8_t *vals = w + (size_t)g * gstride + (size_t)b * vb;
+            const uint8_t *sc = scales + (size_t)g * gstride + (size_t)b * sb;
             if (NT == 1) {
-                /* two lines a block: the 72-136 byte blocks step past a line
-                 * now and then, and one prefetch a block left those to the
-                 * hardware (Q4_0 decode 171-181 -> 202-210 tok/s) */
-                _mm_prefetch((const char *)p + PF_DIST, _MM_HINT_T0);
-                _mm_prefetch((const char *)p + 64 + PF_DIST, _MM_HINT_T0);
+                /* decode streams the weights. Each group's values PF_DIST
+                 * ahead, which past the group's last block runs on into the
+                 * same group of the next tile (not the next group: this tile
+                 * reads that one already); and the next tile's scales of
+                 * this block */
+                size_t ahead = (size_t)b * vb + PF_DIST, end = (size_t)nb * vb;
+                const uint8_t *pf = ahead < end ? vals + PF_DIST : w + (size_t)(g + NG) * gstride + (ahead - end);
+                for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
+                _mm_prefetch((const char *)sc + (size_t)NG * gstride, _MM_HINT_T0);
             }
-            wb[g] = x4_load(kind, p);
-        }
-        if (kind == KIND_Q4_1 && NT == 1) {
+            x16_block xb = x16_load(kind, vals, sc);
 #pragma GCC unroll 8
-            for (int g = 0; g < NG; g++) off1[g] = _mm_fmadd_ps(wb[g].m, _mm_set1_ps(*sx), off1[g]);
-        } else if (kind == KIND_Q4_1) {
-            /* s of 8 tokens from tok (the padding covers a tile of fewer) */
-            __m512 s = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(sx))));
-#pragma GCC unroll 8
-            for (int g = 0; g < NG; g++) {
-                __m512 m = _mm512_castps128_ps512(wb[g].m);
-                off[g][0] = _mm512_fmadd_ps(spread2(m, 0, 1), s, off[g][0]);
-                off[g][1] = _mm512_fmadd_ps(spread2(m, 2, 3), s, off[g][1]);
-            }
-        }
-#pragma GCC unroll 8
-        for (int u = 0; u < NT; u++) {
-            x4_act xa = x4_act_load(kind, xq + u * cols, lx + u * nb * 4);
-            __m512 dxu = _mm512_set1_ps(dx[u]);
-#pragma GCC unroll 8
-            for (int g = 0; g < NG; g++) {
-                __m512i l = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xa.init, wb[g].lo, xa.xl), wb[g].hi, xa.xh);
-                acc[g][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), _mm512_mul_ps(wb[g].dw, dxu), acc[g][u]);
+            for (int u = 0; u < NT; u++) {
+                int32_t init = kind == KIND_Q4_1 ? 0 : (int32_t)((uint32_t)bx[u] << shift);
+                __m512i l = x16_dots(&xb, xq + u * cols, init, NT == 1 ? 2 : 1);
+                __m512 dd = _mm512_mul_ps(xb.dw, _mm512_set1_ps(dx[u]));
+                acc[g][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), dd, acc[g][u]);
+                if (kind == KIND_Q4_1) acc[g][u] = _mm512_fmadd_ps(xb.m, _mm512_set1_ps(sx[u]), acc[g][u]);
             }
         }
     }
 #pragma GCC unroll 8
-    for (int g = 0; g < NG; g++) {
-        float o[2][16];
-        _mm512_storeu_ps(o[0], off[g][0]);
-        _mm512_storeu_ps(o[1], off[g][1]);
+    for (int g = 0; g < NG; g++)
 #pragma GCC unroll 8
-        for (int u = 0; u < NT; u++) {
-            __m128 r = x4_rows(acc[g][u]);
-            if (kind == KIND_Q4_1 && NT == 1) r = _mm_add_ps(r, off1[g]);
-            else if (kind == KIND_Q4_1)
-                r = _mm_add_ps(r, _mm_setr_ps(o[0][u], o[0][8 + u], o[1][u], o[1][8 + u]));
-            _mm_storeu_ps(y + u * y_stride + 4 * g, r);
-        }
-    }
+        for (int u = 0; u < NT; u++) _mm512_storeu_ps(y + u * y_stride + 16 * g, acc[g][u]);
 }
 
-/* NG groups over tokens [t0, t1): tiles of TILE_TOKS, then 4, 2, 1. */
-AVX512_INLINE void x4_panel(const int kind, const int NG, const uint8_t *w, size_t row_bytes, const pd_qact *a,
-                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
+/* One group over tokens [t0, t1): tiles of TILE_TOKS, then 4, 2, 1. */
+AVX512_INLINE void x16_panel(const int kind, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t t0,
+                             int64_t t1, float *y, int64_t y_stride)
 {
     int64_t tok = t0;
     for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS)
-        x4_tile(kind, NG, TILE_TOKS, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        x16_tile(kind, 1, TILE_TOKS, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
     if (t1 - tok >= 4) {
-        x4_tile(kind, NG, 4, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        x16_tile(kind, 1, 4, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
         tok += 4;
     }
     if (t1 - tok >= 2) {
-        x4_tile(kind, NG, 2, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        x16_tile(kind, 1, 2, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
         tok += 2;
     }
-    if (tok < t1) x4_tile(kind, NG, 1, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+    if (tok < t1) x16_tile(kind, 1, 1, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
 }
 
-AVX512_INLINE void qmatmul_x4_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows,
-                                   const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+AVX512_INLINE void qmatmul_x16_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows,
+                                    const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
-    const size_t gstride = 4 * row_bytes;
-    int64_t g = 0, ng = n_rows / 4;
+    const size_t gstride = 16 * row_bytes;
+    int64_t g = 0, ng = n_rows / 16;
     if (t1 - t0 == 1) { /* decode: one token, the weights streamed once */
-        for (; g + GROUPS_D <= ng; g += GROUPS_D)
-            x4_tile(kind, GROUPS_D, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
+        for (; g + X16_GROUPS_D <= ng; g += X16_GROUPS_D)
+            x16_tile(kind, X16_GROUPS_D, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 16 * g,
+                     y_stride);
         for (; g < ng; g++)
-            x4_tile(kind, 1, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 4 * g, y_stride);
+            x16_tile(kind, 1, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 16 * g, y_stride);
         return;
     }
-    for (; g + GROUPS_P <= ng; g += GROUPS_P)
-        x4_panel(kind, GROUPS_P, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
-    for (; g < ng; g++) x4_panel(kind, 1, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 4 * g, y_stride);
+    for (; g < ng; g++) x16_panel(kind, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 16 * g, y_stride);
 }
 
-KIND_ENTRY(qmatmul_x4, qmatmul_x4_kind)
+KIND_ENTRY(qmatmul_x16, qmatmul_x16_kind)
 
 /* ------------------------------------------------- quantized activations */
 
@@ -522,7 +489,9 @@ AVX512 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride,
             _mm_storeu_si128((__m128i *)(void *)(a->lane_bias + (t * nb + b) * 4),
                              _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(lanes, 3)));
             a->d[b * a->n_cap + t] = d;
-            a->s[b * a->n_cap + t] = d * (float)_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            a->s[b * a->n_cap + t] = d * (float)sum;
+            a->block_bias[b * a->n_cap + t] = -8 * sum;
         }
     }
 }

@@ -90,7 +90,7 @@ static void qmatmul_x4_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, 
                                 int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r++)
-        for (int64_t tok = t0; tok < t1; tok++) y[tok * y_stride + r] = pd_qdot_x4_reference(t, w, row_bytes, r, a, tok);
+        for (int64_t tok = t0; tok < t1; tok++) y[tok * y_stride + r] = pd_qdot_x_reference(t, 4, w, row_bytes, r, a, tok);
 }
 
 PD_WIDENED_ATTENTION(portable)
@@ -102,7 +102,8 @@ static const pd_kernels portable = {
     .dot_row = dot_row_portable,
     .fmatmul = fmatmul_portable,
     .qmatmul = qmatmul_portable,
-    .qmatmul_x4 = qmatmul_x4_portable,
+    .interleave = 4,
+    .qmatmul_x = qmatmul_x4_portable,
     .widen = pd_row_to_f32,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_portable,

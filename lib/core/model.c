@@ -309,22 +309,23 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
 {
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
     if (i < n_mat) return matrix_at(m->layers, (long)i);
-    return i == n_mat && m->lm_head.rows % 4 == 0 ? &m->lm_head : NULL;
+    return i == n_mat && m->lm_head.rows % m->kern->interleave == 0 ? &m->lm_head : NULL;
 }
 
 /* The block-quantized (Q8_0, Q4_0, Q4_1) matrices of the layers and the LM
- * head (the embeddings too when tied) interleaved four rows at a time for
- * kernels that have qmatmul_x4 (pd_x4_pack), a slab at a time, each file
- * range given back once packed, so the peak stays near one copy. Only when
- * every layer matrix has a multiple of 4 rows: the fused q/k/v loop hands
+ * head (the embeddings too when tied) interleaved n = kern->interleave rows
+ * at a time (pd_x_pack), a slab at a time, each file range given back once
+ * packed, so the peak stays near one copy. Only when every layer matrix has
+ * a multiple of n rows: the fused q/k/v loop hands
  * each matrix rows from where the last one ended. Out of memory, every
  * matrix keeps the file's layout. */
 static void interleave_weights(pd_model *m)
 {
-    if (!m->kern->qmatmul_x4) return;
+    const int n = m->kern->interleave;
+    if (!n) return;
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES, total = 0;
     for (size_t i = 0; i < n_mat; i++)
-        if (matrix_at(m->layers, (long)i)->rows % 4) return;
+        if (matrix_at(m->layers, (long)i)->rows % n) return;
     const pd_matrix *w;
     for (size_t i = 0; (w = interleavable(m, i)); i++)
         if (pd_dtype_is_block(w->dtype)) total += ((size_t)w->rows * w->row_bytes + 63) & ~(size_t)63;
@@ -341,17 +342,17 @@ static void interleave_weights(pd_model *m)
     pd_matrix *x;
     for (size_t i = 0; (x = interleavable(m, i)); i++) {
         if (!pd_dtype_is_block(x->dtype)) continue;
-        size_t bytes = (size_t)x->rows * x->row_bytes, group = 4 * x->row_bytes;
+        size_t bytes = (size_t)x->rows * x->row_bytes, group = (size_t)n * x->row_bytes;
         /* a slab of about 1 MiB at a time, its file pages given back at once:
          * the peak is the packed weights plus one slab, not plus the largest matrix */
         int64_t slab = (int64_t)((1u << 20) / group) + 1;
-        for (int64_t g0 = 0; g0 < x->rows / 4; g0 += slab) {
-            int64_t ng = x->rows / 4 - g0 < slab ? x->rows / 4 - g0 : slab;
-            pd_x4_pack(x->dtype, x->data + (size_t)g0 * group, x->row_bytes, 4 * ng, dst + (size_t)g0 * group);
+        for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab) {
+            int64_t ng = x->rows / n - g0 < slab ? x->rows / n - g0 : slab;
+            pd_x_pack(x->dtype, n, x->data + (size_t)g0 * group, x->row_bytes, n * ng, dst + (size_t)g0 * group);
             release_mapped(&m->store, x->data + (size_t)g0 * group, (size_t)ng * group);
         }
         x->data = dst;
-        x->interleaved = true;
+        x->interleave = n;
         m->n_interleaved++;
         dst += (bytes + 63) & ~(size_t)63;
     }
@@ -437,8 +438,8 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         if (!c) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
         w->dtype = PD_F32;
         w->row_bytes = (size_t)cols * sizeof(float);
-        if (w->interleaved) m->n_interleaved--;
-        w->interleaved = false;
+        if (w->interleave) m->n_interleaved--;
+        w->interleave = 0;
         w->data = (const uint8_t *)c;
     }
     merge_job j = {m->kern, *merged ? NULL : &src, (float *)(void *)(uintptr_t)w->data, u};

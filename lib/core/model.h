@@ -18,16 +18,17 @@ typedef struct pd_delta {
 /* A weight matrix [rows, cols] of any supported dtype, rows contiguous. A
  * derived model (pd_model_derive) points data at a merged copy or chains
  * low-rank terms in delta. An interleaved matrix (Q8_0, Q4_0 or Q4_1, rows a
- * multiple of 4) holds its rows four at a time (pd_x4_pack): products go
- * through the kernels' qmatmul_x4 in whole groups (a single chosen row of the
- * LM head through its group), rows through pd_matrix_row. */
+ * multiple of the kernels' interleave) holds its rows that many at a time
+ * (pd_x_pack): products go through the kernels' qmatmul_x in whole groups (a
+ * single chosen row of the LM head through its group), rows through
+ * pd_matrix_row. */
 typedef struct pd_matrix {
     pd_dtype dtype;
     int64_t rows, cols;
     size_t row_bytes; /* of one plain row */
     const uint8_t *data;
     const pd_delta *delta; /* NULL: none */
-    bool interleaved;
+    int interleave; /* rows a group; 0: the file's layout */
 } pd_matrix;
 
 typedef struct pd_layer {
@@ -46,7 +47,7 @@ struct pd_model {
     float *norm_storage; /* the F32 copies of every 1-D norm weight */
     pd_tokenizer *tokenizer;
     const pd_kernels *kern;
-    int n_interleaved; /* matrices held interleaved (pd_matrix.interleaved) */
+    int n_interleaved; /* matrices held interleaved (pd_matrix.interleave) */
     /* A derived model borrows base's store, norms and tokenizer and owns only
      * its layers array and the blocks listed in owned. */
     const pd_model *base;
@@ -57,7 +58,7 @@ struct pd_model {
 /* Validated row access: the matrix's row r converted to F32. */
 static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 {
-    if (m->interleaved) pd_x4_row_to_f32(m->dtype, m->data, m->row_bytes, r, dst, m->cols);
+    if (m->interleave) pd_x_row_to_f32(m->dtype, m->interleave, m->data, m->row_bytes, r, dst, m->cols);
     else pd_row_to_f32(m->dtype, m->data + (size_t)r * m->row_bytes, dst, m->cols);
 }
 

@@ -169,7 +169,8 @@ static void qact_new(qact_buf *b, int64_t n_tok, int64_t cols)
     for (int64_t i = 0; i < n_tok * cols; i++) b->x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
     size_t ds = (size_t)((cols / 32 + 1) * n_tok + 8) * sizeof(float);
     b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds),
-                     malloc((size_t)(n_tok * cols / 32 * 4) * sizeof(int32_t))};
+                     malloc((size_t)(n_tok * cols / 32 * 4) * sizeof(int32_t)),
+                     malloc((size_t)(n_tok * cols / 32) * sizeof(int32_t))};
     pd_quantize_act(&b->a, b->x, cols, 0, n_tok);
 }
 
@@ -180,11 +181,12 @@ static void qact_free(qact_buf *b)
     free(b->a.d);
     free(b->a.s);
     free(b->a.lane_bias);
+    free(b->a.block_bias);
 }
 
 /* Each activation is within half a step of its block's scale; s = d * sum(q);
- * lane_bias -8 times the four sums of q over j = 4k..4k+3 and 16+4k..16+4k+3; the largest
- * of a block maps to +-127. */
+ * lane_bias -8 times the four sums of q over j = 4k..4k+3 and 16+4k..16+4k+3,
+ * block_bias -8 times the block's sum; the largest of a block maps to +-127. */
 static void test_quantize_act(void **state)
 {
     (void)state;
@@ -204,6 +206,7 @@ static void test_quantize_act(void **state)
             assert_int_equal(top, 127);
             assert_true(b.a.s[blk * 3 + t] == d * (float)sum);
             assert_memory_equal(b.a.lane_bias + (t * 3 + blk) * 4, lanes, sizeof lanes);
+            assert_int_equal(b.a.block_bias[blk * 3 + t], -8 * sum);
         }
     /* a block of zeros has scale 0 and zeros */
     memset(b.x, 0, 32 * sizeof(float));
@@ -235,8 +238,10 @@ static void test_quantize_act_tables(void **state)
     x[131] = -3e-39f;
     for (int j = 132; j < 160; j++) x[j] = 0.0f;
     size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float), ls = (size_t)(nb * n_tok * 4) * sizeof(int32_t);
-    pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(ls)};
-    pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(ls)};
+    pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(ls),
+                    malloc(ls / 4)};
+    pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(ls),
+                   malloc(ls / 4)};
     pd_quantize_act(&want, x, cols, 0, n_tok);
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
         if (!impls[i]) continue;
@@ -250,6 +255,7 @@ static void test_quantize_act_tables(void **state)
         assert_memory_equal(got.d, want.d, (size_t)(nb * n_tok) * sizeof(float));
         assert_memory_equal(got.s, want.s, (size_t)(nb * n_tok) * sizeof(float));
         assert_memory_equal(got.lane_bias, want.lane_bias, ls);
+        assert_memory_equal(got.block_bias, want.block_bias, ls / 4);
     }
     /* the ties round away from zero, as roundf does */
     assert_int_equal(want.q[1], 1);
@@ -265,6 +271,8 @@ static void test_quantize_act_tables(void **state)
     free(got.s);
     free(want.lane_bias);
     free(got.lane_bias);
+    free(want.block_bias);
+    free(got.block_bias);
 }
 
 /* The attention kernels: key_scores and value_mix over F32 and F16 rows
@@ -451,11 +459,12 @@ static void test_qmatmul_bitwise(void **state)
             check_qmatmul(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
-/* Block weights interleaved four rows at a time: the packed rows read back as
- * the plain ones; the reference order against a float64 dot; every table that
- * has qmatmul_x4, at every split of whole groups and of tokens, bitwise equal
- * to the reference; and within rounding of the plain layout's product. */
-static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
+/* Block weights interleaved n rows at a time: the packed rows read back as
+ * the plain ones; the reference order against a float64 dot; every table
+ * whose qmatmul_x takes groups of n, at every split of whole groups and of
+ * tokens, bitwise equal to the reference; and within rounding of the plain
+ * layout's product. */
+static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t toks)
 {
     const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
     const int64_t ys = rows + 4;
@@ -470,11 +479,11 @@ static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
         memset(plain + b * bb + vals, type == PD_Q8_0 ? 0x80 : 0x00, nv);
         if (rows > 1) memset(plain + rb + b * bb + vals, type == PD_Q8_0 ? 0x7f : 0xff, nv);
     }
-    pd_x4_pack(type, plain, rb, rows, w);
+    pd_x_pack(type, n, plain, rb, rows, w);
     float *a = malloc((size_t)cols * sizeof(float)), *bq = malloc((size_t)cols * sizeof(float));
     for (int64_t r = 0; r < rows; r++) {
         pd_row_to_f32(type, plain + r * rb, a, cols);
-        pd_x4_row_to_f32(type, w, rb, r, bq, cols);
+        pd_x_row_to_f32(type, n, w, rb, r, bq, cols);
         assert_memory_equal(a, bq, (size_t)cols * sizeof(float));
     }
     qact_buf b;
@@ -485,12 +494,13 @@ static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
         for (int64_t blk = 0; blk < cols / 32; blk++) {
             b.a.s[blk * b.a.n_cap + t] = b.a.d[blk * b.a.n_cap + t] * ((t ? -127.0f : 127.0f) * 32.0f);
             for (int k = 0; k < 4; k++) b.a.lane_bias[(t * (cols / 32) + blk) * 4 + k] = -8 * (t ? -127 * 8 : 127 * 8);
+            b.a.block_bias[blk * b.a.n_cap + t] = -8 * (t ? -127 * 32 : 127 * 32);
         }
     }
     float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
     for (int64_t t = 0; t < toks; t++)
         for (int64_t r = 0; r < rows; r++) {
-            want[t * ys + r] = pd_qdot_x4_reference(type, w, rb, r, &b.a, t);
+            want[t * ys + r] = pd_qdot_x_reference(type, n, w, rb, r, &b.a, t);
             pd_row_to_f32(type, plain + r * rb, a, cols);
             double exact = 0.0, scale = 0.0;
             for (int64_t i = 0; i < cols; i++) {
@@ -499,38 +509,39 @@ static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
                 scale += fabs(a[i] * xv);
             }
             if (fabs(want[t * ys + r] - exact) > 1e-6 * scale)
-                fail_msg("%s x4 reference cols %lld row %lld token %lld: %.9g, float64 %.9g", name, (long long)cols,
-                         (long long)r, (long long)t, want[t * ys + r], exact);
+                fail_msg("%s x%d reference cols %lld row %lld token %lld: %.9g, float64 %.9g", name, n,
+                         (long long)cols, (long long)r, (long long)t, want[t * ys + r], exact);
             float plain_dot = pd_qdot_reference(type, plain + r * rb, &b.a, t);
             assert_true(fabs(plain_dot - want[t * ys + r]) <= 1.1e-5 * scale); /* the plain order: 1e-5 */
         }
     /* whole groups: the first, half of them, all but the last, the last */
-    int64_t g = rows / 4, t2 = toks < 2 ? toks : 2, t3 = toks < 3 ? toks : 3;
-    const int64_t rcut[] = {0, 4, 4 * (g / 2 > 1 ? g / 2 : 1), 4 * (g - 1 > 1 ? g - 1 : 1), rows},
+    int64_t g = rows / n, t2 = toks < 2 ? toks : 2, t3 = toks < 3 ? toks : 3;
+    const int64_t rcut[] = {0, n, n * (g / 2 > 1 ? g / 2 : 1), n * (g - 1 > 1 ? g - 1 : 1), rows},
                   tcut[] = {0, t2, t3, toks - 1 > t3 ? toks - 1 : t3, toks};
     int tested = 0;
     for (int i = 0; i < 4; i++) {
-        if (!impls[i] || !impls[i]->qmatmul_x4) continue;
+        if (!impls[i] || impls[i]->interleave != n) continue;
         tested++;
         memset(got, 0, (size_t)(toks * ys) * sizeof(float));
-        impls[i]->qmatmul_x4(type, w, rb, rows, &b.a, 0, toks, got, ys);
+        impls[i]->qmatmul_x(type, w, rb, rows, &b.a, 0, toks, got, ys);
         for (int64_t t = 0; t < toks; t++)
             for (int64_t r = 0; r < rows; r++)
                 if (memcmp(&got[t * ys + r], &want[t * ys + r], sizeof(float)))
-                    fail_msg("%s %s x4 cols %lld row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
-                             name, (long long)cols, (long long)r, (long long)t, got[t * ys + r], want[t * ys + r]);
+                    fail_msg("%s %s x%d cols %lld row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
+                             name, n, (long long)cols, (long long)r, (long long)t, got[t * ys + r], want[t * ys + r]);
         memset(got, 0, (size_t)(toks * ys) * sizeof(float));
         for (int ri = 0; ri < 4; ri++)
             for (int ti = 0; ti < 4; ti++)
                 if (rcut[ri] < rcut[ri + 1])
-                    impls[i]->qmatmul_x4(type, w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti],
-                                         tcut[ti + 1], got + rcut[ri], ys);
+                    impls[i]->qmatmul_x(type, w + rcut[ri] * rb, rb, rcut[ri + 1] - rcut[ri], &b.a, tcut[ti],
+                                        tcut[ti + 1], got + rcut[ri], ys);
         for (int64_t t = 0; t < toks; t++)
             for (int64_t r = 0; r < rows; r++) assert_memory_equal(&got[t * ys + r], &want[t * ys + r], sizeof(float));
-        printf("  %s %s x4 %lld x %lld x %lld: every (row, token) bitwise equal to the reference\n", impls[i]->name,
-               name, (long long)rows, (long long)cols, (long long)toks);
+        printf("  %s %s x%d %lld x %lld x %lld: every (row, token) bitwise equal to the reference\n", impls[i]->name,
+               name, n, (long long)rows, (long long)cols, (long long)toks);
     }
-    assert_true(tested >= 1);
+    /* four at a time the portable table's own; sixteen where AVX-512 VNNI runs */
+    assert_true(tested >= (n == 4 || pd_kernels_avx512() ? 1 : 0));
     qact_free(&b);
     free(plain);
     free(w);
@@ -540,16 +551,20 @@ static void check_x4(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
     free(got);
 }
 
-static void test_x4(void **state)
+static void test_x(void **state)
 {
     (void)state;
-    /* rows x tokens: 2-group prefill tiles and a last group; 4-group decode
-     * tiles and leftovers; 8-token tiles and leftovers of 4, 2 and 1 */
-    const int64_t shapes[][3] = {{32, 4, 3}, {160, 12, 11}, {896, 36, 1}, {896, 44, 9}, {2560, 40, 15}};
+    /* cols x rows x tokens. Four at a time: 2-group prefill tiles and a last
+     * group; 4-group decode tiles and leftovers; 8-token tiles and leftovers
+     * of 4, 2 and 1. Sixteen: the same for groups of 16, and an odd number of
+     * blocks (groups that do not start on a 64-byte line) */
+    const int64_t x4[][3] = {{32, 4, 3}, {160, 12, 11}, {896, 36, 1}, {896, 44, 9}, {2560, 40, 15}};
+    const int64_t x16[][3] = {{32, 16, 3}, {96, 32, 5}, {160, 48, 11}, {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}};
     const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
-    for (size_t k = 0; k < 3; k++)
-        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            check_x4(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
+    for (size_t k = 0; k < 3; k++) {
+        for (size_t s = 0; s < sizeof x4 / sizeof x4[0]; s++) check_x(types[k], 4, x4[s][0], x4[s][1], x4[s][2]);
+        for (size_t s = 0; s < sizeof x16 / sizeof x16[0]; s++) check_x(types[k], 16, x16[s][0], x16[s][1], x16[s][2]);
+    }
 }
 
 /* silu_mul of every table against double precision: within 4e-7 of the
@@ -644,7 +659,7 @@ int main(void)
         cmocka_unit_test(test_widen),
         cmocka_unit_test(test_qdot_reference_value),
         cmocka_unit_test(test_qmatmul_bitwise),
-        cmocka_unit_test(test_x4),
+        cmocka_unit_test(test_x),
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_block_values),
         cmocka_unit_test(test_half_conversions),
