@@ -426,11 +426,8 @@ static void store_kv(pd_context *ctx, size_t slot, const float *k, const float *
         memcpy((float *)ctx->v_cache + slot, v, (size_t)n * sizeof(float));
         return;
     }
-    uint16_t *kh = (uint16_t *)ctx->k_cache + slot, *vh = (uint16_t *)ctx->v_cache + slot;
-    for (int64_t i = 0; i < n; i++) {
-        kh[i] = pd_f32_to_f16(k[i]);
-        vh[i] = pd_f32_to_f16(v[i]);
-    }
+    ctx->model->kern->narrow(k, (uint16_t *)ctx->k_cache + slot, n);
+    ctx->model->kern->narrow(v, (uint16_t *)ctx->v_cache + slot, n);
 }
 
 /* Per-token work between the matrix products, run across the pool: the

@@ -57,6 +57,11 @@ uint16_t pd_f32_to_f16(float f)
     return (uint16_t)(sign | half);
 }
 
+void pd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = pd_f32_to_f16(src[i]);
+}
+
 float pd_bf16_to_f32(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;
@@ -260,7 +265,7 @@ typedef struct {
 
 /* Row i's pieces of block b (of nb) in a group of n: the scale, Q4_1's
  * offset, the values (Q8_0's four-row halves; sixteen rows' dwords). */
-static int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
+static inline int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
 {
     size_t at = t == PD_Q4_1 ? 4 : 2; /* the values in a plain block */
     if (n == 16) {
@@ -287,6 +292,16 @@ static int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[1
     return 3;
 }
 
+/* A piece copied with a constant size, so the copies at load are moves, not calls. */
+static inline void copy_piece(uint8_t *dst, const uint8_t *src, size_t bytes)
+{
+    switch (bytes) {
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    default: memcpy(dst, src, 16); break; /* the only other size */
+    }
+}
+
 /* Row r's plain block b of a matrix interleaved n at a time, into blk. */
 static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
@@ -308,7 +323,7 @@ void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t 
                 const uint8_t *blk = src + (size_t)(n * g + i) * row_bytes + (size_t)b * bb;
                 x_piece p[10];
                 for (int k = 0, np = x_pieces(t, n, nb, b, i, p); k < np; k++)
-                    memcpy(o + p[k].group, blk + p[k].plain, p[k].bytes);
+                    copy_piece(o + p[k].group, blk + p[k].plain, p[k].bytes);
             }
     }
 }

@@ -32,6 +32,8 @@ typedef struct pd_qact {
  * The definition; the kernel tables carry faster equals. */
 void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
 
+/* narrow's definition: pd_f32_to_f16 of each. */
+void pd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
 /* exp_sum's definition: expf of each shifted score, summed in double. */
 float pd_exp_sum(float *s, int64_t n, float max);
 /* silu_mul's definition, with expf. */
@@ -99,6 +101,8 @@ typedef struct pd_kernels {
                     int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
     /* pd_row_to_f32's result: n stored elements of type t as floats */
     void (*widen)(pd_dtype t, const void *src, float *dst, int64_t n);
+    /* n floats as F16 (the F16 KV cache), pd_f32_to_f16's bits */
+    void (*narrow)(const float *src, uint16_t *dst, int64_t n);
     /* pd_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
     /* Attention over cached rows (kt: PD_F32 or PD_F16), row j at k +

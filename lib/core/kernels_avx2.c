@@ -150,6 +150,20 @@ AVX2 static void widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
     if (i < n) pd_row_to_f32(t, p + (t == PD_F32 ? 4 : 2) * i, dst + i, n - i);
 }
 
+/* pd_f32_to_f16 eight at a time: F16C rounds to nearest even as it does;
+ * a NaN, whose payload F16C keeps, goes through pd_f32_to_f16 instead. */
+AVX2 static void narrow_avx2(const float *src, uint16_t *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(src + i);
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)))
+            for (int k = 0; k < 8; k++) dst[i + k] = pd_f32_to_f16(src[i + k]);
+    }
+    for (; i < n; i++) dst[i] = pd_f32_to_f16(src[i]);
+}
+
 /* ------------------------------------------------ float weight matrices */
 
 /* Rows x tokens of one float tile: 12 accumulators, 3 widened weight vectors
@@ -745,6 +759,7 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
         .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X, .widen = widen_avx2,                    \
+        .narrow = narrow_avx2,                                                                                         \
         .quantize_act = QUANTIZE,                                                                                      \
         .key_scores = KEY_SCORES, .value_mix = VALUE_MIX,                                                              \
         .exp_sum = exp_sum_avx2, .silu_mul = silu_mul_avx2,                                                            \

@@ -283,6 +283,7 @@ static const pd_kernels neon = {
     .interleave = 4,
     .qmatmul_x = qmatmul_x4_neon,
     .widen = pd_row_to_f32,
+    .narrow = pd_f32_to_f16_n,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_neon,
     .value_mix = value_mix_neon,

@@ -105,6 +105,7 @@ static const pd_kernels portable = {
     .interleave = 4,
     .qmatmul_x = qmatmul_x4_portable,
     .widen = pd_row_to_f32,
+    .narrow = pd_f32_to_f16_n,
     .quantize_act = pd_quantize_act,
     .key_scores = key_scores_portable,
     .value_mix = value_mix_portable,

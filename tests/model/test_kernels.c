@@ -648,6 +648,44 @@ static void test_half_conversions(void **state)
     assert_true(pd_bf16_to_f32(0x3f80) == 1.0f);
 }
 
+/* Every table's narrow gives pd_f32_to_f16's bits: float bit patterns over
+ * the whole range a prime stride apart (halves' ties, subnormals, overflow),
+ * each in every position of an 8-wide step and in the tail, plus zeros,
+ * infinities and NaNs with payloads of either sign. */
+static void test_narrow_tables(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon()};
+    const int64_t n = 4099; /* not a multiple of 8: a tail */
+    float *x = malloc((size_t)n * sizeof(float));
+    uint16_t *want = malloc((size_t)n * 2), *got = malloc((size_t)n * 2);
+    const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u,
+                                0x7f800001u, 0x7fffffffu, 0xffbfffffu, 0x38800000u, 0x33000000u, 0x33000001u,
+                                0x477fe000u, 0x477ff000u, 0x3f801000u, 0x3f803000u};
+    int tested = 0;
+    for (uint32_t start = 0; start < 8; start++) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t bits = i < 16 ? special[(i + start) % 16] : (uint32_t)((uint64_t)(i + start * n) * 1048573u);
+            memcpy(&x[i], &bits, 4);
+            want[i] = pd_f32_to_f16(x[i]);
+        }
+        for (size_t k = 0; k < sizeof impls / sizeof impls[0]; k++) {
+            if (!impls[k]) continue;
+            tested++;
+            memset(got, 0x55, (size_t)n * 2);
+            impls[k]->narrow(x, got, n);
+            for (int64_t i = 0; i < n; i++)
+                if (got[i] != want[i])
+                    fail_msg("%s narrow of %a (element %lld): 0x%04x, want 0x%04x", impls[k]->name, (double)x[i],
+                             (long long)i, got[i], want[i]);
+        }
+    }
+    assert_true(tested >= 8);
+    free(x);
+    free(want);
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -663,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_block_values),
         cmocka_unit_test(test_half_conversions),
+        cmocka_unit_test(test_narrow_tables),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }
