@@ -425,11 +425,11 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
 }
 
 /* ------------------------------------------------ interleaved block weights
- * (pd_x4_pack): per block of a group, the four scales in one conversion and
+ * (pd_x_pack, n = 4): per block of a group, the four scales in one conversion and
  * the values as two 32-byte loads a half (rows 0-1, rows 2-3): the low and the
  * high nibbles of the 4-bit types, Q8_0's values 0..15 and 16..31 as stored.
  * maddubs + madd of each half give a row's four lanes over j = 4k..4k+3 and
- * 16+4k..16+4k+3, pd_qdot_x4_reference's integers exactly:
+ * 16+4k..16+4k+3, pd_qdot_x_reference's integers exactly:
  *   Q4_0: each lane starts from -8 * the sum of its eight activations (pd_qact's
  *         lane_bias), so q - 8 needs no offset term;
  *   Q4_1: q as it is, plus the offsets m * s, the four rows in one fma chain;
@@ -755,10 +755,10 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
 }
 
 /* The AVX2 table; the AVX-512 VNNI one differs in its integer and attention kernels (kernels_avx512.c). */
-#define X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX)                                              \
+#define X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX)                             \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X, .widen = widen_avx2,                    \
+        .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X, .widen = widen_avx2,                     \
         .narrow = narrow_avx2,                                                                                         \
         .quantize_act = QUANTIZE,                                                                                      \
         .key_scores = KEY_SCORES, .value_mix = VALUE_MIX,                                                              \
@@ -766,8 +766,8 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
     }
 static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, 4, qmatmul_x4_avx2, quantize_act_avx2, key_scores_avx2,
                                              value_mix_avx2);
-static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512, pd_quantize_act_avx512,
-                                               pd_key_scores_avx512, pd_value_mix_avx512);
+static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512,
+                                               pd_quantize_act_avx512, pd_key_scores_avx512, pd_value_mix_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)
 {

@@ -175,10 +175,10 @@ static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
 }
 
 /* ------------------------------------------------ interleaved block weights
- * (pd_x4_pack): per block of a group, the four scales in one conversion and
+ * (pd_x_pack, n = 4): per block of a group, the four scales in one conversion and
  * each row's values j and j + 16 as two signed 16-byte vectors (q - 8 for
  * Q4_0, q for Q4_1, Q8_0's bytes as stored), so lanes16 of the two sum to
- * pd_qdot_x4_reference's lanes exactly; Q4_1 adds its offsets m * s, the
+ * pd_qdot_x_reference's lanes exactly; Q4_1 adds its offsets m * s, the
  * four rows in one fma chain. A tile is one group (4 rows) x up to X4_TOKS
  * tokens. */
 #define X4_TOKS 4
