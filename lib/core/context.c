@@ -81,16 +81,27 @@ static size_t qact_cap(size_t n)
 /* Bytes of one cached key or value element. */
 static size_t kv_bytes_per(pd_kv_type t) { return t == PD_KV_F16 ? 2 : 4; }
 
+/* Bytes of the key cache and of the value cache. */
+static bool cache_sizes(const pd_config *c, const pd_context_params *p, bool k_blocked, size_t *k, size_t *v)
+{
+    size_t row = kv_dim(c) * kv_bytes_per(p->kv_type);
+    *k = *v = 0;
+    return add_bytes(k, (size_t)c->n_layers * pd_key_positions(p->n_ctx, k_blocked), row) &&
+           add_bytes(v, (size_t)c->n_layers * (size_t)p->n_ctx, row);
+}
+
 /* What pd_context_new allocates for resolved parameters p: the KV cache and
  * the scratch (the same products as the allocations below). */
-static bool context_sizes(const pd_config *c, const pd_context_params *p, size_t *kv, size_t *scratch)
+static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t *kv, size_t *scratch)
 {
+    const pd_config *c = &m->cfg;
     size_t B = (size_t)p->n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p->n_threads, R = (size_t)c->head_dim / 2 + 1;
     size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
     size_t G = (size_t)(c->n_heads / c->n_kv_heads); /* query heads per KV head */
-    *kv = *scratch = 0;
-    return add_bytes(kv, 2 * (size_t)c->n_layers * (size_t)p->n_ctx, KV * kv_bytes_per(p->kv_type)) &&
+    size_t kb, vb;
+    *scratch = 0;
+    return cache_sizes(c, p, m->kern->key_scores_t != NULL, &kb, &vb) && (*kv = kb + vb) >= kb &&
            add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
            add_floats(scratch, T, (size_t)pd_attn_tokens(p->n_batch) * G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
@@ -107,7 +118,7 @@ size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
     if (!model) return 0;
     pd_context_params p = params ? *params : pd_context_default_params();
     size_t kv, scratch;
-    if (resolve_params(model, &p, NULL) || !context_sizes(&model->cfg, &p, &kv, &scratch)) return 0;
+    if (resolve_params(model, &p, NULL) || !context_sizes(model, &p, &kv, &scratch)) return 0;
     return kv + scratch;
 }
 
@@ -159,7 +170,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     const pd_config *c = &model->cfg;
     size_t kv_bytes, scratch_bytes;
     if (resolve_params(model, &p, err)) return NULL;
-    if (!context_sizes(c, &p, &kv_bytes, &scratch_bytes)) {
+    if (!context_sizes(model, &p, &kv_bytes, &scratch_bytes)) {
         pd_set_error(err, PD_ERR_LIMIT, "%s: a context of %d tokens is too large to address", model->source, p.n_ctx);
         return NULL;
     }
@@ -183,8 +194,11 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     size_t B = (size_t)p.n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
     ctx->kv_f16 = p.kv_type == PD_KV_F16;
-    ctx->k_cache = calloc(1, kv_bytes / 2);
-    ctx->v_cache = calloc(1, kv_bytes / 2);
+    ctx->k_blocked = model->kern->key_scores_t != NULL;
+    size_t k_bytes, v_bytes;
+    cache_sizes(c, &p, ctx->k_blocked, &k_bytes, &v_bytes); /* they fit: context_sizes added them */
+    ctx->k_cache = calloc(1, k_bytes);
+    ctx->v_cache = calloc(1, v_bytes);
     ctx->x = alloc_floats(B, H, 1);
     ctx->xn = alloc_floats(B, H, 1);
     ctx->q = alloc_floats(B, Q, 1);
@@ -251,12 +265,14 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
     const pd_config *c = &src->model->cfg;
-    size_t elt = kv_bytes_per(p.kv_type);
-    size_t layer_stride = (size_t)src->n_ctx * kv_dim(c) * elt;
-    size_t used = (size_t)src->kv_len * kv_dim(c) * elt;
+    size_t row = kv_dim(c) * kv_bytes_per(p.kv_type);
+    size_t v_layer = (size_t)src->n_ctx * row, v_used = (size_t)src->kv_len * row;
+    /* keys: the blocks that hold the used positions (a blocked cache's last one in full) */
+    size_t k_layer = pd_key_positions(src->n_ctx, src->k_blocked) * row;
+    size_t k_used = pd_key_positions(src->kv_len, src->k_blocked) * row;
     for (int l = 0; l < c->n_layers; l++) {
-        memcpy((char *)ctx->k_cache + l * layer_stride, (const char *)src->k_cache + l * layer_stride, used);
-        memcpy((char *)ctx->v_cache + l * layer_stride, (const char *)src->v_cache + l * layer_stride, used);
+        memcpy((char *)ctx->k_cache + l * k_layer, (const char *)src->k_cache + l * k_layer, k_used);
+        memcpy((char *)ctx->v_cache + l * v_layer, (const char *)src->v_cache + l * v_layer, v_used);
     }
     ctx->kv_len = src->kv_len;
     return ctx;

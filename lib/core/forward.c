@@ -311,7 +311,8 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     int64_t kvd = nkv * hd, tq = pd_attn_tokens(ctx->n_batch);
     pd_dtype kvt = ctx->kv_f16 ? PD_F16 : PD_F32;
     size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
-    const uint8_t *kc = (const uint8_t *)ctx->k_cache + layer_off, *vc = (const uint8_t *)ctx->v_cache + layer_off;
+    const uint8_t *kc = (const uint8_t *)ctx->k_cache + pd_key_at(ctx, kvd, a->layer, 0, 0) * elt;
+    const uint8_t *vc = (const uint8_t *)ctx->v_cache + layer_off;
     size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
     /* per thread: each tile token's group rows of n_ctx scores, then a block of widened rows */
     size_t per_token = (size_t)(group * n_ctx);
@@ -328,18 +329,24 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int32_t i1 = i0 + (int32_t)tq < a->n_tok ? i0 + (int32_t)tq : a->n_tok;
         int64_t kv0 = (int64_t)a->batch_kv0 + a->chunk_start + 1; /* token i sees kv0 + i keys */
         int64_t keys_max = kv0 + i1 - 1;
-        const uint8_t *k = kc + (size_t)(g * hd) * elt, *v = vc + (size_t)(g * hd) * elt;
+        const uint8_t *v = vc + (size_t)(g * hd) * elt;
         for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
-            size_t stride;
-            const void *rows = widen_block(kern, kvt, k + (size_t)t0 * row, row,
-                                           keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd, block,
-                                           &stride);
+            size_t stride = 0;
+            const void *rows = NULL;
+            if (ctx->k_blocked) /* the KV head's rows of the block: [hd][PD_KEY_BLOCK], as stored */
+                rows = kc + (pd_key_at(ctx, kvd, 0, t0, g * hd) - pd_key_at(ctx, kvd, 0, 0, 0)) * elt;
+            else
+                rows = widen_block(kern, kvt, kc + (size_t)t0 * row + (size_t)(g * hd) * elt, row,
+                                   keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd, block, &stride);
             for (int32_t i = i0; i < i1; i++) {
                 if (t0 >= kv0 + i) continue; /* past what this token sees */
                 int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
                 const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
-                kern->key_scores(PD_F32, rows, stride, nb, q, hd, group, hd, inv_sqrt,
-                                 scores + (size_t)(i - i0) * per_token + t0, n_ctx);
+                float *out = scores + (size_t)(i - i0) * per_token + t0;
+                if (ctx->k_blocked)
+                    kern->key_scores_t(kvt, rows, nb, q, hd, group, hd, inv_sqrt, out, n_ctx);
+                else
+                    kern->key_scores(PD_F32, rows, stride, nb, q, hd, group, hd, inv_sqrt, out, n_ctx);
             }
         }
         if (visible)
@@ -418,16 +425,28 @@ static void norm_rope(float *v, int n_heads, int hd, const float *norm_w, float 
 
 /* -------------------------------------------------------------- one chunk */
 
-/* One position's keys and values into the cache at element slot. */
-static void store_kv(pd_context *ctx, size_t slot, const float *k, const float *v, int64_t n)
+/* n floats into the cache at element `at` (F16 when kv_f16), every
+ * `step` elements: a row is 1 apart, a blocked key's elements PD_KEY_BLOCK. */
+static void store_cached(const pd_context *ctx, void *cache, size_t at, size_t step, const float *x, int64_t n)
 {
-    if (!ctx->kv_f16) {
-        memcpy((float *)ctx->k_cache + slot, k, (size_t)n * sizeof(float));
-        memcpy((float *)ctx->v_cache + slot, v, (size_t)n * sizeof(float));
-        return;
-    }
-    ctx->model->kern->narrow(k, (uint16_t *)ctx->k_cache + slot, n);
-    ctx->model->kern->narrow(v, (uint16_t *)ctx->v_cache + slot, n);
+    if (step == 1 && !ctx->kv_f16) memcpy((float *)cache + at, x, (size_t)n * sizeof(float));
+    else if (step == 1) ctx->model->kern->narrow(x, (uint16_t *)cache + at, n);
+    else if (!ctx->kv_f16)
+        for (int64_t e = 0; e < n; e++) ((float *)cache)[at + (size_t)e * step] = x[e];
+    else
+        for (int64_t e0 = 0; e0 < n; e0 += 64) { /* narrowed a piece at a time, then spread */
+            uint16_t h[64];
+            int64_t len = n - e0 < 64 ? n - e0 : 64;
+            ctx->model->kern->narrow(x + e0, h, len);
+            for (int64_t e = 0; e < len; e++) ((uint16_t *)cache)[at + (size_t)(e0 + e) * step] = h[e];
+        }
+}
+
+/* Position pos's keys and values (kv_dim each) into layer l of the cache. */
+static void store_kv(pd_context *ctx, int l, int64_t pos, const float *k, const float *v, int64_t kv_dim)
+{
+    store_cached(ctx, ctx->k_cache, pd_key_at(ctx, kv_dim, l, pos, 0), ctx->k_blocked ? PD_KEY_BLOCK : 1, k, kv_dim);
+    store_cached(ctx, ctx->v_cache, ((size_t)l * (size_t)ctx->n_ctx + (size_t)pos) * (size_t)kv_dim, 1, v, kv_dim);
 }
 
 /* Per-token work between the matrix products, run across the pool: the
@@ -436,7 +455,8 @@ typedef struct {
     pd_context *ctx;
     const pd_layer *L;
     const float *norm; /* residual_range: the norm's weights */
-    size_t slot0;      /* rope_store_range: the chunk's first cache element */
+    int layer;         /* rope_store_range: the layer, */
+    int64_t pos0;      /* and the chunk's first position in the cache */
 } token_job;
 
 /* x += delta (when add), then xn = RMSNorm(x) for tokens [begin, end). */
@@ -476,7 +496,7 @@ static void rope_store_range(void *arg, int64_t begin, int64_t end, int thread)
         const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
         norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, j->L->q_norm, c->rms_eps, cs, sn);
         norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, j->L->k_norm, c->rms_eps, cs, sn);
-        store_kv(ctx, j->slot0 + (size_t)t * (size_t)KV, ctx->k + t * KV, ctx->v + t * KV, KV);
+        store_kv(ctx, j->layer, j->pos0 + t, ctx->k + t * KV, ctx->v + t * KV, KV);
     }
 }
 
@@ -496,15 +516,14 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
     matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
 
-    size_t slot0 = ((size_t)l * (size_t)ctx->n_ctx + (size_t)(batch_kv0 + chunk_start)) * (size_t)KV;
-    token_job rj = {ctx, L, NULL, slot0};
+    token_job rj = {ctx, L, NULL, l, (int64_t)batch_kv0 + chunk_start};
     pd_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
     int64_t tq = pd_attn_tokens(ctx->n_batch);
     pd_pool_for(ctx->pool, (n_tok + tq - 1) / tq * c->n_kv_heads, 1, attention_range, &aj);
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
-    token_job ffn = {ctx, L, L->ffn_norm, 0};
+    token_job ffn = {ctx, L, L->ffn_norm, 0, 0};
     pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
@@ -512,7 +531,7 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true);
     matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
-        token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0};
+        token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0, 0};
         pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
     } else {
         for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
@@ -616,7 +635,7 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
         }
         rope_tables(ctx, n_tok);
         if (c->n_layers > 0) {
-            token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0};
+            token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0, 0};
             pd_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
         }
         for (int l = 0; l < c->n_layers; l++) layer_forward(ctx, l, n_tok, start, batch_kv0, batch);

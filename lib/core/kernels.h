@@ -9,6 +9,9 @@
 
 #include "pd_internal.h"
 
+/* Positions in a block of a blocked key cache (pd_kernels.key_scores_t). */
+#define PD_KEY_BLOCK 64
+
 /* Activations of up to n_cap tokens quantized for the integer kernels: per
  * token, blocks of 32 int8 q = round(x / d) with d = max|x| / 127, and per
  * block s = d * sum(q) (what the block offset of Q4_0/Q4_1 weights multiplies).
@@ -120,6 +123,16 @@ typedef struct pd_kernels {
     void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,
                       int64_t nh, int64_t n, float *out, int64_t out_stride);
     float (*exp_sum)(float *s, int64_t n, float max);
+    /* Scores from a block of keys stored transposed, for tables where that
+     * is faster (NULL in the others: the context keeps its keys in rows and
+     * attention calls key_scores). kb: n rows of PD_KEY_BLOCK elements of kt
+     * (F32 or F16), key j's element d at d*PD_KEY_BLOCK + j (the rows past
+     * nk read but their results unused). For nh heads as key_scores (head
+     * h's query at q + h*q_stride): out_h[j] = scale * sum over d < n of
+     * q_h[d] * k_j[d] for j < nk (<= PD_KEY_BLOCK), summed d = 0, 1, ... in
+     * one chain of fmas, so each score has the same bits whatever nh and nk. */
+    void (*key_scores_t)(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride, int64_t nh,
+                         int64_t n, float scale, float *out, int64_t out_stride);
     /* SwiGLU: g[i] = silu(g[i]) * u[i] for i < n, silu(x) = x / (1 + exp(-x)) */
     void (*silu_mul)(float *g, const float *u, int64_t n);
 } pd_kernels;
@@ -141,6 +154,8 @@ void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk,
                           int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,
                          int64_t nh, int64_t n, float *out, int64_t out_stride);
+void pd_key_scores_t_avx512(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride, int64_t nh,
+                            int64_t n, float scale, float *out, int64_t out_stride);
 bool pd_avx512vnni_supported(void);
 
 /* a little-endian u16 at any address (block scales are not aligned) */

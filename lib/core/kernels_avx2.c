@@ -755,19 +755,20 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
 }
 
 /* The AVX2 table; the AVX-512 VNNI one differs in its integer and attention kernels (kernels_avx512.c). */
-#define X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX)                             \
+#define X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T)               \
     {                                                                                                                  \
         .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
         .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X, .widen = widen_avx2,                     \
         .narrow = narrow_avx2,                                                                                         \
         .quantize_act = QUANTIZE,                                                                                      \
-        .key_scores = KEY_SCORES, .value_mix = VALUE_MIX,                                                              \
+        .key_scores = KEY_SCORES, .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T,                                \
         .exp_sum = exp_sum_avx2, .silu_mul = silu_mul_avx2,                                                            \
     }
 static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, 4, qmatmul_x4_avx2, quantize_act_avx2, key_scores_avx2,
-                                             value_mix_avx2);
+                                             value_mix_avx2, NULL);
 static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512,
-                                               pd_quantize_act_avx512, pd_key_scores_avx512, pd_value_mix_avx512);
+                                               pd_quantize_act_avx512, pd_key_scores_avx512, pd_value_mix_avx512,
+                                               pd_key_scores_t_avx512);
 
 const pd_kernels *pd_kernels_avx2(void)
 {

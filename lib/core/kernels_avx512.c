@@ -633,6 +633,83 @@ AVX512 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64
     }
 }
 
+/* ------------------------------------------- keys stored transposed in blocks
+ *
+ * Scores with the keys across the lanes: a block holds key j's column d at
+ * d * PD_KEY_BLOCK + j, so a head's scores for 16 keys are one fma chain
+ * over d, each column of the query broadcast, with no horizontal sums and
+ * nothing to transpose (the cache is written that way). Each score is
+ * summed d = 0, 1, ... in one chain, so its bits do not depend on the
+ * tile, the heads or how many keys come with it. */
+
+_Static_assert(PD_KEY_BLOCK == 64, "a key block is four vectors of 16");
+
+/* NH heads x NV vectors of 16 keys: NH * NV fma chains in flight. */
+AVX512_INLINE void scores_t_tile(const int f16, const int NH, const int NV, const uint8_t *kb, int64_t nk,
+                                 const float *q, int64_t q_stride, int64_t n, float scale, float *out,
+                                 int64_t out_stride)
+{
+    const size_t elt = f16 ? 2 : 4;
+    __m512 acc[4][4];
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[h][v] = _mm512_setzero_ps();
+    for (int64_t d = 0; d < n; d++) {
+        __m512 kv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            const uint8_t *p = kb + ((size_t)d * PD_KEY_BLOCK + 16 * (size_t)v) * elt;
+            kv[v] = f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p))
+                        : _mm512_loadu_ps((const void *)p);
+        }
+#pragma GCC unroll 4
+        for (int h = 0; h < NH; h++) {
+            __m512 qd = _mm512_set1_ps(q[h * q_stride + d]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[h][v] = _mm512_fmadd_ps(qd, kv[v], acc[h][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            _mm512_mask_storeu_ps(out + h * out_stride + 16 * v, live_cols(nk, 16 * v),
+                                  _mm512_mul_ps(acc[h][v], _mm512_set1_ps(scale)));
+}
+
+/* NH heads over the block's first nk keys: 1-4 vectors of 16. */
+AVX512_INLINE void scores_t_heads(const int f16, const int NH, const uint8_t *kb, int64_t nk, const float *q,
+                                  int64_t q_stride, int64_t n, float scale, float *out, int64_t out_stride)
+{
+    int64_t nv = (nk + 15) / 16;
+    if (nv == 4) scores_t_tile(f16, NH, 4, kb, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nv == 3) scores_t_tile(f16, NH, 3, kb, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nv == 2) scores_t_tile(f16, NH, 2, kb, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nv == 1) scores_t_tile(f16, NH, 1, kb, nk, q, q_stride, n, scale, out, out_stride);
+}
+
+/* Heads four at a time (16 chains), then the last 1-3 together. */
+AVX512_INLINE void scores_t_kind(const int f16, const uint8_t *kb, int64_t nk, const float *q, int64_t q_stride,
+                                 int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
+{
+    int64_t h = 0;
+    for (; h + 4 <= nh; h += 4)
+        scores_t_heads(f16, 4, kb, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+    q += h * q_stride;
+    out += h * out_stride;
+    if (nh - h == 3) scores_t_heads(f16, 3, kb, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nh - h == 2) scores_t_heads(f16, 2, kb, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nh - h == 1) scores_t_heads(f16, 1, kb, nk, q, q_stride, n, scale, out, out_stride);
+}
+
+AVX512 void pd_key_scores_t_avx512(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
+                                   int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
+{
+    if (kt == PD_F16) scores_t_kind(1, kb, nk, q, q_stride, nh, n, scale, out, out_stride);
+    else scores_t_kind(0, kb, nk, q, q_stride, nh, n, scale, out, out_stride);
+}
+
 bool pd_avx512vnni_supported(void)
 {
     __builtin_cpu_init();

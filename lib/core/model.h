@@ -63,11 +63,18 @@ static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 }
 
 /* Cached rows widened at a time in attention (an F16 cache), and query heads
- * normalised at a time. */
-#define PD_ATTN_BLOCK 64
+ * normalised at a time: a key block. */
+#define PD_ATTN_BLOCK PD_KEY_BLOCK
 /* Tokens of a chunk that share each widened block of cached rows. */
 #define PD_ATTN_TOKENS 4
 static inline int64_t pd_attn_tokens(int64_t n_batch) { return n_batch < PD_ATTN_TOKENS ? n_batch : PD_ATTN_TOKENS; }
+
+/* Positions a layer of the key cache holds: n_ctx, rounded up to a whole block when blocked. */
+static inline size_t pd_key_positions(int64_t n_ctx, bool blocked)
+{
+    return blocked ? (size_t)(n_ctx + PD_KEY_BLOCK - 1) / PD_KEY_BLOCK * PD_KEY_BLOCK : (size_t)n_ctx;
+}
+
 
 struct pd_context {
     const pd_model *model;
@@ -76,8 +83,12 @@ struct pd_context {
     size_t bytes;     /* allocated at creation: KV cache and scratch */
     pd_pool *pool;
     int32_t kv_len;
-    void *k_cache, *v_cache; /* [layer][n_ctx][kv_dim] floats, or halves when kv_f16; K after RoPE */
-    bool kv_f16;
+    /* floats, or halves when kv_f16; K after RoPE. V: [layer][n_ctx][kv_dim].
+     * K the same, or, where the kernels have key_scores_t (k_blocked), in
+     * blocks of PD_KEY_BLOCK positions, each [kv_dim][PD_KEY_BLOCK]
+     * (pd_key_at), n_ctx rounded up to a whole block a layer. */
+    void *k_cache, *v_cache;
+    bool kv_f16, k_blocked;
 
     /* scratch for one chunk of up to n_batch tokens */
     float *x;      /* residual stream [n_batch][hidden] */
@@ -98,5 +109,17 @@ struct pd_context {
     float *out_logits; /* [n_outputs][vocab], NULL rows when not asked */
     int have_logits;
 };
+
+/* The element index of key element e (< kv_dim) of position pos in layer l
+ * of the key cache. Blocked: block pos / PD_KEY_BLOCK, row e, column pos %
+ * PD_KEY_BLOCK, so a KV head's rows g*head_dim.. of a block are the
+ * transposed [head_dim][PD_KEY_BLOCK] that key_scores_t reads. */
+static inline size_t pd_key_at(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos, int64_t e)
+{
+    size_t layer = (size_t)l * pd_key_positions(ctx->n_ctx, ctx->k_blocked) * (size_t)kv_dim;
+    if (!ctx->k_blocked) return layer + (size_t)pos * (size_t)kv_dim + (size_t)e;
+    return layer + (size_t)(pos / PD_KEY_BLOCK) * PD_KEY_BLOCK * (size_t)kv_dim + (size_t)e * PD_KEY_BLOCK +
+           (size_t)(pos % PD_KEY_BLOCK);
+}
 
 #endif

@@ -139,6 +139,19 @@ static bool is_block_quantized(const char *name)
  * at most 3.1e-4 of the largest value (logits and hidden states), top-1 unchanged. */
 #define KV16_TOL 1e-3
 
+/* ctx's logits against the reference's, top-1 compared wherever the
+ * reference's two best are more than 2 * tol of its largest apart (the
+ * margin scales with the largest logit: one pass to find it, then the real one). */
+static row_errors logits_against(json_t *exp, const pd_context *ctx, int vocab, double tol)
+{
+    row_errors el = {0};
+    compare_rows(json_object_get(exp, "logits"), ctx, true, vocab, INFINITY, &el);
+    double margin = 2 * tol * el.max_ref;
+    el = (row_errors){0};
+    compare_rows(json_object_get(exp, "logits"), ctx, true, vocab, margin, &el);
+    return el;
+}
+
 /* Every model format against the float64 reference, for the logits and the
  * hidden states of every position: float weights within 1e-5 of the largest
  * reference value, block-quantized ones as QUANT_TOL says. The prefill is split in chunks of 16 tokens, so prompts of 20-40
@@ -163,13 +176,9 @@ static void test_reference_cases(void **state)
         assert_int_equal(pd_context_kv_type(ctx), quantized || kv16 ? PD_KV_F16 : PD_KV_F32);
         eval_all(ctx, ids, n);
         double tol = quantized ? QUANT_TOL : kv16 ? KV16_TOL : 1e-5;
-        row_errors el = {0}, eh = {0};
+        row_errors eh = {0};
         compare_rows(json_object_get(exp, "hidden"), ctx, false, c->hidden, 0, &eh);
-        /* the margin scales with the largest logit: one pass to find it, then the real one */
-        compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, INFINITY, &el);
-        double margin = 2 * tol * el.max_ref;
-        el = (row_errors){0};
-        compare_rows(json_object_get(exp, "logits"), ctx, true, c->vocab, margin, &el);
+        row_errors el = logits_against(exp, ctx, c->vocab, tol);
         double dl = el.max_diff, rl = el.max_ref, dh = eh.max_diff, rh = eh.max_ref;
         printf("  %-20s %s logits max|diff| %.3g (%.2g of max %.3g, rms %.2g), hidden max|diff| %.3g (%.2g of max "
                "%.3g, rms %.2g), top-1 %d/%d\n",
@@ -525,7 +534,6 @@ static void check_interleaved(const char *name)
     json_t *exp = load_json(case_path(name, ".expected.json"));
     int32_t ids[64];
     int n = json_ids(json_object_get(exp, "ids"), ids, 64);
-    json_decref(exp);
     pd_error err;
     pd_model_params pa = {PD_LAYOUT_AUTO}, pf = {PD_LAYOUT_FILE};
     pd_model *ma = pd_model_load(path, &pa, &err), *mf = pd_model_load(path, &pf, &err);
@@ -553,20 +561,36 @@ static void check_interleaved(const char *name)
     }
     /* each sum moves by about 1e-7 of its terms; where an activation sits
      * near a rounding tie of the next int8 quantization it rounds the other
-     * way, and that grows through the layers. Measured, of the largest
-     * logit: AVX-512 and AVX2 kernels 1.5e-7 (Q8_0), 0.59% (Q4_0), 0.67%
-     * (Q4_1); portable 1.5e-7, 3.4e-7, 0.4% (each layout is within QUANT_TOL
-     * of the float64 reference in test_reference_cases) */
-    printf("  %s auto vs file layout: logits max|diff| %.3g (%.2g of max %.3g)\n", name, diff, diff / maxv, maxv);
-    assert_true(diff <= 1e-2f * maxv);
+     * way, and that grows through the layers, so any change of summation
+     * order anywhere moves this figure. Measured, of the largest logit:
+     * AVX-512 1.5e-7 (Q8_0), 0.59% (Q4_0), 0.4-0.94% (Q4_1, as the attention
+     * sums changed order); AVX2 1.5e-7, 0.59%, 0.67%; portable 1.5e-7,
+     * 3.4e-7, 0.4%. The bound is 2%. Top-1 is not compared here: on these
+     * random models two logits can be closer than the layouts' rounding
+     * (AVX-512 Q4_1, position 9: 31.48 and 31.36). Each layout's top-1 is
+     * checked against the float64 reference instead, as test_reference_cases
+     * does: the auto layout there, the file layout here. */
+    int same_top = 0;
     for (int i = 0; i < n; i++) {
         size_t ba = 0, bf = 0;
         for (size_t v = 1; v < V; v++) {
             ba = la[i * V + v] > la[i * V + ba] ? v : ba;
             bf = lf[i * V + v] > lf[i * V + bf] ? v : bf;
         }
-        assert_int_equal(ba, bf);
+        same_top += ba == bf;
     }
+    printf("  %s auto vs file layout: logits max|diff| %.3g (%.2g of max %.3g), top-1 %d/%d\n", name, diff,
+           diff / maxv, maxv, same_top, n);
+    assert_true(diff <= 2e-2f * maxv);
+    pd_context *rf = new_ctx(mf, 64, 1, 16);
+    eval_all(rf, ids, n);
+    row_errors ef = logits_against(exp, rf, c->vocab, QUANT_TOL);
+    printf("  %s file layout vs float64 reference: logits max|diff| %.2g of max, top-1 %d/%d\n", name,
+           ef.max_diff / ef.max_ref, ef.top1_same, ef.rows);
+    assert_true(ef.max_diff <= QUANT_TOL * ef.max_ref);
+    assert_int_equal(ef.top1_wrong, 0);
+    pd_context_free(rf);
+    json_decref(exp);
 
     /* rank-2 updates of every layer matrix, merged: both models' layers become the same F32 */
     static const char *const mats[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",

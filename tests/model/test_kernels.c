@@ -686,6 +686,72 @@ static void test_narrow_tables(void **state)
     free(got);
 }
 
+/* key_scores_t where a table has it, on a block of keys stored transposed
+ * (F32, and F16 with the halves' exact values): each score the bits of one
+ * fmaf chain over d = 0, 1, ... times the scale, whatever the number of
+ * heads (1-9: tiles of 4, 3, 2, 1) and keys (1, 16, 19, 50, 64: tails and
+ * whole vectors), and within 1e-6 of a float64 dot. The block's columns past
+ * nk hold NaN: they must not reach a score. Rows of 75 and 150 elements. */
+static void test_key_scores_transposed(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon()};
+    enum { B = PD_KEY_BLOCK, N = 150, NH = 9 };
+    float *k = malloc(B * N * sizeof(float)), *kb = malloc(N * B * sizeof(float));
+    uint16_t *kh = malloc(N * B * 2);
+    float q[NH * N], out[NH * B], one[B];
+    for (int64_t i = 0; i < NH * N; i++) q[i] = frand();
+    int tested = 0;
+    for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
+        const pd_kernels *kern = impls[m];
+        if (!kern || !kern->key_scores_t) continue;
+        tested++;
+        const int64_t nks[] = {1, 16, 19, 50, 64};
+        for (int half = 0; half < 2; half++)
+            for (int64_t n = 75; n <= N; n += 75)
+                for (size_t a = 0; a < sizeof nks / sizeof nks[0]; a++) {
+                    int64_t nk = nks[a];
+                    /* key j's element d at d * B + j; NaN past nk */
+                    for (int64_t d = 0; d < n; d++)
+                        for (int64_t j = 0; j < B; j++) {
+                            float x = j < nk ? frand() : NAN;
+                            kh[d * B + j] = pd_f32_to_f16(x);
+                            k[j * N + d] = half ? pd_f16_to_f32(kh[d * B + j]) : x;
+                            kb[d * B + j] = x;
+                        }
+                    const void *blk = half ? (const void *)kh : (const void *)kb;
+                    pd_dtype kt = half ? PD_F16 : PD_F32;
+                    for (int64_t nh = 1; nh <= NH; nh++) {
+                        kern->key_scores_t(kt, blk, nk, q, N, nh, n, 0.125f, out, B);
+                        for (int64_t h = 0; h < nh; h++) {
+                            kern->key_scores_t(kt, blk, nk, q + h * N, N, 1, n, 0.125f, one, B);
+                            assert_memory_equal(out + h * B, one, (size_t)nk * sizeof(float));
+                            for (int64_t j = 0; j < nk; j++) {
+                                float acc = 0.0f;
+                                double exact = 0.0, scale = 0.0;
+                                for (int64_t d = 0; d < n; d++) {
+                                    acc = fmaf(q[h * N + d], k[j * N + d], acc);
+                                    exact += 0.125 * q[h * N + d] * k[j * N + d];
+                                    scale += fabs(0.125 * q[h * N + d] * k[j * N + d]);
+                                }
+                                float want = 0.125f * acc;
+                                if (memcmp(&out[h * B + j], &want, sizeof want) || fabs(want - exact) > 1e-6 * scale)
+                                    fail_msg("%s key_scores_t %s nh %lld nk %lld n %lld head %lld key %lld: %.9g, "
+                                             "chain %.9g, float64 %.9g", kern->name, half ? "f16" : "f32",
+                                             (long long)nh, (long long)nk, (long long)n, (long long)h, (long long)j,
+                                             out[h * B + j], want, exact);
+                            }
+                        }
+                    }
+                }
+        printf("  %s key_scores_t: the chain's bits for 1-9 heads, 1-64 keys, F32 and F16 blocks\n", kern->name);
+    }
+    assert_true(tested >= (pd_kernels_avx512() ? 1 : 0));
+    free(k);
+    free(kb);
+    free(kh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -702,6 +768,7 @@ int main(void)
         cmocka_unit_test(test_block_values),
         cmocka_unit_test(test_half_conversions),
         cmocka_unit_test(test_narrow_tables),
+        cmocka_unit_test(test_key_scores_transposed),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }
