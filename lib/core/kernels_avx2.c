@@ -697,6 +697,72 @@ AVX2 static void value_mix_avx2(pd_dtype vt, const void *v, size_t stride, int64
     }
 }
 
+/* key_scores_t (kernels.h) on a block of keys stored transposed: a head's
+ * scores for 8 keys are one fma chain over d with the query's element
+ * broadcast; NH heads x NV vectors of 8 keys from j0 are NH * NV chains in
+ * flight (2 x 4 keeps 8 accumulators, 4 key vectors and a query element in
+ * the 16 ymm registers). The last vector's scores past nk go to a buffer. */
+AVX2_INLINE void scores_t_tile(const bool f16, const int NH, const int NV, const uint8_t *kb, int64_t j0,
+                               int64_t nk, const float *q, int64_t q_stride, int64_t n, float scale, float *out,
+                               int64_t out_stride)
+{
+    __m256 acc[2][4];
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[h][v] = _mm256_setzero_ps();
+    for (int64_t d = 0; d < n; d++) {
+        __m256 kv[4];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) kv[v] = load8(f16, kb, d * PD_KEY_BLOCK + j0 + 8 * v);
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; h++) {
+            __m256 qd = _mm256_set1_ps(q[h * q_stride + d]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[h][v] = _mm256_fmadd_ps(qd, kv[v], acc[h][v]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; h++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            int64_t j = j0 + 8 * v;
+            __m256 s = _mm256_mul_ps(acc[h][v], _mm256_set1_ps(scale));
+            if (nk - j >= 8) {
+                _mm256_storeu_ps(out + h * out_stride + j, s);
+            } else {
+                float part[8];
+                _mm256_storeu_ps(part, s);
+                memcpy(out + h * out_stride + j, part, (size_t)(nk - j) * sizeof(float));
+            }
+        }
+}
+
+/* NH heads over keys [j0, nk) of the block, at most 32 of them: 1-4 vectors. */
+AVX2_INLINE void scores_t_heads(const bool f16, const int NH, const uint8_t *kb, int64_t j0, int64_t nk,
+                                const float *q, int64_t q_stride, int64_t n, float scale, float *out,
+                                int64_t out_stride)
+{
+    int64_t nv = (nk - j0 + 7) / 8;
+    if (nv >= 4) scores_t_tile(f16, NH, 4, kb, j0, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nv == 3) scores_t_tile(f16, NH, 3, kb, j0, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nv == 2) scores_t_tile(f16, NH, 2, kb, j0, nk, q, q_stride, n, scale, out, out_stride);
+    else if (nv == 1) scores_t_tile(f16, NH, 1, kb, j0, nk, q, q_stride, n, scale, out, out_stride);
+}
+
+AVX2 static void key_scores_t_avx2(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
+                                   int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
+{
+    const bool f16 = kt == PD_F16;
+    for (int64_t j0 = 0; j0 < nk; j0 += 32) { /* the block in halves of 32 keys */
+        int64_t h = 0;
+        for (; h + 2 <= nh; h += 2)
+            scores_t_heads(f16, 2, kb, j0, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+        if (h < nh)
+            scores_t_heads(f16, 1, kb, j0, nk, q + h * q_stride, q_stride, n, scale, out + h * out_stride, out_stride);
+    }
+}
+
 /* exp of eight floats: 2^n * p(r) with r = x - n ln 2 (ln 2 in two parts) and
  * p of degree 7 (the Cephes coefficients), within 2 ulp of expf on
  * [-87, 88]; below -87 (and -inf, a masked score) exactly 0. */
@@ -765,7 +831,7 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
         .exp_sum = exp_sum_avx2, .silu_mul = silu_mul_avx2,                                                            \
     }
 static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, 4, qmatmul_x4_avx2, quantize_act_avx2, key_scores_avx2,
-                                             value_mix_avx2, NULL);
+                                             value_mix_avx2, key_scores_t_avx2);
 static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512,
                                                pd_quantize_act_avx512, pd_key_scores_avx512, pd_value_mix_avx512,
                                                pd_key_scores_t_avx512);
