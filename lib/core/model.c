@@ -319,6 +319,33 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
  * a multiple of n rows: the fused q/k/v loop hands
  * each matrix rows from where the last one ended. Out of memory, every
  * matrix keeps the file's layout. */
+/* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
+typedef struct {
+    pd_matrix *x;
+    uint8_t *dst;
+    int64_t g0, ng;
+} pack_slab;
+
+typedef struct {
+    pd_model *m;
+    const pack_slab *slabs;
+    int n;
+} pack_job;
+
+/* Slabs [begin, end): packed, and each one's file pages given back at once,
+ * so the peak is the packed weights plus a slab a thread. */
+static void pack_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const pack_job *j = arg;
+    for (int64_t i = begin; i < end; i++) {
+        const pack_slab *s = &j->slabs[i];
+        size_t group = (size_t)j->n * s->x->row_bytes, at = (size_t)s->g0 * group;
+        pd_x_pack(s->x->dtype, j->n, s->x->data + at, s->x->row_bytes, j->n * s->ng, s->dst + at);
+        release_mapped(&j->m->store, s->x->data + at, (size_t)s->ng * group);
+    }
+}
+
 static void interleave_weights(pd_model *m)
 {
     const int n = m->kern->interleave;
@@ -338,24 +365,37 @@ static void interleave_weights(pd_model *m)
 #ifdef MADV_HUGEPAGE
     madvise(buf, size, MADV_HUGEPAGE);
 #endif
+    /* slabs of about 1 MiB (whole groups), spread over the cores: the first
+     * touch of the new pages and the packing both run in parallel */
+    size_t n_slabs = 0;
+    for (size_t i = 0; (w = interleavable(m, i)); i++)
+        if (pd_dtype_is_block(w->dtype)) n_slabs += (size_t)(w->rows / n) / ((1u << 20) / ((size_t)n * w->row_bytes) + 1) + 1;
+    pack_slab *slabs = malloc(n_slabs * sizeof *slabs);
+    if (!slabs) return; /* buf is owned by m: freed with it */
     uint8_t *dst = buf;
+    size_t k = 0;
     pd_matrix *x;
     for (size_t i = 0; (x = interleavable(m, i)); i++) {
         if (!pd_dtype_is_block(x->dtype)) continue;
-        size_t bytes = (size_t)x->rows * x->row_bytes, group = (size_t)n * x->row_bytes;
-        /* a slab of about 1 MiB at a time, its file pages given back at once:
-         * the peak is the packed weights plus one slab, not plus the largest matrix */
-        int64_t slab = (int64_t)((1u << 20) / group) + 1;
-        for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab) {
-            int64_t ng = x->rows / n - g0 < slab ? x->rows / n - g0 : slab;
-            pd_x_pack(x->dtype, n, x->data + (size_t)g0 * group, x->row_bytes, n * ng, dst + (size_t)g0 * group);
-            release_mapped(&m->store, x->data + (size_t)g0 * group, (size_t)ng * group);
-        }
-        x->data = dst;
-        x->interleave = n;
-        m->n_interleaved++;
-        dst += (bytes + 63) & ~(size_t)63;
+        int64_t slab = (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1;
+        for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab)
+            slabs[k++] = (pack_slab){x, dst, g0, x->rows / n - g0 < slab ? x->rows / n - g0 : slab};
+        dst += ((size_t)x->rows * x->row_bytes + 63) & ~(size_t)63;
     }
+    pack_job job = {m, slabs, n};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    pd_pool *pool = cores > 1 ? pd_pool_new(cores < 8 ? (int)cores : 8) : NULL;
+    if (pool) pd_pool_for(pool, (int64_t)k, 1, pack_range, &job);
+    else pack_range(&job, 0, (int64_t)k, 0);
+    pd_pool_free(pool);
+    /* every slab is packed: the matrices now read the new layout */
+    for (size_t i = 0; i < k; i++) {
+        if (slabs[i].g0) continue; /* a matrix's first slab */
+        slabs[i].x->data = slabs[i].dst;
+        slabs[i].x->interleave = n;
+        m->n_interleaved++;
+    }
+    free(slabs);
     if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read it interleaved too */
 }
 
