@@ -35,67 +35,6 @@ static const qtype QTYPES[] = {{"q4_0", PD_Q4_0, 2}, {"q4_1", PD_Q4_1, 3}, {"q8_
 
 /* ------------------------------------------------------- quantizers */
 
-static void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-/* quantize_row_q8_0_ref for one block: d = amax/127, q = roundf(x/d). The
- * build is ISO C (-std=c11), so no multiply-add is fused and every step
- * rounds to float as in ggml's reference code. */
-static void block_q8_0(const float *x, uint8_t *out)
-{
-    float amax = 0.0f;
-    for (int j = 0; j < PD_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
-    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    put16(out, pd_f32_to_f16(d));
-    for (int j = 0; j < PD_QBLOCK; j++) out[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
-}
-
-/* quantize_row_q4_0_ref: d = (signed value of the first largest |x|) / -8,
- * q = min(15, (int8)(x/d + 8.5)); weight j in the low nibble of byte j,
- * weight j+16 in its high nibble. */
-static void block_q4_0(const float *x, uint8_t *out)
-{
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < PD_QBLOCK; j++)
-        if (amax < fabsf(x[j])) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    put16(out, pd_f32_to_f16(d));
-    for (int j = 0; j < PD_QBLOCK / 2; j++) {
-        const float x0 = x[j] * id, x1 = x[j + 16] * id;
-        int q0 = (int8_t)(x0 + 8.5f), q1 = (int8_t)(x1 + 8.5f);
-        q0 = q0 < 15 ? q0 : 15;
-        q1 = q1 < 15 ? q1 : 15;
-        out[2 + j] = (uint8_t)(q0 | (q1 << 4));
-    }
-}
-
-/* quantize_row_q4_1_ref: d = (max-min)/15, m = min,
- * q = min(15, (int8)((x-min)/d + 0.5)). */
-static void block_q4_1(const float *x, uint8_t *out)
-{
-    float min = FLT_MAX, max = -FLT_MAX;
-    for (int j = 0; j < PD_QBLOCK; j++) {
-        if (x[j] < min) min = x[j];
-        if (x[j] > max) max = x[j];
-    }
-    const float d = (max - min) / 15.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    put16(out, pd_f32_to_f16(d));
-    put16(out + 2, pd_f32_to_f16(min));
-    for (int j = 0; j < PD_QBLOCK / 2; j++) {
-        const float x0 = (x[j] - min) * id, x1 = (x[j + 16] - min) * id;
-        int q0 = (int8_t)(x0 + 0.5f), q1 = (int8_t)(x1 + 0.5f);
-        q0 = q0 < 15 ? q0 : 15;
-        q1 = q1 < 15 ? q1 : 15;
-        out[4 + j] = (uint8_t)(q0 | (q1 << 4));
-    }
-}
-
 /* Encode one row of n floats (n a multiple of 32 for block types) as t. */
 static void encode_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
 {
@@ -107,14 +46,7 @@ static void encode_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
         }
         return;
     }
-    size_t bb = pd_dtype_row_bytes(t, PD_QBLOCK);
-    for (int64_t b = 0; b < n / PD_QBLOCK; b++) {
-        const float *xb = x + b * PD_QBLOCK;
-        uint8_t *ob = out + (size_t)b * bb;
-        if (t == PD_Q8_0) block_q8_0(xb, ob);
-        else if (t == PD_Q4_0) block_q4_0(xb, ob);
-        else block_q4_1(xb, ob);
-    }
+    pd_quantize_row(t, x, n, out);
 }
 
 /* ---------------------------------------------------------- writer */

@@ -164,6 +164,9 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n);
 
 float pd_f16_to_f32(uint16_t h);
 uint16_t pd_f32_to_f16(float f);
+/* n floats (a multiple of 32) as Q8_0, Q4_0 or Q4_1 blocks with ggml's
+ * quantize_row_*_ref arithmetic (lib/core/quantize.c). */
+void pd_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out);
 float pd_bf16_to_f32(uint16_t h);
 
 #endif /* PD_INTERNAL_H */

@@ -123,8 +123,23 @@ typedef enum pd_weight_layout {
     PD_LAYOUT_FILE = 1 /* every weight read in place from the mapped file */
 } pd_weight_layout;
 
+/* Quantizing float weights as they load (an HF directory of BF16/F16/F32,
+ * or a float GGUF): every layer matrix, the LM head and the token
+ * embeddings become blocks of 32 with ggml's quantize_row_*_ref arithmetic,
+ * the bytes `pocketdec quantize` writes, so the model computes what loading
+ * that file computes; their file pages are given back as each matrix is
+ * done. Matrices already block-quantized stay as they are; columns that are
+ * not whole blocks of 32 fail the load with PD_ERR_SHAPE. */
+typedef enum pd_weight_quant {
+    PD_QUANT_NONE = 0, /* every weight as stored */
+    PD_QUANT_Q8_0 = 1,
+    PD_QUANT_Q4_0 = 2,
+    PD_QUANT_Q4_1 = 3
+} pd_weight_quant;
+
 typedef struct pd_model_params {
     pd_weight_layout layout; /* zero-initialised: PD_LAYOUT_AUTO */
+    pd_weight_quant quantize; /* zero-initialised: PD_QUANT_NONE */
 } pd_model_params;
 
 /* Load a model: an HF directory (config.json + model.safetensors or a sharded

@@ -124,6 +124,7 @@ static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_err
 }
 
 static void interleave_weights(pd_model *m);
+static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err);
 
 pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err)
 {
@@ -168,6 +169,10 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
         return NULL;
     }
     m->kern = pd_kernels_select();
+    if (params && params->quantize != PD_QUANT_NONE && quantize_weights(m, params->quantize, err) != PD_OK) {
+        pd_model_free(m);
+        return NULL;
+    }
     if (!params || params->layout != PD_LAYOUT_FILE) interleave_weights(m);
     return m;
 }
@@ -319,6 +324,52 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
  * a multiple of n rows: the fused q/k/v loop hands
  * each matrix rows from where the last one ended. Out of memory, every
  * matrix keeps the file's layout. */
+/* Float matrices of the layers and the LM head quantized as they load
+ * (pd_model_params.quantize), untied embeddings too, as `pocketdec
+ * quantize` writes them, each into memory of the model's own, its file
+ * pages given back once it is done. */
+static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
+{
+    static const pd_dtype types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0, [PD_QUANT_Q4_1] = PD_Q4_1};
+    if (q < PD_QUANT_Q8_0 || q > PD_QUANT_Q4_1)
+        return pd_set_error(err, PD_ERR_ARG, "%s: unknown weight quantization %d", m->source, (int)q);
+    const pd_dtype t = types[q];
+    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
+    /* the layers' matrices, the LM head, and untied embeddings */
+    for (size_t i = 0; i < n_mat + (m->cfg.tied_embeddings ? 1 : 2); i++) {
+        pd_matrix *x = i < n_mat ? matrix_at(m->layers, (long)i) : i == n_mat ? &m->lm_head : &m->embed;
+        if (pd_dtype_is_block(x->dtype)) continue;
+        char name[96];
+        if (i < n_mat)
+            snprintf(name, sizeof name, "model.layers.%zu.%s", i / N_LAYER_MATRICES,
+                     layer_matrices[i % N_LAYER_MATRICES].suffix);
+        else
+            snprintf(name, sizeof name, "%s",
+                     i == n_mat && !m->cfg.tied_embeddings ? "lm_head.weight" : "model.embed_tokens.weight");
+        if (x->cols % PD_QBLOCK)
+            return pd_set_error(err, PD_ERR_SHAPE, "%s: %s has %lld columns, not whole blocks of %d: it cannot be quantized",
+                                m->source, name, (long long)x->cols, PD_QBLOCK);
+        size_t rb = pd_dtype_row_bytes(t, x->cols), bytes;
+        uint8_t *out = pd_mul_size((size_t)x->rows, rb, &bytes) ? own(m, malloc(bytes)) : NULL;
+        float *row = malloc((size_t)x->cols * sizeof(float));
+        if (!out || !row) {
+            free(row);
+            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing %s", m->source, name);
+        }
+        for (int64_t r = 0; r < x->rows; r++) {
+            pd_row_to_f32(x->dtype, x->data + (size_t)r * x->row_bytes, row, x->cols);
+            pd_quantize_row(t, row, x->cols, out + (size_t)r * rb);
+        }
+        free(row);
+        release_mapped(&m->store, x->data, (size_t)x->rows * x->row_bytes);
+        x->dtype = t;
+        x->data = out;
+        x->row_bytes = rb;
+    }
+    if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read its blocks */
+    return PD_OK;
+}
+
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
 typedef struct {
     pd_matrix *x;

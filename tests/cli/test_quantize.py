@@ -44,8 +44,8 @@ def same_bytes(a, b):
         return fa.read() == fb.read()
 
 
-def logits(model, ids="1,2,3,4,5,6,7,8"):
-    rc, out, err = run("logits", "--model", model, "--ids", ids)
+def logits(model, ids="1,2,3,4,5,6,7,8", *extra):
+    rc, out, err = run("logits", "--model", model, "--ids", ids, *extra)
     return json.loads(out) if rc == 0 else None
 
 
@@ -79,6 +79,9 @@ def test_same_file(tmp):
                   and summary.get("bytes") == os.path.getsize(out), so + err)
             check(f"{name} {ty}: the same bytes as make_model.py's GGUF (ggml's reference quantizers)",
                   rc == 0 and same_bytes(out, ref))
+            loaded = logits(os.path.join(tmp, name), "1,2,3,4,5,6,7,8", "--quantize", ty)
+            check(f"{name} loaded with --quantize {ty}: the file's logits, bit for bit",
+                  loaded is not None and loaded == logits(out))
             if name == "gqa":
                 got = logits(out)
                 tol = 0.05 if ty == "q8_0" else 0.3
@@ -134,6 +137,11 @@ def test_errors(tmp):
     fails("rows that are not whole blocks of 32 are refused, naming the tensor",
           ["--model", odd, "--type", "q4_0", "--out", os.path.join(tmp, "o.gguf")], "not a multiple of 32",
           no_file=os.path.join(tmp, "o.gguf"))
+    rc, out, err = run("logits", "--model", odd, "--ids", "1,2", "--quantize", "q4_0")
+    check("--quantize at load refuses the same model, naming the tensor and the cause",
+          rc == 1 and out == "" and "model.layers.0.self_attn.q_proj.weight has 48 columns" in err, err)
+    rc, out, err = run("logits", "--model", gqa, "--ids", "1,2", "--quantize", "q5_k")
+    check("an unknown --quantize is a usage error", rc == 2 and "q8_0, q4_0 or q4_1" in err, err)
 
 
 with tempfile.TemporaryDirectory() as d:

@@ -433,6 +433,11 @@ static void test_bad_batches(void **state)
     assert_null(pd_context_new(f->m, &unknown_kv, &err));
     assert_int_equal(err.code, PD_ERR_ARG);
     assert_non_null(strstr(err.message, "KV cache type 7"));
+    /* an unknown weight quantization is refused at load, naming it */
+    pd_model_params unknown_quant = {.quantize = (pd_weight_quant)9};
+    assert_null(pd_model_load(case_path("gqa-hf-f32", ""), &unknown_quant, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "unknown weight quantization 9"));
     /* an F16 cache is half the bytes of an F32 one */
     pd_context_params f32 = {64, 1, 8, 0, PD_KV_F32}, f16 = f32;
     f16.kv_type = PD_KV_F16;
@@ -535,7 +540,7 @@ static void check_interleaved(const char *name)
     int32_t ids[64];
     int n = json_ids(json_object_get(exp, "ids"), ids, 64);
     pd_error err;
-    pd_model_params pa = {PD_LAYOUT_AUTO}, pf = {PD_LAYOUT_FILE};
+    pd_model_params pa = {.layout = PD_LAYOUT_AUTO}, pf = {.layout = PD_LAYOUT_FILE};
     pd_model *ma = pd_model_load(path, &pa, &err), *mf = pd_model_load(path, &pf, &err);
     assert_non_null(ma);
     assert_non_null(mf);
@@ -643,7 +648,7 @@ static void test_interleaved_layout(void **state)
     for (int i = 0; i < 16; i++) ids[i] = (i * 37 + 5) % 510;
     int n = 16;
     pd_error err;
-    pd_model_params pa = {PD_LAYOUT_AUTO};
+    pd_model_params pa = {.layout = PD_LAYOUT_AUTO};
     char kern[64];
 
     /* a 510-row LM head stays in the file's layout (rows not a multiple of 4),
