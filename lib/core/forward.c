@@ -311,7 +311,6 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     int64_t kvd = nkv * hd, tq = pd_attn_tokens(ctx->n_batch);
     pd_dtype kvt = ctx->kv_f16 ? PD_F16 : PD_F32;
     size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
-    const uint8_t *kc = (const uint8_t *)ctx->k_cache + pd_key_at(ctx, kvd, a->layer, 0, 0) * elt;
     const uint8_t *vc = (const uint8_t *)ctx->v_cache + layer_off;
     size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
     /* per thread: each tile token's group rows of n_ctx scores, then a block of widened rows */
@@ -331,13 +330,14 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int64_t keys_max = kv0 + i1 - 1;
         const uint8_t *v = vc + (size_t)(g * hd) * elt;
         for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
+            /* the KV head's keys from position t0: blocked, its rows of the
+             * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
+            const uint8_t *k = (const uint8_t *)ctx->k_cache + pd_key_at(ctx, kvd, a->layer, t0, g * hd) * elt;
             size_t stride = 0;
-            const void *rows = NULL;
-            if (ctx->k_blocked) /* the KV head's rows of the block: [hd][PD_KEY_BLOCK], as stored */
-                rows = kc + (pd_key_at(ctx, kvd, 0, t0, g * hd) - pd_key_at(ctx, kvd, 0, 0, 0)) * elt;
-            else
-                rows = widen_block(kern, kvt, kc + (size_t)t0 * row + (size_t)(g * hd) * elt, row,
-                                   keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd, block, &stride);
+            const void *rows = ctx->k_blocked ? (const void *)k
+                                              : widen_block(kern, kvt, k, row,
+                                                            keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK,
+                                                            hd, block, &stride);
             for (int32_t i = i0; i < i1; i++) {
                 if (t0 >= kv0 + i) continue; /* past what this token sees */
                 int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;

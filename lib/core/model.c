@@ -317,13 +317,6 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
     return i == n_mat && m->lm_head.rows % m->kern->interleave == 0 ? &m->lm_head : NULL;
 }
 
-/* The block-quantized (Q8_0, Q4_0, Q4_1) matrices of the layers and the LM
- * head (the embeddings too when tied) interleaved n = kern->interleave rows
- * at a time (pd_x_pack), a slab at a time, each file range given back once
- * packed, so the peak stays near one copy. Only when every layer matrix has
- * a multiple of n rows: the fused q/k/v loop hands
- * each matrix rows from where the last one ended. Out of memory, every
- * matrix keeps the file's layout. */
 /* Float matrices of the layers and the LM head quantized as they load
  * (pd_model_params.quantize), untied embeddings too, as `pocketdec
  * quantize` writes them, each into memory of the model's own, its file
@@ -357,7 +350,7 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
             return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing %s", m->source, name);
         }
         for (int64_t r = 0; r < x->rows; r++) {
-            pd_row_to_f32(x->dtype, x->data + (size_t)r * x->row_bytes, row, x->cols);
+            m->kern->widen(x->dtype, x->data + (size_t)r * x->row_bytes, row, x->cols);
             pd_quantize_row(t, row, x->cols, out + (size_t)r * rb);
         }
         free(row);
@@ -368,6 +361,17 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
     }
     if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read its blocks */
     return PD_OK;
+}
+
+/* Groups of n rows of x in a slab: about 1 MiB. */
+static int64_t slab_groups(const pd_matrix *x, int n) { return (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1; }
+
+/* A pool of this machine's cores (up to 8) for a pass over the weights at
+ * load or derive; NULL with one core, and the pass then runs on this thread. */
+static pd_pool *weights_pool(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 1 ? pd_pool_new(cores < 8 ? (int)cores : 8) : NULL;
 }
 
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
@@ -397,6 +401,13 @@ static void pack_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
+/* The block-quantized (Q8_0, Q4_0, Q4_1) matrices of the layers and the LM
+ * head (the embeddings too when tied) interleaved n = kern->interleave rows
+ * at a time (pd_x_pack), in slabs across the cores, each file range given
+ * back once packed, so the peak stays near one copy. Only when every layer
+ * matrix has a multiple of n rows: the fused q/k/v loop hands each matrix
+ * rows from where the last one ended. Out of memory, every matrix keeps the
+ * file's layout. */
 static void interleave_weights(pd_model *m)
 {
     const int n = m->kern->interleave;
@@ -420,7 +431,7 @@ static void interleave_weights(pd_model *m)
      * touch of the new pages and the packing both run in parallel */
     size_t n_slabs = 0;
     for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (pd_dtype_is_block(w->dtype)) n_slabs += (size_t)(w->rows / n) / ((1u << 20) / ((size_t)n * w->row_bytes) + 1) + 1;
+        if (pd_dtype_is_block(w->dtype)) n_slabs += (size_t)(w->rows / n / slab_groups(w, n)) + 1;
     pack_slab *slabs = malloc(n_slabs * sizeof *slabs);
     if (!slabs) return; /* buf is owned by m: freed with it */
     uint8_t *dst = buf;
@@ -428,14 +439,13 @@ static void interleave_weights(pd_model *m)
     pd_matrix *x;
     for (size_t i = 0; (x = interleavable(m, i)); i++) {
         if (!pd_dtype_is_block(x->dtype)) continue;
-        int64_t slab = (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1;
+        int64_t slab = slab_groups(x, n);
         for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab)
             slabs[k++] = (pack_slab){x, dst, g0, x->rows / n - g0 < slab ? x->rows / n - g0 : slab};
         dst += ((size_t)x->rows * x->row_bytes + 63) & ~(size_t)63;
     }
     pack_job job = {m, slabs, n};
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    pd_pool *pool = cores > 1 ? pd_pool_new(cores < 8 ? (int)cores : 8) : NULL;
+    pd_pool *pool = weights_pool();
     if (pool) pd_pool_for(pool, (int64_t)k, 1, pack_range, &job);
     else pack_range(&job, 0, (int64_t)k, 0);
     pd_pool_free(pool);
@@ -571,9 +581,8 @@ pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_
         goto fail;
     }
     /* merging is a pass over every weight of the target matrices: spread it
-     * over the cores (without a pool it runs on this thread) */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores > 1 && mode != PD_DERIVE_RUNTIME) pool = pd_pool_new(cores < 8 ? (int)cores : 8);
+     * over the cores */
+    if (mode != PD_DERIVE_RUNTIME) pool = weights_pool();
     for (size_t i = 0; i < n_updates; i++) {
         const pd_lowrank *u = &updates[i];
         long index = matrix_index(&base->cfg, u->matrix);
