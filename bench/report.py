@@ -44,6 +44,10 @@ def collect(fmt, d):
     print(json.dumps(row))
 
 
+# formats whose llama.cpp side runs another file (bench/run.sh)
+LABELS = {"q4_64": "Q4_64 (llama.cpp: Q4_0)"}
+
+
 def table(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     formats = list(dict.fromkeys(r["format"] for r in rows))
@@ -53,7 +57,7 @@ def table(path):
     for fmt in formats:
         rs = [r for r in rows if r["format"] == fmt]
         m = {k: statistics.median(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], (int, float))}
-        print(f"| {fmt.upper()} | {m['pd_prefill']:.1f} / {m['ll_prefill']:.1f} | "
+        print(f"| {LABELS.get(fmt, fmt.upper())} | {m['pd_prefill']:.1f} / {m['ll_prefill']:.1f} | "
               f"**{m['pd_prefill'] / m['ll_prefill']:.2f}x** | {m['pd_decode']:.1f} / {m['ll_decode']:.1f} | "
               f"**{m['pd_decode'] / m['ll_decode']:.2f}x** | {m['pd_rss_mb']:.0f} / {m['ll_rss_mb']:.0f} | "
               f"{m['pd_load_ms']:.0f} / {m['ll_load_ms']:.0f} |")

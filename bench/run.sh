@@ -2,13 +2,16 @@
 # bench/run.sh - pocketdec and llama.cpp side by side on the same GGUF files of
 # the MNN-Pocket-0.3B shape (random weights), same threads, in turn.
 #
-# Usage: bench/run.sh [--formats q4_0,q4_1,q8_0,f16] [--reps N] [--rounds N] [--threads N]
+# Usage: bench/run.sh [--formats q4_0,q4_1,q8_0,f16,q4_64] [--reps N] [--rounds N] [--threads N]
 #                     [--decision] [--decision-only] [--decision-format FMT] [--interop]
 #                     [--llama-tool bench|score] [--isa native|avx2] [--pocketdec PATH]
 #
 #   throughput (default): prefill 512 and decode 128 tokens/s (medians), peak RSS,
 #       load time; pocketdec `bench` and `llama-bench` alternate on each file,
 #       --rounds times (the figures are medians over rounds of per-run medians).
+#       q4_64 (MNN's W4A16 layout, blocks of 64, which no GGUF type holds): pocketdec
+#       quantizes the F16 file at load (--quantize q4_64, its load time included) and
+#       llama.cpp runs Q4_0, its 4-bit type of the same size (4.5 bits a weight).
 #   --llama-tool score: time llama.cpp with bench/llama_score.c's --bench (the same pp/tg
 #       tests through libllama) instead of llama-bench, which needs llama.cpp's common
 #       library and its tools built too (most of the build time).
@@ -121,11 +124,16 @@ throughput() {
   local results=$TMP/throughput.jsonl
   : >"$results"
   for fmt in ${FORMATS//,/ }; do
-    local m; m=$(model "$fmt")
+    local m pm quant=()
+    if [ "$fmt" = q4_64 ]; then
+      m=$(model q4_0) pm=$(model f16) quant=(--quantize q4_64)
+    else
+      m=$(model "$fmt") pm=$m
+    fi
     for ((r = 1; r <= ROUNDS; r++)); do
       log "$fmt round $r/$ROUNDS: pocketdec"
-      /usr/bin/time -f %M -o "$TMP/pd.rss" "$PD" bench --model "$m" --prompt-tokens 512 --gen-tokens 128 \
-        --threads "$THREADS" --reps "$REPS" >"$TMP/pd.json"
+      /usr/bin/time -f %M -o "$TMP/pd.rss" "$PD" bench --model "$pm" "${quant[@]}" --prompt-tokens 512 \
+        --gen-tokens 128 --threads "$THREADS" --reps "$REPS" >"$TMP/pd.json"
       log "$fmt round $r/$ROUNDS: llama.cpp"
       if [ "$LLAMA_TOOL" = bench ]; then
         /usr/bin/time -f %M -o "$TMP/ll.rss" "$LLAMA_BENCH" -m "$m" -p 512 -n 128 -t "$THREADS" -r "$REPS" \

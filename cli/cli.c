@@ -90,10 +90,11 @@ int cli_layout_opt(cli_args *a, pd_model_params *p)
     const char *v = cli_opt(a, "--weight-layout"), *q = cli_opt(a, "--quantize");
     p->layout = PD_LAYOUT_AUTO;
     p->quantize = PD_QUANT_NONE;
-    static const char *const names[] = {[PD_QUANT_Q8_0] = "q8_0", [PD_QUANT_Q4_0] = "q4_0", [PD_QUANT_Q4_1] = "q4_1"};
-    for (int k = PD_QUANT_Q8_0; q && k <= PD_QUANT_Q4_1; k++)
+    static const char *const names[] = {[PD_QUANT_Q8_0] = "q8_0", [PD_QUANT_Q4_0] = "q4_0", [PD_QUANT_Q4_1] = "q4_1",
+                                        [PD_QUANT_Q4_64] = "q4_64"};
+    for (int k = PD_QUANT_Q8_0; q && k <= PD_QUANT_Q4_64; k++)
         if (strcmp(q, names[k]) == 0) p->quantize = (pd_weight_quant)k;
-    if (q && p->quantize == PD_QUANT_NONE) return cli_usage(a, "--quantize must be q8_0, q4_0 or q4_1");
+    if (q && p->quantize == PD_QUANT_NONE) return cli_usage(a, "--quantize must be q8_0, q4_0, q4_1 or q4_64");
     if (!v || strcmp(v, "auto") == 0) return 0;
     if (strcmp(v, "file") == 0) p->layout = PD_LAYOUT_FILE;
     else return cli_usage(a, "--weight-layout must be auto or file");

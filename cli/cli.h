@@ -34,7 +34,7 @@ int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t 
  * message when the value is something else. */
 int cli_kv_cache_opt(cli_args *a, pd_kv_type *t);
 /* --weight-layout auto|file into p->layout (auto when absent) and --quantize
- * q8_0|q4_0|q4_1 into p->quantize (none when absent); 2 after a usage message. */
+ * q8_0|q4_0|q4_1|q4_64 into p->quantize (none when absent); 2 after a usage message. */
 int cli_layout_opt(cli_args *a, pd_model_params *p);
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
 

@@ -300,22 +300,22 @@ static const cli_command commands[] = {
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
      "with --decode reads arrays of ids and writes JSON strings (invalid UTF-8 becomes U+FFFD).",
      cmd_tokenize},
-    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"logits", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the logits at the last position as one JSON array.", cmd_logits},
-    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+    {"hidden", "--model PATH --ids 1,2,3 [--threads N] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
     {"generate",
      "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
-     " [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     " [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
-    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1]",
+    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64]",
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.\n"
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
@@ -324,7 +324,7 @@ static const cli_command commands[] = {
      "--head DIR: a decision head then picks each record's labels (the schema's decide section).",
      cmd_extract},
     {"score",
-     "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Scores label candidates for a text in one forward pass with a decision head (pointer or classifier;\n"
      "without --head, the LM log-probability of each candidate). Prints JSON\n"
      "{\"candidates\":[{\"label\",\"prob\",\"score\"}],\"forward_passes\":1,\"prompt_tokens\":N}; --explain adds the\n"

@@ -39,22 +39,31 @@ char *pd_path_join(const char *dir, const char *name);
 
 /* ------------------------------------------------------------- tensors */
 
-/* Element types; the numbers are GGUF's ggml_type values. */
+/* Element types; the numbers are GGUF's ggml_type values, but for
+ * PD_Q4_64, which no file holds: it is made only by quantizing at load. */
 typedef enum pd_dtype {
     PD_F32 = 0,
     PD_F16 = 1,
     PD_Q4_0 = 2,
     PD_Q4_1 = 3,
     PD_Q8_0 = 8,
-    PD_BF16 = 30
+    PD_BF16 = 30,
+    /* MNN's W4A16 layout: 4 bits with a scale d and a minimum m (F16) per
+     * block of 64, w = d * q + m, 36 bytes a block (d, m, then the nibbles of
+     * its two halves of 32, each half as Q4_1 stores its 32). */
+    PD_Q4_64 = 1064
 } pd_dtype;
 
-#define PD_QBLOCK 32 /* weights per Q8_0/Q4_0/Q4_1 block */
+#define PD_QBLOCK 32 /* weights per Q8_0/Q4_0/Q4_1 block, and per block of the quantized activations */
+#define PD_QBLOCK_64 64 /* weights per Q4_64 block */
 
 const char *pd_dtype_name(pd_dtype t);
 /* Bytes of a row of n elements (n a multiple of the block size for block
  * types; returns 0 when it is not, or when t is unknown). */
 size_t pd_dtype_row_bytes(pd_dtype t, int64_t n);
+/* Elements a block of t holds: 32 or 64 for the block types, 1 for the float ones. */
+int pd_dtype_block_len(pd_dtype t);
+/* Whether t is a type a GGUF or safetensors file may hold (not PD_Q4_64). */
 bool pd_dtype_known(int t);
 
 /* A tensor view into mapped file data. shape is outermost first (HF/numpy
@@ -69,7 +78,8 @@ typedef struct pd_tensor {
     size_t nbytes;
 } pd_tensor;
 
-/* A read-only memory mapping of one file. */
+/* A memory mapping: of one file (read-only), or anonymous memory the
+ * store owns (pd_store_map_anonymous). */
 typedef struct pd_mapping {
     char *path;
     const uint8_t *data;
@@ -87,6 +97,10 @@ typedef struct pd_tensor_store {
 
 void pd_store_init(pd_tensor_store *st);
 void pd_store_free(pd_tensor_store *st);
+/* size bytes of zeroed, writable memory of the store's own (an anonymous
+ * mapping appended to st->maps, named name in messages), freed with the
+ * store; its pages can be given back with madvise as a file's can. */
+pd_status pd_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err);
 const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name);
 
 /* Map one .safetensors file and add its tensors (F32/F16/BF16). The header is
@@ -164,8 +178,9 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n);
 
 float pd_f16_to_f32(uint16_t h);
 uint16_t pd_f32_to_f16(float f);
-/* n floats (a multiple of 32) as Q8_0, Q4_0 or Q4_1 blocks with ggml's
- * quantize_row_*_ref arithmetic (lib/core/quantize.c). */
+/* n floats (a multiple of the block) as Q8_0, Q4_0 or Q4_1 blocks with
+ * ggml's quantize_row_*_ref arithmetic, or as Q4_64 blocks with Q4_1's
+ * (lib/core/quantize.c). */
 void pd_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out);
 float pd_bf16_to_f32(uint16_t h);
 

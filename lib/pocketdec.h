@@ -114,7 +114,7 @@ typedef struct pd_config {
 typedef enum pd_weight_layout {
     /* The kernels' faster layout where they have one, else the file's. Today
      * every kernel set (AVX-512 VNNI, AVX2, NEON, portable) has one for the
-     * block types Q8_0, Q4_0 and Q4_1: those matrices of the layers and of
+     * block types Q8_0, Q4_0, Q4_1 and Q4_64: those matrices of the layers and of
      * the LM head are interleaved (sixteen rows at a time for AVX-512 VNNI,
      * four for the others) into memory of the model's own (the same number of bytes; the file's pages for them are
      * given back as they are packed), which speeds up prefill and decode. The
@@ -125,16 +125,21 @@ typedef enum pd_weight_layout {
 
 /* Quantizing float weights as they load (an HF directory of BF16/F16/F32,
  * or a float GGUF): every layer matrix, the LM head and the token
- * embeddings become blocks of 32 with ggml's quantize_row_*_ref arithmetic,
- * the bytes `pocketdec quantize` writes, so the model computes what loading
- * that file computes; their file pages are given back as each matrix is
- * done. Matrices already block-quantized stay as they are; columns that are
- * not whole blocks of 32 fail the load with PD_ERR_SHAPE. */
+ * embeddings become blocks. Q8_0, Q4_0 and Q4_1 are blocks of 32 made with
+ * ggml's quantize_row_*_ref arithmetic, the bytes `pocketdec quantize`
+ * writes, so the model computes what loading that file computes. Q4_64 is
+ * MNN's W4A16 layout: 4 bits with a scale and a minimum per block of 64
+ * (Q4_1's arithmetic over 64 weights: 4.5 bits a weight, Q4_0's size with
+ * Q4_1's asymmetric range); it exists only in memory, no file holds it.
+ * Their file pages are given back as each matrix is done. Matrices already
+ * block-quantized stay as they are; columns that are not whole blocks (of
+ * 32, or 64 for Q4_64) fail the load with PD_ERR_SHAPE. */
 typedef enum pd_weight_quant {
     PD_QUANT_NONE = 0, /* every weight as stored */
     PD_QUANT_Q8_0 = 1,
     PD_QUANT_Q4_0 = 2,
-    PD_QUANT_Q4_1 = 3
+    PD_QUANT_Q4_1 = 3,
+    PD_QUANT_Q4_64 = 4
 } pd_weight_quant;
 
 typedef struct pd_model_params {

@@ -70,6 +70,15 @@ float pd_bf16_to_f32(uint16_t h)
     return f;
 }
 
+/* 32 weights d * q + m from Q4_1's 16 bytes of nibbles (byte j: j and j + 16). */
+static void q4_min_values(float d, float m, const uint8_t *q, float *o)
+{
+    for (int j = 0; j < 16; j++) {
+        o[j] = d * (float)(q[j] & 0x0f) + m;
+        o[j + 16] = d * (float)(q[j] >> 4) + m;
+    }
+}
+
 void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
@@ -101,14 +110,14 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
         }
         break;
     case PD_Q4_1:
-        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 20) {
-            float d = pd_f16_to_f32(pd_load_u16(p));
-            float m = pd_f16_to_f32(pd_load_u16(p + 2));
-            float *o = dst + b * PD_QBLOCK;
-            for (int j = 0; j < 16; j++) {
-                o[j] = d * (float)(p[4 + j] & 0x0f) + m;
-                o[j + 16] = d * (float)(p[4 + j] >> 4) + m;
-            }
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 20)
+            q4_min_values(pd_f16_to_f32(pd_load_u16(p)), pd_f16_to_f32(pd_load_u16(p + 2)), p + 4, dst + b * PD_QBLOCK);
+        break;
+    case PD_Q4_64:
+        for (int64_t b = 0; b < n / PD_QBLOCK_64; b++, p += 36) {
+            float d = pd_f16_to_f32(pd_load_u16(p)), m = pd_f16_to_f32(pd_load_u16(p + 2));
+            q4_min_values(d, m, p + 4, dst + b * PD_QBLOCK_64);
+            q4_min_values(d, m, p + 20, dst + b * PD_QBLOCK_64 + PD_QBLOCK);
         }
         break;
     }
@@ -215,14 +224,15 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
     }
 }
 
-/* The 32 integer values of a plain block of type t as the integer dots take
- * them: the signed Q8_0 value, or the unsigned 4-bit one; returns dw. */
-static float block_values(pd_dtype t, const uint8_t *blk, int v[PD_QBLOCK])
+/* The 32 integer values of sub-block b of a plain row as the integer dots
+ * take them, from its block blk: the signed Q8_0 value, or the unsigned
+ * 4-bit one; returns dw. */
+static float block_values(pd_dtype t, const uint8_t *blk, int64_t b, int v[PD_QBLOCK])
 {
+    const uint8_t *q = blk + pd_sub_values(t, b);
     if (t == PD_Q8_0) {
-        for (int j = 0; j < PD_QBLOCK; j++) v[j] = (int8_t)blk[2 + j];
+        for (int j = 0; j < PD_QBLOCK; j++) v[j] = (int8_t)q[j];
     } else {
-        const uint8_t *q = blk + (t == PD_Q4_0 ? 2 : 4);
         for (int j = 0; j < 16; j++) {
             v[j] = q[j] & 0x0f;
             v[j + 16] = q[j] >> 4;
@@ -234,15 +244,14 @@ static float block_values(pd_dtype t, const uint8_t *blk, int v[PD_QBLOCK])
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;
-    size_t bb = pd_dtype_row_bytes(t, PD_QBLOCK);
     float lane[8] = {0}, off = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = row + (size_t)b * bb;
+        const uint8_t *blk = row + pd_sub_at(t, b);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
         int w[PD_QBLOCK];
-        float dw = block_values(t, blk, w);
+        float dw = block_values(t, blk, b, w);
         if (t != PD_Q8_0) {
-            float o = t == PD_Q4_1 ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
+            float o = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
             off = fmaf(o, a->s[b * a->n_cap + tok], off);
         }
         float dd = dw * a->d[b * a->n_cap + tok];
@@ -263,33 +272,35 @@ typedef struct {
     size_t group, plain, bytes;
 } x_piece;
 
-/* Row i's pieces of block b (of nb) in a group of n: the scale, Q4_1's
- * offset, the values (Q8_0's four-row halves; sixteen rows' dwords). */
+/* Row i's pieces of plain block b (of nb) in a group of n: the scale, the
+ * minimum, the values (Q8_0's four-row halves; Q4_64's two halves; sixteen
+ * rows' dwords). */
 static inline int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
 {
-    size_t at = t == PD_Q4_1 ? 4 : 2; /* the values in a plain block */
+    const size_t at = pd_sub_values(t, 0); /* the values in a plain block */
+    const int64_t subs = t == PD_Q4_64 ? 2 : 1; /* sub-blocks a block */
+    const bool has_min = pd_dtype_has_min(t);
+    int k = 0;
     if (n == 16) {
-        size_t vb = pd_x16_values_bytes(t), sc = (size_t)nb * vb + (size_t)b * pd_x16_scales_bytes(t);
-        int k = 0;
+        size_t vb = pd_x16_values_bytes(t), sc = (size_t)(nb * subs) * vb + (size_t)b * pd_x16_scales_bytes(t);
         p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
-        if (t == PD_Q4_1) p[k++] = (x_piece){sc + 32 + 2 * (size_t)i, 2, 2};
-        for (size_t c = 0; c < vb / 64; c++) p[k++] = (x_piece){(size_t)b * vb + 64 * c + 4 * (size_t)i, at + 4 * c, 4};
+        if (has_min) p[k++] = (x_piece){sc + 32 + 2 * (size_t)i, 2, 2};
+        for (int64_t s = 0; s < subs; s++)
+            for (size_t c = 0; c < vb / 64; c++)
+                p[k++] = (x_piece){(size_t)(b * subs + s) * vb + 64 * c + 4 * (size_t)i, at + 16 * (size_t)s + 4 * c, 4};
         return k;
     }
     size_t base = (size_t)b * pd_x4_block_bytes(t), v = 16 * (size_t)i;
-    p[0] = (x_piece){base + 2 * (size_t)i, 0, 2};
-    if (t == PD_Q4_0) {
-        p[1] = (x_piece){base + 8 + v, 2, 16};
-        return 2;
-    }
+    p[k++] = (x_piece){base + 2 * (size_t)i, 0, 2};
+    if (has_min) p[k++] = (x_piece){base + 8 + 2 * (size_t)i, 2, 2};
     if (t == PD_Q8_0) {
-        p[1] = (x_piece){base + 8 + v, 2, 16};
-        p[2] = (x_piece){base + 72 + v, 18, 16};
-    } else {
-        p[1] = (x_piece){base + 8 + 2 * (size_t)i, 2, 2};
-        p[2] = (x_piece){base + 16 + v, 4, 16};
+        p[k++] = (x_piece){base + 8 + v, 2, 16};
+        p[k++] = (x_piece){base + 72 + v, 18, 16};
+        return k;
     }
-    return 3;
+    for (int64_t s = 0; s < subs; s++)
+        p[k++] = (x_piece){base + pd_x4_values_at(t, s) + v, at + 16 * (size_t)s, 16};
+    return k;
 }
 
 /* A piece copied with a constant size, so the copies at load are moves, not calls. */
@@ -302,11 +313,14 @@ static inline void copy_piece(uint8_t *dst, const uint8_t *src, size_t bytes)
     }
 }
 
+/* Bytes of a plain block of t. */
+static size_t plain_block_bytes(pd_dtype t) { return pd_dtype_row_bytes(t, pd_dtype_block_len(t)); }
+
 /* Row r's plain block b of a matrix interleaved n at a time, into blk. */
 static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
     const uint8_t *g = w + (size_t)(r - r % n) * row_bytes;
-    int64_t nb = (int64_t)(row_bytes / pd_dtype_row_bytes(t, PD_QBLOCK));
+    int64_t nb = (int64_t)(row_bytes / plain_block_bytes(t));
     x_piece p[10];
     for (int k = 0, np = x_pieces(t, n, nb, b, (int)(r % n), p); k < np; k++)
         memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
@@ -314,7 +328,7 @@ static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
 
 void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
 {
-    size_t bb = pd_dtype_row_bytes(t, PD_QBLOCK);
+    size_t bb = plain_block_bytes(t);
     int64_t nb = (int64_t)(row_bytes / bb);
     for (int64_t g = 0; g < n_rows / n; g++) {
         uint8_t *o = dst + (size_t)(n * g) * row_bytes;
@@ -330,10 +344,11 @@ void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t 
 
 void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
 {
-    uint8_t blk[34];
-    for (int64_t b = 0; b < cols / PD_QBLOCK; b++) {
+    uint8_t blk[36];
+    const int len = pd_dtype_block_len(t);
+    for (int64_t b = 0; b < cols / len; b++) {
         x_plain_block(t, n, w, row_bytes, r, b, blk);
-        pd_row_to_f32(t, blk, dst + b * PD_QBLOCK, PD_QBLOCK);
+        pd_row_to_f32(t, blk, dst + b * len, len);
     }
 }
 
@@ -342,18 +357,19 @@ float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
 {
     float lane[4] = {0}, off = 0.0f, acc = 0.0f;
     const int bias = t == PD_Q4_0 ? 8 : 0;
+    const bool has_min = pd_dtype_has_min(t);
     for (int64_t b = 0; b < a->cols / PD_QBLOCK; b++) {
-        uint8_t blk[34];
+        uint8_t blk[36];
         int v[PD_QBLOCK];
-        x_plain_block(t, n, w, row_bytes, r, b, blk);
-        float dw = block_values(t, blk, v);
+        x_plain_block(t, n, w, row_bytes, r, pd_sub_block(t, b), blk);
+        float dw = block_values(t, blk, b, v);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
-        float dd = dw * a->d[b * a->n_cap + tok], m = t == PD_Q4_1 ? pd_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
+        float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pd_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
         if (n == 16) {
             int32_t l = 0;
             for (int j = 0; j < PD_QBLOCK; j++) l += (v[j] - bias) * xq[j];
             acc = fmaf((float)l, dd, acc);
-            if (t == PD_Q4_1) acc = fmaf(m, a->s[b * a->n_cap + tok], acc);
+            if (has_min) acc = fmaf(m, a->s[b * a->n_cap + tok], acc);
             continue;
         }
         for (int k = 0; k < 4; k++) {
@@ -361,11 +377,11 @@ float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
             for (int j = 4 * k; j < 4 * k + 4; j++) l += (v[j] - bias) * xq[j] + (v[j + 16] - bias) * xq[j + 16];
             lane[k] = fmaf((float)l, dd, lane[k]);
         }
-        if (t == PD_Q4_1) off = fmaf(m, a->s[b * a->n_cap + tok], off);
+        if (has_min) off = fmaf(m, a->s[b * a->n_cap + tok], off);
     }
     if (n == 16) return acc;
     float sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
-    return t == PD_Q4_1 ? sum + off : sum;
+    return has_min ? sum + off : sum;
 }
 
 /* ------------------------------------------------------------- selection */

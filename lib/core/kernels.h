@@ -161,13 +161,37 @@ bool pd_avx512vnni_supported(void);
 /* a little-endian u16 at any address (block scales are not aligned) */
 static inline uint16_t pd_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
-static inline bool pd_dtype_is_block(pd_dtype t) { return t == PD_Q8_0 || t == PD_Q4_0 || t == PD_Q4_1; }
+static inline bool pd_dtype_is_block(pd_dtype t)
+{
+    return t == PD_Q8_0 || t == PD_Q4_0 || t == PD_Q4_1 || t == PD_Q4_64;
+}
+/* The 4-bit types with a minimum per block (w = d * q + m). */
+static inline bool pd_dtype_has_min(pd_dtype t) { return t == PD_Q4_1 || t == PD_Q4_64; }
 
-/* The order every qmatmul follows for one (row, token) pair: for each block b,
- * eight int32 lane sums L[k] of w[j]*q[j] over j = 4k..4k+3 (w: the signed
- * Q8_0 value, or the unsigned 4-bit value), then lane[k] = fmaf(L[k], dw*dx,
- * lane[k]); the 4-bit offset term off = fmaf(o_b, s_b, off) with o_b = m
- * (Q4_1) or -8*d (Q4_0); result = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) + off. */
+/* The integer kernels walk a row in sub-blocks of 32 weights, one a block of
+ * the quantized activations. A sub-block is a whole block of Q8_0, Q4_0 and
+ * Q4_1; Q4_64's sub-blocks 2c and 2c + 1 are the halves of its block c and
+ * share its d and m, so a kernel reads them as Q4_1 blocks whose scales come
+ * from block b / 2. */
+static inline int64_t pd_sub_block(pd_dtype t, int64_t b) { return t == PD_Q4_64 ? b >> 1 : b; }
+/* Where sub-block b's block starts in a plain row (its scales), and where
+ * the sub-block's values start from there. */
+static inline size_t pd_sub_at(pd_dtype t, int64_t b)
+{
+    return (size_t)pd_sub_block(t, b) * (t == PD_Q4_64 ? 36 : t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20);
+}
+static inline size_t pd_sub_values(pd_dtype t, int64_t b)
+{
+    return t == PD_Q4_64 ? 4 + 16 * (size_t)(b & 1) : t == PD_Q4_1 ? 4 : 2;
+}
+
+/* The order every qmatmul follows for one (row, token) pair: for each
+ * sub-block b, eight int32 lane sums L[k] of w[j]*q[j] over j = 4k..4k+3 (w:
+ * the signed Q8_0 value, or the unsigned 4-bit value), then lane[k] =
+ * fmaf(L[k], dw*dx, lane[k]); the 4-bit offset term off = fmaf(o_b, s_b, off)
+ * with o_b = m (Q4_1, Q4_64) or -8*d (Q4_0); result = ((l0+l4)+(l2+l6)) +
+ * ((l1+l5)+(l3+l7)) + off. A Q4_64 row gives the bits of the Q4_1 row that
+ * repeats each block's d and m for both halves. */
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
 
 /* Block weights interleaved n rows at a time, n = 4 or 16 (the kernel
@@ -179,36 +203,45 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
  *   Q4_0 (72): the four F16 scales d, then the four rows' 16 bytes of nibbles
  *              as Q4_0 stores them (byte 16i + j: row i's j and j + 16);
  *   Q4_1 (80): the four d, the four F16 offsets m, then the nibbles as for Q4_0;
+ *   Q4_64 (144): the four d, the four m, then each half's nibbles as Q4_1's;
  *   Q8_0 (136): the four d, then the four rows' values 0..15 (16 bytes each),
  *              then their values 16..31.
  * One 64-byte load gives four rows' nibbles, or four rows' values j (first
  * load) and j + 16 (second), with no shuffle.
  *
- * n = 16: first the values of every block, pd_x16_values_bytes(t) each, in
- * 64-byte pieces whose dword i is row i's: piece c < 4 of a 4-bit block holds
- * the nibble bytes 4c..4c+3 (values 4c..4c+3 low, 16+4c..16+4c+3 high),
- * piece k < 8 of a Q8_0 block the values 4k..4k+3; then the scales of every
- * block, pd_x16_scales_bytes(t) each: the 16 d, and for Q4_1 the 16 m after
- * them. One vpdpbusd of a piece and a broadcast dword of activations adds
- * four products to each of the 16 rows' block sums. */
-static inline size_t pd_x4_block_bytes(pd_dtype t) { return t == PD_Q8_0 ? 136 : t == PD_Q4_0 ? 72 : 80; }
-/* Where the values start within a four-row group's block (after the scales). */
-static inline size_t pd_x4_values_at(pd_dtype t) { return t == PD_Q4_1 ? 16 : 8; }
+ * n = 16: first the values of every sub-block, pd_x16_values_bytes(t) each,
+ * in 64-byte pieces whose dword i is row i's: piece c < 4 of a 4-bit sub-block
+ * holds the nibble bytes 4c..4c+3 (values 4c..4c+3 low, 16+4c..16+4c+3
+ * high), piece k < 8 of a Q8_0 block the values 4k..4k+3; then the scales of
+ * every block, pd_x16_scales_bytes(t) each: the 16 d, and for Q4_1 and Q4_64
+ * the 16 m after them. One vpdpbusd of a piece and a broadcast dword of
+ * activations adds four products to each of the 16 rows' block sums. */
+static inline size_t pd_x4_block_bytes(pd_dtype t)
+{
+    return t == PD_Q8_0 ? 136 : t == PD_Q4_0 ? 72 : t == PD_Q4_1 ? 80 : 144;
+}
+/* Where sub-block b's block starts in a four-row group (its scales), and
+ * where the sub-block's values start from there. */
+static inline size_t pd_x4_sub_at(pd_dtype t, int64_t b) { return (size_t)pd_sub_block(t, b) * pd_x4_block_bytes(t); }
+static inline size_t pd_x4_values_at(pd_dtype t, int64_t b)
+{
+    return t == PD_Q4_64 ? 16 + 64 * (size_t)(b & 1) : t == PD_Q4_1 ? 16 : 8;
+}
 static inline size_t pd_x16_values_bytes(pd_dtype t) { return t == PD_Q8_0 ? 512 : 256; }
-static inline size_t pd_x16_scales_bytes(pd_dtype t) { return t == PD_Q4_1 ? 64 : 32; }
+static inline size_t pd_x16_scales_bytes(pd_dtype t) { return pd_dtype_has_min(t) ? 64 : 32; }
 /* src: n_rows (a multiple of n) plain rows of type t; dst: the same bytes interleaved. */
 void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
 /* Row r of a matrix interleaved n at a time as floats: pd_row_to_f32's values for the plain row. */
 void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols);
-/* The order of qmatmul_x for row r and token tok. v is the signed value
- * (Q8_0), q - 8 (Q4_0) or q (Q4_1); Q4_0's -8 is inside the integers, so it
- * has no offset term.
- * n = 4: for each block, four int32 lane sums L[k] of v[j] * x[j] over j =
- * 4k..4k+3 and 16+4k..16+4k+3; lane[k] = fmaf(L[k], dw*dx, lane[k]); for
- * Q4_1 off = fmaf(m, s_b, off). The result is (lane0 + lane2) + (lane1 +
- * lane3), plus off for Q4_1.
- * n = 16: for each block, the int32 sum L of v[j] * x[j] over the block;
- * acc = fmaf(L, dw*dx, acc), then for Q4_1 acc = fmaf(m, s_b, acc). */
+/* The order of qmatmul_x for row r and token tok, sub-block by sub-block. v
+ * is the signed value (Q8_0), q - 8 (Q4_0) or q (Q4_1, Q4_64); Q4_0's -8 is
+ * inside the integers, so it has no offset term.
+ * n = 4: for each sub-block, four int32 lane sums L[k] of v[j] * x[j] over
+ * j = 4k..4k+3 and 16+4k..16+4k+3; lane[k] = fmaf(L[k], dw*dx, lane[k]); with
+ * a minimum off = fmaf(m, s_b, off). The result is (lane0 + lane2) + (lane1 +
+ * lane3), plus off with a minimum.
+ * n = 16: for each sub-block, the int32 sum L of v[j] * x[j] over it; acc =
+ * fmaf(L, dw*dx, acc), then with a minimum acc = fmaf(m, s_b, acc). */
 float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
                           int64_t tok);
 

@@ -101,13 +101,13 @@ AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int6
         }
         return hsum256(acc);
     case PD_Q4_0:
-    case PD_Q4_1: {
-        bool has_min = t == PD_Q4_1;
-        size_t block = has_min ? 20 : 18, qoff = has_min ? 4 : 2;
+    case PD_Q4_1:
+    case PD_Q4_64: {
         const __m128i low = _mm_set1_epi8(0x0f);
         __m256 acc_x = _mm256_setzero_ps();
-        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += block, x += PD_QBLOCK) {
-            __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(p + qoff));
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, x += PD_QBLOCK) {
+            const uint8_t *blk = p + pd_sub_at(t, b);
+            __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + pd_sub_values(t, b)));
             __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
             __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
             __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
@@ -116,8 +116,8 @@ AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int6
             s = _mm256_fmadd_ps(u8x8(hi), x2, s);
             s = _mm256_fmadd_ps(u8x8(_mm_srli_si128(hi, 8)), x3, s);
             __m256 xs = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
-            float d = pd_f16_to_f32(pd_load_u16(p));
-            float offset = has_min ? pd_f16_to_f32(pd_load_u16(p + 2)) : -8.0f * d;
+            float d = pd_f16_to_f32(pd_load_u16(blk));
+            float offset = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d), s, acc);
             acc_x = _mm256_fmadd_ps(_mm256_set1_ps(offset), xs, acc_x);
         }
@@ -294,10 +294,10 @@ AVX2_INLINE __m256i lanes_u8s8(__m256i u, __m256i s)
  * per block the eight int32 lanes of w*x (maddubs + madd), then one fma per
  * lane with dw*dx. Q8_0 weights are signed, so |w| times x with w's sign
  * (maddubs wants one unsigned operand); 4-bit values are unsigned already. */
-AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, const int RM, const int RN,
-                       const uint8_t *w, size_t row_bytes, size_t bsize, size_t qoff, const pd_qact *a, int64_t tok,
-                       float *y, int64_t y_stride)
+AVX2_INLINE void qtile(const pd_dtype t, const bool with_off, const int RM, const int RN, const uint8_t *w,
+                       size_t row_bytes, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
+    const bool q8 = t == PD_Q8_0;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     const __m256i low = _mm256_set1_epi8(0x0f);
     __m256 acc[QT_ROWS][QT_TOKS];
@@ -314,11 +314,11 @@ AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, cons
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
-            const uint8_t *blk = w + (size_t)r * row_bytes + (size_t)b * bsize;
+            const uint8_t *blk = w + (size_t)r * row_bytes + pd_sub_at(t, b);
             if (RN == 1) _mm_prefetch((const char *)(blk + PREFETCH_ROWS * row_bytes), _MM_HINT_T0);
             float dw = half_at(blk);
             if (with_off) {
-                __m128 o = _mm_set_ss(q4_1 ? half_at(blk + 2) : -8.0f * dw);
+                __m128 o = _mm_set_ss(pd_dtype_has_min(t) ? half_at(blk + 2) : -8.0f * dw);
 #pragma GCC unroll 4
                 for (int u = 0; u < RN; u++) off[r][u] = _mm_fmadd_ss(o, _mm_set_ss(sx[u]), off[r][u]);
             }
@@ -327,7 +327,7 @@ AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, cons
                 wq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
                 aw = _mm256_abs_epi8(wq);
             } else {
-                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(blk + qoff));
+                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(blk + pd_sub_values(t, b)));
                 wq = aw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low);
             }
 #pragma GCC unroll 4
@@ -347,8 +347,8 @@ AVX2_INLINE void qtile(const bool q8, const bool q4_1, const bool with_off, cons
 
 /* The 4-bit block offsets (m, or -8 d) times s = dx * sum(q), added to rows
  * [0, n_rows) for tokens [t0, t1), eight tokens a vector (s is block-major). */
-AVX2 static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size_t bsize, int64_t n_rows,
-                            const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+AVX2_INLINE void q4_offsets(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
     for (int64_t r = 0; r < n_rows; r++) {
@@ -357,8 +357,8 @@ AVX2 static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size
             __m256 off = _mm256_setzero_ps();
             const float *s = a->s + tok;
             for (int64_t b = 0; b < nb; b++, s += a->n_cap) {
-                const uint8_t *blk = row + (size_t)b * bsize;
-                float o = t == PD_Q4_1 ? half_at(blk + 2) : -8.0f * half_at(blk);
+                const uint8_t *blk = row + pd_sub_at(t, b);
+                float o = pd_dtype_has_min(t) ? half_at(blk + 2) : -8.0f * half_at(blk);
                 off = _mm256_fmadd_ps(_mm256_set1_ps(o), _mm256_loadu_ps(s), off);
             }
             float v[8];
@@ -369,17 +369,15 @@ AVX2 static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size
 }
 
 #define QTILE(RM, RN, wr, tok, yrow)                                                                                   \
-    qtile(q8, q4_1, with_off, RM, RN, wr, row_bytes, bsize, qoff, a, tok, y + (tok) * y_stride + (yrow), y_stride)
+    qtile(t, with_off, RM, RN, wr, row_bytes, a, tok, y + (tok) * y_stride + (yrow), y_stride)
 
 /* Rows in panels of QT_ROWS, each panel swept over the tokens (it stays in L1
  * while the tokens' blocks come from L2); leftovers in narrower tiles. The
  * 4-bit offsets go with each tile for a few tokens (decode), and in a pass of
  * eight tokens a vector for more (prefill). */
-AVX2_INLINE void qmatmul_kind(const bool q8, const bool q4_1, const bool with_off, const uint8_t *w,
-                              size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0, int64_t t1, float *y,
-                              int64_t y_stride)
+AVX2_INLINE void qmatmul_kind(const pd_dtype t, const bool with_off, const uint8_t *w, size_t row_bytes,
+                              int64_t n_rows, const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
-    size_t bsize = q8 ? 34 : q4_1 ? 20 : 18, qoff = q4_1 ? 4 : 2;
     for (int64_t r = 0; r < n_rows; r += QT_ROWS) {
         const uint8_t *wr = w + (size_t)r * row_bytes;
         int64_t tok = t0;
@@ -392,10 +390,9 @@ AVX2_INLINE void qmatmul_kind(const bool q8, const bool q4_1, const bool with_of
                 for (; tok < t1; tok++) QTILE(1, 1, wr, tok, rr);
             }
         }
-        if (!q8 && !with_off) {
-            pd_dtype t = q4_1 ? PD_Q4_1 : PD_Q4_0;
+        if (t != PD_Q8_0 && !with_off) {
             int64_t rm = n_rows - r < QT_ROWS ? n_rows - r : QT_ROWS;
-            q4_offsets(t, w + (size_t)r * row_bytes, row_bytes, bsize, rm, a, t0, t1, y + r, y_stride);
+            q4_offsets(t, w + (size_t)r * row_bytes, row_bytes, rm, a, t0, t1, y + r, y_stride);
         }
     }
 }
@@ -403,17 +400,19 @@ AVX2_INLINE void qmatmul_kind(const bool q8, const bool q4_1, const bool with_of
 /* Below this many tokens the 4-bit offsets are summed inside the tiles. */
 #define OFFSETS_IN_TILE 8
 
-#define QMATMUL_VARIANT(NAME, Q8, Q4_1, WITH_OFF)                                                                      \
+#define QMATMUL_VARIANT(NAME, T, WITH_OFF)                                                                             \
     AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,           \
                           int64_t t1, float *y, int64_t y_stride)                                                       \
     {                                                                                                                  \
-        qmatmul_kind(Q8, Q4_1, WITH_OFF, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                \
+        qmatmul_kind(T, WITH_OFF, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                       \
     }
-QMATMUL_VARIANT(qmatmul_q8, true, false, false)
-QMATMUL_VARIANT(qmatmul_q4_0, false, false, false)
-QMATMUL_VARIANT(qmatmul_q4_0_few, false, false, true)
-QMATMUL_VARIANT(qmatmul_q4_1, false, true, false)
-QMATMUL_VARIANT(qmatmul_q4_1_few, false, true, true)
+QMATMUL_VARIANT(qmatmul_q8, PD_Q8_0, false)
+QMATMUL_VARIANT(qmatmul_q4_0, PD_Q4_0, false)
+QMATMUL_VARIANT(qmatmul_q4_0_few, PD_Q4_0, true)
+QMATMUL_VARIANT(qmatmul_q4_1, PD_Q4_1, false)
+QMATMUL_VARIANT(qmatmul_q4_1_few, PD_Q4_1, true)
+QMATMUL_VARIANT(qmatmul_q4_64, PD_Q4_64, false)
+QMATMUL_VARIANT(qmatmul_q4_64_few, PD_Q4_64, true)
 
 static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
                          int64_t t0, int64_t t1, float *y, int64_t y_stride)
@@ -421,7 +420,8 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     bool few = t1 - t0 < OFFSETS_IN_TILE;
     if (t == PD_Q8_0) qmatmul_q8(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
     else if (t == PD_Q4_0) (few ? qmatmul_q4_0_few : qmatmul_q4_0)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else (few ? qmatmul_q4_1_few : qmatmul_q4_1)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_1) (few ? qmatmul_q4_1_few : qmatmul_q4_1)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else (few ? qmatmul_q4_64_few : qmatmul_q4_64)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 /* ------------------------------------------------ interleaved block weights
@@ -433,6 +433,7 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
  *   Q4_0: each lane starts from -8 * the sum of its eight activations (pd_qact's
  *         lane_bias), so q - 8 needs no offset term;
  *   Q4_1: q as it is, plus the offsets m * s, the four rows in one fma chain;
+ *   Q4_64: as Q4_1, a sub-block at a time, both halves of a block with its scales;
  *   Q8_0: |w| times x with w's sign (maddubs wants one unsigned operand; with
  *         |w| <= 128 and |x| <= 127 no pair saturates int16).
  * A tile is one group x up to X4_TOKS tokens. */
@@ -443,7 +444,6 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
                          int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const size_t bs = pd_x4_block_bytes(t), at = pd_x4_values_at(t);
     const __m256i low = _mm256_set1_epi8(0x0f);
     __m256 acc[2][X4_TOKS]; /* rows 0-1, rows 2-3 */
     __m128 off[X4_TOKS];    /* Q4_1: rows 0-3 */
@@ -456,16 +456,18 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
     const float *dx = a->d + tok, *sx = a->s + tok;
     const int32_t *lx = a->lane_bias + tok * nb * 4;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, lx += 4) {
-        const uint8_t *p = g + (size_t)b * bs;
+        const uint8_t *p = g + pd_x4_sub_at(t, b);
+        const size_t at = pd_x4_values_at(t, b);
         if (RN == 1) {
-            /* Q8_0's 136-byte blocks take a second line (decode, 2 threads: 85-98 -> 106-130 tok/s) */
-            _mm_prefetch((const char *)p + X4_PREFETCH, _MM_HINT_T0);
-            if (bs > 128) _mm_prefetch((const char *)p + X4_PREFETCH + 64, _MM_HINT_T0);
+            /* Q8_0's 136-byte blocks take a second line (decode, 2 threads: 85-98 -> 106-130 tok/s);
+             * each half of a Q4_64 block its own */
+            _mm_prefetch((const char *)p + (t == PD_Q4_64 ? at : 0) + X4_PREFETCH, _MM_HINT_T0);
+            if (t == PD_Q8_0) _mm_prefetch((const char *)p + X4_PREFETCH + 64, _MM_HINT_T0);
         }
         __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
         __m256 dw[2] = {_mm256_permutevar8x32_ps(d4, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0)),
                         _mm256_permutevar8x32_ps(d4, _mm256_set_epi32(3, 3, 3, 3, 2, 2, 2, 2))};
-        if (t == PD_Q4_1) {
+        if (pd_dtype_has_min(t)) {
             __m128 m4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p + 8)));
 #pragma GCC unroll 4
             for (int u = 0; u < RN; u++) off[u] = _mm_fmadd_ps(m4, _mm_set1_ps(sx[u]), off[u]);
@@ -512,7 +514,7 @@ AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const
         __m256 s1 = _mm256_add_ps(acc[1][u], _mm256_permute_ps(acc[1][u], _MM_SHUFFLE(1, 0, 3, 2)));
         __m256 v = _mm256_hadd_ps(s0, s1);
         __m128 rows = _mm_blend_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1), 0xa);
-        if (t == PD_Q4_1) rows = _mm_add_ps(rows, off[u]);
+        if (pd_dtype_has_min(t)) rows = _mm_add_ps(rows, off[u]);
         _mm_storeu_ps(y + u * y_stride, rows);
     }
 }
@@ -537,13 +539,15 @@ AVX2_INLINE void qmatmul_x4_kind(const pd_dtype t, const uint8_t *w, size_t row_
 QMATMUL_X4_VARIANT(qmatmul_x4_q8_0, PD_Q8_0)
 QMATMUL_X4_VARIANT(qmatmul_x4_q4_0, PD_Q4_0)
 QMATMUL_X4_VARIANT(qmatmul_x4_q4_1, PD_Q4_1)
+QMATMUL_X4_VARIANT(qmatmul_x4_q4_64, PD_Q4_64)
 
 static void qmatmul_x4_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                             int64_t t1, float *y, int64_t y_stride)
 {
     if (t == PD_Q8_0) qmatmul_x4_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
     else if (t == PD_Q4_0) qmatmul_x4_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else qmatmul_x4_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_1) qmatmul_x4_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_x4_q4_64(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 /* ------------------------------------------------- quantized activations */

@@ -28,7 +28,7 @@
 #define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
 
 /* the dtypes' own values, so a kind is also a pd_dtype (pd_x16_values_bytes) */
-enum { KIND_Q8_0 = PD_Q8_0, KIND_Q4_0 = PD_Q4_0, KIND_Q4_1 = PD_Q4_1 };
+enum { KIND_Q8_0 = PD_Q8_0, KIND_Q4_0 = PD_Q4_0, KIND_Q4_1 = PD_Q4_1, KIND_Q4_64 = PD_Q4_64 };
 
 /* A register tile: up to TILE_PAIRS row pairs x TILE_TOKS tokens. 2 x 8 keeps
  * 16 accumulators, 2 offset accumulators and the pairs' weights, scales and
@@ -59,22 +59,22 @@ typedef struct {
     __m512 o;     /* Q4: the block offset, [o(r) x8 | o(r+1) x8] */
 } pair_block;
 
-/* The weight bytes of block b of rows p0 and p1 (p1 == p0 for a single row),
- * and for Q8_0 the lanes' corrections. */
-AVX512_INLINE void load_weights(const int kind, const uint8_t *p0, const uint8_t *p1, pair_block *pb)
+/* The weight bytes of a sub-block of rows p0 and p1 (p1 == p0 for a single
+ * row; both at the sub-block's block, its values voff bytes on), and for
+ * Q8_0 the lanes' corrections. */
+AVX512_INLINE void load_weights(const int kind, const uint8_t *p0, const uint8_t *p1, size_t voff, pair_block *pb)
 {
     const __m512i zero = _mm512_setzero_si512();
     if (kind == KIND_Q8_0) {
-        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(p0 + 2));
-        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(p1 + 2));
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(p0 + voff));
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(p1 + voff));
         pb->w = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
         pb->corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8((char)0x80), pb->w));
     } else {
         /* [q(r) q(r) | q(r+1) q(r+1)], the second copy of each shifted by 4:
          * low nibbles are weights 0..15, high nibbles weights 16..31 */
-        size_t qoff = kind == KIND_Q4_1 ? 4 : 2;
-        __m128i q0 = _mm_loadu_si128((const __m128i *)(const void *)(p0 + qoff));
-        __m128i q1 = _mm_loadu_si128((const __m128i *)(const void *)(p1 + qoff));
+        __m128i q0 = _mm_loadu_si128((const __m128i *)(const void *)(p0 + voff));
+        __m128i q1 = _mm_loadu_si128((const __m128i *)(const void *)(p1 + voff));
         __m512i q = _mm512_permutex2var_epi64(_mm512_castsi128_si512(q0), _mm512_set_epi64(9, 8, 9, 8, 1, 0, 1, 0),
                                               _mm512_castsi128_si512(q1));
         q = _mm512_srlv_epi64(q, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
@@ -89,12 +89,12 @@ AVX512_INLINE __m512 spread2(__m512 f, int i, int j)
     return _mm512_permutexvar_ps(_mm512_set_epi32(j, j, j, j, j, j, j, j, i, i, i, i, i, i, i, i), f);
 }
 
-/* Block b of rows p0 and p1: weights, scales and offsets. */
-AVX512_INLINE pair_block load_pair(const int kind, const uint8_t *p0, const uint8_t *p1)
+/* A sub-block of rows p0 and p1: weights, scales and offsets. */
+AVX512_INLINE pair_block load_pair(const int kind, const uint8_t *p0, const uint8_t *p1, size_t voff)
 {
     pair_block pb;
-    load_weights(kind, p0, p1, &pb);
-    if (kind == KIND_Q4_1) {
+    load_weights(kind, p0, p1, voff, &pb);
+    if (pd_dtype_has_min((pd_dtype)kind)) {
         /* d and m of both rows in one conversion: [d(r) m(r) d(r+1) m(r+1)] */
         uint64_t h = load_u32(p0) | (uint64_t)load_u32(p1) << 32;
         __m512 f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
@@ -125,7 +125,6 @@ AVX512_INLINE __m512 hsum_halves(__m512 v)
 AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8_t *w, size_t row_bytes, bool single,
                          const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
-    const size_t bsize = kind == KIND_Q8_0 ? 34 : kind == KIND_Q4_0 ? 18 : 20;
     const size_t step = single ? 0 : row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     __m512 acc[TILE_PAIRS][TILE_TOKS], off[TILE_PAIRS];
@@ -141,12 +140,12 @@ AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8
         pair_block pb[TILE_PAIRS];
 #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) {
-            const uint8_t *p0 = w + (size_t)(2 * p) * row_bytes + (size_t)b * bsize;
+            const uint8_t *p0 = w + (size_t)(2 * p) * row_bytes + pd_sub_at((pd_dtype)kind, b);
             if (NT == 1) {
                 _mm_prefetch((const char *)p0 + PF_DIST, _MM_HINT_T0);
                 _mm_prefetch((const char *)p0 + step + PF_DIST, _MM_HINT_T0);
             }
-            pb[p] = load_pair(kind, p0, p0 + step);
+            pb[p] = load_pair(kind, p0, p0 + step, pd_sub_values((pd_dtype)kind, b));
         }
         if (kind != KIND_Q8_0) {
             /* s of 8 tokens from tok (the padding covers a tile of fewer) */
@@ -190,21 +189,24 @@ AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8
 AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t tok,
                             float *y)
 {
-    const size_t bsize = kind == KIND_Q8_0 ? 34 : kind == KIND_Q4_0 ? 18 : 20;
+    /* bytes a sub-block takes of a row, on average */
+    const size_t bsize = kind == KIND_Q8_0 ? 34 : kind == KIND_Q4_1 ? 20 : 18;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap;
-    /* Q4_1 scales come as [d m] per row, the others as [d] */
-    const int sd = kind == KIND_Q4_1 ? 2 : 1;
+    /* Q4_1 and Q4_64 scales come as [d m] per row, the others as [d] */
+    const bool has_min = pd_dtype_has_min((pd_dtype)kind);
+    const int sd = has_min ? 2 : 1;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m256 off = _mm256_setzero_ps();
     const int8_t *xq = a->q + tok * a->cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
-        const uint8_t *p = w + (size_t)b * bsize;
+        const uint8_t *p = w + pd_sub_at((pd_dtype)kind, b);
+        const size_t voff = pd_sub_values((pd_dtype)kind, b);
         if (b % (int64_t)(64 / bsize) == 0) /* about once a cache line of each row: more costs load slots */
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) _mm_prefetch((const char *)p + (size_t)r * row_bytes + PF_DIST, _MM_HINT_T0);
         __m256 f;
-        if (kind == KIND_Q4_1) {
+        if (has_min) {
             uint64_t h01 = load_u32(p) | (uint64_t)load_u32(p + row_bytes) << 32;
             uint64_t h23 = load_u32(p + 2 * row_bytes) | (uint64_t)load_u32(p + 3 * row_bytes) << 32;
             f = _mm256_cvtph_ps(_mm_set_epi64x((long long)h23, (long long)h01));
@@ -216,10 +218,10 @@ AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, 
         }
         __m512 dd = _mm512_castps256_ps512(_mm256_mul_ps(f, _mm256_set1_ps(*dx)));
         if (kind == KIND_Q4_0) off = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_set1_ps(-8.0f)), _mm256_set1_ps(*sx), off);
-        if (kind == KIND_Q4_1) off = _mm256_fmadd_ps(f, _mm256_set1_ps(*sx), off);
+        if (has_min) off = _mm256_fmadd_ps(f, _mm256_set1_ps(*sx), off);
         pair_block p01, p23;
-        load_weights(kind, p, p + row_bytes, &p01);
-        load_weights(kind, p + 2 * row_bytes, p + 3 * row_bytes, &p23);
+        load_weights(kind, p, p + row_bytes, voff, &p01);
+        load_weights(kind, p + 2 * row_bytes, p + 3 * row_bytes, voff, &p23);
         __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)xq));
         __m512i l01, l23;
         if (kind == KIND_Q8_0) {
@@ -286,12 +288,14 @@ AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_byt
     KIND_VARIANT(NAME##_q8_0, DRIVER, KIND_Q8_0)                                                                       \
     KIND_VARIANT(NAME##_q4_0, DRIVER, KIND_Q4_0)                                                                       \
     KIND_VARIANT(NAME##_q4_1, DRIVER, KIND_Q4_1)                                                                       \
+    KIND_VARIANT(NAME##_q4_64, DRIVER, KIND_Q4_64)                                                                     \
     void pd_##NAME##_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,          \
                             int64_t t0, int64_t t1, float *y, int64_t y_stride)                                        \
     {                                                                                                                  \
         if (t == PD_Q8_0) NAME##_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                   \
         else if (t == PD_Q4_0) NAME##_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
-        else NAME##_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                                \
+        else if (t == PD_Q4_1) NAME##_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
+        else NAME##_q4_64(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                               \
     }
 
 KIND_ENTRY(qmatmul, qmatmul_kind)
@@ -342,7 +346,7 @@ AVX512_INLINE x16_block x16_load(const int kind, const uint8_t *vals, const uint
         }
     }
     xb.dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)scales));
-    xb.m = kind == KIND_Q4_1 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(scales + 32)))
+    xb.m = pd_dtype_has_min((pd_dtype)kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(scales + 32)))
                              : _mm512_setzero_ps();
     return xb;
 }
@@ -383,7 +387,7 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const ui
 #pragma GCC unroll 8
         for (int g = 0; g < NG; g++) {
             const uint8_t *vals = w + (size_t)g * gstride + (size_t)b * vb;
-            const uint8_t *sc = scales + (size_t)g * gstride + (size_t)b * sb;
+            const uint8_t *sc = scales + (size_t)g * gstride + (size_t)pd_sub_block((pd_dtype)kind, b) * sb;
             if (NT == 1) {
                 /* decode streams the weights. Each group's values PF_DIST
                  * ahead, which past the group's last block runs on into the
@@ -398,11 +402,11 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const ui
             x16_block xb = x16_load(kind, vals, sc);
 #pragma GCC unroll 8
             for (int u = 0; u < NT; u++) {
-                int32_t init = kind == KIND_Q4_1 ? 0 : (int32_t)((uint32_t)bx[u] << shift);
+                int32_t init = pd_dtype_has_min((pd_dtype)kind) ? 0 : (int32_t)((uint32_t)bx[u] << shift);
                 __m512i l = x16_dots(&xb, xq + u * cols, init, NT == 1 ? 2 : 1);
                 __m512 dd = _mm512_mul_ps(xb.dw, _mm512_set1_ps(dx[u]));
                 acc[g][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), dd, acc[g][u]);
-                if (kind == KIND_Q4_1) acc[g][u] = _mm512_fmadd_ps(xb.m, _mm512_set1_ps(sx[u]), acc[g][u]);
+                if (pd_dtype_has_min((pd_dtype)kind)) acc[g][u] = _mm512_fmadd_ps(xb.m, _mm512_set1_ps(sx[u]), acc[g][u]);
             }
         }
     }

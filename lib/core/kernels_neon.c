@@ -78,10 +78,11 @@ static inline int32x4_t lanes16(int8x16_t w, int8x16_t x)
 #define NT_ROWS 4
 #define NT_TOKS 2
 
-static inline __attribute__((always_inline)) void ntile(const bool q8, const int RM, const int RN, const uint8_t *w,
-                                                        size_t row_bytes, size_t bsize, size_t qoff,
-                                                        const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+static inline __attribute__((always_inline)) void ntile(const pd_dtype t, const int RM, const int RN,
+                                                        const uint8_t *w, size_t row_bytes, const pd_qact *a,
+                                                        int64_t tok, float *y, int64_t y_stride)
 {
+    const bool q8 = t == PD_Q8_0;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     const uint8x16_t low = vdupq_n_u8(0x0f);
     float32x4_t acc[NT_ROWS][NT_TOKS][2];
@@ -91,14 +92,14 @@ static inline __attribute__((always_inline)) void ntile(const bool q8, const int
     const float *dx = a->d + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
         for (int r = 0; r < RM; r++) {
-            const uint8_t *blk = w + (size_t)r * row_bytes + (size_t)b * bsize;
+            const uint8_t *blk = w + (size_t)r * row_bytes + pd_sub_at(t, b);
             float dw = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(pd_load_u16(blk)))), 0);
             int8x16_t w0, w1;
             if (q8) {
                 w0 = vld1q_s8((const int8_t *)(blk + 2));
                 w1 = vld1q_s8((const int8_t *)(blk + 18));
             } else {
-                uint8x16_t raw = vld1q_u8(blk + qoff);
+                uint8x16_t raw = vld1q_u8(blk + pd_sub_values(t, b));
                 w0 = vreinterpretq_s8_u8(vandq_u8(raw, low));
                 w1 = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
             }
@@ -121,8 +122,8 @@ static inline __attribute__((always_inline)) void ntile(const bool q8, const int
 }
 
 /* The 4-bit block offsets times s, four tokens a vector (as the AVX2 kernels). */
-static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size_t bsize, int64_t n_rows,
-                       const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                       int64_t t1, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
     for (int64_t r = 0; r < n_rows; r++) {
@@ -131,8 +132,8 @@ static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size_t bs
             float32x4_t off = vdupq_n_f32(0.0f);
             const float *s = a->s + tok;
             for (int64_t b = 0; b < nb; b++, s += a->n_cap) {
-                const uint8_t *blk = row + (size_t)b * bsize;
-                float o = t == PD_Q4_1 ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * pd_f16_to_f32(pd_load_u16(blk));
+                const uint8_t *blk = row + pd_sub_at(t, b);
+                float o = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * pd_f16_to_f32(pd_load_u16(blk));
                 off = vfmaq_f32(off, vdupq_n_f32(o), vld1q_f32(s));
             }
             float v[4];
@@ -142,27 +143,26 @@ static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, size_t bs
     }
 }
 
-static inline __attribute__((always_inline)) void qmatmul_kind(const bool q8, pd_dtype t, const uint8_t *w,
-                                                               size_t row_bytes, int64_t n_rows, const pd_qact *a,
-                                                               int64_t t0, int64_t t1, float *y, int64_t y_stride)
+static inline __attribute__((always_inline)) void qmatmul_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes,
+                                                               int64_t n_rows, const pd_qact *a, int64_t t0,
+                                                               int64_t t1, float *y, int64_t y_stride)
 {
-    size_t bsize = q8 ? 34 : t == PD_Q4_0 ? 18 : 20, qoff = t == PD_Q4_1 ? 4 : 2;
     for (int64_t r = 0; r < n_rows; r += NT_ROWS) {
         const uint8_t *wr = w + (size_t)r * row_bytes;
         int64_t tok;
         if (n_rows - r >= NT_ROWS) {
             for (tok = t0; tok + NT_TOKS <= t1; tok += NT_TOKS)
-                ntile(q8, NT_ROWS, NT_TOKS, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + r, y_stride);
+                ntile(t, NT_ROWS, NT_TOKS, wr, row_bytes, a, tok, y + tok * y_stride + r, y_stride);
             for (; tok < t1; tok++)
-                ntile(q8, NT_ROWS, 1, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + r, y_stride);
+                ntile(t, NT_ROWS, 1, wr, row_bytes, a, tok, y + tok * y_stride + r, y_stride);
         } else {
             for (int64_t rr = r; rr < n_rows; rr++, wr += row_bytes)
                 for (tok = t0; tok < t1; tok++)
-                    ntile(q8, 1, 1, wr, row_bytes, bsize, qoff, a, tok, y + tok * y_stride + rr, y_stride);
+                    ntile(t, 1, 1, wr, row_bytes, a, tok, y + tok * y_stride + rr, y_stride);
         }
-        if (!q8) {
+        if (t != PD_Q8_0) {
             int64_t rm = n_rows - r < NT_ROWS ? n_rows - r : NT_ROWS;
-            q4_offsets(t, w + (size_t)r * row_bytes, row_bytes, bsize, rm, a, t0, t1, y + r, y_stride);
+            q4_offsets(t, w + (size_t)r * row_bytes, row_bytes, rm, a, t0, t1, y + r, y_stride);
         }
     }
 }
@@ -170,8 +170,10 @@ static inline __attribute__((always_inline)) void qmatmul_kind(const bool q8, pd
 static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
                          int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
-    if (t == PD_Q8_0) qmatmul_kind(true, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else qmatmul_kind(false, t, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    if (t == PD_Q8_0) qmatmul_kind(PD_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_0) qmatmul_kind(PD_Q4_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_1) qmatmul_kind(PD_Q4_1, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_kind(PD_Q4_64, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 /* ------------------------------------------------ interleaved block weights
@@ -179,7 +181,8 @@ static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
  * each row's values j and j + 16 as two signed 16-byte vectors (q - 8 for
  * Q4_0, q for Q4_1, Q8_0's bytes as stored), so lanes16 of the two sum to
  * pd_qdot_x_reference's lanes exactly; Q4_1 adds its offsets m * s, the
- * four rows in one fma chain. A tile is one group (4 rows) x up to X4_TOKS
+ * four rows in one fma chain, and Q4_64 the same a sub-block at a time (its
+ * halves share their block's scales). A tile is one group (4 rows) x up to X4_TOKS
  * tokens. */
 #define X4_TOKS 4
 
@@ -194,7 +197,6 @@ static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, cons
                                                           const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const size_t bs = pd_x4_block_bytes(t), at = pd_x4_values_at(t);
     const uint8x16_t low = vdupq_n_u8(0x0f);
     const int8x16_t eight = vdupq_n_s8(8);
     float32x4_t acc[4][X4_TOKS], off[X4_TOKS]; /* off: Q4_1, rows 0-3 */
@@ -205,10 +207,11 @@ static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, cons
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
-        const uint8_t *p = w + (size_t)b * bs;
+        const uint8_t *p = w + pd_x4_sub_at(t, b);
+        const size_t at = pd_x4_values_at(t, b);
         float dw[4];
         vst1q_f32(dw, half4(p));
-        if (t == PD_Q4_1) {
+        if (pd_dtype_has_min(t)) {
             float32x4_t m4 = half4(p + 8);
             for (int u = 0; u < RN; u++) off[u] = vfmaq_f32(off[u], m4, vdupq_n_f32(sx[u]));
         }
@@ -241,7 +244,7 @@ static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, cons
         float32x2_t h[4];
         for (int i = 0; i < 4; i++) h[i] = vadd_f32(vget_low_f32(acc[i][u]), vget_high_f32(acc[i][u]));
         float32x4_t rows = vpaddq_f32(vcombine_f32(h[0], h[1]), vcombine_f32(h[2], h[3]));
-        if (t == PD_Q4_1) rows = vaddq_f32(rows, off[u]);
+        if (pd_dtype_has_min(t)) rows = vaddq_f32(rows, off[u]);
         vst1q_f32(y + u * y_stride, rows);
     }
 }
@@ -263,7 +266,8 @@ static void qmatmul_x4_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int6
 {
     if (t == PD_Q8_0) qmatmul_x4_kind(PD_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
     else if (t == PD_Q4_0) qmatmul_x4_kind(PD_Q4_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else qmatmul_x4_kind(PD_Q4_1, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else if (t == PD_Q4_1) qmatmul_x4_kind(PD_Q4_1, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
+    else qmatmul_x4_kind(PD_Q4_64, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
 PD_WIDENED_ATTENTION(neon)

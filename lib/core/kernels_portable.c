@@ -57,22 +57,21 @@ static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64
         }
         return (float)total;
     case PD_Q4_0:
-    case PD_Q4_1: {
-        bool has_min = t == PD_Q4_1;
-        size_t block = has_min ? 20 : 18, qoff = has_min ? 4 : 2;
-        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += block, x += PD_QBLOCK) {
+    case PD_Q4_1:
+    case PD_Q4_64:
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, x += PD_QBLOCK) {
+            const uint8_t *blk = p + pd_sub_at(t, b), *q = blk + pd_sub_values(t, b);
             float s = 0.0f, xs = 0.0f;
             for (int j = 0; j < 16; j++) {
-                s += (float)(p[qoff + j] & 0x0f) * x[j] + (float)(p[qoff + j] >> 4) * x[j + 16];
+                s += (float)(q[j] & 0x0f) * x[j] + (float)(q[j] >> 4) * x[j + 16];
                 xs += x[j] + x[j + 16];
             }
-            float d = pd_f16_to_f32(pd_load_u16(p));
-            /* Q4_0: w = d*(q-8); Q4_1: w = d*q + m */
-            float offset = has_min ? pd_f16_to_f32(pd_load_u16(p + 2)) : -8.0f * d;
+            float d = pd_f16_to_f32(pd_load_u16(blk));
+            /* Q4_0: w = d*(q-8); Q4_1, Q4_64: w = d*q + m */
+            float offset = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
             total += d * s + offset * xs;
         }
         return (float)total;
-    }
     }
     return 0.0f;
 }

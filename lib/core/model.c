@@ -293,8 +293,9 @@ static void *own(pd_model *m, void *p)
     return m->owned[m->n_owned++] = p;
 }
 
-/* Give back the pages of [p, p + n) when they lie in one of st's file
- * mappings (clean pages: read again from the file if ever touched). */
+/* Give back the pages of [p, p + n) when they lie in one of st's mappings:
+ * a file's clean pages (read again from the file if ever touched), or the
+ * anonymous weights quantized at load once they are packed (never read again). */
 static void release_mapped(const pd_tensor_store *st, const uint8_t *p, size_t n)
 {
     long page = sysconf(_SC_PAGESIZE);
@@ -317,48 +318,81 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
     return i == n_mat && m->lm_head.rows % m->kern->interleave == 0 ? &m->lm_head : NULL;
 }
 
-/* Float matrices of the layers and the LM head quantized as they load
- * (pd_model_params.quantize), untied embeddings too, as `pocketdec
- * quantize` writes them, each into memory of the model's own, its file
- * pages given back once it is done. */
+/* Matrix i of those quantize_weights may quantize (the layers' matrices,
+ * the LM head, then untied embeddings), its tensor name in name; NULL past them. */
+static pd_matrix *quantizable(pd_model *m, size_t i, char name[96])
+{
+    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
+    if (i < n_mat) {
+        snprintf(name, 96, "model.layers.%zu.%s", i / N_LAYER_MATRICES, layer_matrices[i % N_LAYER_MATRICES].suffix);
+        return matrix_at(m->layers, (long)i);
+    }
+    bool tied = m->cfg.tied_embeddings;
+    if (i > n_mat + (tied ? 0 : 1)) return NULL;
+    snprintf(name, 96, "%s", i == n_mat && !tied ? "lm_head.weight" : "model.embed_tokens.weight");
+    return i == n_mat ? &m->lm_head : &m->embed;
+}
+
+/* Float matrices quantized as they load (pd_model_params.quantize), as
+ * `pocketdec quantize` writes them, into one anonymous mapping of the
+ * store's, each matrix's file pages given back once it is done. Interleaving
+ * then gives back that mapping's pages slab by slab as it packs them, as it
+ * does a file's, so the peak stays near one copy of the weights. */
 static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
 {
-    static const pd_dtype types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0, [PD_QUANT_Q4_1] = PD_Q4_1};
-    if (q < PD_QUANT_Q8_0 || q > PD_QUANT_Q4_1)
+    static const pd_dtype types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0, [PD_QUANT_Q4_1] = PD_Q4_1,
+                                     [PD_QUANT_Q4_64] = PD_Q4_64};
+    if (q < PD_QUANT_Q8_0 || q > PD_QUANT_Q4_64)
         return pd_set_error(err, PD_ERR_ARG, "%s: unknown weight quantization %d", m->source, (int)q);
     const pd_dtype t = types[q];
-    size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
-    /* the layers' matrices, the LM head, and untied embeddings */
-    for (size_t i = 0; i < n_mat + (m->cfg.tied_embeddings ? 1 : 2); i++) {
-        pd_matrix *x = i < n_mat ? matrix_at(m->layers, (long)i) : i == n_mat ? &m->lm_head : &m->embed;
+    char name[96];
+    pd_matrix *x;
+    size_t total = 0;
+    int64_t max_cols = 0;
+    for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
         if (pd_dtype_is_block(x->dtype)) continue;
-        char name[96];
-        if (i < n_mat)
-            snprintf(name, sizeof name, "model.layers.%zu.%s", i / N_LAYER_MATRICES,
-                     layer_matrices[i % N_LAYER_MATRICES].suffix);
-        else
-            snprintf(name, sizeof name, "%s",
-                     i == n_mat && !m->cfg.tied_embeddings ? "lm_head.weight" : "model.embed_tokens.weight");
-        if (x->cols % PD_QBLOCK)
+        if (x->cols % pd_dtype_block_len(t))
             return pd_set_error(err, PD_ERR_SHAPE, "%s: %s has %lld columns, not whole blocks of %d: it cannot be quantized",
-                                m->source, name, (long long)x->cols, PD_QBLOCK);
-        size_t rb = pd_dtype_row_bytes(t, x->cols), bytes;
-        uint8_t *out = pd_mul_size((size_t)x->rows, rb, &bytes) ? own(m, malloc(bytes)) : NULL;
-        float *row = malloc((size_t)x->cols * sizeof(float));
-        if (!out || !row) {
-            free(row);
-            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing %s", m->source, name);
-        }
+                                m->source, name, (long long)x->cols, pd_dtype_block_len(t));
+        size_t bytes;
+        if (!pd_mul_size((size_t)x->rows, pd_dtype_row_bytes(t, x->cols), &bytes) || total + bytes + 63 < total)
+            return pd_set_error(err, PD_ERR_NOMEM, "%s: %s is too large to quantize", m->source, name);
+        total += (bytes + 63) & ~(size_t)63;
+        max_cols = x->cols > max_cols ? x->cols : max_cols;
+    }
+    if (!total) return PD_OK;
+    char what[PD_ERROR_MESSAGE_SIZE];
+    snprintf(what, sizeof what, "%s: weights quantized at load", m->source);
+    uint8_t *out;
+    pd_status st = pd_store_map_anonymous(&m->store, total, what, &out, err);
+    if (st != PD_OK) return st;
+    float *row = malloc((size_t)max_cols * sizeof(float));
+    if (!row) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing", m->source);
+    const uintptr_t page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
+        if (pd_dtype_is_block(x->dtype)) continue;
+        size_t rb = pd_dtype_row_bytes(t, x->cols);
+        /* the file pages of the rows done go back about every MiB (a
+         * float embedding is a large part of a small model); the page a row
+         * ends in goes with the next piece */
+        const uint8_t *kept = x->data;
         for (int64_t r = 0; r < x->rows; r++) {
-            m->kern->widen(x->dtype, x->data + (size_t)r * x->row_bytes, row, x->cols);
+            const uint8_t *src = x->data + (size_t)r * x->row_bytes;
+            m->kern->widen(x->dtype, src, row, x->cols);
             pd_quantize_row(t, row, x->cols, out + (size_t)r * rb);
+            const uint8_t *done = src + x->row_bytes;
+            if ((size_t)(done - kept) >= ((size_t)1 << 20) || r + 1 == x->rows) {
+                release_mapped(&m->store, kept, (size_t)(done - kept));
+                kept = (const uint8_t *)((uintptr_t)done & page_mask);
+                kept = kept < x->data ? x->data : kept;
+            }
         }
-        free(row);
-        release_mapped(&m->store, x->data, (size_t)x->rows * x->row_bytes);
         x->dtype = t;
         x->data = out;
         x->row_bytes = rb;
+        out += ((size_t)x->rows * rb + 63) & ~(size_t)63;
     }
+    free(row);
     if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read its blocks */
     return PD_OK;
 }
@@ -401,7 +435,7 @@ static void pack_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
-/* The block-quantized (Q8_0, Q4_0, Q4_1) matrices of the layers and the LM
+/* The block-quantized (Q8_0, Q4_0, Q4_1, Q4_64) matrices of the layers and the LM
  * head (the embeddings too when tied) interleaved n = kern->interleave rows
  * at a time (pd_x_pack), in slabs across the cores, each file range given
  * back once packed, so the peak stays near one copy. Only when every layer

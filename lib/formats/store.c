@@ -20,6 +20,7 @@ const char *pd_dtype_name(pd_dtype t)
     case PD_Q4_0: return "Q4_0";
     case PD_Q4_1: return "Q4_1";
     case PD_Q8_0: return "Q8_0";
+    case PD_Q4_64: return "Q4_64";
     }
     return "unknown";
 }
@@ -27,6 +28,11 @@ const char *pd_dtype_name(pd_dtype t)
 bool pd_dtype_known(int t)
 {
     return t == PD_F32 || t == PD_F16 || t == PD_BF16 || t == PD_Q4_0 || t == PD_Q4_1 || t == PD_Q8_0;
+}
+
+int pd_dtype_block_len(pd_dtype t)
+{
+    return t == PD_Q4_64 ? PD_QBLOCK_64 : t == PD_Q8_0 || t == PD_Q4_0 || t == PD_Q4_1 ? PD_QBLOCK : 1;
 }
 
 size_t pd_dtype_row_bytes(pd_dtype t, int64_t n)
@@ -39,6 +45,7 @@ size_t pd_dtype_row_bytes(pd_dtype t, int64_t n)
     case PD_Q8_0: per = 34, unit = PD_QBLOCK; break;
     case PD_Q4_0: per = 18, unit = PD_QBLOCK; break;
     case PD_Q4_1: per = 20, unit = PD_QBLOCK; break;
+    case PD_Q4_64: per = 36, unit = PD_QBLOCK_64; break;
     default: return 0;
     }
     if (n < 0 || (uint64_t)n % unit != 0 || (uint64_t)n > SIZE_MAX) return 0;
@@ -153,6 +160,23 @@ pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index
     }
     st->maps[st->n_maps] = m;
     *index = st->n_maps++;
+    return PD_OK;
+}
+
+pd_status pd_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err)
+{
+    if (!grow((void **)&st->maps, &st->cap_maps, st->n_maps, sizeof *st->maps))
+        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", name);
+    pd_mapping m = {.path = strdup(name), .data = NULL, .size = size};
+    void *p = size ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
+    if (p == MAP_FAILED || !m.path) {
+        if (p != MAP_FAILED && p) munmap(p, size);
+        free(m.path);
+        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for %zu bytes", name, size);
+    }
+    m.data = p;
+    st->maps[st->n_maps++] = m;
+    *data = p;
     return PD_OK;
 }
 

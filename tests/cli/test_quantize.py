@@ -9,6 +9,12 @@ file `pocketdec quantize` writes from the directory must be the same file, byte
 for byte (tensor data, metadata, vocabulary, offsets). Also: the result loads
 and its logits are close to the F32 model's, a BF16 directory quantizes, and
 bad arguments fail with one clear line and leave no file behind.
+
+Q4_64 (blocks of 64, MNN's W4A16 layout) has no GGUF type: make_model.py's
+gguf-q4_64 writes its values, from an independent port of the quantizer, as
+Q4_1 blocks that repeat each block's d and m for both halves, which the Q4_64
+kernels must match bit for bit; loading with --quantize q4_64 must give that
+file's logits exactly.
 Prints "N passed, N failed" and exits non-zero on failure.
 """
 import json
@@ -87,6 +93,15 @@ def test_same_file(tmp):
                 tol = 0.05 if ty == "q8_0" else 0.3
                 check(f"gqa {ty} loads; logits near the F32 model's (rel {tol})",
                       got is not None and rel_diff(got, f32) < tol)
+        ref = os.path.join(tmp, f"ref-{name}-q4_64.gguf")
+        make(*args, "--format", "gguf-q4_64", "--name", name, "--out", ref)
+        for layout in ["auto", "file"]:
+            got = logits(os.path.join(tmp, name), "1,2,3,4,5,6,7,8", "--quantize", "q4_64", "--weight-layout", layout)
+            check(f"{name} loaded with --quantize q4_64 ({layout} layout): the logits of its values as Q4_1, bit for bit",
+                  got is not None and got == logits(ref, "1,2,3,4,5,6,7,8", "--weight-layout", layout))
+            if name == "gqa":
+                check(f"gqa q4_64 ({layout}): logits near the F32 model's (rel 0.3)",
+                      got is not None and rel_diff(got, f32) < 0.3)
     rc, so, err = run("quantize", "--model", os.path.join(tmp, "gqa") + "/", "--type", "q8_0")
     default = os.path.join(tmp, "gqa-q8_0.gguf")
     check("without --out the file is HFDIR-TYPE.gguf", rc == 0 and json.loads(so)["out"] == default
@@ -141,7 +156,17 @@ def test_errors(tmp):
     check("--quantize at load refuses the same model, naming the tensor and the cause",
           rc == 1 and out == "" and "model.layers.0.self_attn.q_proj.weight has 48 columns" in err, err)
     rc, out, err = run("logits", "--model", gqa, "--ids", "1,2", "--quantize", "q5_k")
-    check("an unknown --quantize is a usage error", rc == 2 and "q8_0, q4_0 or q4_1" in err, err)
+    check("an unknown --quantize is a usage error", rc == 2 and "q8_0, q4_0, q4_1 or q4_64" in err, err)
+    rc, out, err = run("quantize", "--model", gqa, "--type", "q4_64")
+    check("quantize has no q4_64 (no GGUF type holds it): a usage error", rc == 2 and "q4_0, q4_1 or q8_0" in err, err)
+    m96 = os.path.join(tmp, "m96")
+    make("--layers", "1", "--hidden", "96", "--heads", "3", "--kv-heads", "1", "--head-dim", "32", "--ffn", "64",
+         "--vocab", "300", "--format", "hf-f32", "--out", m96)
+    rc, out, err = run("logits", "--model", m96, "--ids", "1,2", "--quantize", "q4_64")
+    check("--quantize q4_64 refuses 96 columns (whole blocks of 32, not of 64), naming the tensor",
+          rc == 1 and out == "" and "model.layers.0.self_attn.q_proj.weight has 96 columns, not whole blocks of 64" in err,
+          err)
+    check("the same model quantizes to q4_0 at load", logits(m96, "1,2", "--quantize", "q4_0") is not None)
 
 
 with tempfile.TemporaryDirectory() as d:

@@ -6,7 +6,10 @@ Usage: make_fixtures.py OUTDIR STAMP
 Each case is a random Qwen3 model written by tools/testmodels/make_model.py and
 the logits and final-norm hidden states that the independent numpy reference
 (tools/testmodels/reference.py, float64) computes for a fixed id sequence.
-OUTDIR/cases.json lists them for the C test.
+OUTDIR/cases.json lists them for the C test. A case with a quantization is
+an F32 directory the test loads with that --quantize; its reference is the
+float64 forward of the same weights as quantized by make_model.py's own port
+(gguf-q4_64: the Q4_64 values, written as Q4_1 blocks).
 """
 import json
 import os
@@ -17,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOLS = os.path.join(ROOT, "tools", "testmodels")
 PY = sys.executable
 
-# name, preset, format, extra make_model arguments, number of ids
+# name, preset, format, extra make_model arguments, number of ids[, quantize at load, reference format]
 CASES = [
     ("tiny-hf-f32", "tiny", "hf-f32", [], 12),
     ("tiny-hf-bf16-untied", "tiny", "hf-bf16", ["--untied"], 12),
@@ -32,6 +35,8 @@ CASES = [
     ("gqa-gguf-q4_1", "gqa", "gguf-q4_1", ["--untied"], 16),
     # an LM head of 510 rows cannot be interleaved four at a time; the layers still are
     ("gqa-gguf-q4_0-v510", "gqa", "gguf-q4_0", ["--untied", "--vocab", "510"], 16),
+    # MNN's W4A16 layout (blocks of 64), made at load; the LM head of 510 rows keeps the plain layout
+    ("gqa-hf-f32-quantize-q4_64", "gqa", "hf-f32", ["--untied", "--vocab", "510"], 16, "q4_64", "gguf-q4_64"),
 ]
 
 
@@ -49,15 +54,22 @@ def main():
     os.makedirs(out, exist_ok=True)
     vocab = {"tiny": 256, "gqa": 512}
     manifest = []
-    for i, (name, preset, fmt, extra, n) in enumerate(CASES):
+    for i, (name, preset, fmt, extra, n, *quant) in enumerate(CASES):
         path = os.path.join(out, name + (".gguf" if fmt.startswith("gguf") else ""))
         expected = os.path.join(out, name + ".expected.json")
-        subprocess.run([PY, os.path.join(TOOLS, "make_model.py"), "--preset", preset, "--format", fmt,
-                        "--seed", str(100 + i), "--out", path] + extra, check=True, stdout=subprocess.DEVNULL)
+
+        def write(form, where):
+            subprocess.run([PY, os.path.join(TOOLS, "make_model.py"), "--preset", preset, "--format", form,
+                            "--seed", str(100 + i), "--out", where] + extra, check=True, stdout=subprocess.DEVNULL)
+        write(fmt, path)
+        ref_model = path
+        if quant:
+            ref_model = os.path.join(out, name + ".reference.gguf")
+            write(quant[1], ref_model)
         ids = ids_for(n, int(extra[extra.index("--vocab") + 1]) if "--vocab" in extra else vocab[preset], 7 + i)
-        subprocess.run([PY, os.path.join(TOOLS, "reference.py"), "--model", path,
+        subprocess.run([PY, os.path.join(TOOLS, "reference.py"), "--model", ref_model,
                         "--ids", ",".join(map(str, ids)), "--out", expected], check=True, stdout=subprocess.DEVNULL)
-        manifest.append({"name": name, "model": path, "expected": expected})
+        manifest.append({"name": name, "model": path, "expected": expected, "quantize": quant[0] if quant else ""})
     for path in (os.path.join(out, "cases.json"), sys.argv[2]):
         with open(path, "w") as f:
             json.dump(manifest, f, indent=1)

@@ -38,13 +38,16 @@ static char *case_path(const char *name, const char *suffix)
     return b;
 }
 
-static pd_model *load_model(const char *path)
+static pd_model *load_model_quantized(const char *path, pd_weight_quant q)
 {
     pd_error err;
-    pd_model *m = pd_model_load(path, NULL, &err);
+    pd_model_params p = {.quantize = q};
+    pd_model *m = pd_model_load(path, &p, &err);
     if (!m) fail_msg("%s", err.message);
     return m;
 }
+
+static pd_model *load_model(const char *path) { return load_model_quantized(path, PD_QUANT_NONE); }
 
 static pd_context *new_ctx_kv(const pd_model *m, int n_ctx, int threads, int n_batch, pd_kv_type kv)
 {
@@ -121,7 +124,7 @@ static void compare_rows(json_t *want, const pd_context *ctx, bool logits, int c
 
 static bool is_block_quantized(const char *name)
 {
-    return strstr(name, "q8_0") || strstr(name, "q4_0") || strstr(name, "q4_1");
+    return strstr(name, "q8_0") || strstr(name, "q4_0") || strstr(name, "q4_1") || strstr(name, "q4_64");
 }
 
 /* Block-quantized weights multiply activations quantized to int8 per block of
@@ -165,7 +168,9 @@ static void test_reference_cases(void **state)
     json_array_foreach(cases, i, cs) {
         const char *name = json_string_value(json_object_get(cs, "name"));
         json_t *exp = load_json(json_string_value(json_object_get(cs, "expected")));
-        pd_model *m = load_model(json_string_value(json_object_get(cs, "model")));
+        const char *quant = json_string_value(json_object_get(cs, "quantize"));
+        pd_model *m = load_model_quantized(json_string_value(json_object_get(cs, "model")),
+                                           quant && strcmp(quant, "q4_64") == 0 ? PD_QUANT_Q4_64 : PD_QUANT_NONE);
         const pd_config *c = pd_model_config(m);
         int32_t ids[512];
         int n = json_ids(json_object_get(exp, "ids"), ids, 512);

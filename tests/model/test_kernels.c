@@ -44,10 +44,10 @@ static size_t make_row(pd_dtype t, int64_t n, uint8_t *buf)
         for (int64_t i = 0; i < n; i++) put_u16(buf + 2 * i, pd_f32_to_f16(frand()));
     if (t == PD_BF16)
         for (int64_t i = 0; i < n; i++) put_u16(buf + 2 * i, (uint16_t)(0x3f00 | (buf[2 * i] & 0x7f)) ^ (uint16_t)(buf[2 * i + 1] & 0x80) << 8);
-    size_t block = t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : t == PD_Q4_1 ? 20 : 0;
+    size_t block = t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : t == PD_Q4_1 ? 20 : t == PD_Q4_64 ? 36 : 0;
     for (size_t b = 0; block && b < bytes / block; b++) {
         put_u16(buf + b * block, pd_f32_to_f16(0.01f + 0.02f * fabsf(frand())));
-        if (t == PD_Q4_1) put_u16(buf + b * block + 2, pd_f32_to_f16(-0.1f * fabsf(frand())));
+        if (pd_dtype_has_min(t)) put_u16(buf + b * block + 2, pd_f32_to_f16(-0.1f * fabsf(frand())));
     }
     return bytes;
 }
@@ -57,6 +57,7 @@ static void check_type(const pd_kernels *k, pd_dtype t)
     const int64_t sizes[] = {32, 64, 96, 896, 2560};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int64_t n = sizes[s];
+        if (n % pd_dtype_block_len(t)) continue;
         uint8_t *row = malloc((size_t)n * 4 + 1);
         float *w = malloc((size_t)n * sizeof(float)), *x = malloc((size_t)n * sizeof(float));
         /* an odd address: stored rows need not be aligned */
@@ -83,7 +84,7 @@ static void test_dot_row_all_types(void **state)
 {
     (void)state;
     const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_select(), pd_kernels_avx2(), pd_kernels_avx512()};
-    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (int k = 0; k < 4; k++)
         for (size_t t = 0; impls[k] && t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
@@ -95,11 +96,11 @@ static void test_widen(void **state)
     (void)state;
     const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
                                  pd_kernels_select()};
-    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1};
-    uint8_t row[4 * 160 + 1];
-    float want[160], got[160];
+    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    uint8_t row[4 * 192 + 1];
+    float want[192], got[192];
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
-        for (int64_t n = pd_dtype_is_block(types[k]) ? 32 : 1; n <= 160; n += pd_dtype_is_block(types[k]) ? 32 : 13) {
+        for (int64_t n = pd_dtype_block_len(types[k]), step = n > 1 ? n : 13; n <= 192; n += step) {
             make_row(types[k], n, row + 1);
             pd_row_to_f32(types[k], row + 1, want, n);
             for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
@@ -375,9 +376,9 @@ static void test_attention_kernels(void **state)
 static void test_qdot_reference_value(void **state)
 {
     (void)state;
-    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
-    for (size_t k = 0; k < 3; k++)
-        for (int64_t n = 32; n <= 2560; n *= 4) {
+    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    for (size_t k = 0; k < 4; k++)
+        for (int64_t n = 2 * pd_dtype_block_len(types[k]); n <= 4096; n *= 4) {
             uint8_t *row = malloc((size_t)n * 2);
             float *w = malloc((size_t)n * sizeof(float));
             make_row(types[k], n, row);
@@ -450,13 +451,15 @@ static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t tok
 static void test_qmatmul_bitwise(void **state)
 {
     (void)state;
-    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     /* rows x tokens: 4-row panels, a last pair, a last single row; 8-token
-     * tiles and leftovers of 4, 2 and 1; one token (decode) */
-    const int64_t shapes[][3] = {{160, 13, 11}, {896, 37, 1}, {896, 37, 9}, {2560, 37, 15}};
-    for (size_t k = 0; k < 3; k++)
+     * tiles and leftovers of 4, 2 and 1; one token (decode); an odd number
+     * of blocks of 64 */
+    const int64_t shapes[][3] = {{160, 13, 11}, {192, 13, 11}, {896, 37, 1}, {896, 37, 9}, {2560, 37, 15}};
+    for (size_t k = 0; k < 4; k++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            check_qmatmul(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
+            if (shapes[s][0] % pd_dtype_block_len(types[k]) == 0)
+                check_qmatmul(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
 /* Block weights interleaved n rows at a time: the packed rows read back as
@@ -468,9 +471,9 @@ static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t to
 {
     const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
     const int64_t ys = rows + 4;
-    const char *name = type == PD_Q8_0 ? "q8_0" : type == PD_Q4_0 ? "q4_0" : "q4_1";
-    size_t rb = pd_dtype_row_bytes(type, cols), bb = type == PD_Q8_0 ? 34 : type == PD_Q4_0 ? 18 : 20;
-    size_t vals = type == PD_Q4_1 ? 4 : 2, nv = type == PD_Q8_0 ? 32 : 16;
+    const char *name = pd_dtype_name(type);
+    size_t rb = pd_dtype_row_bytes(type, cols), bb = pd_dtype_row_bytes(type, pd_dtype_block_len(type));
+    size_t vals = pd_dtype_has_min(type) ? 4 : 2, nv = bb - vals;
     uint8_t *plain = malloc(rb * (size_t)rows), *w = malloc(rb * (size_t)rows);
     for (int64_t r = 0; r < rows; r++) make_row(type, cols, plain + r * rb);
     /* the ends of the range: one row all 0 nibbles (Q4_0 -8 d) or -128 (Q8_0),
@@ -558,12 +561,145 @@ static void test_x(void **state)
      * group; 4-group decode tiles and leftovers; 8-token tiles and leftovers
      * of 4, 2 and 1. Sixteen: the same for groups of 16, and an odd number of
      * blocks (groups that do not start on a 64-byte line) */
-    const int64_t x4[][3] = {{32, 4, 3}, {160, 12, 11}, {896, 36, 1}, {896, 44, 9}, {2560, 40, 15}};
-    const int64_t x16[][3] = {{32, 16, 3}, {96, 32, 5}, {160, 48, 11}, {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}};
-    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1};
-    for (size_t k = 0; k < 3; k++) {
-        for (size_t s = 0; s < sizeof x4 / sizeof x4[0]; s++) check_x(types[k], 4, x4[s][0], x4[s][1], x4[s][2]);
-        for (size_t s = 0; s < sizeof x16 / sizeof x16[0]; s++) check_x(types[k], 16, x16[s][0], x16[s][1], x16[s][2]);
+    const int64_t x4[][3] = {{32, 4, 3}, {64, 4, 3}, {160, 12, 11}, {192, 12, 11}, {896, 36, 1}, {896, 44, 9},
+                             {2560, 40, 15}};
+    const int64_t x16[][3] = {{32, 16, 3}, {64, 16, 3}, {96, 32, 5}, {160, 48, 11}, {192, 48, 11},
+                              {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}};
+    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    for (size_t k = 0; k < 4; k++) {
+        int64_t len = pd_dtype_block_len(types[k]);
+        for (size_t s = 0; s < sizeof x4 / sizeof x4[0]; s++)
+            if (x4[s][0] % len == 0) check_x(types[k], 4, x4[s][0], x4[s][1], x4[s][2]);
+        for (size_t s = 0; s < sizeof x16 / sizeof x16[0]; s++)
+            if (x16[s][0] % len == 0) check_x(types[k], 16, x16[s][0], x16[s][1], x16[s][2]);
+    }
+}
+
+/* A Q4_64 row as Q4_1: each block of 64 as two Q4_1 blocks with its d and m. */
+static void q4_64_as_q4_1(const uint8_t *src, int64_t cols, uint8_t *dst)
+{
+    for (int64_t b = 0; b < cols / 64; b++)
+        for (int h = 0; h < 2; h++) {
+            memcpy(dst + (2 * b + h) * 20, src + b * 36, 4);
+            memcpy(dst + (2 * b + h) * 20 + 4, src + b * 36 + 4 + 16 * h, 16);
+        }
+}
+
+/* Q4_64 is Q4_1 whose two halves of each block of 64 share the block's d and
+ * m: a Q4_64 matrix and that Q4_1 matrix give the same floats, and the same
+ * bits through the reference orders and through every table's qmatmul and
+ * qmatmul_x, so the Q4_64 kernels are checked against the Q4_1 ones as well
+ * as against their reference (test_qmatmul_bitwise, test_x). */
+static void test_q4_64_is_q4_1_with_shared_scales(void **state)
+{
+    (void)state;
+    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
+    const int64_t cols = 576, rows = 48, toks = 9, ys = rows;
+    size_t rb = pd_dtype_row_bytes(PD_Q4_64, cols), rb1 = pd_dtype_row_bytes(PD_Q4_1, cols);
+    assert_true(rb == 324 && rb1 == 360);
+    uint8_t *w = malloc(rb * rows), *w1 = malloc(rb1 * rows), *xw = malloc(rb * rows), *xw1 = malloc(rb1 * rows);
+    float *a = malloc(cols * sizeof(float)), *a1 = malloc(cols * sizeof(float));
+    for (int64_t r = 0; r < rows; r++) {
+        make_row(PD_Q4_64, cols, w + r * rb);
+        q4_64_as_q4_1(w + r * rb, cols, w1 + r * rb1);
+        pd_row_to_f32(PD_Q4_64, w + r * rb, a, cols);
+        pd_row_to_f32(PD_Q4_1, w1 + r * rb1, a1, cols);
+        assert_memory_equal(a, a1, cols * sizeof(float));
+    }
+    qact_buf b;
+    qact_new(&b, toks, cols);
+    float *got = calloc(toks * ys, sizeof(float)), *want = calloc(toks * ys, sizeof(float));
+    for (int64_t t = 0; t < toks; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            float x = pd_qdot_reference(PD_Q4_64, w + r * rb, &b.a, t);
+            float x1 = pd_qdot_reference(PD_Q4_1, w1 + r * rb1, &b.a, t);
+            assert_memory_equal(&x, &x1, sizeof x);
+        }
+    int tested = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!impls[i]) continue;
+        impls[i]->qmatmul(PD_Q4_64, w, rb, rows, &b.a, 0, toks, got, ys);
+        impls[i]->qmatmul(PD_Q4_1, w1, rb1, rows, &b.a, 0, toks, want, ys);
+        assert_memory_equal(got, want, toks * ys * sizeof(float));
+        for (int64_t t0 = 0; t0 < toks; t0 += 4) /* decode and prefill tiles */
+            for (int64_t t1 = t0 + 1; t1 <= toks; t1 += 3) {
+                impls[i]->qmatmul(PD_Q4_64, w, rb, rows, &b.a, t0, t1, got, ys);
+                assert_memory_equal(got, want, toks * ys * sizeof(float));
+            }
+        int n = impls[i]->interleave;
+        pd_x_pack(PD_Q4_64, n, w, rb, rows, xw);
+        pd_x_pack(PD_Q4_1, n, w1, rb1, rows, xw1);
+        for (int64_t r = 0; r < rows; r++) {
+            pd_x_row_to_f32(PD_Q4_64, n, xw, rb, r, a, cols);
+            pd_row_to_f32(PD_Q4_1, w1 + r * rb1, a1, cols);
+            assert_memory_equal(a, a1, cols * sizeof(float));
+            for (int64_t t = 0; t < toks; t++) {
+                float x = pd_qdot_x_reference(PD_Q4_64, n, xw, rb, r, &b.a, t);
+                float x1 = pd_qdot_x_reference(PD_Q4_1, n, xw1, rb1, r, &b.a, t);
+                assert_memory_equal(&x, &x1, sizeof x);
+            }
+        }
+        impls[i]->qmatmul_x(PD_Q4_64, xw, rb, rows, &b.a, 0, toks, got, ys);
+        impls[i]->qmatmul_x(PD_Q4_1, xw1, rb1, rows, &b.a, 0, toks, want, ys);
+        assert_memory_equal(got, want, toks * ys * sizeof(float));
+        for (int64_t t = 0; t < toks; t++) /* one token at a time: the decode tiles */
+            impls[i]->qmatmul_x(PD_Q4_64, xw, rb, rows, &b.a, t, t + 1, got, ys);
+        assert_memory_equal(got, want, toks * ys * sizeof(float));
+        printf("  %s Q4_64 %lld x %lld x %lld: the bits of Q4_1 with shared scales, plain and x%d\n", impls[i]->name,
+               (long long)rows, (long long)cols, (long long)toks, n);
+        tested++;
+    }
+    assert_true(tested >= 1);
+    qact_free(&b);
+    free(w);
+    free(w1);
+    free(xw);
+    free(xw1);
+    free(a);
+    free(a1);
+    free(got);
+    free(want);
+}
+
+/* Hand-worked Q4_64 quantization of 64 values: min -1, max 14, so d = 1
+ * and m = -1; 2.25 -> (int)(3.25 + 0.5) = 3 (back to 2); 9 -> 10. Value j
+ * of half h sits in byte 4 + 16h + j % 16, low nibble for j < 16. */
+static void test_quantize_q4_64(void **state)
+{
+    (void)state;
+    float x[64], back[64];
+    uint8_t blk[36];
+    for (int j = 0; j < 64; j++) x[j] = 2.25f;
+    x[0] = -1.0f;
+    x[40] = 9.0f;
+    x[63] = 14.0f;
+    pd_quantize_row(PD_Q4_64, x, 64, blk);
+    assert_int_equal(pd_load_u16(blk), 0x3c00);     /* d = 1 */
+    assert_int_equal(pd_load_u16(blk + 2), 0xbc00); /* m = -1 */
+    assert_int_equal(blk[4], 0x30);                 /* values 0 (q 0) and 16 (q 3) */
+    assert_int_equal(blk[4 + 16 + 8], 0x3a);        /* values 40 (q 10) and 56 (q 3) */
+    assert_int_equal(blk[4 + 16 + 15], 0xf3);       /* values 47 (q 3) and 63 (q 15) */
+    pd_row_to_f32(PD_Q4_64, blk, back, 64);
+    assert_true(back[0] == -1.0f && back[40] == 9.0f && back[63] == 14.0f && back[1] == 2.0f && back[62] == 2.0f);
+    /* a constant block: d = 0, every q 0, back to the value (as its F16) */
+    for (int j = 0; j < 64; j++) x[j] = 0.5f;
+    pd_quantize_row(PD_Q4_64, x, 64, blk);
+    pd_row_to_f32(PD_Q4_64, blk, back, 64);
+    for (int j = 0; j < 64; j++) assert_true(back[j] == 0.5f);
+    /* random rows: every value within half a step (plus the F16 roundings) */
+    for (int rep = 0; rep < 20; rep++) {
+        float lo = 1e30f, hi = -1e30f;
+        for (int j = 0; j < 64; j++) {
+            x[j] = frand() * (rep + 1);
+            lo = fminf(lo, x[j]);
+            hi = fmaxf(hi, x[j]);
+        }
+        pd_quantize_row(PD_Q4_64, x, 64, blk);
+        pd_row_to_f32(PD_Q4_64, blk, back, 64);
+        float step = (hi - lo) / 15.0f;
+        for (int j = 0; j < 64; j++)
+            if (fabsf(back[j] - x[j]) > 0.5f * step + 16.0f * 1e-3f * (fabsf(lo) + step))
+                fail_msg("Q4_64 value %d: %.9g back as %.9g (step %.9g)", j, x[j], back[j], step);
     }
 }
 
@@ -605,7 +741,7 @@ static void test_silu_mul(void **state)
 }
 
 /* Hand-worked blocks: Q8_0 d=0.5 q=-3 -> -1.5; Q4_0 d=2, nibble 3 -> 2*(3-8) = -10;
- * Q4_1 d=0.25 m=1, nibble 15 -> 4.75. */
+ * Q4_1 d=0.25 m=1, nibble 15 -> 4.75; Q4_64 the same in either half. */
 static void test_block_values(void **state)
 {
     (void)state;
@@ -624,6 +760,15 @@ static void test_block_values(void **state)
     q41[4] = 0x0f;
     pd_row_to_f32(PD_Q4_1, q41, out, 32);
     assert_true(out[0] == 4.75f && out[16] == 1.0f);
+    /* Q4_64 d=0.25 m=1: byte 4 gives weights 0 and 16, byte 20 weights 32 and 48 */
+    uint8_t q464[36] = {0};
+    float out64[64];
+    put_u16(q464, 0x3400);
+    put_u16(q464 + 2, 0x3c00);
+    q464[4] = 0x0f;
+    q464[20] = 0xa3;
+    pd_row_to_f32(PD_Q4_64, q464, out64, 64);
+    assert_true(out64[0] == 4.75f && out64[16] == 1.0f && out64[32] == 1.75f && out64[48] == 3.5f && out64[63] == 1.0f);
 }
 
 static void test_half_conversions(void **state)
@@ -764,6 +909,8 @@ int main(void)
         cmocka_unit_test(test_qdot_reference_value),
         cmocka_unit_test(test_qmatmul_bitwise),
         cmocka_unit_test(test_x),
+        cmocka_unit_test(test_q4_64_is_q4_1_with_shared_scales),
+        cmocka_unit_test(test_quantize_q4_64),
         cmocka_unit_test(test_silu_mul),
         cmocka_unit_test(test_block_values),
         cmocka_unit_test(test_half_conversions),

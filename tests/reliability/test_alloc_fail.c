@@ -57,9 +57,10 @@ static void fail_each_allocation(scenario s, const char *name)
     printf("  %s: %ld allocations, each failed once, all handled\n", name, k - 1);
 }
 
-static pd_status load_eval_generate(const char *path, pd_error *err)
+static pd_status load_eval_generate(const char *path, pd_weight_quant quant, pd_error *err)
 {
-    pd_model *m = pd_model_load(path, NULL, err);
+    pd_model_params mp = {.quantize = quant};
+    pd_model *m = pd_model_load(path, &mp, err);
     if (!m) return err->code;
     pd_context_params cp = {32, 2, 4, 0, PD_KV_AUTO};
     pd_context *ctx = pd_context_new(m, &cp, err);
@@ -83,17 +84,23 @@ static char path_buf[1024];
 static pd_status hf_scenario(pd_error *err)
 {
     snprintf(path_buf, sizeof path_buf, "%s/tiny-hf-bf16-untied", fixtures);
-    return load_eval_generate(path_buf, err);
+    return load_eval_generate(path_buf, PD_QUANT_NONE, err);
+}
+/* the same BF16 model quantized at load to Q4_64, embeddings included */
+static pd_status quantize_scenario(pd_error *err)
+{
+    snprintf(path_buf, sizeof path_buf, "%s/tiny-hf-bf16-untied", fixtures);
+    return load_eval_generate(path_buf, PD_QUANT_Q4_64, err);
 }
 static pd_status sharded_scenario(pd_error *err)
 {
     snprintf(path_buf, sizeof path_buf, "%s/gqa-hf-sharded-f32", fixtures);
-    return load_eval_generate(path_buf, err);
+    return load_eval_generate(path_buf, PD_QUANT_NONE, err);
 }
 static pd_status gguf_scenario(pd_error *err)
 {
     snprintf(path_buf, sizeof path_buf, "%s/gqa-gguf-q8_0.gguf", fixtures);
-    return load_eval_generate(path_buf, err);
+    return load_eval_generate(path_buf, PD_QUANT_NONE, err);
 }
 
 static pd_status tokenizer_scenario(pd_error *err)
@@ -223,6 +230,11 @@ static void test_adapters(void **state) { (void)state; fail_each_allocation(adap
 static void test_extract(void **state) { (void)state; fail_each_allocation(extract_scenario, "extraction"); }
 
 static void test_hf(void **state) { (void)state; fail_each_allocation(hf_scenario, "HF model"); }
+static void test_quantize(void **state)
+{
+    (void)state;
+    fail_each_allocation(quantize_scenario, "HF model quantized to Q4_64 at load");
+}
 static void test_sharded(void **state) { (void)state; fail_each_allocation(sharded_scenario, "sharded HF model"); }
 static void test_gguf(void **state) { (void)state; fail_each_allocation(gguf_scenario, "GGUF model"); }
 static void test_tokenizer(void **state) { (void)state; fail_each_allocation(tokenizer_scenario, "tokenizer"); }
@@ -251,6 +263,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf),
+        cmocka_unit_test(test_quantize),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_gguf),
         cmocka_unit_test(test_tokenizer),

@@ -10,6 +10,9 @@ the full `pocket` shape needs well under 2 GB of memory.
 Formats:
   hf-f32 hf-bf16 hf-f16 hf-sharded-f32   a directory: config.json, safetensors, tokenizer.json
   gguf-f32 gguf-f16 gguf-bf16 gguf-q8_0 gguf-q4_0 gguf-q4_1   one GGUF v3 file
+  gguf-q4_64   Q4_1 blocks holding the Q4_64 quantization (blocks of 64, Q4_1's
+               arithmetic, MNN's W4A16 layout), each block's d and m written for
+               both of its halves: the values `--quantize q4_64` computes with
 
 Quantisation follows ggml's reference code (quantize_row_*_ref) bit for bit,
 in float32 arithmetic; 1-D tensors (norms) stay F32 in every GGUF, as in llama.cpp.
@@ -44,18 +47,18 @@ PRESETS = {
 }
 
 FORMATS = ["hf-f32", "hf-bf16", "hf-f16", "hf-sharded-f32",
-           "gguf-f32", "gguf-f16", "gguf-bf16", "gguf-q8_0", "gguf-q4_0", "gguf-q4_1"]
+           "gguf-f32", "gguf-f16", "gguf-bf16", "gguf-q8_0", "gguf-q4_0", "gguf-q4_1", "gguf-q4_64"]
 
 # GGML tensor types: id, bytes per block, weights per block
 GGML_TYPES = {"F32": (0, 4, 1), "F16": (1, 2, 1), "Q4_0": (2, 18, 32), "Q4_1": (3, 20, 32),
-              "Q8_0": (8, 34, 32), "BF16": (30, 2, 1)}
+              "Q8_0": (8, 34, 32), "BF16": (30, 2, 1), "Q4_64": (3, 40, 64)}
 # llama_ftype written as general.file_type
-FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32}
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "BF16": 32, "Q4_64": 3}
 ST_SIZES = {"F32": 4, "F16": 2, "BF16": 2}
 TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 QWEN_SPLIT_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
                     r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
-CHUNK = 1 << 20  # weights encoded per write (a multiple of 32)
+CHUNK = 1 << 20  # weights encoded per write (a multiple of 64)
 
 
 @dataclass
@@ -208,10 +211,10 @@ def quantize_q4_0(x):
     return out.tobytes()
 
 
-def quantize_q4_1(x):
-    """quantize_row_q4_1_ref: d = (max-min)/15, q = min(15, (int8)((x-min)*(1/d) + 0.5f));
-    block = f16 d, f16 min, 16 nibble-pair bytes."""
-    b = x.reshape(-1, 32)
+def _q4_min(x, block):
+    """quantize_row_q4_1_ref's arithmetic over blocks of `block`: d = (max-min)/15,
+    q = min(15, (int8)((x-min)*(1/d) + 0.5f)); returns d, min and q ([nb, block])."""
+    b = x.reshape(-1, block)
     rows = np.arange(b.shape[0])
     mn = b[rows, np.argmin(b, axis=1)]  # first minimum / maximum, as the C loop's strict
     mx = b[rows, np.argmax(b, axis=1)]  # comparisons (this decides the sign of a zero min)
@@ -221,11 +224,29 @@ def quantize_q4_1(x):
     t += np.float32(0.5)
     q = t.astype(np.int8)
     np.minimum(q, 15, out=q)
-    out = np.empty((b.shape[0], 20), np.uint8)
+    return d, mn, q
+
+
+def _q4_1_blocks(d, mn, q):
+    """Q4_1 blocks: f16 d, f16 min, 16 nibble-pair bytes of 32 values."""
+    out = np.empty((q.shape[0], 20), np.uint8)
     out[:, 0:2] = d.astype("<f2").view(np.uint8).reshape(-1, 2)
     out[:, 2:4] = mn.astype("<f2").view(np.uint8).reshape(-1, 2)
     out[:, 4:] = _pack_nibbles(q)
-    return out.tobytes()
+    return out
+
+
+def quantize_q4_1(x):
+    """quantize_row_q4_1_ref: blocks of 32, block = f16 d, f16 min, 16 nibble-pair bytes."""
+    return _q4_1_blocks(*_q4_min(x, 32)).tobytes()
+
+
+def quantize_q4_64_as_q4_1(x):
+    """Q4_1's arithmetic over blocks of 64, written as two Q4_1 blocks a block: its d and min
+    with the nibbles of each half."""
+    d, mn, q = _q4_min(x, 64)
+    halves = [_q4_1_blocks(d, mn, q[:, 32 * h:32 * h + 32]) for h in range(2)]
+    return np.stack(halves, axis=1).tobytes()
 
 
 ENCODERS = {
@@ -235,6 +256,7 @@ ENCODERS = {
     "Q8_0": quantize_q8_0,
     "Q4_0": quantize_q4_0,
     "Q4_1": quantize_q4_1,
+    "Q4_64": quantize_q4_64_as_q4_1,
 }
 
 

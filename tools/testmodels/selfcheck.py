@@ -356,7 +356,8 @@ def q4_0_scalar(xs):
 
 
 def q4_1_scalar(xs):
-    """Port of ggml quantize_row_q4_1_ref for one block."""
+    """Port of ggml quantize_row_q4_1_ref for one block (of 32; of 64 for Q4_64, written as
+    two Q4_1 blocks with the same d and min)."""
     mn, mx = f32(np.finfo(f32).max), f32(-np.finfo(f32).max)
     for v in xs:
         if v < mn:
@@ -366,7 +367,8 @@ def q4_1_scalar(xs):
     d = f32(f32(mx - mn) / f32(15))
     inv = f32(1) / d if d else f32(0)
     q = [min(15, int(f32(f32(f32(v - mn) * inv) + f32(0.5)))) for v in xs]
-    return np.float16(d).tobytes() + np.float16(mn).tobytes() + bytes(q[j] | q[j + 16] << 4 for j in range(16))
+    return b"".join(np.float16(d).tobytes() + np.float16(mn).tobytes()
+                    + bytes(q[h + j] | q[h + j + 16] << 4 for j in range(16)) for h in range(0, len(xs), 32))
 
 
 def crafted_blocks():
@@ -400,11 +402,15 @@ def quantizers_match_ggml_scalar_code(env):
     blocks = crafted_blocks()
     rng = np.random.default_rng(4)
     blocks += list(rng.standard_normal((40, 32)).astype(f32) / 7)
-    for name, scalar in (("Q8_0", q8_0_scalar), ("Q4_0", q4_0_scalar), ("Q4_1", q4_1_scalar)):
-        vec = mm.ENCODERS[name](np.concatenate(blocks))
-        want = b"".join(scalar(list(b)) for b in blocks)
+    # Q4_64: blocks of 64, each crafted block next to its neighbour (the last one twice)
+    pairs = [np.concatenate([blocks[i], blocks[min(i + 1, len(blocks) - 1)]]) for i in range(0, len(blocks), 2)]
+    for name, scalar, bl in (("Q8_0", q8_0_scalar, blocks), ("Q4_0", q4_0_scalar, blocks),
+                             ("Q4_1", q4_1_scalar, blocks), ("Q4_64", q4_1_scalar, pairs)):
+        vec = mm.ENCODERS[name](np.concatenate(bl))
+        want = b"".join(scalar(list(b)) for b in bl)
         size = mm.GGML_TYPES[name][1]
-        for i in range(len(blocks)):
+        assert len(vec) == len(want) == size * len(bl), (name, len(vec), len(want))
+        for i in range(len(bl)):
             got, exp = vec[i * size:(i + 1) * size], want[i * size:(i + 1) * size]
             assert got == exp, f"{name} block {i}: {got.hex()} != {exp.hex()}"
     # known answers for the tie blocks (C roundf / truncation semantics)
