@@ -116,7 +116,7 @@ typedef enum pd_weight_layout {
      * every kernel set (AVX-512 VNNI, AVX2, NEON, portable) has one for the
      * block types Q8_0, Q4_0, Q4_1 and Q4_64: those matrices of the layers and of
      * the LM head are interleaved (sixteen rows at a time for AVX-512 VNNI,
-     * four for the others) into memory of the model's own (the same number of bytes; the file's pages for them are
+     * eight for AVX2, four for NEON and portable) into memory of the model's own (the same number of bytes; the file's pages for them are
      * given back as they are packed), which speeds up prefill and decode. The
      * results differ from PD_LAYOUT_FILE's only in the rounding of the sums. */
     PD_LAYOUT_AUTO = 0,

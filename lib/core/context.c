@@ -109,7 +109,7 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
            /* quantized activations: int8 q, then d and s (with padding) */
            add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
            add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * qact_cap(B) + 8, 1) &&
-           add_floats(scratch, qact_cap(B), max_cols / PD_QBLOCK * 5, 1) /* lane_bias, block_bias: int32 */ &&
+           add_floats(scratch, qact_cap(B), max_cols / PD_QBLOCK, 1) /* block_bias: int32 */ &&
            *kv + *scratch >= *kv;
 }
 
@@ -129,32 +129,28 @@ static bool reserve_qact(pd_context *ctx, int64_t n)
     if (n <= a->n_cap) return true;
     n = (int64_t)qact_cap((size_t)n);
     const pd_config *c = &ctx->model->cfg;
-    size_t cols = (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn), q, ds, bias, block;
+    size_t cols = (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn), q, ds, block;
     /* d and s: [blocks][n] plus a vector of padding for the 8-token loads */
     if (!pd_mul_size((size_t)n, cols, &q) || !pd_mul_size(cols / PD_QBLOCK + 1, (size_t)n, &ds) ||
-        !pd_mul_size(ds + 8, sizeof(float), &ds) || !pd_mul_size(q / PD_QBLOCK * 4, sizeof(int32_t), &bias) ||
-        !pd_mul_size(q / PD_QBLOCK, sizeof(int32_t), &block))
+        !pd_mul_size(ds + 8, sizeof(float), &ds) || !pd_mul_size(q / PD_QBLOCK, sizeof(int32_t), &block))
         return false;
     int8_t *nq = malloc(q);
     float *nd = calloc(1, ds), *ns = calloc(1, ds);
-    int32_t *nl = malloc(bias), *nb = malloc(block);
-    if (!nq || !nd || !ns || !nl || !nb) {
+    int32_t *nb = malloc(block);
+    if (!nq || !nd || !ns || !nb) {
         free(nq);
         free(nd);
         free(ns);
-        free(nl);
         free(nb);
         return false;
     }
     free(a->q);
     free(a->d);
     free(a->s);
-    free(a->lane_bias);
     free(a->block_bias);
     a->q = nq;
     a->d = nd;
     a->s = ns;
-    a->lane_bias = nl;
     a->block_bias = nb;
     a->n_cap = n;
     return true;
@@ -247,7 +243,6 @@ void pd_context_free(pd_context *ctx)
     free(ctx->qact.q);
     free(ctx->qact.d);
     free(ctx->qact.s);
-    free(ctx->qact.lane_bias);
     free(ctx->qact.block_bias);
     free(ctx->out_hidden);
     free(ctx->out_logits);

@@ -159,11 +159,6 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
             }
             a->d[b * a->n_cap + t] = d;
             a->s[b * a->n_cap + t] = d * (float)sum;
-            for (int k = 0; k < 4; k++) {
-                int32_t lane = 0;
-                for (int j = 4 * k; j < 4 * k + 4; j++) lane += qt[b * PD_QBLOCK + j] + qt[b * PD_QBLOCK + 16 + j];
-                a->lane_bias[(t * nb + b) * 4 + k] = -8 * lane;
-            }
             a->block_bias[b * a->n_cap + t] = -8 * sum;
         }
     }
@@ -273,21 +268,24 @@ typedef struct {
 } x_piece;
 
 /* Row i's pieces of plain block b (of nb) in a group of n: the scale, the
- * minimum, the values (Q8_0's four-row halves; Q4_64's two halves; sixteen
- * rows' dwords). */
+ * minimum, the values (Q8_0's four-row halves; Q4_64's two halves; eight or
+ * sixteen rows' dwords). */
 static inline int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
 {
     const size_t at = pd_sub_values(t, 0); /* the values in a plain block */
     const int64_t subs = t == PD_Q4_64 ? 2 : 1; /* sub-blocks a block */
     const bool has_min = pd_dtype_has_min(t);
     int k = 0;
-    if (n == 16) {
-        size_t vb = pd_x16_values_bytes(t), sc = (size_t)(nb * subs) * vb + (size_t)b * pd_x16_scales_bytes(t);
+    if (n >= 8) {
+        const size_t piece = 4 * (size_t)n, vb = pd_xd_values_bytes(t, n), sb = pd_xd_scales_bytes(t, n);
+        /* sixteen: every block's values, then every block's scales; eight: block by block, scales first */
+        size_t sc = n == 16 ? (size_t)(nb * subs) * vb + (size_t)b * sb : (size_t)b * (sb + (size_t)subs * vb);
+        size_t v0 = n == 16 ? (size_t)(b * subs) * vb : sc + sb;
         p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
-        if (has_min) p[k++] = (x_piece){sc + 32 + 2 * (size_t)i, 2, 2};
+        if (has_min) p[k++] = (x_piece){sc + 2 * (size_t)n + 2 * (size_t)i, 2, 2};
         for (int64_t s = 0; s < subs; s++)
-            for (size_t c = 0; c < vb / 64; c++)
-                p[k++] = (x_piece){(size_t)(b * subs + s) * vb + 64 * c + 4 * (size_t)i, at + 16 * (size_t)s + 4 * c, 4};
+            for (size_t c = 0; c < vb / piece; c++)
+                p[k++] = (x_piece){v0 + (size_t)s * vb + piece * c + 4 * (size_t)i, at + 16 * (size_t)s + 4 * c, 4};
         return k;
     }
     size_t base = (size_t)b * pd_x4_block_bytes(t), v = 16 * (size_t)i;
@@ -365,7 +363,7 @@ float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
         float dw = block_values(t, blk, b, v);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
         float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pd_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
-        if (n == 16) {
+        if (n >= 8) {
             int32_t l = 0;
             for (int j = 0; j < PD_QBLOCK; j++) l += (v[j] - bias) * xq[j];
             acc = fmaf((float)l, dd, acc);
@@ -379,7 +377,7 @@ float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
         }
         if (has_min) off = fmaf(m, a->s[b * a->n_cap + tok], off);
     }
-    if (n == 16) return acc;
+    if (n >= 8) return acc;
     float sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
     return has_min ? sum + off : sum;
 }

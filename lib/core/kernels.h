@@ -16,18 +16,15 @@
  * token, blocks of 32 int8 q = round(x / d) with d = max|x| / 127, and per
  * block s = d * sum(q) (what the block offset of Q4_0/Q4_1 weights multiplies).
  * d and s are block-major, [block][n_cap], so a kernel reads them for
- * consecutive tokens in one load; both carry 8 floats of padding. lane_bias
- * holds per token and block -8 times the four sums of q over j = 4k..4k+3 and
- * 16+4k..16+4k+3 (k < 4): where the interleaved kernels' lanes start when
- * they take Q4_0's q - 8 as q (Q8_0's v as v + 128: 16 times that), made
- * once here instead of once for every tile of every matrix. block_bias is
- * the same for a whole block (the four lanes' sum), where the kernels on
- * sixteen interleaved rows start. */
+ * consecutive tokens in one load; both carry 8 floats of padding. block_bias
+ * holds per block and token -8 times the sum of q: where the kernels on eight
+ * or sixteen interleaved rows start a block sum when they take Q4_0's q - 8
+ * as q (Q8_0's v as v + 128: 16 times that), made once here instead of once
+ * for every tile of every matrix. */
 typedef struct pd_qact {
     int64_t n_tok, n_cap, cols; /* cols: a multiple of 32 */
     int8_t *q;                  /* [n_tok][cols] */
     float *d, *s;               /* [cols/32][n_cap] */
-    int32_t *lane_bias;         /* [n_tok][cols/32][4] */
     int32_t *block_bias;        /* [cols/32][n_cap]: -8 * sum of the block's q */
 } pd_qact;
 
@@ -73,6 +70,30 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
                 y[tok * y_stride + r] = dot_row_##NAME(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);          \
     }
 
+/* For a qmatmul-shaped DRIVER(type, w, row_bytes, n_rows, a, t0, t1, y,
+ * y_stride) inlined with its type a constant: per block type a function
+ * NAME_q8_0 ... under the target attribute ATTR, and the entry
+ * LINKAGE void ENTRY(pd_dtype t, ...) that picks one. */
+#define PD_BLOCK_TYPE_VARIANT(ATTR, NAME, DRIVER, T)                                                                   \
+    ATTR static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,            \
+                          int64_t t1, float *y, int64_t y_stride)                                                      \
+    {                                                                                                                  \
+        DRIVER(T, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                                       \
+    }
+#define PD_BLOCK_TYPE_ENTRY(ATTR, LINKAGE, ENTRY, NAME, DRIVER)                                                        \
+    PD_BLOCK_TYPE_VARIANT(ATTR, NAME##_q8_0, DRIVER, PD_Q8_0)                                                          \
+    PD_BLOCK_TYPE_VARIANT(ATTR, NAME##_q4_0, DRIVER, PD_Q4_0)                                                          \
+    PD_BLOCK_TYPE_VARIANT(ATTR, NAME##_q4_1, DRIVER, PD_Q4_1)                                                          \
+    PD_BLOCK_TYPE_VARIANT(ATTR, NAME##_q4_64, DRIVER, PD_Q4_64)                                                        \
+    LINKAGE void ENTRY(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,   \
+                       int64_t t1, float *y, int64_t y_stride)                                                         \
+    {                                                                                                                  \
+        if (t == PD_Q8_0) NAME##_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                   \
+        else if (t == PD_Q4_0) NAME##_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
+        else if (t == PD_Q4_1) NAME##_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
+        else NAME##_q4_64(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                               \
+    }
+
 typedef struct pd_kernels {
     const char *name;
     /* sum of a[i]*b[i] for i < n */
@@ -94,7 +115,7 @@ typedef struct pd_kernels {
      * row. Sums in the order of pd_qdot_x_reference, so every split gives the
      * same bits. interleave 0 in a table without it: the model then keeps the
      * file's layout. */
-    int interleave; /* rows a group: 4 or 16 */
+    int interleave; /* rows a group: 4, 8 or 16 */
     void (*qmatmul_x)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride);
     /* F32/F16/BF16 rows times float activations: y[t * y_stride + r] = row r .
@@ -194,7 +215,7 @@ static inline size_t pd_sub_values(pd_dtype t, int64_t b)
  * repeats each block's d and m for both halves. */
 float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
 
-/* Block weights interleaved n rows at a time, n = 4 or 16 (the kernel
+/* Block weights interleaved n rows at a time, n = 4, 8 or 16 (the kernel
  * table's `interleave`). Group g starts n * g plain rows in (n * g *
  * row_bytes, row_bytes the plain row's), so the matrix keeps its size and a
  * row that is a multiple of n its address.
@@ -209,13 +230,16 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
  * One 64-byte load gives four rows' nibbles, or four rows' values j (first
  * load) and j + 16 (second), with no shuffle.
  *
- * n = 16: first the values of every sub-block, pd_x16_values_bytes(t) each,
- * in 64-byte pieces whose dword i is row i's: piece c < 4 of a 4-bit sub-block
- * holds the nibble bytes 4c..4c+3 (values 4c..4c+3 low, 16+4c..16+4c+3
- * high), piece k < 8 of a Q8_0 block the values 4k..4k+3; then the scales of
- * every block, pd_x16_scales_bytes(t) each: the 16 d, and for Q4_1 and Q4_64
- * the 16 m after them. One vpdpbusd of a piece and a broadcast dword of
- * activations adds four products to each of the 16 rows' block sums. */
+ * n = 8 or 16: the values of a sub-block, pd_xd_values_bytes(t, n), are
+ * pieces of 4n bytes whose dword i is row i's: piece c < 4 of a 4-bit
+ * sub-block holds the nibble bytes 4c..4c+3 (values 4c..4c+3 low,
+ * 16+4c..16+4c+3 high), piece k < 8 of a Q8_0 block the values 4k..4k+3;
+ * the scales of a block, pd_xd_scales_bytes(t, n), are the n d, and for
+ * Q4_1 and Q4_64 the n m after them. n = 16 stores the values of every
+ * sub-block, then the scales of every block; n = 8 goes block by block, its
+ * scales, then its sub-blocks' values (one stream for decode). One vpdpbusd
+ * (n = 16) or vpmaddubsw (n = 8) of a piece and a broadcast dword of
+ * activations adds four products to each of the n rows' block sums. */
 static inline size_t pd_x4_block_bytes(pd_dtype t)
 {
     return t == PD_Q8_0 ? 136 : t == PD_Q4_0 ? 72 : t == PD_Q4_1 ? 80 : 144;
@@ -227,8 +251,8 @@ static inline size_t pd_x4_values_at(pd_dtype t, int64_t b)
 {
     return t == PD_Q4_64 ? 16 + 64 * (size_t)(b & 1) : t == PD_Q4_1 ? 16 : 8;
 }
-static inline size_t pd_x16_values_bytes(pd_dtype t) { return t == PD_Q8_0 ? 512 : 256; }
-static inline size_t pd_x16_scales_bytes(pd_dtype t) { return pd_dtype_has_min(t) ? 64 : 32; }
+static inline size_t pd_xd_values_bytes(pd_dtype t, int n) { return (t == PD_Q8_0 ? 32 : 16) * (size_t)n; }
+static inline size_t pd_xd_scales_bytes(pd_dtype t, int n) { return (pd_dtype_has_min(t) ? 4 : 2) * (size_t)n; }
 /* src: n_rows (a multiple of n) plain rows of type t; dst: the same bytes interleaved. */
 void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
 /* Row r of a matrix interleaved n at a time as floats: pd_row_to_f32's values for the plain row. */
@@ -240,8 +264,8 @@ void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int6
  * j = 4k..4k+3 and 16+4k..16+4k+3; lane[k] = fmaf(L[k], dw*dx, lane[k]); with
  * a minimum off = fmaf(m, s_b, off). The result is (lane0 + lane2) + (lane1 +
  * lane3), plus off with a minimum.
- * n = 16: for each sub-block, the int32 sum L of v[j] * x[j] over it; acc =
- * fmaf(L, dw*dx, acc), then with a minimum acc = fmaf(m, s_b, acc). */
+ * n = 8 or 16: for each sub-block, the int32 sum L of v[j] * x[j] over it;
+ * acc = fmaf(L, dw*dx, acc), then with a minimum acc = fmaf(m, s_b, acc). */
 float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
                           int64_t tok);
 

@@ -424,131 +424,125 @@ static void qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else (few ? qmatmul_q4_64_few : qmatmul_q4_64)(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
 }
 
-/* ------------------------------------------------ interleaved block weights
- * (pd_x_pack, n = 4): per block of a group, the four scales in one conversion and
- * the values as two 32-byte loads a half (rows 0-1, rows 2-3): the low and the
- * high nibbles of the 4-bit types, Q8_0's values 0..15 and 16..31 as stored.
- * maddubs + madd of each half give a row's four lanes over j = 4k..4k+3 and
- * 16+4k..16+4k+3, pd_qdot_x_reference's integers exactly:
- *   Q4_0: each lane starts from -8 * the sum of its eight activations (pd_qact's
- *         lane_bias), so q - 8 needs no offset term;
- *   Q4_1: q as it is, plus the offsets m * s, the four rows in one fma chain;
- *   Q4_64: as Q4_1, a sub-block at a time, both halves of a block with its scales;
- *   Q8_0: |w| times x with w's sign (maddubs wants one unsigned operand; with
- *         |w| <= 128 and |x| <= 127 no pair saturates int16).
- * A tile is one group x up to X4_TOKS tokens. */
-#define X4_TOKS 3
-#define X4_PREFETCH 8192 /* decode: bytes ahead in the matrix, which is one stream of groups */
+/* ---------------------------------------- interleaved eight rows at a time
+ *
+ * (pd_x_pack, n = 8) A 32-byte piece holds four values of each of 8 rows,
+ * one row a dword, so vpmaddubsw with one broadcast dword of a token's
+ * activations gives every row two sums of two products. For the 4-bit
+ * types the eight pieces of a block (four, each for its low and its high
+ * nibbles) add up in int16 (at most 16 * 15 * 127 = 30480) and one
+ * vpmaddwd makes the 8 rows' whole block sums; a block then costs a token
+ * one convert, one multiply (dw * dx) and one fma for 8 rows, where the four
+ * rows a group took as many for two. Q4_0's -8 is taken out in the
+ * integers (each sum starts from pd_qact's block_bias), Q4_1 and Q4_64 add
+ * m * s after each block, as pd_qdot_x_reference orders them. Q8_0 goes as
+ * |w| times x with w's sign, each piece widened to int32 on its own (two
+ * could pass int16). A tile is one group x up to X8_TOKS tokens. */
+#define X8_TOKS 4 /* 3 measured 5% slower, 6 the same */
+#define X8_PREFETCH 4096 /* decode: bytes ahead in the matrix, one stream of blocks (2-8 KiB measured alike) */
 
-AVX2_INLINE void x4_tile(const pd_dtype t, const int RN, const uint8_t *g, const pd_qact *a, int64_t tok, float *y,
+
+AVX2_INLINE uint32_t load_u32(const void *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Block b of a group: the eight weight operands (Q8_0: |w|), the 8 dw and m. */
+typedef struct {
+    __m256i v[8];
+    __m256 dw, m;
+} x8_block;
+
+AVX2_INLINE void x8_load(const pd_dtype t, const uint8_t *vals, const uint8_t *scales, x8_block *xb)
+{
+    if (t == PD_Q8_0) {
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) xb->v[k] = _mm256_abs_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * k)));
+    } else {
+        const __m256i lo = _mm256_set1_epi8(0x0f);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * c));
+            xb->v[c] = _mm256_and_si256(q, lo);
+            xb->v[c + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), lo);
+        }
+    }
+    xb->dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)scales));
+    xb->m = pd_dtype_has_min(t) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(scales + 16)))
+                                : _mm256_setzero_ps();
+}
+
+/* The 8 rows' block sums for one token's block xq (32 int8), from init;
+ * vals: the block's pieces (Q8_0 reads the signs there). */
+AVX2_INLINE __m256i x8_dots(const pd_dtype t, const x8_block *xb, const uint8_t *vals, const int8_t *xq, int32_t init)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    if (t == PD_Q8_0) {
+        __m256i l = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m256i x = _mm256_set1_epi32((int)load_u32(xq + 4 * k));
+            __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)(vals + 32 * k));
+            l = _mm256_add_epi32(l, _mm256_madd_epi16(_mm256_maddubs_epi16(xb->v[k], _mm256_sign_epi8(x, w)), ones));
+        }
+        return l;
+    }
+    __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(xb->v[k], _mm256_set1_epi32((int)load_u32(xq + 4 * k))));
+    return _mm256_add_epi32(_mm256_set1_epi32(init), _mm256_madd_epi16(s, ones));
+}
+
+/* One group (8 rows) times NT tokens from tok. */
+AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const uint8_t *g, const pd_qact *a, int64_t tok, float *y,
                          int64_t y_stride)
 {
+    const size_t vb = pd_xd_values_bytes(t, 8), sb = pd_xd_scales_bytes(t, 8);
+    const size_t bb = sb + (t == PD_Q4_64 ? 2 : 1) * vb; /* a block: its scales, then its values */
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const __m256i low = _mm256_set1_epi8(0x0f);
-    __m256 acc[2][X4_TOKS]; /* rows 0-1, rows 2-3 */
-    __m128 off[X4_TOKS];    /* Q4_1: rows 0-3 */
-#pragma GCC unroll 4
-    for (int u = 0; u < RN; u++) {
-        acc[0][u] = acc[1][u] = _mm256_setzero_ps();
-        off[u] = _mm_setzero_ps();
-    }
+    __m256 acc[X8_TOKS];
+#pragma GCC unroll 8
+    for (int u = 0; u < NT; u++) acc[u] = _mm256_setzero_ps();
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
-    const int32_t *lx = a->lane_bias + tok * nb * 4;
-    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, lx += 4) {
-        const uint8_t *p = g + pd_x4_sub_at(t, b);
-        const size_t at = pd_x4_values_at(t, b);
-        if (RN == 1) {
-            /* Q8_0's 136-byte blocks take a second line (decode, 2 threads: 85-98 -> 106-130 tok/s);
-             * each half of a Q4_64 block its own */
-            _mm_prefetch((const char *)p + (t == PD_Q4_64 ? at : 0) + X4_PREFETCH, _MM_HINT_T0);
-            if (t == PD_Q8_0) _mm_prefetch((const char *)p + X4_PREFETCH + 64, _MM_HINT_T0);
-        }
-        __m256 d4 = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
-        __m256 dw[2] = {_mm256_permutevar8x32_ps(d4, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0)),
-                        _mm256_permutevar8x32_ps(d4, _mm256_set_epi32(3, 3, 3, 3, 2, 2, 2, 2))};
-        if (pd_dtype_has_min(t)) {
-            __m128 m4 = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p + 8)));
-#pragma GCC unroll 4
-            for (int u = 0; u < RN; u++) off[u] = _mm_fmadd_ps(m4, _mm_set1_ps(sx[u]), off[u]);
-        }
-        __m256i lo[2], hi[2]; /* the values j and j + 16; for Q8_0 signed (|w| is made per use) */
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            if (t == PD_Q8_0) {
-                lo[h] = _mm256_loadu_si256((const __m256i *)(const void *)(p + at + 32 * h));
-                hi[h] = _mm256_loadu_si256((const __m256i *)(const void *)(p + at + 64 + 32 * h));
-            } else {
-                __m256i q = _mm256_loadu_si256((const __m256i *)(const void *)(p + at + 32 * h));
-                lo[h] = _mm256_and_si256(q, low);
-                hi[h] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
-            }
-        }
-#pragma GCC unroll 4
-        for (int u = 0; u < RN; u++) {
-            __m256i xl = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols)));
-            __m256i xh = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(xq + u * cols + 16)));
-            __m256i init = _mm256_setzero_si256(); /* Q4_0: -8 * the lanes' activation sums */
-            if (t == PD_Q4_0)
-                init = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(lx + u * nb * 4)));
-            __m256 dxu = _mm256_set1_ps(dx[u]);
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
-                __m256i l;
-                if (t == PD_Q8_0)
-                    l = _mm256_add_epi32(lanes_u8s8(_mm256_abs_epi8(lo[h]), _mm256_sign_epi8(xl, lo[h])),
-                                         lanes_u8s8(_mm256_abs_epi8(hi[h]), _mm256_sign_epi8(xh, hi[h])));
-                else /* nibble pairs are at most 2 * 15 * 127 each: two add up in int16 */
-                    l = _mm256_add_epi32(init, _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xl),
-                                                                                  _mm256_maddubs_epi16(hi[h], xh)),
-                                                                 _mm256_set1_epi16(1)));
-                acc[h][u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(dw[h], dxu), acc[h][u]);
-            }
+    const int32_t *bx = a->block_bias + tok;
+    for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
+        const uint8_t *sc = g + (size_t)pd_sub_block(t, b) * bb;
+        const uint8_t *vals = sc + sb + (t == PD_Q4_64 ? (size_t)(b & 1) * vb : 0);
+        if (NT == 1) /* decode streams the weights, one stream of blocks */
+            for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)vals + X8_PREFETCH + o, _MM_HINT_T0);
+        x8_block xb;
+        x8_load(t, vals, sc, &xb);
+#pragma GCC unroll 8
+        for (int u = 0; u < NT; u++) {
+            __m256i l = x8_dots(t, &xb, vals, xq + u * cols, t == PD_Q4_0 ? bx[u] : 0);
+            acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(xb.dw, _mm256_set1_ps(dx[u])), acc[u]);
+            if (pd_dtype_has_min(t)) acc[u] = _mm256_fmadd_ps(xb.m, _mm256_set1_ps(sx[u]), acc[u]);
         }
     }
-#pragma GCC unroll 4
-    for (int u = 0; u < RN; u++) {
-        /* per row (one 128-bit half): l0 + l2 and l1 + l3, then hadd adds those
-         * two: [r0 r0 r2 r2 | r1 r1 r3 r3], blended to rows 0-3 */
-        __m256 s0 = _mm256_add_ps(acc[0][u], _mm256_permute_ps(acc[0][u], _MM_SHUFFLE(1, 0, 3, 2)));
-        __m256 s1 = _mm256_add_ps(acc[1][u], _mm256_permute_ps(acc[1][u], _MM_SHUFFLE(1, 0, 3, 2)));
-        __m256 v = _mm256_hadd_ps(s0, s1);
-        __m128 rows = _mm_blend_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1), 0xa);
-        if (pd_dtype_has_min(t)) rows = _mm_add_ps(rows, off[u]);
-        _mm_storeu_ps(y + u * y_stride, rows);
-    }
+#pragma GCC unroll 8
+    for (int u = 0; u < NT; u++) _mm256_storeu_ps(y + u * y_stride, acc[u]);
 }
 
-AVX2_INLINE void qmatmul_x4_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
+AVX2_INLINE void qmatmul_x8_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
                                  const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
-    for (int64_t r = 0; r < n_rows; r += 4) {
+    for (int64_t r = 0; r < n_rows; r += 8) {
         const uint8_t *g = w + (size_t)r * row_bytes;
         int64_t tok = t0;
-        for (; tok + X4_TOKS <= t1; tok += X4_TOKS) x4_tile(t, X4_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
-        for (; tok < t1; tok++) x4_tile(t, 1, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok + X8_TOKS <= t1; tok += X8_TOKS) x8_tile(t, X8_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
+        if (t1 - tok >= 2) {
+            x8_tile(t, 2, g, a, tok, y + tok * y_stride + r, y_stride);
+            tok += 2;
+        }
+        for (; tok < t1; tok++) x8_tile(t, 1, g, a, tok, y + tok * y_stride + r, y_stride);
     }
 }
 
-#define QMATMUL_X4_VARIANT(NAME, T)                                                                                    \
-    AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,            \
-                          int64_t t1, float *y, int64_t y_stride)                                                      \
-    {                                                                                                                  \
-        qmatmul_x4_kind(T, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                              \
-    }
-QMATMUL_X4_VARIANT(qmatmul_x4_q8_0, PD_Q8_0)
-QMATMUL_X4_VARIANT(qmatmul_x4_q4_0, PD_Q4_0)
-QMATMUL_X4_VARIANT(qmatmul_x4_q4_1, PD_Q4_1)
-QMATMUL_X4_VARIANT(qmatmul_x4_q4_64, PD_Q4_64)
-
-static void qmatmul_x4_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                            int64_t t1, float *y, int64_t y_stride)
-{
-    if (t == PD_Q8_0) qmatmul_x4_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else if (t == PD_Q4_0) qmatmul_x4_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else if (t == PD_Q4_1) qmatmul_x4_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-    else qmatmul_x4_q4_64(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
-}
+PD_BLOCK_TYPE_ENTRY(AVX2, static, qmatmul_x8_avx2, qmatmul_x8, qmatmul_x8_kind)
 
 /* ------------------------------------------------- quantized activations */
 
@@ -610,13 +604,6 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
             a->d[b * a->n_cap + t] = d;
             a->s[b * a->n_cap + t] = d * (float)_mm_cvtsi128_si32(s4);
             a->block_bias[b * a->n_cap + t] = -8 * _mm_cvtsi128_si32(s4);
-            /* lanes: first holds values i and 16 + i, second 8 + i and 24 + i;
-             * two hadds leave [L0 L2 L0 L2 | L1 L3 L1 L3] */
-            __m256i first = _mm256_add_epi32(q[0], q[2]), second = _mm256_add_epi32(q[1], q[3]);
-            __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(first, second), _mm256_hadd_epi32(first, second));
-            __m128i lanes = _mm_unpacklo_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            _mm_storeu_si128((__m128i *)(void *)(a->lane_bias + (t * nb + b) * 4),
-                             _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(lanes, 3)));
         }
     }
 }
@@ -834,7 +821,7 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
         .key_scores = KEY_SCORES, .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T,                                \
         .exp_sum = exp_sum_avx2, .silu_mul = silu_mul_avx2,                                                            \
     }
-static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, 4, qmatmul_x4_avx2, quantize_act_avx2, key_scores_avx2,
+static const pd_kernels avx2 = X86_KERNELS("avx2", qmatmul_avx2, 8, qmatmul_x8_avx2, quantize_act_avx2, key_scores_avx2,
                                              value_mix_avx2, key_scores_t_avx2);
 static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512,
                                                pd_quantize_act_avx512, pd_key_scores_avx512, pd_value_mix_avx512,

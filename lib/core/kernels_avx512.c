@@ -27,7 +27,7 @@
 #define AVX512 __attribute__((target(AVX512_TARGET)))
 #define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
 
-/* the dtypes' own values, so a kind is also a pd_dtype (pd_x16_values_bytes) */
+/* the dtypes' own values, so a kind is also a pd_dtype (pd_xd_values_bytes) */
 enum { KIND_Q8_0 = PD_Q8_0, KIND_Q4_0 = PD_Q4_0, KIND_Q4_1 = PD_Q4_1, KIND_Q4_64 = PD_Q4_64 };
 
 /* A register tile: up to TILE_PAIRS row pairs x TILE_TOKS tokens. 2 x 8 keeps
@@ -276,29 +276,7 @@ AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_byt
         qpanel(kind, 1, w + (size_t)r * row_bytes, row_bytes, n_rows - r == 1, a, t0, t1, y + r, y_stride);
 }
 
-/* Per type, a function under the target attribute around a driver inlined
- * with its kind constant, and the entry that picks one by dtype. */
-#define KIND_VARIANT(NAME, DRIVER, KIND)                                                                               \
-    AVX512 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,          \
-                            int64_t t1, float *y, int64_t y_stride)                                                    \
-    {                                                                                                                  \
-        DRIVER(KIND, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                                    \
-    }
-#define KIND_ENTRY(NAME, DRIVER)                                                                                       \
-    KIND_VARIANT(NAME##_q8_0, DRIVER, KIND_Q8_0)                                                                       \
-    KIND_VARIANT(NAME##_q4_0, DRIVER, KIND_Q4_0)                                                                       \
-    KIND_VARIANT(NAME##_q4_1, DRIVER, KIND_Q4_1)                                                                       \
-    KIND_VARIANT(NAME##_q4_64, DRIVER, KIND_Q4_64)                                                                     \
-    void pd_##NAME##_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,          \
-                            int64_t t0, int64_t t1, float *y, int64_t y_stride)                                        \
-    {                                                                                                                  \
-        if (t == PD_Q8_0) NAME##_q8_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                   \
-        else if (t == PD_Q4_0) NAME##_q4_0(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
-        else if (t == PD_Q4_1) NAME##_q4_1(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                              \
-        else NAME##_q4_64(w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                               \
-    }
-
-KIND_ENTRY(qmatmul, qmatmul_kind)
+PD_BLOCK_TYPE_ENTRY(AVX512, , pd_qmatmul_avx512, qmatmul, qmatmul_kind)
 
 /* ---------------------------------------- interleaved sixteen rows at a time
  *
@@ -370,7 +348,7 @@ AVX512_INLINE __m512i x16_dots(const x16_block *xb, const int8_t *xq, int32_t in
 AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const uint8_t *w, size_t row_bytes,
                             const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
-    const size_t vb = pd_x16_values_bytes((pd_dtype)kind), sb = pd_x16_scales_bytes((pd_dtype)kind);
+    const size_t vb = pd_xd_values_bytes((pd_dtype)kind, 16), sb = pd_xd_scales_bytes((pd_dtype)kind, 16);
     const size_t gstride = 16 * row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     const uint8_t *scales = w + (size_t)nb * vb;
@@ -450,7 +428,7 @@ AVX512_INLINE void qmatmul_x16_kind(const int kind, const uint8_t *w, size_t row
     for (; g < ng; g++) x16_panel(kind, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 16 * g, y_stride);
 }
 
-KIND_ENTRY(qmatmul_x16, qmatmul_x16_kind)
+PD_BLOCK_TYPE_ENTRY(AVX512, , pd_qmatmul_x16_avx512, qmatmul_x16, qmatmul_x16_kind)
 
 /* ------------------------------------------------- quantized activations */
 
@@ -467,7 +445,7 @@ AVX512_INLINE __m512 round_away16(__m512 x)
 /* pd_quantize_act, a block of 32 in two vectors, with its bits: the same
  * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
  * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
- * turns NaN into -127, and the lane biases. */
+ * turns NaN into -127, and the block biases. */
 AVX512 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
@@ -485,13 +463,6 @@ AVX512 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride,
             __m512i q1 = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(x1, vid)), lo), hi));
             _mm_storeu_si128((__m128i *)(void *)(qt + b * PD_QBLOCK), _mm512_cvtsepi32_epi8(q0));
             _mm_storeu_si128((__m128i *)(void *)(qt + b * PD_QBLOCK + 16), _mm512_cvtsepi32_epi8(q1));
-            /* values i and 16 + i; each 128-bit lane k then sums to lane k's total */
-            __m512i c = _mm512_add_epi32(q0, q1);
-            c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_CDAB));
-            c = _mm512_add_epi32(c, _mm512_shuffle_epi32(c, _MM_PERM_BADC));
-            __m128i lanes = _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), c));
-            _mm_storeu_si128((__m128i *)(void *)(a->lane_bias + (t * nb + b) * 4),
-                             _mm_sub_epi32(_mm_setzero_si128(), _mm_slli_epi32(lanes, 3)));
             a->d[b * a->n_cap + t] = d;
             int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
             a->s[b * a->n_cap + t] = d * (float)sum;
