@@ -125,6 +125,7 @@ static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_err
 
 static void interleave_weights(pd_model *m);
 static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err);
+static pd_pool *weights_pool(void);
 
 pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err)
 {
@@ -333,9 +334,44 @@ static pd_matrix *quantizable(pd_model *m, size_t i, char name[96])
     return i == n_mat ? &m->lm_head : &m->embed;
 }
 
+/* Quantizing one float matrix x as type t into out, rows spread over a pool. */
+typedef struct {
+    const pd_model *m;
+    const pd_matrix *x;
+    pd_dtype t;
+    uint8_t *out;
+    float *rows; /* a row of scratch for each thread, max_cols floats apart */
+    int64_t max_cols;
+} weights_quant_job;
+
+/* Rows [begin, end) of j->x quantized. The file pages of the rows done go
+ * back about every MiB (a float embedding is a large part of a small
+ * model); a page a row ends in goes with the next piece, and the pages
+ * shared with other threads' rows once the whole matrix is done. */
+static void quantize_rows(void *arg, int64_t begin, int64_t end, int thread)
+{
+    const weights_quant_job *j = arg;
+    const pd_matrix *x = j->x;
+    float *row = j->rows + (size_t)thread * (size_t)j->max_cols;
+    const size_t rb = pd_dtype_row_bytes(j->t, x->cols);
+    const uintptr_t page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    const uint8_t *first = x->data + (size_t)begin * x->row_bytes, *kept = first;
+    for (int64_t r = begin; r < end; r++) {
+        const uint8_t *src = x->data + (size_t)r * x->row_bytes;
+        j->m->kern->widen(x->dtype, src, row, x->cols);
+        pd_quantize_row(j->t, row, x->cols, j->out + (size_t)r * rb);
+        const uint8_t *done = src + x->row_bytes;
+        if ((size_t)(done - kept) >= ((size_t)1 << 20) || r + 1 == end) {
+            release_mapped(&j->m->store, kept, (size_t)(done - kept));
+            kept = (const uint8_t *)((uintptr_t)done & page_mask);
+            kept = kept < first ? first : kept;
+        }
+    }
+}
+
 /* Float matrices quantized as they load (pd_model_params.quantize), as
- * `pocketdec quantize` writes them, into one anonymous mapping of the
- * store's, each matrix's file pages given back once it is done. Interleaving
+ * `pocketdec quantize` writes them, across the cores, into one anonymous
+ * mapping of the store's, the file pages given back as the rows are done. Interleaving
  * then gives back that mapping's pages slab by slab as it packs them, as it
  * does a file's, so the peak stays near one copy of the weights. */
 static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
@@ -366,33 +402,27 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
     uint8_t *out;
     pd_status st = pd_store_map_anonymous(&m->store, total, what, &out, err);
     if (st != PD_OK) return st;
-    float *row = malloc((size_t)max_cols * sizeof(float));
-    if (!row) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing", m->source);
-    const uintptr_t page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+    pd_pool *pool = weights_pool();
+    int threads = pool ? pd_pool_size(pool) : 1;
+    weights_quant_job job = {m, NULL, t, out, malloc((size_t)threads * (size_t)max_cols * sizeof(float)), max_cols};
+    if (!job.rows) {
+        pd_pool_free(pool);
+        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing", m->source);
+    }
     for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
         if (pd_dtype_is_block(x->dtype)) continue;
+        job.x = x;
+        if (pool) pd_pool_for(pool, x->rows, 1, quantize_rows, &job);
+        else quantize_rows(&job, 0, x->rows, 0);
+        release_mapped(&m->store, x->data, (size_t)x->rows * x->row_bytes);
         size_t rb = pd_dtype_row_bytes(t, x->cols);
-        /* the file pages of the rows done go back about every MiB (a
-         * float embedding is a large part of a small model); the page a row
-         * ends in goes with the next piece */
-        const uint8_t *kept = x->data;
-        for (int64_t r = 0; r < x->rows; r++) {
-            const uint8_t *src = x->data + (size_t)r * x->row_bytes;
-            m->kern->widen(x->dtype, src, row, x->cols);
-            pd_quantize_row(t, row, x->cols, out + (size_t)r * rb);
-            const uint8_t *done = src + x->row_bytes;
-            if ((size_t)(done - kept) >= ((size_t)1 << 20) || r + 1 == x->rows) {
-                release_mapped(&m->store, kept, (size_t)(done - kept));
-                kept = (const uint8_t *)((uintptr_t)done & page_mask);
-                kept = kept < x->data ? x->data : kept;
-            }
-        }
         x->dtype = t;
-        x->data = out;
+        x->data = job.out;
         x->row_bytes = rb;
-        out += ((size_t)x->rows * rb + 63) & ~(size_t)63;
+        job.out += ((size_t)x->rows * rb + 63) & ~(size_t)63;
     }
-    free(row);
+    free(job.rows);
+    pd_pool_free(pool);
     if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read its blocks */
     return PD_OK;
 }
