@@ -164,6 +164,12 @@ const pd_kernels *pd_kernels_avx2(void); /* NULL where not compiled or not suppo
 const pd_kernels *pd_kernels_neon(void); /* NULL where not compiled */
 const pd_kernels *pd_kernels_avx512(void); /* NULL where not compiled or not supported */
 
+/* kernels_avx2_int.c: qmatmul (rows as stored) and qmatmul_x (eight rows
+ * interleaved) with AVX2; call only where pd_kernels_avx2() is not NULL */
+void pd_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                     int64_t t1, float *y, int64_t y_stride);
+void pd_qmatmul_x8_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                        int64_t t1, float *y, int64_t y_stride);
 /* kernels_avx512.c: qmatmul with AVX-512 VNNI, and whether this CPU has it */
 void pd_qmatmul_avx512(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride);
