@@ -311,14 +311,11 @@ static inline void copy_piece(uint8_t *dst, const uint8_t *src, size_t bytes)
     }
 }
 
-/* Bytes of a plain block of t. */
-static size_t plain_block_bytes(pd_dtype t) { return pd_dtype_row_bytes(t, pd_dtype_block_len(t)); }
-
 /* Row r's plain block b of a matrix interleaved n at a time, into blk. */
 static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
     const uint8_t *g = w + (size_t)(r - r % n) * row_bytes;
-    int64_t nb = (int64_t)(row_bytes / plain_block_bytes(t));
+    int64_t nb = (int64_t)(row_bytes / pd_block_bytes(t));
     x_piece p[10];
     for (int k = 0, np = x_pieces(t, n, nb, b, (int)(r % n), p); k < np; k++)
         memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
@@ -326,7 +323,7 @@ static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
 
 void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
 {
-    size_t bb = plain_block_bytes(t);
+    size_t bb = pd_block_bytes(t);
     int64_t nb = (int64_t)(row_bytes / bb);
     for (int64_t g = 0; g < n_rows / n; g++) {
         uint8_t *o = dst + (size_t)(n * g) * row_bytes;

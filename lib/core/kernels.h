@@ -201,12 +201,12 @@ static inline bool pd_dtype_has_min(pd_dtype t) { return t == PD_Q4_1 || t == PD
  * share its d and m, so a kernel reads them as Q4_1 blocks whose scales come
  * from block b / 2. */
 static inline int64_t pd_sub_block(pd_dtype t, int64_t b) { return t == PD_Q4_64 ? b >> 1 : b; }
+/* Bytes of a plain block of a block type (pd_dtype_row_bytes of one block,
+ * inlined for the kernels). */
+static inline size_t pd_block_bytes(pd_dtype t) { return t == PD_Q4_64 ? 36 : t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20; }
 /* Where sub-block b's block starts in a plain row (its scales), and where
  * the sub-block's values start from there. */
-static inline size_t pd_sub_at(pd_dtype t, int64_t b)
-{
-    return (size_t)pd_sub_block(t, b) * (t == PD_Q4_64 ? 36 : t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20);
-}
+static inline size_t pd_sub_at(pd_dtype t, int64_t b) { return (size_t)pd_sub_block(t, b) * pd_block_bytes(t); }
 static inline size_t pd_sub_values(pd_dtype t, int64_t b)
 {
     return t == PD_Q4_64 ? 4 + 16 * (size_t)(b & 1) : t == PD_Q4_1 ? 4 : 2;
@@ -246,10 +246,7 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
  * scales, then its sub-blocks' values (one stream for decode). One vpdpbusd
  * (n = 16) or vpmaddubsw (n = 8) of a piece and a broadcast dword of
  * activations adds four products to each of the n rows' block sums. */
-static inline size_t pd_x4_block_bytes(pd_dtype t)
-{
-    return t == PD_Q8_0 ? 136 : t == PD_Q4_0 ? 72 : t == PD_Q4_1 ? 80 : 144;
-}
+static inline size_t pd_x4_block_bytes(pd_dtype t) { return 4 * pd_block_bytes(t); }
 /* Where sub-block b's block starts in a four-row group (its scales), and
  * where the sub-block's values start from there. */
 static inline size_t pd_x4_sub_at(pd_dtype t, int64_t b) { return (size_t)pd_sub_block(t, b) * pd_x4_block_bytes(t); }

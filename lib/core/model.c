@@ -319,6 +319,10 @@ static pd_matrix *interleavable(pd_model *m, size_t i)
     return i == n_mat && m->lm_head.rows % m->kern->interleave == 0 ? &m->lm_head : NULL;
 }
 
+/* bytes rounded up to whole 64-byte lines: each matrix quantized or packed
+ * at load starts on a line of its own */
+static size_t line_padded(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
+
 /* Matrix i of those quantize_weights may quantize (the layers' matrices,
  * the LM head, then untied embeddings), its tensor name in name; NULL past them. */
 static pd_matrix *quantizable(pd_model *m, size_t i, char name[96])
@@ -393,7 +397,7 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
         size_t bytes;
         if (!pd_mul_size((size_t)x->rows, pd_dtype_row_bytes(t, x->cols), &bytes) || total + bytes + 63 < total)
             return pd_set_error(err, PD_ERR_NOMEM, "%s: %s is too large to quantize", m->source, name);
-        total += (bytes + 63) & ~(size_t)63;
+        total += line_padded(bytes);
         max_cols = x->cols > max_cols ? x->cols : max_cols;
     }
     if (!total) return PD_OK;
@@ -419,7 +423,7 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
         x->dtype = t;
         x->data = job.out;
         x->row_bytes = rb;
-        job.out += ((size_t)x->rows * rb + 63) & ~(size_t)63;
+        job.out += line_padded((size_t)x->rows * rb);
     }
     free(job.rows);
     pd_pool_free(pool);
@@ -481,7 +485,7 @@ static void interleave_weights(pd_model *m)
         if (matrix_at(m->layers, (long)i)->rows % n) return;
     const pd_matrix *w;
     for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (pd_dtype_is_block(w->dtype)) total += ((size_t)w->rows * w->row_bytes + 63) & ~(size_t)63;
+        if (pd_dtype_is_block(w->dtype)) total += line_padded((size_t)w->rows * w->row_bytes);
     /* one buffer in 2 MiB pages where the system gives them: a few hundred
      * page faults at load instead of tens of thousands, and fewer TLB misses
      * while decode streams the weights */
@@ -506,7 +510,7 @@ static void interleave_weights(pd_model *m)
         int64_t slab = slab_groups(x, n);
         for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab)
             slabs[k++] = (pack_slab){x, dst, g0, x->rows / n - g0 < slab ? x->rows / n - g0 : slab};
-        dst += ((size_t)x->rows * x->row_bytes + 63) & ~(size_t)63;
+        dst += line_padded((size_t)x->rows * x->row_bytes);
     }
     pack_job job = {m, slabs, n};
     pd_pool *pool = weights_pool();
