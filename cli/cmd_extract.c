@@ -89,6 +89,8 @@ static int csv_record(reader *r, row *w)
             was_quoted = false;
         } else if (c == '"' && (r->len == 0 || r->buf[r->len - 1] == '\0') && !was_quoted) {
             quoted = was_quoted = true;
+        } else if (c == '\r' && was_quoted && ((c = getc(r->f)) == '\n' || c == EOF)) {
+            ungetc(c, r->f); /* CRLF after a quoted field (RFC 4180's line end) */
         } else if (c == '"' || was_quoted) {
             snprintf(w->problem, sizeof w->problem, "a quote inside a field that is not quoted as a whole");
             while (c != '\n' && c != EOF) c = getc(r->f);
@@ -143,6 +145,7 @@ typedef struct run_state {
     pd_context *ctx;
     pd_decider *decider; /* --head: relabels each extraction (NULL: none) */
     const pd_extractor *ex;
+    const pd_tag_extractor *tx; /* --head with a tagger head: extraction in one pass instead */
     const pd_schema *schema;
     pd_extract_params params;
     pd_record_format fmt;
@@ -176,7 +179,8 @@ static int one_row(run_state *s, reader *r, row *w)
     }
     pd_extraction *x = NULL;
     pd_error err;
-    if (pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err) ||
+    if (s->tx ? pd_tag_extract(s->ctx, s->tx, w->text, w->text_len, &x, &err)
+              : pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err) ||
         (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, &err))) {
         /* the id stays in the output (no quadruple), so nothing is lost */
         fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, err.message);
@@ -236,8 +240,12 @@ static int stream(run_state *s, reader *r)
     if (s->progress) fprintf(stderr, "\n");
     if (rc) return rc;
     double dt = seconds() - t0;
-    fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s)\n",
-            s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1));
+    if (s->tx) /* one forward pass a review, nothing generated */
+        fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed in %.2f s (%.1f reviews/s)\n",
+                s->reviews, s->records, s->broken, s->failed, dt, (double)s->reviews / (dt > 0 ? dt : 1));
+    else
+        fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s)\n",
+                s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1));
     return (s->broken || s->failed) ? 1 : 0;
 }
 
@@ -257,6 +265,19 @@ static int open_files(cli_args *a, reader *r, FILE **out)
         if (r->f != stdin) fclose(r->f);
         return cli_failf("%s: cannot create: %s", outp, strerror(errno));
     }
+    return 0;
+}
+
+/* Options of generation that a tagger head (no generation) cannot honour: a usage error. */
+static int tagger_options(cli_args *a, const char *head_dir)
+{
+    static const char *const gen[] = {"--max-records", "--max-tokens", "--temperature", "--seed"};
+    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
+        if (cli_opt(a, gen[i])) {
+            char what[256];
+            snprintf(what, sizeof what, "%s does not apply to the tagger head %s (no generation)", gen[i], head_dir);
+            return cli_usage(a, what);
+        }
     return 0;
 }
 
@@ -288,21 +309,29 @@ int cmd_extract(cli_args *a)
     reader r = {0};
     FILE *out = NULL;
     pd_extractor *ex = NULL;
+    pd_tag_extractor *tx = NULL;
     pd_head *head = NULL;
-    if (head_dir && pd_schema_n_candidates(schema) == 0) {
-        rc = cli_failf("%s: --head needs a 'decide' section in the schema", schema_path);
-        goto done_schema;
-    }
     if ((rc = cli_model_open(a, &m))) goto done_schema;
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;
-    if (!(ex = pd_extractor_new(m.model, schema, &err)) || !(s.ctx = pd_context_new(m.model, &cp, &err)) ||
-        (head_dir && !(head = pd_head_load(head_dir, m.model, &err)))) {
+    if ((head_dir && !(head = pd_head_load(head_dir, m.model, &err))) || !(s.ctx = pd_context_new(m.model, &cp, &err))) {
         rc = cli_fail(&err);
         goto done;
     }
-    if (head) {
+    if (head && pd_head_get_type(head) == PD_HEAD_TAGGER) {
+        rc = tagger_options(a, head_dir);
+        if (rc == 0 && !(tx = pd_tag_extractor_new(m.model, schema, head, &err))) rc = cli_fail(&err);
+        if (rc) goto done;
+        s.tx = tx; /* no relabelling: the tagger head decides the labels */
+    } else if (head_dir && pd_schema_n_candidates(schema) == 0) {
+        rc = cli_failf("%s: --head needs a 'decide' section in the schema (or a tagger head)", schema_path);
+        goto done;
+    } else if (!(ex = pd_extractor_new(m.model, schema, &err))) {
+        rc = cli_fail(&err);
+        goto done;
+    }
+    if (head && !tx) {
         pd_decider_params dp = pd_decider_default_params();
         dp.n_threads = threads;
         dp.n_ctx = ctx_len;
@@ -314,7 +343,7 @@ int cmd_extract(cli_args *a)
     s.ex = ex;
     /* the limits of --max-records and --max-tokens, once before any input (an empty text runs no model) */
     pd_extraction *probe = NULL;
-    if (pd_extract(s.ctx, ex, "", 0, &s.params, &probe, &err)) {
+    if (ex && pd_extract(s.ctx, ex, "", 0, &s.params, &probe, &err)) {
         rc = cli_fail(&err);
         goto done;
     }
@@ -330,6 +359,7 @@ done:
     cli_jsonl_free(&r.jl);
     pd_context_free(s.ctx);
     pd_decider_free(s.decider);
+    pd_tag_extractor_free(tx);
     pd_head_free(head);
     pd_extractor_free(ex);
     cli_model_close(&m);

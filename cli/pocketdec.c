@@ -295,6 +295,8 @@ int cmd_extract(cli_args *a); /* cmd_extract.c */
 
 int cmd_quantize(cli_args *a); /* cmd_quantize.c */
 
+int cmd_tag(cli_args *a); /* cmd_tag.c */
+
 static const cli_command commands[] = {
     {"tokenize", "--tokenizer FILE [--decode]",
      "Reads one JSON string per stdin line and writes one JSON array of ids per line;\n"
@@ -321,8 +323,19 @@ static const cli_command commands[] = {
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
      "at a time in constant memory. Broken rows are reported with their line and skipped; a summary line\n"
      "ends stderr; the exit status is 1 when a row was broken or failed, after all others were written.\n"
-     "--head DIR: a decision head then picks each record's labels (the schema's decide section).",
+     "--head DIR: a decision head then picks each record's labels (the schema's decide section); a tagger\n"
+     "head instead extracts each review's records in one forward pass (no generation; --max-records,\n"
+     "--max-tokens, --temperature and --seed do not apply).",
      cmd_extract},
+    {"tag",
+     "--model PATH --head DIR --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "Runs a tagger head (extraction by decisions) on one text and prints one JSON object:\n"
+     "{\"tokens\":[prompt ids],\"read_start\":k,\"tags\":[one per read-copy token],\"emissions\":[[n_tags] per\n"
+     "read-copy token],\"spans\":[{\"field\",\"text\",\"first\",\"last\"}] (token indices within the read copy,\n"
+     "text order),\"links\":[{\"from\":span index,\"scores\":[to spans in text order, none last],\"choice\":span\n"
+     "index or -1}],\"labels\":[{\"logits\":[n_labels]}] (one per record before sorting and dropping repeats,\n"
+     "in the order made: from spans, then unchosen to spans),\"records\":[{field: value}],\"forward_passes\":1}.",
+     cmd_tag},
     {"score",
      "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Scores label candidates for a text in one forward pass with a decision head (pointer or classifier;\n"

@@ -36,6 +36,12 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
         pd_set_error(err, PD_ERR_ARG, "pd_decider_new: unknown layout %d", (int)p.layout);
         return NULL;
     }
+    if (head && head->type == PD_HEAD_TAGGER) {
+        pd_set_error(err, PD_ERR_ARG,
+                     "%s: a tagger head extracts records (pd_tag_extractor_new); it does not score candidates",
+                     head->source);
+        return NULL;
+    }
     if (head && head->hidden != pd_model_config(model)->hidden) {
         pd_set_error(err, PD_ERR_SHAPE, "%s: the head is for hidden size %d, the model has %d", head->source,
                      head->hidden, pd_model_config(model)->hidden);
@@ -205,17 +211,16 @@ static uint8_t *parallel_mask(const prompt *p, int32_t b0, pd_error *err)
 
 /* ------------------------------------------------------------- scoring */
 
-static double dot(const float *a, const float *b, int64_t n)
+double pd_head_dot(const float *a, const float *b, int64_t n)
 {
     double s = 0.0;
     for (int64_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
     return s;
 }
 
-/* y = W x + b for W [rows][cols]. */
-static void affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y)
+void pd_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y)
 {
-    for (int64_t r = 0; r < rows; r++) y[r] = dot(w + r * cols, x, cols) + (double)b[r];
+    for (int64_t r = 0; r < rows; r++) y[r] = pd_head_dot(w + r * cols, x, cols) + (double)b[r];
 }
 
 static pd_status score_pointer(pd_decider *d, const prompt *p, pd_decision *dec, pd_error *err)
@@ -225,10 +230,10 @@ static pd_status score_pointer(pd_decider *d, const prompt *p, pd_decision *dec,
     if (!q) return pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
     double *k = q + h->head_dim;
     /* kept rows: the end marker of each candidate, then the query */
-    affine(h->wq, h->bq, pd_context_hidden(d->ctx, p->n_blocks), h->head_dim, h->hidden, q);
+    pd_head_affine(h->wq, h->bq, pd_context_hidden(d->ctx, p->n_blocks), h->head_dim, h->hidden, q);
     double scale = 1.0 / (sqrt((double)h->head_dim) * (double)h->temperature);
     for (int32_t i = 0; i < p->n_blocks; i++) {
-        affine(h->wk, h->bk, pd_context_hidden(d->ctx, i), h->head_dim, h->hidden, k);
+        pd_head_affine(h->wk, h->bk, pd_context_hidden(d->ctx, i), h->head_dim, h->hidden, k);
         double s = 0.0;
         for (int32_t j = 0; j < h->head_dim; j++) s += q[j] * k[j];
         dec->scores[i] = (float)(s * scale);
@@ -245,7 +250,7 @@ static pd_status score_classifier(pd_decider *d, pd_decision *dec, pd_error *err
     (void)err;
     for (int32_t i = 0; i < dec->n_candidates; i++) {
         int32_t l = dec->label_index[i];
-        double y = dot(h->w + (int64_t)l * h->hidden, x, h->hidden) + (double)h->b[l];
+        double y = pd_head_dot(h->w + (int64_t)l * h->hidden, x, h->hidden) + (double)h->b[l];
         dec->scores[i] = (float)(y / (double)h->temperature);
     }
     return PD_OK;

@@ -1,6 +1,6 @@
 /* head.c - decision head files: head.json (type, layout, markers, labels) and
- * head.safetensors (pointer q/k projections or classifier weights), checked
- * against the model they will run on. */
+ * head.safetensors (pointer q/k projections or classifier weights; tagger
+ * heads in tagger.c), checked against the model they will run on. */
 #include "heads.h"
 
 #include <jansson.h>
@@ -41,6 +41,7 @@ void pd_head_free(pd_head *h)
     free(h->bk);
     free(h->w);
     free(h->b);
+    pd_tagger_free(h->tagger);
     free(h->source);
     free(h);
 }
@@ -126,14 +127,22 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
     if (!json_is_object(root))
         rc = pd_set_error(err, PD_ERR_FORMAT, "%s: expected a JSON object", path);
     else if (!type)
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: \"type\" is missing (\"pointer\" or \"classifier\")", path);
+        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: \"type\" is missing (\"pointer\", \"classifier\" or \"tagger\")",
+                          path);
     else if (strcmp(type, "pointer") == 0)
         h->type = PD_HEAD_POINTER;
     else if (strcmp(type, "classifier") == 0)
         h->type = PD_HEAD_CLASSIFIER;
+    else if (strcmp(type, "tagger") == 0)
+        h->type = PD_HEAD_TAGGER;
     else
-        rc = pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: unknown head type \"%s\" (expected \"pointer\" or \"classifier\")",
-                          path, type);
+        rc = pd_set_error(err, PD_ERR_UNSUPPORTED,
+                          "%s: unknown head type \"%s\" (expected \"pointer\", \"classifier\" or \"tagger\")", path, type);
+    if (!rc && h->type == PD_HEAD_TAGGER) { /* its own keys: no markers, layout or temperature */
+        rc = pd_tagger_parse(h, root, path, err);
+        json_decref(root);
+        return rc;
+    }
     h->temperature = 1.0f;
     if (!rc && temp) {
         double t = json_number_value(temp);
@@ -160,11 +169,15 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
 
 /* ------------------------------------------------------ head.safetensors */
 
-/* An F32 copy of tensor `name`, which must have shape [rows] (cols 0) or [rows, cols]. */
-static pd_status take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, float **out,
-                             const char *path, pd_error *err)
+pd_status pd_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
+                              float **out, const char *path, pd_error *err)
 {
     const pd_tensor *t = pd_store_find(st, name);
+    int64_t n = rows * (cols ? cols : 1);
+    if (!t && optional) {
+        if (!(*out = calloc((size_t)n, sizeof(float)))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        return PD_OK;
+    }
     if (!t) return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is missing", path, name);
     int want_dims = cols ? 2 : 1;
     if (t->n_dims != want_dims || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
@@ -178,7 +191,6 @@ static pd_status take_tensor(const pd_tensor_store *st, const char *name, int64_
         return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape [%s], expected [%s]%s", path, name, got, want,
                             cols ? " (rows x the model's hidden size)" : "");
     }
-    int64_t n = rows * (cols ? cols : 1);
     if (!(*out = malloc((size_t)n * sizeof(float)))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     pd_row_to_f32(t->dtype, t->data, *out, n);
     return PD_OK;
@@ -195,13 +207,15 @@ static pd_status load_tensors(pd_head *h, const char *path, pd_error *err)
         if (q && q->n_dims == 2 && q->shape[1] == H && h->head_dim != q->shape[0])
             rc = pd_set_error(err, PD_ERR_SHAPE, "%s: q.weight has %lld rows but head.json says head_dim %d", path,
                               (long long)q->shape[0], h->head_dim);
-        if (!rc) rc = take_tensor(&st, "q.weight", h->head_dim, H, &h->wq, path, err);
-        if (!rc) rc = take_tensor(&st, "q.bias", h->head_dim, 0, &h->bq, path, err);
-        if (!rc) rc = take_tensor(&st, "k.weight", h->head_dim, H, &h->wk, path, err);
-        if (!rc) rc = take_tensor(&st, "k.bias", h->head_dim, 0, &h->bk, path, err);
+        if (!rc) rc = pd_head_take_tensor(&st, "q.weight", h->head_dim, H, false, &h->wq, path, err);
+        if (!rc) rc = pd_head_take_tensor(&st, "q.bias", h->head_dim, 0, false, &h->bq, path, err);
+        if (!rc) rc = pd_head_take_tensor(&st, "k.weight", h->head_dim, H, false, &h->wk, path, err);
+        if (!rc) rc = pd_head_take_tensor(&st, "k.bias", h->head_dim, 0, false, &h->bk, path, err);
+    } else if (!rc && h->type == PD_HEAD_TAGGER) {
+        rc = pd_tagger_tensors(h, &st, path, err);
     } else if (!rc) {
-        rc = take_tensor(&st, "weight", h->n_labels, H, &h->w, path, err);
-        if (!rc) rc = take_tensor(&st, "bias", h->n_labels, 0, &h->b, path, err);
+        rc = pd_head_take_tensor(&st, "weight", h->n_labels, H, false, &h->w, path, err);
+        if (!rc) rc = pd_head_take_tensor(&st, "bias", h->n_labels, 0, false, &h->b, path, err);
     }
     pd_store_free(&st);
     return rc;

@@ -1,8 +1,12 @@
-/* heads.h - what head.c (head files) and decide.c (prompts, scoring) share. */
+/* heads.h - what head.c (head files), decide.c (prompts, scoring) and
+ * tagger.c (tagger heads: files and scores) share, and what a composer
+ * reads of a loaded head. */
 #ifndef PD_HEADS_H
 #define PD_HEADS_H
 
 #include "pd_internal.h"
+
+#include <jansson.h>
 
 /* Marker token ids of the prompt layout, in prompt order of appearance. */
 enum { PD_MK_PREFIX, PD_MK_MIDDLE, PD_MK_CAND_START, PD_MK_CAND_END, PD_MK_SUFFIX, PD_MK_COUNT };
@@ -15,6 +19,24 @@ extern const char *const pd_marker_default_names[PD_MK_COUNT];
 pd_status pd_markers_resolve(const pd_model *model, const char *const names[PD_MK_COUNT], int32_t ids[PD_MK_COUNT],
                              const char *src, pd_error *err);
 
+/* A tagger head (type "tagger"): BIO tags over the read copy of an echo
+ * prompt, a link between two span fields, labels of each record. Tag 0 is
+ * "O", tag 1 + 2k "B-<spans[k]>", tag 2 + 2k "I-<spans[k]>". */
+typedef struct pd_tagger {
+    char *prompt;          /* template holding {text} once or more */
+    int32_t n_spans, n_tags;
+    char **spans;          /* span field names, in tag order */
+    int32_t link_from, link_to; /* indices in spans; -1 without a link */
+    int32_t link_dim;
+    int32_t n_label_fields, n_labels;
+    char **label_fields;   /* enum field names */
+    char **label_values;   /* [n_labels][n_label_fields] */
+    float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
+    float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */
+    float *lq_w, *lq_b, *lk_w, *lk_b, *l_none; /* [d][hidden], [d], [d][hidden], [d], [d] */
+    float *lab_w, *lab_b, *lab_none; /* [n_labels][n_spans * hidden], [n_labels], [hidden] */
+} pd_tagger;
+
 struct pd_head {
     char *source;     /* the directory it was loaded from */
     pd_head_type type;
@@ -26,6 +48,43 @@ struct pd_head {
     float *w, *b;             /* classifier: [n_labels][hidden], [n_labels] */
     int32_t n_labels;
     char **labels;
+    pd_tagger *tagger;        /* PD_HEAD_TAGGER only */
 };
+
+/* An F32 copy of tensor `name` (any float dtype in the file), which must have
+ * shape [rows] (cols 0) or [rows, cols]; PD_ERR_SHAPE naming it otherwise.
+ * With optional, a missing tensor gives zeros. */
+pd_status pd_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
+                              float **out, const char *path, pd_error *err);
+
+/* sum a[i] b[i] in double; y[r] = W[r] . x + b[r] for W [rows][cols]. */
+double pd_head_dot(const float *a, const float *b, int64_t n);
+void pd_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y);
+
+/* ------------------------------------------------------------ tagger heads */
+
+/* head.json's tagger keys (prompt, spans, link, label_fields, labels) into h->tagger. */
+pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
+/* Its tensors from head.safetensors. */
+pd_status pd_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
+void pd_tagger_free(pd_tagger *t);
+
+/* Emissions of n hidden states rows[i] ([hidden] each): out[i][t] = tag.weight[t] . h_i + tag.bias[t]. */
+void pd_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out);
+/* The best tag sequence under the BIO constraints (I-f only after B-f or
+ * I-f; a token that does not start a character, boundary[i] == 0, continues
+ * its predecessor's span or is O). Ties go to the smaller tag. Scores in
+ * double. PD_ERR_NOMEM is the only failure. */
+pd_status pd_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
+                            int32_t *tags, pd_error *err);
+/* Link scores of one `from` span (hidden state h_from) against the `to`
+ * spans to[0..n_to) then "none": out[n_to + 1]; work holds 2 link_dim floats. */
+void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
+                           float *out);
+/* Label logits of a record: x[k] is the hidden state of its span of field
+ * spans[k], or NULL for `_`; out[n_labels]. */
+void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
+/* Index of the largest of v[0..n) (the first on ties). */
+int32_t pd_argmax(const float *v, int32_t n);
 
 #endif

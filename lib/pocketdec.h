@@ -73,6 +73,12 @@ int32_t pd_tokenizer_n_vocab(const pd_tokenizer *tok);
 pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t text_len,
                               int32_t **ids, size_t *n_ids, pd_error *err);
 
+/* Encode UTF-8 text as plain text: normalised and split like
+ * pd_tokenizer_encode, but no added token is recognised, so "<|im_end|>"
+ * written in the text becomes the ids of its bytes. For untrusted text. */
+pd_status pd_tokenizer_encode_plain(const pd_tokenizer *tok, const char *text, size_t text_len,
+                                    int32_t **ids, size_t *n_ids, pd_error *err);
+
 /* Decode ids to bytes (not necessarily valid UTF-8: a token may hold part of a
  * character). *text is pd_free()-able and NUL-terminated; *text_len excludes
  * the NUL. Out-of-range ids give PD_ERR_RANGE. */
@@ -356,17 +362,23 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
 
 typedef struct pd_head pd_head;
 
-typedef enum pd_head_type { PD_HEAD_POINTER = 0, PD_HEAD_CLASSIFIER = 1, PD_HEAD_VERBALIZER = 2 } pd_head_type;
+typedef enum pd_head_type {
+    PD_HEAD_POINTER = 0,
+    PD_HEAD_CLASSIFIER = 1,
+    PD_HEAD_VERBALIZER = 2,
+    PD_HEAD_TAGGER = 3 /* extraction by decisions: see pd_tag_extractor_new */
+} pd_head_type;
 typedef enum pd_layout { PD_LAYOUT_DEFAULT = 0, PD_LAYOUT_SEQUENTIAL = 1, PD_LAYOUT_PARALLEL = 2 } pd_layout;
 
 /* Load a head directory (head.json + head.safetensors) and check it against
  * model: tensor shapes vs the hidden size, marker tokens in the model's
- * vocabulary. The head keeps no reference to model; it is immutable and may
+ * vocabulary (a tagger head has no markers; its fields are checked against a
+ * schema by pd_tag_extractor_new). The head keeps no reference to model; it is immutable and may
  * be shared by any number of deciders in any threads. */
 pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err);
 /* Release a head (NULL is fine); no decider may still use it. */
 void pd_head_free(pd_head *head);
-/* PD_HEAD_POINTER or PD_HEAD_CLASSIFIER. */
+/* PD_HEAD_POINTER, PD_HEAD_CLASSIFIER or PD_HEAD_TAGGER. */
 pd_head_type pd_head_get_type(const pd_head *head);
 /* A classifier's labels (NULL for a pointer head); *n receives their number. */
 const char *const *pd_head_labels(const pd_head *head, int32_t *n);
@@ -386,7 +398,8 @@ typedef struct pd_decider_params {
 pd_decider_params pd_decider_default_params(void);
 
 /* A decider: one context over model plus a head (NULL: LM verbalizer).
- * Use one per thread; model and head are only read. */
+ * Use one per thread; model and head are only read. A tagger head is refused
+ * with PD_ERR_ARG (it extracts records: pd_tag_extractor_new). */
 typedef struct pd_decider pd_decider;
 pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_decider_params *params,
                            pd_error *err);
@@ -524,6 +537,101 @@ typedef enum pd_record_format {
  * records). */
 pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, const char *id, pd_record_format fmt,
                                char **text, size_t *len, pd_error *err);
+
+/* -------------------------------------------- extraction by decisions (tagger) */
+
+/* Records from one forward pass, for small models: no generation. A tagger
+ * head (head.json "type": "tagger") names its prompt, e.g.
+ *   <|fim_prefix|>{text}<|fim_middle|>{text}<|fim_suffix|>
+ * (literal parts tokenized with special tokens recognised, each {text} the
+ * text alone by pd_tokenizer_encode_plain), so the last copy of the text, the
+ * read copy, is read by a causal trunk that has seen the whole text. One
+ * pd_eval keeps the final-norm hidden states h_i of the read copy; then
+ *   1. emissions e_i[t] = tag.weight[t] . h_i + tag.bias[t] over the tags
+ *      O, B-<span 1>, I-<span 1>, B-<span 2>, I-<span 2>;
+ *   2. the best tag sequence (start, emissions, transitions, end) in which I-f
+ *      follows only B-f or I-f, and a token that does not start a UTF-8
+ *      character continues its predecessor (I-f after B-f/I-f, else O); ties
+ *      go to the smaller tag index;
+ *   3. each run B-f I-f* is a span of field f (its bytes those of its tokens),
+ *      represented by h at its last token;
+ *   4. each span of the link's `from` field picks among the `to` spans (text
+ *      order) and "none": q . k / sqrt(d), ties to the earlier;
+ *   5. records: one per `from` span in text order (partner or `_`, span), then
+ *      one per `to` span that no `from` span chose (span, `_`);
+ *   6. each record's label class: argmax of label.weight [x_1; x_2] +
+ *      label.bias, x_k the hidden state of its span of field k or label.none
+ *      for `_`; the label fields take that class's values;
+ *   7. records stably sorted by the first token of their earliest span; with
+ *      the schema's distinct_records, repeats of an earlier record dropped.
+ * Fields that are neither spans nor labels are `_`. See
+ * docs/extraction-by-decisions.md for the head file format. */
+
+typedef struct pd_tag_extractor pd_tag_extractor;
+
+/* Bind a tagger head to a schema and a model, once: the head's span fields
+ * must be span fields of the schema and its label fields enum fields, every
+ * label value one of that field's values (PD_ERR_FORMAT naming the head and
+ * the field or value; fields a record leaves `_` are `_` whatever the
+ * schema's `empty` says);
+ * the head's hidden size must be the model's (PD_ERR_SHAPE); the model needs
+ * a tokenizer (PD_ERR_ARG); a head of another type gives PD_ERR_ARG.
+ * Immutable: share it between contexts and threads. model, schema and head
+ * must outlive it. */
+pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
+                                       pd_error *err);
+/* Release it (NULL is fine). */
+void pd_tag_extractor_free(pd_tag_extractor *tx);
+
+/* Extract records from text (len bytes of valid UTF-8) in one pd_eval on ctx
+ * (its cache is cleared first). An empty text gives no records without
+ * running the model; a prompt longer than the context gives PD_ERR_CONTEXT
+ * before it runs. *out is a pd_extraction as pd_extract makes (free it with
+ * pd_extraction_free): n_prompt_tokens the prompt's length, n_tokens 0, stop
+ * PD_STOP_END, no mask_us. */
+pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                         pd_extraction **out, pd_error *err);
+
+/* What one tagger pass saw and decided, for tests and debugging. */
+typedef struct pd_tag_span {
+    int32_t field;        /* index of its field in the head's spans (tag B = 1 + 2 field) */
+    const char *name;     /* that field's name */
+    int32_t first, last;  /* its first and last token, indices within the read copy */
+    char *text;           /* its bytes, NUL-terminated */
+} pd_tag_span;
+
+typedef struct pd_tag_link {
+    int32_t from;         /* index in spans of a span of the link's `from` field */
+    int32_t n_scores;     /* the `to` spans in text order, then "none" */
+    float *scores;
+    int32_t choice;       /* index in spans of the chosen `to` span, -1 for none */
+} pd_tag_link;
+
+typedef struct pd_tag_trace {
+    int32_t n_tokens;     /* the whole prompt */
+    int32_t *tokens;
+    int32_t read_start;   /* index in tokens of the read copy's first token */
+    int32_t n_read;       /* tokens of the read copy */
+    int32_t n_tags;       /* 1 + 2 x span fields */
+    char **tag_names;     /* [n_tags]: "O", "B-<field>", "I-<field>", ... */
+    float *emissions;     /* [n_read][n_tags] */
+    int32_t *tags;        /* [n_read] */
+    int32_t n_spans;      /* in text order */
+    pd_tag_span *spans;
+    int32_t n_links;      /* one per span of the `from` field, in text order */
+    pd_tag_link *links;
+    int32_t n_label_rows; /* one per record before sorting and dropping repeats; 0 without labels */
+    int32_t n_labels;     /* label classes of the head */
+    float *label_logits;  /* [n_label_rows][n_labels] */
+    int32_t forward_passes; /* pd_eval calls (1; 0 for an empty text) */
+} pd_tag_trace;
+
+/* pd_tag_extract that also fills *trace (may be NULL; free it with
+ * pd_tag_trace_free). out may be NULL when only the trace is wanted. */
+pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                               pd_extraction **out, pd_tag_trace **trace, pd_error *err);
+/* Release a trace and its arrays (NULL is fine). */
+void pd_tag_trace_free(pd_tag_trace *trace);
 
 #ifdef __cplusplus
 }

@@ -117,30 +117,6 @@ pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_
     return PD_OK;
 }
 
-static bool same_record(const pd_record *a, const pd_record *b, int32_t n_fields)
-{
-    for (int32_t f = 0; f < n_fields; f++)
-        if (strcmp(a->values[f], b->values[f])) return false;
-    return true;
-}
-
-/* Drop each record equal to an earlier one, keeping the order. */
-static void drop_repeats(pd_extraction *x)
-{
-    int32_t kept = 0;
-    for (int32_t r = 0; r < x->n_records; r++) {
-        bool seen = false;
-        for (int32_t q = 0; q < kept && !seen; q++) seen = same_record(&x->records[q], &x->records[r], x->n_fields);
-        if (seen) {
-            for (int32_t f = 0; f < x->n_fields; f++) free(x->records[r].values[f]);
-            free(x->records[r].values);
-        } else {
-            x->records[kept++] = x->records[r];
-        }
-    }
-    x->n_records = kept;
-}
-
 /* Set the candidate fields of rec to those of candidate k. */
 static pd_status apply(const pd_schema *sc, const int32_t *fields, int32_t nf, int32_t k, pd_record *rec, char **scratch)
 {
@@ -186,7 +162,7 @@ pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *t
         if (apply(sc, fields, nf, best, &x->records[r], scratch))
             rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
     }
-    if (!rc && sc->distinct_records) drop_repeats(x);
+    if (!rc && sc->distinct_records) pd_extraction_drop_repeats(x);
     free(scratch);
     return rc;
 }

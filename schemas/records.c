@@ -1,9 +1,82 @@
-/* records.c - printing extracted records: Tianchi submission rows (CSV) and JSONL. */
+/* records.c - building records value by value (for composers), the
+ * distinct-record rule, and printing them: Tianchi submission rows (CSV) and JSONL. */
 #include "schema_internal.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---------------------------------------------------------- building */
+
+const char *pd_schema_source(const pd_schema *sc) { return sc->path; }
+
+int32_t pd_schema_field_index(const pd_schema *sc, const char *name)
+{
+    for (int32_t f = 0; name && f < sc->n_fields; f++)
+        if (strcmp(sc->fields[f].name, name) == 0) return f;
+    return -1;
+}
+
+bool pd_schema_field_is_span(const pd_schema *sc, int32_t f) { return sc->fields[f].kind == PD_FIELD_SPAN; }
+bool pd_schema_field_is_enum(const pd_schema *sc, int32_t f) { return sc->fields[f].kind == PD_FIELD_ENUM; }
+bool pd_schema_distinct_records(const pd_schema *sc) { return sc->distinct_records; }
+
+bool pd_schema_enum_has(const pd_schema *sc, int32_t f, const char *value)
+{
+    const pd_schema_field *fd = &sc->fields[f];
+    for (int32_t i = 0; fd->kind == PD_FIELD_ENUM && i < fd->n_values; i++)
+        if (strcmp(fd->values[i], value) == 0) return true;
+    return false;
+}
+
+pd_extraction *pd_extraction_new_empty(const pd_schema *sc)
+{
+    pd_extraction *x = calloc(1, sizeof *x);
+    if (x) x->n_fields = sc->n_fields;
+    return x;
+}
+
+pd_status pd_extraction_append(pd_extraction *x, const char *const *values)
+{
+    pd_record *recs = realloc(x->records, sizeof *recs * (size_t)(x->n_records + 1));
+    if (!recs) return PD_ERR_NOMEM;
+    x->records = recs;
+    char **v = calloc((size_t)x->n_fields, sizeof *v);
+    bool ok = v != NULL;
+    for (int32_t f = 0; ok && f < x->n_fields; f++) ok = (v[f] = strdup(values[f] ? values[f] : "_")) != NULL;
+    if (!ok) {
+        for (int32_t f = 0; v && f < x->n_fields; f++) free(v[f]);
+        free(v);
+        return PD_ERR_NOMEM;
+    }
+    recs[x->n_records++].values = v;
+    return PD_OK;
+}
+
+static bool same_record(const pd_record *a, const pd_record *b, int32_t n_fields)
+{
+    for (int32_t f = 0; f < n_fields; f++)
+        if (strcmp(a->values[f], b->values[f])) return false;
+    return true;
+}
+
+void pd_extraction_drop_repeats(pd_extraction *x)
+{
+    int32_t kept = 0;
+    for (int32_t r = 0; r < x->n_records; r++) {
+        bool seen = false;
+        for (int32_t q = 0; q < kept && !seen; q++) seen = same_record(&x->records[q], &x->records[r], x->n_fields);
+        if (seen) {
+            for (int32_t f = 0; f < x->n_fields; f++) free(x->records[r].values[f]);
+            free(x->records[r].values);
+        } else {
+            x->records[kept++] = x->records[r];
+        }
+    }
+    x->n_records = kept;
+}
+
+/* ---------------------------------------------------------- printing */
 
 typedef struct sbuf {
     char *data;

@@ -15,6 +15,7 @@
 #define PD_SCHEMA_INTERNAL_H
 
 #include "pd_internal.h"
+#include "records.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

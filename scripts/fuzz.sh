@@ -24,6 +24,7 @@ export PD_FUZZ_TOKENIZER="$PWD/tests/fixtures/qwen3/tokenizer.json"
 # applied to one, heads decide on the other (its tokenizer has the markers)
 export PD_FUZZ_MODEL="$PWD/$dir/tests/model/fixtures/tiny-hf-f32"
 export PD_FUZZ_HEAD_MODEL="$PWD/$dir/tests/heads/fixtures/model-a"
+export PD_FUZZ_HEAD_SCHEMA="$PWD/schemas/tianchi-makeup.yaml"  # tagger heads are bound to it
 mkdir -p "$dir/artifacts"
 for seeds in tests/fuzz/corpus/*/; do
   target=$(basename "$seeds")

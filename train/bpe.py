@@ -92,14 +92,21 @@ def to_bytelevel(piece):
     return "".join(BYTE_CHAR[b] for b in piece.encode("utf-8"))
 
 
-def train(texts, vocab_size, specials=SPECIALS, log=None):
-    """Learn merges on `texts` until the vocabulary (bytes + merges + specials) has vocab_size ids.
+def train(texts, vocab_size, specials=SPECIALS, log=None, within_chars=False):
+    """Learn merges on `texts` until the vocabulary (bytes + merges + specials) has vocab_size ids
+    (fewer when no pair is left to merge).
+
+    within_chars: learn merges on single characters only, so that no token ever crosses a
+    character boundary: every merge joins bytes of one character and its right part starts with a
+    UTF-8 continuation byte, which never follows a character boundary at encoding time. A tagger
+    then labels characters exactly (a span of the review is always a run of whole tokens).
 
     Incremental pair counts with a lazy max-heap; ties go to the smallest pair of token ids,
     so training is deterministic."""
     words = {}
     for t in texts:
-        for p in pretokenize(unicodedata.normalize("NFC", t)):
+        t = unicodedata.normalize("NFC", t)
+        for p in (t if within_chars else pretokenize(t)):
             words[p] = words.get(p, 0) + 1
     seqs = [list(p.encode("utf-8")) for p in words]
     freq = list(words.values())
@@ -188,6 +195,13 @@ class Tokenizer:
                 out.append(self.ids[s])
                 j += len(s)
             i = j
+        return out
+
+    def encode_plain(self, text):
+        """Ids of `text` with no added-token recognition: "<|im_end|>" inside is plain bytes."""
+        out = []
+        for p in pretokenize(unicodedata.normalize("NFC", text)):
+            out += self._bpe(p)
         return out
 
     def token_id(self, s):

@@ -10,7 +10,9 @@ expected.json holds, for an extraction prompt and plain text, the token ids, the
 hidden states of every position and the logits of the last position, and for a decision prompt
 (parallel layout, 10 candidates) the pointer head's scores, computed by the PyTorch model of
 train/qwen3.py from the packaged files: the BF16 base widened to F32 with the LoRA of the adapter
-applied unmerged (y = Wx + s.B(Ax)).
+applied unmerged (y = Wx + s.B(Ax)). With a tagger head (train_tagger.py) the decision prompt is
+replaced by a few reviews' tagger traces (emissions, tags, spans, link scores, label logits,
+records: tagging.decode).
 """
 
 import argparse
@@ -83,7 +85,7 @@ def package(run, out):
     with open(os.path.join(run, "train_log.json"), encoding="utf-8") as f:
         log = json.load(f)
     root = os.path.dirname(tasks.HERE)
-    for k in ("out", "data", "schema", "base"):  # no machine paths in the committed record
+    for k in ("out", "data", "schema", "base", "template"):  # no machine paths in the committed record
         v = log["args"].get(k)
         if v:
             v = os.path.abspath(v)
@@ -111,6 +113,11 @@ def expected(out):
         h = model.hidden(torch.tensor([ids]))[0]
         rows.append({"name": name, "text": text, "ids": ids, "hidden": [g7(r) for r in h.tolist()],
                      "logits": g7(model.logits(h[-1]).tolist())})
+    with open(os.path.join(out, "head", "head.json"), encoding="utf-8") as f:
+        if json.load(f).get("type") == "tagger":
+            rows += tagger_cases(model, tok, out)
+            return {"model": "base + adapter (LoRA unmerged), F32 compute, torch " + torch.__version__,
+                    "prompts": rows}
     # a decision in the parallel layout (positions restart, siblings hidden), scored by the head
     head, cands = evaluate.load_head(os.path.join(out, "head"), model.config["hidden_size"])
     q, cands = t["question"].format(aspect="眼霜", opinion="滋润"), cands[::4]
@@ -121,6 +128,31 @@ def expected(out):
     return {"model": "base + adapter (LoRA unmerged), F32 compute, torch " + torch.__version__, "prompts": rows}
 
 
+TAGGER_TEXTS = (TEXT, PLAIN, "眼影颜色很正，粉质细腻，持妆一般，物流慢了两天", "哈哈哈",
+                "买的是<|im_end|>正品吗？味道淡淡的，小样也送了👍")
+
+
+def tagger_cases(model, tok, out):
+    """The tagger head's trace on TAGGER_TEXTS: what `pocketdec tag` must print."""
+    import tagging
+    head, meta, labels = tagging.load(os.path.join(out, "head"), model.config["hidden_size"])
+
+    def g7(v):
+        return [float(f"{x:.7g}") for x in v]
+    rows = []
+    for text in TAGGER_TEXTS:
+        ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
+        h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
+        _, tr = tagging.decode(head, meta, h, text, ranges, labels)
+        tr["emissions"] = [g7(r) for r in tr["emissions"]]
+        for ln in tr["links"]:
+            ln["scores"] = g7(ln["scores"])
+        for lb in tr["labels"]:
+            lb["logits"] = g7(lb["logits"])
+        rows.append({"name": "tagger", "text": text, "ids": ids, "read_start": read, **tr})
+    return rows
+
+
 def check(out):
     """Recompute expected.json from the packaged files; exit 1 when it drifted."""
     with open(os.path.join(out, "expected.json"), encoding="utf-8") as f:
@@ -128,7 +160,9 @@ def check(out):
     now = expected(out)
     for a, b in zip(have["prompts"], now["prompts"]):
         assert a["ids"] == b["ids"], f"{a['name']}: token ids differ"
-        for key in ("hidden", "logits", "scores"):
+        for key in ("tags", "spans", "records"):
+            assert a.get(key) == b.get(key), f"{a['name']}: {key} differ"
+        for key in ("hidden", "logits", "scores", "emissions"):
             if key not in a:
                 continue
             x, y = np.asarray(a[key]), np.asarray(b[key])

@@ -126,18 +126,13 @@ def finetune(model, head, tok, t, train, a, rng, record):
     fit(params, a.finetune_steps, a.lora_lr, batch, "finetune", record)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+def common_args(ap):
+    """The options of every recipe: the run, the data, and the base's shape and rate."""
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--base", help="existing HF base directory: train only the adapter and head")
     ap.add_argument("--data", default=D.DATA)
-    ap.add_argument("--schema", default=tasks.SCHEMA)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="use only the first N reviews (smoke tests)")
-    ap.add_argument("--extra-text", action="append", default=[], metavar="FILE",
-                    help="UTF-8 text (one document a non-empty line) added to tokenizer and base "
-                         "training, e.g. from manpages-zh or fortunes-zh; repeatable")
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
@@ -145,9 +140,36 @@ def main(argv=None):
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--ffn", type=int, default=704)
-    ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
+
+
+def start(a):
+    """Seeds and threads of a run, its output folder: (rng, record, start time)."""
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    os.makedirs(a.out, exist_ok=True)
+    return random.Random(a.seed), {"seed": a.seed, "args": vars(a)}, time.time()
+
+
+def finish(a, model, tok, record, t_start):
+    """The merged copy (for agreement checks) and train_log.json of a run."""
+    qwen3.save_hf(lora.merged_copy(model), os.path.join(a.out, "merged"), tok.to_json())
+    record["total_seconds"] = round(time.time() - t_start, 1)
+    with open(os.path.join(a.out, "train_log.json"), "w", encoding="utf-8") as f:
+        json.dump(record, f, ensure_ascii=False, indent=2)
+    log(f"done in {record['total_seconds']} s: {a.out}")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    common_args(ap)
+    ap.add_argument("--base", help="existing HF base directory: train only the adapter and head")
+    ap.add_argument("--schema", default=tasks.SCHEMA)
+    ap.add_argument("--extra-text", action="append", default=[], metavar="FILE",
+                    help="UTF-8 text (one document a non-empty line) added to tokenizer and base "
+                         "training, e.g. from manpages-zh or fortunes-zh; repeatable")
+    ap.add_argument("--block", type=int, default=128)
     ap.add_argument("--pretrain-steps", type=int, default=700)
     ap.add_argument("--pretrain-records", action=argparse.BooleanOptionalAction, default=True,
                     help="also pre-train the base on the training split's extraction sequences "
@@ -162,13 +184,7 @@ def main(argv=None):
                     help="candidates per training decision (gold + random others); all at inference")
     ap.add_argument("--head-weight", type=float, default=1.0)
     a = ap.parse_args(argv)
-
-    torch.manual_seed(a.seed)
-    torch.set_num_threads(a.threads)
-    rng = random.Random(a.seed)
-    os.makedirs(a.out, exist_ok=True)
-    record = {"seed": a.seed, "args": vars(a)}
-    t_start = time.time()
+    rng, record, t_start = start(a)
     texts, train = D.all_text(a.data), D.labelled(a.data, "train")
     if a.limit:
         texts, train = texts[:a.limit], train[:a.limit]
@@ -215,11 +231,7 @@ def main(argv=None):
     finetune(model, head, tok, t, train, a, rng, record)
     lora.save_peft(model, os.path.join(a.out, "adapter"), base_name)
     pointer.save(head, os.path.join(a.out, "head"))
-    qwen3.save_hf(lora.merged_copy(model), os.path.join(a.out, "merged"), tok.to_json())
-    record["total_seconds"] = round(time.time() - t_start, 1)
-    with open(os.path.join(a.out, "train_log.json"), "w", encoding="utf-8") as f:
-        json.dump(record, f, ensure_ascii=False, indent=2)
-    log(f"done in {record['total_seconds']} s: {a.out}")
+    finish(a, model, tok, record, t_start)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ typedef struct enc {
     size_t n_heap, cap_heap;
     char *buf; /* byte-level form of a piece (ignore_merges) */
     size_t cap_buf;
+    bool plain; /* no added token is recognised in the text */
 } enc;
 
 static pd_status nomem(const enc *e)
@@ -367,7 +368,7 @@ static pd_status split_added(enc *e, const char *s, size_t n, int level)
 {
     const pd_tokenizer *tok = e->tok;
     const tok_added_index *ix = &tok->index[level];
-    if (ix->first[256] == 0) return gap(e, s, n, level);
+    if (e->plain || ix->first[256] == 0) return gap(e, s, n, level);
     size_t start = 0, i = 0;
     while (i < n) {
         uint8_t c = (uint8_t)s[i];
@@ -398,17 +399,17 @@ static pd_status split_added(enc *e, const char *s, size_t n, int level)
     return gap(e, s + start, n - start, level);
 }
 
-pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t text_len, int32_t **ids,
-                              size_t *n_ids, pd_error *err)
+static pd_status encode(const pd_tokenizer *tok, const char *text, size_t text_len, bool plain, int32_t **ids,
+                        size_t *n_ids, pd_error *err)
 {
     if (!tok || !ids || !n_ids || (!text && text_len))
-        return pd_set_error(err, PD_ERR_ARG, "pd_tokenizer_encode: NULL argument");
+        return pd_set_error(err, PD_ERR_ARG, "%s: NULL argument", plain ? "pd_tokenizer_encode_plain" : "pd_tokenizer_encode");
     *ids = NULL;
     *n_ids = 0;
     size_t bad = tok_utf8_check((const uint8_t *)text, text_len);
     if (bad < text_len)
         return pd_set_error(err, PD_ERR_FORMAT, "%s: text: invalid UTF-8 at byte offset %zu", tok->source, bad);
-    enc e = {.tok = tok, .err = err};
+    enc e = {.tok = tok, .err = err, .plain = plain};
     pd_status st = PD_OK;
     if (tok->n_steps > 0 && !(e.md = pcre2_match_data_create(1, NULL))) st = nomem(&e);
     if (st == PD_OK && text_len) st = split_added(&e, text, text_len, 0);
@@ -424,4 +425,16 @@ pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t 
     *ids = e.ids;
     *n_ids = e.n_ids;
     return PD_OK;
+}
+
+pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t text_len, int32_t **ids,
+                              size_t *n_ids, pd_error *err)
+{
+    return encode(tok, text, text_len, false, ids, n_ids, err);
+}
+
+pd_status pd_tokenizer_encode_plain(const pd_tokenizer *tok, const char *text, size_t text_len, int32_t **ids,
+                                    size_t *n_ids, pd_error *err)
+{
+    return encode(tok, text, text_len, true, ids, n_ids, err);
 }

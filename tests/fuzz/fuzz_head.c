@@ -1,10 +1,12 @@
 /* fuzz_head.c - a head directory from arbitrary bytes: the input up to its
  * first NUL byte is head.json, the rest head.safetensors; what loads decides
- * once on a small model. */
+ * once on a small model (a tagger head: is bound to the Tianchi schema of
+ * PD_FUZZ_HEAD_SCHEMA when set, and extracts from one text). */
 #include "fuzz_util.h"
 #include "pd_internal.h"
 
 static pd_model *model;
+static pd_schema *schema;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -17,7 +19,31 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz_head: set PD_FUZZ_HEAD_MODEL to a model with the marker tokens\n");
         abort();
     }
+    const char *sp = getenv("PD_FUZZ_HEAD_SCHEMA");
+    if (sp && !(schema = pd_schema_load(sp, &err))) {
+        fprintf(stderr, "fuzz_head: %s\n", err.message);
+        abort();
+    }
     return 0;
+}
+
+/* Bind a tagger head and extract once (a Chinese text: spans inside characters). */
+static void tag_once(const pd_head *h)
+{
+    pd_error err;
+    pd_tag_extractor *tx = schema ? pd_tag_extractor_new(model, schema, h, &err) : NULL;
+    pd_context_params cp = pd_context_default_params();
+    cp.n_ctx = 64;
+    pd_context *ctx = tx ? pd_context_new(model, &cp, &err) : NULL;
+    pd_extraction *x = NULL;
+    pd_tag_trace *tr = NULL;
+    static const char text[] = "很好，超值 12";
+    if (ctx && pd_tag_extract_trace(ctx, tx, text, sizeof text - 1, &x, &tr, &err) == PD_OK) {
+        pd_extraction_free(x);
+        pd_tag_trace_free(tr);
+    }
+    pd_context_free(ctx);
+    pd_tag_extractor_free(tx);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -25,7 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *dir = fuzz_write_pair("head", "head.json", "head.safetensors", data, size);
     pd_error err;
     pd_head *h = pd_head_load(dir, model, &err);
-    if (h) {
+    if (h && pd_head_get_type(h) == PD_HEAD_TAGGER) {
+        tag_once(h);
+        pd_head_free(h);
+    } else if (h) {
         pd_decider_params p = pd_decider_default_params();
         p.n_ctx = 64;
         pd_decider *d = pd_decider_new(model, h, &p, &err);

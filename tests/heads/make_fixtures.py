@@ -42,17 +42,7 @@ def write_models(out):
                        + shape, check=True)
 
 
-def edit_json(d, **changes):
-    p = os.path.join(d, "head.json")
-    with open(p) as f:
-        meta = json.load(f)
-    for k, v in changes.items():
-        if v is None:
-            meta.pop(k, None)
-        else:
-            meta[k] = v
-    with open(p, "w") as f:
-        json.dump(meta, f)
+edit_json = make_head.edit_json
 
 
 def write_bad_heads(out):

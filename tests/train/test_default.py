@@ -10,7 +10,10 @@ train/qwen3.py (BF16 base widened to F32, LoRA applied unmerged). Checks:
     on load and applied at runtime, within 2e-5 of the largest |value| (F32 against F32: about 1e-6
     measured; the difference is printed);
   - pointer-head scores of a 10-candidate decision (parallel layout), same tolerance, and the
-    decision's token sequence;
+    decision's token sequence (a pointer head);
+  - a tagger head (extraction by decisions): `pocketdec tag` on a few reviews, against
+    train/tagging.py's decode: prompt ids, tags, spans and records exactly; emissions, link scores
+    and label logits within the same tolerance;
   - with python3-torch installed, expected.json is reproduced from the packaged files (so the
     committed values cannot drift from the files they describe).
 """
@@ -61,13 +64,44 @@ def main():
             common = ["--model", base, "--adapter", adapter, "--adapter-mode", mode, "--ids", ids]
             close(json.loads(run([POCKETDEC, "hidden"] + common)), p["hidden"], f"{p['name']} hidden ({mode})")
             close(json.loads(run([POCKETDEC, "logits"] + common)), p["logits"], f"{p['name']} logits ({mode})")
-    dec = next(p for p in doc["prompts"] if p["name"] == "decision")
+    for p in doc["prompts"]:
+        if p["name"] == "tagger":
+            check_tagger(p, base, adapter, head)
+    dec = next((p for p in doc["prompts"] if p["name"] == "decision"), None)
+    if dec is None:
+        recheck()
+        return
     args = [POCKETDEC, "score", "--model", base, "--adapter", adapter, "--head", head, "--layout", "parallel",
             "--explain", "--text", dec["text"], "--question", dec["question"]]
     got = json.loads(run(args + [x for c in dec["candidates"] for x in ("--candidate", c)]))
     assert got["tokens"] == dec["ids"], "the decision prompt's token ids differ from torch's"
     assert [c["label"] for c in got["candidates"]] == dec["candidates"]
     close([c["score"] for c in got["candidates"]], dec["scores"], "decision scores")
+    recheck()
+
+
+def check_tagger(p, base, adapter, head):
+    schema = os.path.join(ROOT, "schemas", "tianchi-makeup.yaml")
+    got = json.loads(run([POCKETDEC, "tag", "--model", base, "--adapter", adapter, "--head", head,
+                          "--schema", schema, "--text", p["text"]]))
+    what = f"tagger {p['text']!r}"
+    assert got["tokens"] == p["ids"], f"{what}: prompt ids differ from torch's"
+    assert got["read_start"] == p["read_start"], f"{what}: read_start {got['read_start']} != {p['read_start']}"
+    assert got["tags"] == p["tags"], f"{what}: tags {got['tags']} != {p['tags']}"
+    assert got["spans"] == p["spans"], f"{what}: spans {got['spans']} != {p['spans']}"
+    assert got["records"] == p["records"], f"{what}: records {got['records']} != {p['records']}"
+    assert got["forward_passes"] == 1
+    close(got["emissions"], p["emissions"], f"{what} emissions")
+    assert [ln["from"] for ln in got["links"]] == [ln["from"] for ln in p["links"]]
+    assert [ln["choice"] for ln in got["links"]] == [ln["choice"] for ln in p["links"]]
+    if p["links"]:
+        close([x for ln in got["links"] for x in ln["scores"]], [x for ln in p["links"] for x in ln["scores"]],
+              f"{what} link scores")
+    if p["labels"]:
+        close([lb["logits"] for lb in got["labels"]], [lb["logits"] for lb in p["labels"]], f"{what} label logits")
+
+
+def recheck():
     try:
         import torch  # noqa: F401
     except ImportError:

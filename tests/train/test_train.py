@@ -19,6 +19,7 @@ Checks, each against something independent:
     our prompt layout, the loss falls, and the same seed gives the same bytes.
 """
 
+import csv
 import json
 import math
 import os
@@ -220,6 +221,40 @@ def test_training(tmp):
         assert a == b, f"{sub} differs between two runs with one seed"
 
 
+def test_tagger_training(tmp):
+    """train_tagger.py end to end on a few reviews: a tokenizer whose tokens never cross a character
+    (and equal pocketdec's ids), packaged files that pocketdec loads and agrees with (test_default.py:
+    hidden states, logits, the tagger's traces), and pocketdec extract's records equal to the Python
+    decode's on the dev reviews the run scored."""
+    import train_tagger
+    out, pkg = os.path.join(tmp, "tagger"), os.path.join(tmp, "tagger-pkg")
+    train_tagger.main(["--out", out, "--seed", "3", "--threads", "1", "--limit", "40", "--hidden", "64",
+                       "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96",
+                       "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--finetune-steps", "20",
+                       "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3"])
+    tok = bpe.load(os.path.join(out, "tokenizer.json"))
+    for i in range(len(tok)):
+        b = tok.token_bytes(i)
+        if tok.vocab[i] not in tok.specials:
+            assert not any(0xC0 <= x or x < 0x80 for x in b[1:]), f"token {i} {b!r} crosses a character"
+    check_same_ids(tok, os.path.join(out, "tokenizer.json"), D.all_text(DATA)[:400] + HARD, "character tokenizer")
+    subprocess.run([sys.executable, os.path.join(ROOT, "train", "package.py"), "--run", out, "--out", pkg],
+                   check=True)
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "train", "test_default.py"), POCKETDEC, pkg],
+                   check=True)
+    dev = [(i, t) for i, t, _ in D.labelled(DATA, "dev")][:40]
+    reviews = os.path.join(tmp, "dev40.csv")
+    with open(reviews, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([("id", "Reviews")] + dev)
+    got = os.path.join(tmp, "dev40_Result.csv")
+    run([POCKETDEC, "extract", "--model", os.path.join(out, "base"), "--adapter", os.path.join(out, "adapter"),
+         "--head", os.path.join(out, "head"), "--schema", os.path.join(ROOT, "schemas", "tianchi-makeup.yaml"),
+         "--input", reviews, "--output", got])
+    want = open(os.path.join(out, "dev_Result.csv"), encoding="utf-8").read()
+    assert open(got, encoding="utf-8").read() == want, "pocketdec extract and the Python decode disagree"
+    print(f"ok: tagger training; {want.count(chr(10))} dev rows equal between pocketdec and Python")
+
+
 def main():
     test_split()
     test_reading_order()
@@ -234,6 +269,7 @@ def main():
         sys.exit(77)
     with tempfile.TemporaryDirectory() as tmp:
         test_training(tmp)
+        test_tagger_training(tmp)
     print("ok: training smoke test, agreement with pocketdec, reproducibility")
 
 

@@ -7,7 +7,10 @@
       give it to make_model.py --tokenizer (with the same --vocab).
   make_head.py write --type pointer --hidden 64 --head-dim 16 --out DIR
   make_head.py write --type classifier --hidden 64 --labels a,b,c --out DIR
-      head.json + head.safetensors with random weights (--dtype F32|BF16|F16).
+  make_head.py write --type tagger --hidden 64 --head-dim 16 [--schema FILE] [--spans aspect,opinion] --out DIR
+      head.json + head.safetensors with random weights (--dtype F32|BF16|F16). A tagger's labels are
+      every (category, polarity) of the schema (default schemas/tianchi-makeup.yaml); its biases favour
+      B and I tags so that random heads find spans.
 
 The scores (module functions, float64):
   prompt(markers, text_ids, question_ids, cand_ids, kind, layout) -> ids, positions, blocks, query
@@ -17,6 +20,11 @@ reference.forward of the prefix followed by that candidate alone, and the query 
 masked_forward (a tree-masked forward written here) over the whole prompt; the LM verbalizer
 scores each candidate alone after the prefix with reference.forward (parallel) or reads the
 log-probabilities off one causal reference.forward of the whole prompt (sequential).
+
+Tagger heads (extraction by decisions, float64, written from docs/extraction-by-decisions.md):
+  tag_prompt(head, literal_ids, text_ids) -> ids, read_start
+  tag_decode(model, head, ids, read_start, token_bytes, fields, distinct) -> dict(emissions, tags, spans,
+      links, label_logits, records)
 """
 
 import argparse
@@ -90,6 +98,65 @@ def write_head(out, kind, hidden, head_dim=16, labels=None, temperature=1.0, lay
     else:
         meta["labels"], meta["pool"] = list(labels), "last"
         t = {"weight": rng.standard_normal((len(labels), hidden)) * s, "bias": rng.standard_normal(len(labels)) * 0.1}
+    write_safetensors(os.path.join(out, "head.safetensors"), t, dtype)
+    with open(os.path.join(out, "head.json"), "w") as f:
+        json.dump(meta, f, ensure_ascii=False, indent=1)
+
+
+def edit_json(d, **changes):
+    """Change keys of DIR/head.json (None removes one): broken heads for tests."""
+    p = os.path.join(d, "head.json")
+    with open(p) as f:
+        meta = json.load(f)
+    for k, v in changes.items():
+        if v is None:
+            meta.pop(k, None)
+        else:
+            meta[k] = v
+    with open(p, "w") as f:
+        json.dump(meta, f, ensure_ascii=False)
+
+
+ECHO_PROMPT = "<|fim_prefix|>{text}<|fim_middle|>{text}<|fim_suffix|>"
+TIANCHI_SCHEMA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              "schemas", "tianchi-makeup.yaml")
+
+
+def schema_enum_values(path, name):
+    import yaml
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    return next(fd["values"] for fd in doc["fields"] if fd["name"] == name)
+
+
+def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
+                 prompt=ECHO_PROMPT, labels=True, transitions=True):
+    """A random tagger head. B and I tags get a positive bias so that spans appear."""
+    rng = np.random.default_rng([seed, 0x7A66])
+    os.makedirs(out, exist_ok=True)
+    n_tags, s = 1 + 2 * len(spans), 1.0 / np.sqrt(hidden)
+    meta = {"type": "tagger", "prompt": prompt, "spans": list(spans)}
+    t = {"tag.weight": rng.standard_normal((n_tags, hidden)) * 2 * s,
+         "tag.bias": np.array([0.0] + [0.8, 0.6] * len(spans)) + rng.standard_normal(n_tags) * 0.1}
+    if transitions:
+        t["tag.transitions"] = rng.standard_normal((n_tags, n_tags)) * 0.5
+        t["tag.start"] = rng.standard_normal(n_tags) * 0.3
+        t["tag.end"] = rng.standard_normal(n_tags) * 0.3
+    if len(spans) == 2:
+        meta["link"] = {"from": spans[1], "to": spans[0], "head_dim": head_dim}
+        t.update({"link.q.weight": rng.standard_normal((head_dim, hidden)) * s,
+                  "link.q.bias": rng.standard_normal(head_dim) * 0.1,
+                  "link.k.weight": rng.standard_normal((head_dim, hidden)) * s,
+                  "link.k.bias": rng.standard_normal(head_dim) * 0.1,
+                  "link.none": rng.standard_normal(head_dim) * 0.5})
+    if labels:
+        cats, pols = schema_enum_values(schema, "category"), schema_enum_values(schema, "polarity")
+        meta["label_fields"] = ["category", "polarity"]
+        meta["labels"] = [[c, p] for c in cats for p in pols]
+        n = len(meta["labels"])
+        t.update({"label.weight": rng.standard_normal((n, len(spans) * hidden)) * s,
+                  "label.bias": rng.standard_normal(n) * 0.1,
+                  "label.none": rng.standard_normal(hidden)})
     write_safetensors(os.path.join(out, "head.safetensors"), t, dtype)
     with open(os.path.join(out, "head.json"), "w") as f:
         json.dump(meta, f, ensure_ascii=False, indent=1)
@@ -207,6 +274,137 @@ def scores(model, head, mk, text_ids, question_ids, cand_ids, layout):
     return out
 
 
+# ----------------------------------------------------------------------------- tagger reference
+
+
+def tag_prompt(head, literal_ids, text_ids):
+    """The echo prompt's ids and the index of the read copy (the last {text}); literal_ids maps
+    each literal part of the template to its ids."""
+    parts = head["meta"]["prompt"].split("{text}")
+    ids, read_start = [], 0
+    for k, part in enumerate(parts):
+        if part:
+            ids += list(literal_ids(part))
+        if k + 1 < len(parts):
+            read_start = len(ids)
+            ids += list(text_ids)
+    return ids, read_start
+
+
+def _allowed(prev, tag, boundary):
+    prev_field = (prev - 1) // 2 if prev > 0 else -1
+    if not boundary:
+        return tag == (2 + 2 * prev_field if prev_field >= 0 else 0)
+    if tag == 0 or tag % 2 == 1:
+        return True
+    return prev_field == (tag - 2) // 2
+
+
+def viterbi(em, trans, start, end, boundary):
+    """Constrained Viterbi (I-f only after B-f/I-f; a token inside a character continues its
+    predecessor); ties to the smaller tag index."""
+    n, T = em.shape
+    score = [start[k] + em[0, k] if _allowed(-1, k, boundary[0]) else -np.inf for k in range(T)]
+    back = np.full((n, T), -1, int)
+    for i in range(1, n):
+        new = []
+        for k in range(T):
+            best, arg = -np.inf, -1
+            for p in range(T):
+                if score[p] == -np.inf or not _allowed(p, k, boundary[i]):
+                    continue
+                v = score[p] + trans[p, k]
+                if arg < 0 or v > best:
+                    best, arg = v, p
+            new.append(best + em[i, k] if arg >= 0 else -np.inf)
+            back[i, k] = arg
+        score = new
+    last, best = -1, -np.inf
+    for k in range(T):
+        if score[k] != -np.inf and (last < 0 or score[k] + end[k] > best):
+            best, last = score[k] + end[k], k
+    tags = [0] * n
+    for i in range(n - 1, -1, -1):
+        tags[i] = last
+        last = back[i, last]
+    return tags
+
+
+def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
+    """The whole decode of one text: token_bytes[i] are the bytes of read token i; fields the
+    schema's field names in order."""
+    meta, t = head["meta"], head["t"]
+    spans_f, n_tags = meta["spans"], 1 + 2 * len(meta["spans"])
+    hid = reference.forward(model, ids)[0]
+    n = len(token_bytes)
+    h = hid[read_start:read_start + n]
+    em = h @ t["tag.weight"].T + t["tag.bias"]
+    zero = np.zeros(n_tags)
+    boundary = [len(b) == 0 or (b[0] & 0xC0) != 0x80 for b in token_bytes]
+    tags = viterbi(em, t.get("tag.transitions", np.zeros((n_tags, n_tags))), t.get("tag.start", zero),
+                   t.get("tag.end", zero), boundary)
+    spans, i = [], 0
+    while i < n:
+        tag = tags[i]
+        if tag == 0 or tag % 2 == 0:
+            i += 1
+            continue
+        f, j = (tag - 1) // 2, i
+        while j + 1 < n and tags[j + 1] == 2 + 2 * f:
+            j += 1
+        spans.append({"field": spans_f[f], "k": f, "text": b"".join(token_bytes[i:j + 1]).decode(),
+                      "first": i, "last": j})
+        i = j + 1
+    recs, links = [], []
+    link = meta.get("link")
+    if link is None:
+        recs = [{0: s} for s in range(len(spans))]
+    else:
+        fk, tk, d = spans_f.index(link["from"]), spans_f.index(link["to"]), link["head_dim"]
+        frm = [s for s, sp in enumerate(spans) if sp["k"] == fk]
+        to = [s for s, sp in enumerate(spans) if sp["k"] == tk]
+        chosen = set()
+        for o in frm:
+            q = t["link.q.weight"] @ h[spans[o]["last"]] + t["link.q.bias"]
+            sc = [q @ (t["link.k.weight"] @ h[spans[a]["last"]] + t["link.k.bias"]) / np.sqrt(d) for a in to]
+            sc.append(q @ t["link.none"] / np.sqrt(d))
+            best = int(np.argmax(sc))  # the first maximum
+            choice = to[best] if best < len(to) else -1
+            links.append({"from": o, "scores": [float(v) for v in sc], "choice": choice})
+            if choice >= 0:
+                chosen.add(choice)
+            recs.append({fk: o, tk: choice})
+        recs += [{tk: a} for a in to if a not in chosen]
+    H = h.shape[1]
+    label_logits, out = [], []
+    for r in recs:
+        vals = {f: "_" for f in fields}
+        for k, s in r.items():
+            if s >= 0:
+                vals[spans_f[k]] = spans[s]["text"]
+        if "labels" in meta:
+            x = np.concatenate([h[spans[r[k]]["last"]] if r.get(k, -1) >= 0 else t["label.none"]
+                                for k in range(len(spans_f))])
+            logits = t["label.weight"] @ x + t["label.bias"]
+            label_logits.append([float(v) for v in logits])
+            for f, v in zip(meta["label_fields"], meta["labels"][int(np.argmax(logits))]):
+                vals[f] = v
+        key = min(spans[s]["first"] for s in r.values() if s >= 0)
+        out.append((key, len(out), vals))
+    out.sort(key=lambda x: (x[0], x[1]))
+    records = []
+    for _, _, v in out:
+        if distinct and v in records:
+            continue
+        records.append(v)
+    assert H == t["tag.weight"].shape[1]
+    return {"ids": [int(x) for x in ids], "read_start": read_start, "emissions": em.tolist(),
+            "tags": [int(x) for x in tags],
+            "tag_names": ["O"] + [p + f for f in spans_f for p in ("B-", "I-")],
+            "spans": [{k: sp[k] for k in ("field", "text", "first", "last")} for sp in spans],
+            "links": links, "label_logits": label_logits, "records": records}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -215,19 +413,23 @@ def main(argv=None):
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", required=True)
     w = sub.add_parser("write")
-    w.add_argument("--type", choices=["pointer", "classifier"], required=True)
+    w.add_argument("--type", choices=["pointer", "classifier", "tagger"], required=True)
     w.add_argument("--hidden", type=int, required=True)
     w.add_argument("--head-dim", type=int, default=16)
     w.add_argument("--labels", help="comma-separated classifier labels")
     w.add_argument("--temperature", type=float, default=1.0)
     w.add_argument("--layout", choices=["sequential", "parallel"], default="sequential")
     w.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
+    w.add_argument("--schema", default=TIANCHI_SCHEMA, help="tagger: the schema whose category/polarity are the labels")
+    w.add_argument("--spans", default="aspect,opinion", help="tagger: span fields (the second links to the first)")
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--out", required=True)
     a = ap.parse_args(argv)
     if a.cmd == "tokenizer":
         with open(a.out, "w") as f:
             json.dump(synthetic_tokenizer(a.vocab, a.seed), f, ensure_ascii=False)
+    elif a.type == "tagger":
+        write_tagger(a.out, a.hidden, a.head_dim, a.spans.split(","), a.schema, a.seed, a.dtype)
     else:
         if a.type == "classifier" and not a.labels:
             raise SystemExit("make_head: a classifier needs --labels")

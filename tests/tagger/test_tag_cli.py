@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""`pocketdec tag` and `pocketdec extract --head TAGGER` against the float64 reference of
+tools/testmodels/make_head.py: emissions, link scores and label logits within 2e-5 of the largest
+|value| of each, tokens, tags, spans, choices and records exactly.
+
+Usage: test_tag_cli.py POCKETDEC FIXTURES/cases.json
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+PD, CASES = sys.argv[1:3]
+DOC = json.load(open(CASES))
+RESULTS = []
+TOL = 2e-5
+
+
+def run(*args, stdin=None):
+    p = subprocess.run([PD, *args], input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def check(name, cond, detail=""):
+    RESULTS.append(bool(cond))
+    print(("ok    " if cond else "FAIL  ") + name + ("" if cond else "  " + str(detail)[:400]))
+
+
+def close(got, want):
+    scale = max([1e-30] + [abs(w) for w in want])
+    return len(got) == len(want) and all(abs(g - w) <= TOL * scale for g, w in zip(got, want))
+
+
+def test_tag():
+    for c in DOC["cases"]:
+        rc, out, err = run("tag", "--model", DOC["model"], "--head", c["head"], "--schema", DOC["schema"],
+                           "--text", c["text"])
+        if rc:
+            check(c["name"], False, err)
+            continue
+        g = json.loads(out)
+        names = c["tag_names"]
+        check(c["name"] + ": tokens and read_start", g["tokens"] == c["ids"] and g["read_start"] == c["read_start"], out)
+        check(c["name"] + ": emissions", close(sum(g["emissions"], []), sum(c["emissions"], [])), out)
+        check(c["name"] + ": tags", g["tags"] == [names[t] for t in c["tags"]], out)
+        check(c["name"] + ": spans", g["spans"] == c["spans"], out)
+        check(c["name"] + ": links", len(g["links"]) == len(c["links"]) and all(
+            x["from"] == y["from"] and x["choice"] == y["choice"] and close(x["scores"], y["scores"])
+            for x, y in zip(g["links"], c["links"])), out)
+        check(c["name"] + ": label logits", len(g["labels"]) == len(c["label_logits"]) and all(
+            close(x["logits"], y) for x, y in zip(g["labels"], c["label_logits"])), out)
+        check(c["name"] + ": records, one pass", g["records"] == c["records"] and g["forward_passes"] == 1, out)
+
+
+def pair_cases():
+    return [c for c in DOC["cases"] if c["head"].endswith("head-pair")]
+
+
+def test_extract():
+    cases = pair_cases()
+    head = cases[0]["head"]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "reviews.csv")
+        with open(src, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["id", "Reviews"])
+            for i, c in enumerate(cases):
+                w.writerow([i + 1, c["text"]])
+            w.writerow([len(cases) + 1, ""])
+        rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                           "--input", src, "--output", "-")
+        want = []
+        for i, c in enumerate(cases):
+            want += [[str(i + 1)] + [r[f] for f in DOC["fields"]] for r in c["records"]] or [[str(i + 1), "_", "_", "_", "_"]]
+        want.append([str(len(cases) + 1), "_", "_", "_", "_"])
+        got = list(csv.reader(io.StringIO(out)))
+        check("extract --head (tagger): Tianchi rows as the reference", rc == 0 and got == want, (out, err))
+        check("extract --head (tagger): summary line", rc == 0 and f"{len(cases) + 1} reviews" in err, err)
+        rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                           "--input", src, "--output", "-", "--format", "jsonl")
+        rows = [json.loads(x) for x in out.splitlines()] if rc == 0 else []
+        check("extract --head (tagger) --format jsonl", rc == 0 and [r["records"] for r in rows[:len(cases)]]
+              == [c["records"] for c in cases], out + err)
+        jl = os.path.join(tmp, "reviews.jsonl")
+        with open(jl, "w") as f:
+            for i, c in enumerate(cases):
+                f.write(json.dumps({"id": i + 1, "text": c["text"]}, ensure_ascii=False) + "\n")
+            f.write("{\"id\": 99}\n")
+        rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                           "--input", jl, "--output", "-")
+        got = list(csv.reader(io.StringIO(out)))
+        check("extract --head (tagger): JSONL in, broken row reported, exit 1", rc == 1 and got == want[:-1]
+              and "reviews.jsonl:%d" % (len(cases) + 1) in err, (out, err))
+        rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                           "--input", src, "--output", "-", "--max-records", "3")
+        check("extract --head (tagger) refuses --max-records (usage)", rc == 2 and "--max-records" in err, err)
+        bad = next(b for b in DOC["bad_heads"] if b["name"] == "label value not in the enum")
+        rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", bad["dir"],
+                           "--input", src, "--output", "-")
+        check("extract with a tagger head the schema refuses: one line, exit 1",
+              rc == 1 and err.count("\n") == 1 and "超好" in err and bad["dir"] in err and out == "", err)
+
+
+def test_errors():
+    c = pair_cases()[1]
+    rc, _, err = run("tag", "--model", DOC["model"], "--head", c["head"], "--schema", DOC["schema"])
+    check("tag without --text exits 2", rc == 2 and "--text" in err, err)
+    bad = next(b for b in DOC["bad_heads"] if b["name"] == "tag.weight missing")
+    rc, _, err = run("tag", "--model", DOC["model"], "--head", bad["dir"], "--schema", DOC["schema"], "--text", "1")
+    check("tag with a broken head: one line naming the file, exit 1",
+          rc == 1 and err.count("\n") == 1 and "tag.weight" in err and "head.safetensors" in err, err)
+    rc, _, err = run("tag", "--model", DOC["model"], "--head", DOC["pointer_head"], "--schema", DOC["schema"],
+                     "--text", "1")
+    check("tag with a pointer head exits 1", rc == 1 and "not a tagger head" in err, err)
+    rc, _, err = run("score", "--model", DOC["model"], "--head", c["head"], "--text", "1", "--candidate", "1")
+    check("score with a tagger head exits 1", rc == 1 and "tagger" in err, err)
+    rc, _, err = run("tag", "--model", DOC["model"], "--head", c["head"], "--schema", DOC["schema"], "--text",
+                     "1" * 40, "--ctx", "32")
+    check("tag: a prompt longer than the context exits 1", rc == 1 and "context" in err, err)
+    rc, out, err = run("tag", "--model", DOC["model"], "--head", c["head"], "--schema", DOC["schema"], "--text", "")
+    g = json.loads(out) if rc == 0 else {}
+    check("tag: an empty text, no pass", rc == 0 and g["records"] == [] and g["forward_passes"] == 0, out + err)
+
+
+test_tag()
+test_extract()
+test_errors()
+print(f"{sum(RESULTS)} passed, {len(RESULTS) - sum(RESULTS)} failed")
+sys.exit(0 if all(RESULTS) else 1)

@@ -1,0 +1,283 @@
+"""Extraction by decisions: the tagger head of heads/ in PyTorch, its prompt, and its decoding.
+
+The contract is docs/extraction-by-decisions.md (what pocketdec's compose/ runs): the review written
+twice in the head's `prompt` template, BIO tags on the last copy decoded by constrained Viterbi
+with CRF transitions, a pointer from each `from` span (opinion) to a `to` span (aspect) or none,
+and a classifier over the records' span states for the label fields. The template comes from
+train/tagger_template.json and travels in head.json, so training and inference build one prompt.
+"""
+
+import json
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import qwen3
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEMPLATE = os.path.join(HERE, "tagger_template.json")
+NEG = -1e4  # a forbidden transition (finite: keeps logsumexp free of NaN)
+
+
+def load_template(path=TEMPLATE):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def tag_names(spans):
+    return ["O"] + [f"{bi}-{f}" for f in spans for bi in ("B", "I")]
+
+
+# ----------------------------------------------------------------------------- prompt
+
+def char_starts(text):
+    """Byte offsets where a character of text starts, and the end."""
+    out, off = [], 0
+    for c in text:
+        out.append(off)
+        off += len(c.encode("utf-8"))
+    return out + [off]
+
+
+def prompt(tok, template, text):
+    """(ids, read_start, token byte ranges of the read copy). Literal pieces are encoded with
+    special tokens recognised; each {text} is the text alone, as plain bytes (no specials)."""
+    pieces = template.split("{text}")
+    ids, read_start = [], 0
+    text_ids = tok.encode_plain(text)
+    for k, lit in enumerate(pieces):
+        if lit:
+            ids += tok.encode(lit)
+        if k + 1 < len(pieces):
+            read_start = len(ids)
+            ids += text_ids
+    spans, off = [], 0
+    for i in text_ids:
+        n = len(tok.token_bytes(i))
+        spans.append((off, off + n))
+        off += n
+    return ids, read_start, spans
+
+
+def token_tags(text, byte_ranges, char_tags):
+    """Per-token tag names from per-character tags: a token starting a character takes its tag; a
+    token inside a character continues (I-f inside a span, O outside)."""
+    starts = char_starts(text)
+    at = {b: k for k, b in enumerate(starts[:-1])}
+    out = []
+    for b, _ in byte_ranges:
+        if b in at:
+            out.append(char_tags[at[b]])
+        else:
+            prev = out[-1]
+            out.append("O" if prev == "O" else "I-" + prev[2:])
+    return out
+
+
+def midchar(text, byte_ranges):
+    starts = set(char_starts(text))
+    return [b not in starts for b, _ in byte_ranges]
+
+
+# ----------------------------------------------------------------------------- the head
+
+class TaggerHead(nn.Module):
+    def __init__(self, hidden, spans, head_dim, n_labels, gen):
+        super().__init__()
+        self.spans, self.head_dim = list(spans), head_dim
+        self.tags = tag_names(spans)
+        T = len(self.tags)
+        self.tag = nn.Linear(hidden, T)
+        self.transitions = nn.Parameter(torch.zeros(T, T))
+        self.start = nn.Parameter(torch.zeros(T))
+        self.end = nn.Parameter(torch.zeros(T))
+        self.link_q = nn.Linear(hidden, head_dim)
+        self.link_k = nn.Linear(hidden, head_dim)
+        self.link_none = nn.Parameter(torch.zeros(head_dim))
+        self.label = nn.Linear(len(spans) * hidden, n_labels)
+        self.label_none = nn.Parameter(torch.zeros(hidden))
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if p.dim() == 2 and name != "transitions":
+                    p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+                elif name.endswith(("none",)):
+                    p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+                else:
+                    p.zero_()
+        # allowed[prev, next]: I-f only after B-f or I-f; cont[prev, next]: a token inside a
+        # character continues its predecessor.
+        allowed = torch.ones(T, T, dtype=torch.bool)
+        cont = torch.zeros(T, T, dtype=torch.bool)
+        first = torch.ones(T, dtype=torch.bool)
+        for j, t in enumerate(self.tags):
+            if t.startswith("I-"):
+                first[j] = False
+                for i, s in enumerate(self.tags):
+                    allowed[i, j] = s[2:] == t[2:] and s != "O"
+        for i, s in enumerate(self.tags):
+            cont[i, 0 if s == "O" else self.tags.index("I-" + s[2:])] = True
+        self.register_buffer("allowed", allowed, persistent=False)
+        self.register_buffer("cont", cont, persistent=False)
+        self.register_buffer("first", first, persistent=False)
+
+    def emissions(self, h):
+        return self.tag(h)
+
+    def _trans(self, mid):
+        """[..., T, T] transition scores with the constraints of each position (mid: bool [...])."""
+        ok = torch.where(mid[..., None, None], self.cont, self.allowed)
+        return self.transitions + torch.where(ok, 0.0, NEG)
+
+    def crf_nll(self, e, gold, mid, lengths):
+        """Mean negative log-likelihood of gold tag ids [B, N] under the constrained CRF."""
+        B, N, T = e.shape
+        start = self.start + torch.where(self.first, 0.0, NEG)
+        alpha = start + e[:, 0]
+        score = start[gold[:, 0]] + e[:, 0].gather(1, gold[:, :1])[:, 0]
+        for i in range(1, N):
+            live = (i < lengths)[:, None]
+            tr = self._trans(mid[:, i])  # [B, T, T]
+            nxt = torch.logsumexp(alpha[:, :, None] + tr, 1) + e[:, i]
+            alpha = torch.where(live, nxt, alpha)
+            step = tr[torch.arange(B), gold[:, i - 1], gold[:, i]] + e[:, i].gather(1, gold[:, i:i + 1])[:, 0]
+            score = score + torch.where(live[:, 0], step, torch.zeros_like(step))
+        last = gold.gather(1, (lengths - 1)[:, None])[:, 0]
+        score = score + self.end[last]
+        logz = torch.logsumexp(alpha + self.end, 1)
+        return (logz - score).mean()
+
+    def link_scores(self, h_from, h_to):
+        """[n_from, n_to + 1]: each from span against every to span, then none."""
+        q = self.link_q(h_from)
+        k = torch.cat([self.link_k(h_to), self.link_none[None]], 0)
+        return q @ k.t() / math.sqrt(self.head_dim)
+
+    def label_logits(self, parts):
+        """parts: per span field, [n, H] states with None rows meaning `_`."""
+        return self.label(torch.cat(parts, -1))
+
+
+def viterbi(head, e, mid):
+    """Best tag ids of one sequence, e [N, T] (float64 on the CPU), ties to the smaller tag."""
+    e = e.double()
+    N, T = e.shape
+    start = (head.start + torch.where(head.first, 0.0, NEG)).double()
+    score = (start + e[0]).tolist()
+    back = []
+    for i in range(1, N):
+        tr = head._trans(torch.tensor(mid[i])).double().tolist()
+        row, bp = [], []
+        for j in range(T):
+            best, arg = None, 0
+            for k in range(T):
+                v = score[k] + tr[k][j]
+                if best is None or v > best:
+                    best, arg = v, k
+            row.append(best + float(e[i, j]))
+            bp.append(arg)
+        score = row
+        back.append(bp)
+    end = head.end.double().tolist()
+    best, y = None, 0
+    for j in range(T):
+        v = score[j] + end[j]
+        if best is None or v > best:
+            best, y = v, j
+    out = [y]
+    for bp in reversed(back):
+        y = bp[y]
+        out.append(y)
+    return out[::-1]
+
+
+def spans_of(tags, names):
+    """[(field, first, last)] of maximal B-f I-f* runs, in text order."""
+    out = []
+    for i, t in enumerate(names[x] for x in tags):
+        if t.startswith("B-"):
+            out.append([t[2:], i, i])
+        elif t.startswith("I-") and out and out[-1][0] == t[2:] and out[-1][2] == i - 1:
+            out[-1][2] = i
+    return [tuple(s) for s in out]
+
+
+@torch.no_grad()
+def decode(head, meta, h, text, byte_ranges, labels):
+    """The records of one review from its read-copy states h [N, H] (compose/'s rules), and a trace."""
+    raw = text.encode("utf-8")
+    e = head.emissions(h)
+    mid = midchar(text, byte_ranges)
+    tags = viterbi(head, e, mid)
+    sp = spans_of(tags, head.tags)
+    src, dst = meta["link"]["from"], meta["link"]["to"]
+    frm = [k for k, s in enumerate(sp) if s[0] == src]
+    to = [k for k, s in enumerate(sp) if s[0] == dst]
+    stext = [raw[byte_ranges[a][0]:byte_ranges[b][1]].decode("utf-8") for _, a, b in sp]
+    links, recs, used = [], [], set()
+    for k in frm:
+        s = head.link_scores(h[sp[k][2]][None], h[[sp[j][2] for j in to]] if to else h[:0])[0]
+        c = int(torch.argmax(s.double())) if len(s) else 0
+        # argmax of torch returns the first maximum: ties go to the earlier candidate
+        choice = to[c] if c < len(to) else -1
+        links.append({"from": k, "scores": s.tolist(), "choice": choice})
+        if choice >= 0:
+            used.add(choice)
+        recs.append({dst: choice, src: k})
+    for j in to:
+        if j not in used:
+            recs.append({dst: j, src: -1})
+    out, logits = [], []
+    for r in recs:
+        parts = [h[sp[r[f]][2]] if r[f] >= 0 else head.label_none for f in head.spans]
+        lg = head.label_logits([p[None] for p in parts])[0]
+        logits.append(lg.tolist())
+        lab = labels[int(torch.argmax(lg.double()))]
+        first = min(sp[r[f]][1] for f in head.spans if r[f] >= 0)
+        vals = {f: (stext[r[f]] if r[f] >= 0 else "_") for f in head.spans}
+        vals.update(dict(zip(meta["label_fields"], lab)))
+        out.append((first, vals))
+    out = [v for _, v in sorted(out, key=lambda x: x[0])]
+    seen, uniq = set(), []
+    for v in out:
+        key = tuple(sorted(v.items()))
+        if key not in seen:
+            seen.add(key)
+            uniq.append(v)
+    trace = {"tags": [head.tags[t] for t in tags], "emissions": e.tolist(),
+             "spans": [{"field": f, "text": stext[k], "first": a, "last": b} for k, (f, a, b) in enumerate(sp)],
+             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq}
+    return uniq, trace
+
+
+def save(head, meta, labels, path):
+    """head.json + head.safetensors in heads/' tagger format."""
+    os.makedirs(path, exist_ok=True)
+    doc = dict(meta)
+    doc["link"] = dict(meta["link"], head_dim=head.head_dim)
+    doc["labels"] = [list(x) for x in labels]
+    with open(os.path.join(path, "head.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=2)
+    t = {"tag.weight": head.tag.weight, "tag.bias": head.tag.bias, "tag.transitions": head.transitions,
+         "tag.start": head.start, "tag.end": head.end,
+         "link.q.weight": head.link_q.weight, "link.q.bias": head.link_q.bias,
+         "link.k.weight": head.link_k.weight, "link.k.bias": head.link_k.bias, "link.none": head.link_none,
+         "label.weight": head.label.weight, "label.bias": head.label.bias, "label.none": head.label_none}
+    qwen3.write_safetensors(os.path.join(path, "head.safetensors"),
+                            {k: v.detach().cpu().numpy() for k, v in t.items()})
+
+
+def load(path, hidden):
+    with open(os.path.join(path, "head.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    sd = qwen3.read_safetensors(os.path.join(path, "head.safetensors"))
+    head = TaggerHead(hidden, meta["spans"], meta["link"]["head_dim"], len(meta["labels"]), torch.Generator())
+    names = {"tag.weight": "tag.weight", "tag.bias": "tag.bias", "tag.transitions": "transitions",
+             "tag.start": "start", "tag.end": "end", "link.q.weight": "link_q.weight",
+             "link.q.bias": "link_q.bias", "link.k.weight": "link_k.weight", "link.k.bias": "link_k.bias",
+             "link.none": "link_none", "label.weight": "label.weight", "label.bias": "label.bias",
+             "label.none": "label_none"}
+    head.load_state_dict({names[k]: torch.from_numpy(v.copy()) for k, v in sd.items()})
+    return head.eval(), meta, [tuple(x) for x in meta["labels"]]

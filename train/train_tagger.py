@@ -1,0 +1,356 @@
+#!/usr/bin/python3
+"""Train pocketdec's extraction-by-decisions default: a character tokenizer, a Qwen3 base, a LoRA
+adapter and a tagger head (BIO tags with CRF transitions, opinion -> aspect links, 39 labels).
+
+  train_tagger.py --out DIR [--seed 0] [--threads 2] [size and step options]
+
+Stages (each saved, a finished stage is skipped on a rerun with the same --out: resumable):
+  1. tokenizer: byte-level BPE whose merges never cross a character (bpe.train within_chars) on the
+     review text outside the dev split (training and test reviews);
+  2. base: a Qwen3 pre-trained from scratch on the head's echo prompt of that text (next-token loss:
+     language on the first copy, copying on the second) mixed with the tagging task on the
+     labelled training reviews (a head trained along, so the trunk learns the task's features);
+  3. adapter + head: LoRA on q/k/v/o/gate/up/down and the tagger head, on the task alone.
+Writes DIR/base/ (HF), DIR/adapter/ (PEFT), DIR/head/ (heads/ tagger format), DIR/merged/,
+DIR/dev_Result.csv (the Python decode of the dev split, compose/'s rules) and DIR/train_log.json.
+The dev split is never read for training.
+"""
+
+import argparse
+import csv
+import json
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import bpe
+import data as D
+import lora
+import qwen3
+import tagging
+import teacher
+from train_all import common_args, finish, fit, log, start
+
+
+def labelled_spans(data, split):
+    """[(id, text, quads)] with quads = (a, a_start, a_end, o, o_start, o_end, category, polarity),
+    character offsets (None for `_`)."""
+    with open(os.path.join(data, "train_labels.csv"), encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    by = {}
+    for r in rows:
+        off = lambda a, b: (int(a), int(b)) if a.strip() else (None, None)  # noqa: E731
+        by.setdefault(int(r[0]), []).append((r[1], *off(r[2], r[3]), r[4], *off(r[5], r[6]), r[7], r[8]))
+    return [(i, t, by.get(i, [])) for i, t, _ in D.labelled(data, split)]
+
+
+def char_tags(text, spans):
+    """Per-character BIO tag names of [(field, start, end)] character spans."""
+    out = ["O"] * len(text)
+    for f, s, e in spans:
+        out[s] = "B-" + f
+        for c in range(s + 1, e):
+            out[c] = "I-" + f
+    return out
+
+
+class Example:
+    """One review as tensors for the task loss: tags always; links and labels when quads (gold
+    quadruples) are given, not for a review the teacher tagged (spans only)."""
+
+    def __init__(self, tok, meta, head_tags, labels, text, quads=None, spans=None):
+        self.ids, self.read, ranges = tagging.prompt(tok, meta["prompt"], text)
+        self.n = len(ranges)
+        self.mid = tagging.midchar(text, ranges)
+        if quads is not None:
+            spans = sorted({(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]), ("opinion", q[4], q[5]))
+                            if s is not None})
+        starts = tagging.char_starts(text)
+        tok_at, ends = {}, {e: k for k, (_, e) in enumerate(ranges)}
+        for k, (b, _) in enumerate(ranges):
+            tok_at.setdefault(b, k)
+        where = {(f, s): (tok_at[starts[s]], ends[starts[e]]) for f, s, e in spans}
+        self.tags = [head_tags.index(t) for t in tagging.token_tags(text, ranges, char_tags(text, spans))]
+        self.links, self.labels = [], []
+        aspects = sorted(v for (f, _), v in where.items() if f == "aspect")
+        for q in quads or ():
+            a = where[("aspect", q[1])] if q[1] is not None else None
+            o = where[("opinion", q[4])] if q[4] is not None else None
+            if o is not None:
+                self.links.append((o[1], [x[1] for x in aspects], aspects.index(a) if a else len(aspects)))
+            self.labels.append((a[1] if a else -1, o[1] if o else -1, labels.index((q[6], q[7]))))
+
+
+def augment(train, rng, copies, p=0.5):
+    """New labelled reviews: each span of a training review swapped, with probability p, for another
+    term of the same field seen in training with the same label (an opinion with the same (category,
+    polarity), an aspect with the same category); offsets, links and labels follow."""
+    pools = {}
+    for _, text, quads in train:
+        for q in quads:
+            if q[1] is not None:
+                pools.setdefault(("aspect", q[6]), set()).add(q[0])
+            if q[4] is not None:
+                pools.setdefault(("opinion", q[6], q[7]), set()).add(q[3])
+    pools = {k: sorted(v) for k, v in pools.items()}
+    out = []
+    for _ in range(copies):
+        for i, text, quads in train:
+            new = {}
+            for q in quads:
+                if q[1] is not None and ("aspect", q[1]) not in new:
+                    new[("aspect", q[1])] = (q[2], rng.choice(pools[("aspect", q[6])]) if rng.random() < p else q[0])
+                if q[4] is not None and ("opinion", q[4]) not in new:
+                    new[("opinion", q[4])] = (q[5], rng.choice(pools[("opinion", q[6], q[7])])
+                                              if rng.random() < p else q[3])
+            pieces, at, moved = [], 0, {}
+            for (f, s), (e, term) in sorted(new.items(), key=lambda kv: kv[0][1]):
+                pieces.append(text[at:s])
+                start = sum(map(len, pieces))
+                pieces.append(term)
+                moved[(f, s)] = (start, start + len(term))
+                at = e
+            pieces.append(text[at:])
+            nq = []
+            for q in quads:
+                a = moved.get(("aspect", q[1]), (None, None))
+                o = moved.get(("opinion", q[4]), (None, None))
+                nq.append((new[("aspect", q[1])][1] if q[1] is not None else "_", *a,
+                           new[("opinion", q[4])][1] if q[4] is not None else "_", *o, q[6], q[7]))
+            out.append((i, "".join(pieces), nq))
+    return out
+
+
+def teach(train, texts, epochs, seed):
+    """The perceptron teacher trained on the gold spans of train, and its spans on texts."""
+    data = [(t, [teacher.TAGS.index(x) for x in
+                 char_tags(t, [(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]),
+                                                                        ("opinion", q[4], q[5])) if s is not None])])
+            for _, t, quads in train]
+    p = teacher.Perceptron()
+    p.train(data, epochs=epochs, seed=seed)
+    return [(t, p.spans(t)) for t in texts]
+
+
+def task_loss(model, head, batch, drop):
+    """CRF + link + label losses of a batch of Examples (mean of the three terms)."""
+    B = len(batch)
+    L = max(len(x.ids) for x in batch)
+    N = max(x.n for x in batch)
+    ids = torch.zeros(B, L, dtype=torch.long)
+    for b, x in enumerate(batch):
+        ids[b, :len(x.ids)] = torch.tensor(x.ids)
+    h = model.hidden(ids)
+    h = F.dropout(h, drop, head.training)
+    idx = torch.zeros(B, N, dtype=torch.long)
+    gold = torch.zeros(B, N, dtype=torch.long)
+    mid = torch.zeros(B, N, dtype=torch.bool)
+    for b, x in enumerate(batch):
+        idx[b, :x.n] = torch.arange(x.read, x.read + x.n)
+        gold[b, :x.n] = torch.tensor(x.tags)
+        mid[b, :x.n] = torch.tensor(x.mid)
+    hr = h[torch.arange(B)[:, None], idx]  # [B, N, H]
+    lengths = torch.tensor([x.n for x in batch])
+    crf = head.crf_nll(head.emissions(hr), gold, mid, lengths)
+    link, n_link, lab, n_lab = 0.0, 0, 0.0, 0
+    for b, x in enumerate(batch):
+        for o, cands, g in x.links:
+            s = head.link_scores(hr[b, o][None], hr[b, cands] if cands else hr[b, :0])
+            link = link + F.cross_entropy(s, torch.tensor([g]))
+            n_link += 1
+        if x.labels:
+            parts = [torch.stack([hr[b, r[k]] if r[k] >= 0 else head.label_none for r in x.labels])
+                     for k in range(2)]
+            lab = lab + F.cross_entropy(head.label_logits(parts), torch.tensor([r[2] for r in x.labels]),
+                                        reduction="sum")
+            n_lab += len(x.labels)
+    return crf + link / max(1, n_link) + lab / max(1, n_lab), sum(len(x.ids) for x in batch)
+
+
+def echo_batches(tok, meta, texts, rng, batch):
+    """Next-token loss batches over the echo prompt of each text."""
+    seqs = [tagging.prompt(tok, meta["prompt"], t)[0] for t in texts]
+
+    def lm(step):
+        pick = rng.sample(seqs, batch)
+        L = max(map(len, pick))
+        ids = torch.zeros(len(pick), L, dtype=torch.long)
+        tgt = torch.full((len(pick), L), -100, dtype=torch.long)
+        for b, s in enumerate(pick):
+            ids[b, :len(s)] = torch.tensor(s)
+            tgt[b, :len(s) - 1] = torch.tensor(s[1:])
+        logits = model_ref[0](ids)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100), \
+            int((tgt >= 0).sum())
+    model_ref = [None]
+    return lm, model_ref
+
+
+@torch.no_grad()
+def predict(model, head, meta, tok, labels, reviews, path):
+    """Decode reviews [(id, text)] as compose/ does; write a Tianchi Result.csv."""
+    model.eval()
+    head.eval()
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        for i, text in reviews:
+            recs = []
+            if text:
+                ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
+                h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
+                recs, _ = tagging.decode(head, meta, h, text, ranges, labels)
+            for r in recs:
+                w.writerow([i, r["aspect"], r["opinion"], r["category"], r["polarity"]])
+            if not recs:
+                w.writerow([i, "_", "_", "_", "_"])
+    model.train()
+    head.train()
+
+
+def f1(gold_path, pred_path):
+    """Tianchi F1 (one-to-one multiset matching within an id) of a Result.csv."""
+    def read(p, header):
+        out = {}
+        with open(p, encoding="utf-8", newline="") as f:
+            rows = list(csv.reader(f))[1 if header else 0:]
+        for r in rows:
+            q = (r[1], r[4], r[7], r[8]) if header else tuple(r[1:5])
+            if q != ("_", "_", "_", "_"):
+                out.setdefault(r[0], []).append(q)
+        return out
+    g, p = read(gold_path, True), read(pred_path, False)
+    S = P = G = 0
+    for i in set(g) | set(p):
+        rest = list(g.get(i, []))
+        for q in p.get(i, []):
+            if q in rest:
+                rest.remove(q)
+                S += 1
+        P += len(p.get(i, []))
+        G += len(g.get(i, []))
+    pr, rc = S / max(P, 1), S / max(G, 1)
+    return {"S": S, "P": P, "G": G, "precision": pr, "recall": rc, "f1": 2 * pr * rc / max(pr + rc, 1e-9)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    common_args(ap)
+    ap.add_argument("--template", default=tagging.TEMPLATE)
+    ap.add_argument("--drop", type=float, default=0.1, help="dropout on the states the head reads")
+    ap.add_argument("--base-steps", type=int, default=1000)
+    ap.add_argument("--lm-weight", type=float, default=1.0, help="next-token loss weight in base training")
+    ap.add_argument("--continue-steps", type=int, default=0,
+                    help="more base steps after --base-steps (a new warmup and cosine at half the peak rate), "
+                         "with the augmented reviews when --augment is given; also continues a base loaded "
+                         "from an earlier run in --out")
+    ap.add_argument("--finetune-steps", type=int, default=400)
+    ap.add_argument("--lora-r", type=int, default=16)
+    ap.add_argument("--lora-alpha", type=float, default=32)
+    ap.add_argument("--lora-lr", type=float, default=1e-3)
+    ap.add_argument("--link-dim", type=int, default=64)
+    ap.add_argument("--teacher-epochs", type=int, default=6,
+                    help="distillation: a perceptron tagger trained on the gold spans tags the unlabelled "
+                         "reviews (the test reviews; never dev) for the trunk's tagging loss; 0 = off")
+    ap.add_argument("--pseudo-batch", type=int, default=8, help="teacher-tagged reviews per step")
+    ap.add_argument("--augment", type=int, default=0,
+                    help="augmented copies of the training reviews (terms swapped for others with the same "
+                         "label) added to the labelled pool; 0 = off")
+    a = ap.parse_args(argv)
+    rng, record, t_start = start(a)
+    meta = tagging.load_template(a.template)
+    texts, train = D.all_text(a.data), labelled_spans(a.data, "train")
+    dev = [(i, t) for i, t, _ in D.labelled(a.data, "dev")]
+    if a.limit:
+        texts, train, dev = texts[:a.limit], train[:a.limit], dev[:a.limit]
+    labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
+
+    tok = bpe.train(texts, a.vocab, within_chars=True)
+    tok.save(os.path.join(a.out, "tokenizer.json"))
+    cfg = qwen3.make_config(len(tok), a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn,
+                            bos=tok.token_id("<|endoftext|>"), eos=tok.token_id("<|im_end|>"))
+    head_tags = tagging.tag_names(meta["spans"])
+    exs = [Example(tok, meta, head_tags, labels, t, q) for _, t, q in train]
+    augmented = []
+    if a.augment:
+        augmented = [Example(tok, meta, head_tags, labels, t, q)
+                     for _, t, q in augment(train, random.Random(a.seed + 5), a.augment)]
+    pseudo = []
+    if a.teacher_epochs:
+        t0 = time.time()
+        seen = {t for _, t, _ in train}
+        unlabelled = [t for _, t in D.read_reviews(os.path.join(a.data, "test_reviews.csv")) if t not in seen]
+        if a.limit:
+            unlabelled = unlabelled[:a.limit]
+        pseudo = [Example(tok, meta, head_tags, labels, t, spans=sp)
+                  for t, sp in teach(train, unlabelled, a.teacher_epochs, a.seed)]
+        record["teacher"] = {"reviews": len(pseudo), "seconds": round(time.time() - t0, 1)}
+    log(f"{len(texts)} texts, {len(exs)} labelled reviews, {len(pseudo)} teacher-tagged, vocab {len(tok)}")
+
+    def task_batch():
+        return rng.sample(exs, a.batch) + (rng.sample(pseudo, min(a.pseudo_batch, len(pseudo))) if pseudo else [])
+
+    base_dir = os.path.join(a.out, "base")
+    lm = None
+
+    def base_stage(model, head0, steps, lr, name):
+        nonlocal lm
+        if lm is None:
+            lm, ref = echo_batches(tok, meta, texts, rng, a.batch)
+            ref[0] = model
+
+        def base_batch(step):
+            l1, n1 = lm(step)
+            l2, n2 = task_loss(model, head0, task_batch(), a.drop)
+            return a.lm_weight * l1 + l2, n1 + n2
+        fit(list(model.parameters()) + list(head0.parameters()), steps, lr, base_batch, name, record)
+
+    def save_base(model, head0):
+        qwen3.save_hf(model, base_dir, tok.to_json())
+        tagging.save(head0, meta, labels, os.path.join(a.out, "head0"))
+        with open(os.path.join(a.out, "base_log.json"), "w") as f:
+            json.dump({k: record[k] for k in ("parameters", "base", "base_continued") if k in record}, f)
+
+    if os.path.exists(os.path.join(base_dir, "model.safetensors")):
+        model = qwen3.load_hf(base_dir)
+        head0 = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].train()
+        record.update(json.load(open(os.path.join(a.out, "base_log.json"))))
+        log("base: loaded from an earlier run")
+    else:
+        model = qwen3.Qwen3(cfg)
+        model.init_weights(torch.Generator().manual_seed(a.seed))
+        record["parameters"] = sum(p.numel() for p in model.parameters())
+        log(f"base: {record['parameters']} parameters")
+        head0 = tagging.TaggerHead(a.hidden, meta["spans"], a.link_dim, len(labels),
+                                   torch.Generator().manual_seed(a.seed + 2))
+        base_stage(model, head0, a.base_steps, a.lr, "base")
+        save_base(model, head0)
+    if a.continue_steps and "base_continued" not in record:
+        exs += augmented
+        base_stage(model, head0, a.continue_steps, a.lr / 2, "base_continued")
+        save_base(model, head0)
+    else:
+        exs += augmented
+    head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].train()
+
+    for p in model.parameters():
+        p.requires_grad_(False)
+    params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 1))
+    params += list(head.parameters())
+    fit(params, a.finetune_steps, a.lora_lr,
+        lambda step: task_loss(model, head, task_batch(), a.drop), "finetune", record)
+    lora.save_peft(model, os.path.join(a.out, "adapter"), "base")
+    tagging.save(head, meta, labels, os.path.join(a.out, "head"))
+    t0 = time.time()
+    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_Result.csv"))
+    record["dev_python"] = f1(os.path.join(a.data, "dev_labels.csv"), os.path.join(a.out, "dev_Result.csv"))
+    record["dev_python"]["seconds"] = round(time.time() - t0, 1)
+    log(f"dev (Python decode): {record['dev_python']}")
+    finish(a, model, tok, record, t_start)
+
+
+if __name__ == "__main__":
+    main()
