@@ -243,7 +243,7 @@ def main(argv=None):
     ap.add_argument("--drop", type=float, default=0.1, help="dropout on the states the head reads")
     ap.add_argument("--base-steps", type=int, default=1000)
     ap.add_argument("--lm-weight", type=float, default=1.0, help="next-token loss weight in base training")
-    ap.add_argument("--continue-steps", type=int, default=0,
+    ap.add_argument("--continue-steps", type=int, default=600,
                     help="more base steps after --base-steps (a new warmup and cosine at half the peak rate), "
                          "with the augmented reviews when --augment is given; also continues a base loaded "
                          "from an earlier run in --out")
@@ -256,7 +256,7 @@ def main(argv=None):
                     help="distillation: a perceptron tagger trained on the gold spans tags the unlabelled "
                          "reviews (the test reviews; never dev) for the trunk's tagging loss; 0 = off")
     ap.add_argument("--pseudo-batch", type=int, default=8, help="teacher-tagged reviews per step")
-    ap.add_argument("--augment", type=int, default=0,
+    ap.add_argument("--augment", type=int, default=1,
                     help="augmented copies of the training reviews (terms swapped for others with the same "
                          "label) added to the labelled pool; 0 = off")
     a = ap.parse_args(argv)
