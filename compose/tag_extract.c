@@ -406,7 +406,7 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
     pd_extraction *x = pd_extraction_new_empty(tx->schema);
     ps.tr = calloc(1, sizeof *ps.tr);
     pd_status rc = x && ps.tr ? PD_OK : nomem(err);
-    if (!rc && tag_names(tx->t, ps.tr)) rc = nomem(err);
+    if (!rc && trace && tag_names(tx->t, ps.tr)) rc = nomem(err); /* only a kept trace shows them */
     if (!rc && len > 0) { /* an empty text: no records, no model call */
         rc = build_prompt(&ps, text, len, err);
         if (!rc && ps.tr->n_tokens > pd_context_n_ctx(ctx))

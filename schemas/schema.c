@@ -1,5 +1,6 @@
 /* schema.c - reading extraction schemas (YAML, with libyaml's document API so
  * that every error names the file, line and column of the offending node). */
+#include "records.h"
 #include "schema_internal.h"
 
 #include <errno.h>
@@ -179,13 +180,6 @@ done:
     return rc;
 }
 
-static int32_t field_index(const pd_schema *sc, const char *name)
-{
-    for (int32_t i = 0; i < sc->n_fields; i++)
-        if (strcmp(sc->fields[i].name, name) == 0) return i;
-    return -1;
-}
-
 static pd_status read_print(reader *r, pd_schema *sc, const yaml_node_t *root)
 {
     static const char *const keys[] = {"csv", NULL};
@@ -206,7 +200,7 @@ static pd_status read_print(reader *r, pd_schema *sc, const yaml_node_t *root)
         }
         yaml_node_t *cn = yaml_document_get_node(&r->doc, cols->data.sequence.items.start[i]);
         const char *name = scalar(cn);
-        if ((sc->csv_cols[i] = name ? field_index(sc, name) : -1) < 0)
+        if ((sc->csv_cols[i] = pd_schema_field_index(sc, name)) < 0)
             return fail_at(r, cn, PD_ERR_FORMAT, "'print.csv' names no field '%s'", name ? name : "?");
     }
     return PD_OK;

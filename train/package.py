@@ -33,6 +33,11 @@ TEXT = "这个眼霜用了一周，感觉很滋润，吸收也快，就是价格
 PLAIN = "很好用，物流很快，包装也不错，就是味道有点大"
 
 
+def g7(v):
+    """Values rounded to 7 significant digits (expected.json's precision)."""
+    return [float(f"{x:.7g}") for x in v]
+
+
 def bf16_bytes(a):
     """F32 array -> BF16 bytes, rounded to nearest even (what torch's .bfloat16() does)."""
     u = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
@@ -104,8 +109,6 @@ def expected(out):
     model = lora.load_peft(qwen3.load_hf(os.path.join(out, "base")), os.path.join(out, "adapter")).eval()
     tok = bpe.load(os.path.join(out, "base", "tokenizer.json"))
     t, _ = tasks.load_template()
-    def g7(v):
-        return [float(f"{x:.7g}") for x in v]
 
     rows = []
     for name, text in (("extraction", tasks.full_prompt(t, TEXT)), ("plain", PLAIN)):
@@ -137,8 +140,6 @@ def tagger_cases(model, tok, out):
     import tagging
     head, meta, labels = tagging.load(os.path.join(out, "head"), model.config["hidden_size"])
 
-    def g7(v):
-        return [float(f"{x:.7g}") for x in v]
     rows = []
     for text in TAGGER_TEXTS:
         ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)

@@ -101,9 +101,7 @@ class TaggerHead(nn.Module):
         self.label_none = nn.Parameter(torch.zeros(hidden))
         with torch.no_grad():
             for name, p in self.named_parameters():
-                if p.dim() == 2 and name != "transitions":
-                    p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
-                elif name.endswith(("none",)):
+                if (p.dim() == 2 and name != "transitions") or name.endswith("none"):
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
                 else:
                     p.zero_()

@@ -171,23 +171,18 @@ def task_loss(model, head, batch, drop):
     return crf + link / max(1, n_link) + lab / max(1, n_lab), sum(len(x.ids) for x in batch)
 
 
-def echo_batches(tok, meta, texts, rng, batch):
-    """Next-token loss batches over the echo prompt of each text."""
-    seqs = [tagging.prompt(tok, meta["prompt"], t)[0] for t in texts]
-
-    def lm(step):
-        pick = rng.sample(seqs, batch)
-        L = max(map(len, pick))
-        ids = torch.zeros(len(pick), L, dtype=torch.long)
-        tgt = torch.full((len(pick), L), -100, dtype=torch.long)
-        for b, s in enumerate(pick):
-            ids[b, :len(s)] = torch.tensor(s)
-            tgt[b, :len(s) - 1] = torch.tensor(s[1:])
-        logits = model_ref[0](ids)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100), \
-            int((tgt >= 0).sum())
-    model_ref = [None]
-    return lm, model_ref
+def lm_loss(model, seqs, rng, batch):
+    """Next-token loss of a batch drawn from seqs (the echo prompts' ids), and its target count."""
+    pick = rng.sample(seqs, batch)
+    L = max(map(len, pick))
+    ids = torch.zeros(len(pick), L, dtype=torch.long)
+    tgt = torch.full((len(pick), L), -100, dtype=torch.long)
+    for b, s in enumerate(pick):
+        ids[b, :len(s)] = torch.tensor(s)
+        tgt[b, :len(s) - 1] = torch.tensor(s[1:])
+    logits = model(ids)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100), \
+        int((tgt >= 0).sum())
 
 
 @torch.no_grad()
@@ -294,16 +289,11 @@ def main(argv=None):
         return rng.sample(exs, a.batch) + (rng.sample(pseudo, min(a.pseudo_batch, len(pseudo))) if pseudo else [])
 
     base_dir = os.path.join(a.out, "base")
-    lm = None
+    echo = [tagging.prompt(tok, meta["prompt"], t)[0] for t in texts]
 
     def base_stage(model, head0, steps, lr, name):
-        nonlocal lm
-        if lm is None:
-            lm, ref = echo_batches(tok, meta, texts, rng, a.batch)
-            ref[0] = model
-
         def base_batch(step):
-            l1, n1 = lm(step)
+            l1, n1 = lm_loss(model, echo, rng, a.batch)
             l2, n2 = task_loss(model, head0, task_batch(), a.drop)
             return a.lm_weight * l1 + l2, n1 + n2
         fit(list(model.parameters()) + list(head0.parameters()), steps, lr, base_batch, name, record)
