@@ -174,7 +174,7 @@ typedef struct pass {
 } pass;
 
 typedef struct rec {
-    int32_t span[2];      /* span index for each head span field, -1 for _ */
+    int32_t span[PD_TAGGER_MAX_SPANS]; /* span index for each head span field, -1 for _ */
     int32_t key, order;   /* first token of its earliest span; creation order */
 } rec;
 
@@ -333,11 +333,13 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
     for (int32_t r = 0; r < n_recs; r++) {
         recs[r].order = r;
         recs[r].key = INT32_MAX;
-        const float *xs[2] = {NULL, NULL};
+        const float *xs[PD_TAGGER_MAX_SPANS * PD_SPAN_N_STATES] = {NULL};
         for (int32_t k = 0; k < t->n_spans; k++) {
             int32_t s = recs[r].span[k];
             if (s < 0) continue;
-            xs[k] = ps->rows[tr->spans[s].last];
+            for (int32_t j = 0; j < t->n_label_states; j++)
+                xs[k * t->n_label_states + j] =
+                    ps->rows[t->label_states[j] == PD_SPAN_FIRST ? tr->spans[s].first : tr->spans[s].last];
             if (tr->spans[s].first < recs[r].key) recs[r].key = tr->spans[s].first;
         }
         if (!t->n_labels) continue;

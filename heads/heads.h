@@ -22,6 +22,12 @@ pd_status pd_markers_resolve(const pd_model *model, const char *const names[PD_M
 /* A tagger head (type "tagger"): BIO tags over the read copy of an echo
  * prompt, a link between two span fields, labels of each record. Tag 0 is
  * "O", tag 1 + 2k "B-<spans[k]>", tag 2 + 2k "I-<spans[k]>". */
+#define PD_TAGGER_MAX_SPANS 2 /* records pair two span fields at most (the link) */
+
+/* The token states of a span a label classifier may read (head.json's
+ * "label_states": "first", "last"). */
+typedef enum { PD_SPAN_FIRST = 0, PD_SPAN_LAST = 1, PD_SPAN_N_STATES = 2 } pd_span_state;
+
 typedef struct pd_tagger {
     char *prompt;          /* template holding {text} once or more */
     int32_t n_spans, n_tags;
@@ -31,10 +37,12 @@ typedef struct pd_tagger {
     int32_t n_label_fields, n_labels;
     char **label_fields;   /* enum field names */
     char **label_values;   /* [n_labels][n_label_fields] */
+    int32_t n_label_states; /* 1 or 2; ["last"] when head.json names none */
+    pd_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */
     float *lq_w, *lq_b, *lk_w, *lk_b, *l_none; /* [d][hidden], [d], [d][hidden], [d], [d] */
-    float *lab_w, *lab_b, *lab_none; /* [n_labels][n_spans * hidden], [n_labels], [hidden] */
+    float *lab_w, *lab_b, *lab_none; /* [n_labels][n_spans * n_label_states * hidden], [n_labels], [hidden] */
 } pd_tagger;
 
 struct pd_head {
@@ -63,7 +71,7 @@ void pd_head_affine(const float *w, const float *b, const float *x, int64_t rows
 
 /* ------------------------------------------------------------ tagger heads */
 
-/* head.json's tagger keys (prompt, spans, link, label_fields, labels) into h->tagger. */
+/* head.json's tagger keys (prompt, spans, link, label_fields, labels, label_states) into h->tagger. */
 pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
 /* Its tensors from head.safetensors. */
 pd_status pd_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
@@ -81,8 +89,9 @@ pd_status pd_tagger_viterbi(const pd_tagger *t, const float *emissions, const ui
  * spans to[0..n_to) then "none": out[n_to + 1]; work holds 2 link_dim floats. */
 void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
                            float *out);
-/* Label logits of a record: x[k] is the hidden state of its span of field
- * spans[k], or NULL for `_`; out[n_labels]. */
+/* Label logits of a record: x[k * n_label_states + j] is the hidden state at
+ * token label_states[j] (first or last) of its span of field spans[k], or
+ * NULL for `_`; out[n_labels]. */
 void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
 /* Index of the largest of v[0..n) (the first on ties). */
 int32_t pd_argmax(const float *v, int32_t n);

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TAGGER_MAX_SPANS 2 /* records pair two span fields at most (the link) */
-
 static void free_strings(char **v, int32_t n)
 {
     for (int32_t i = 0; v && i < n; i++) free(v[i]);
@@ -84,10 +82,40 @@ static pd_status parse_link(pd_tagger *t, json_t *root, const char *path, pd_err
     return PD_OK;
 }
 
+/* "label_states": which token states of a span the labels read, ["last"] by default. */
+static pd_status parse_label_states(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+{
+    static const char *const names[PD_SPAN_N_STATES] = {"first", "last"};
+    json_t *a = json_object_get(root, "label_states");
+    t->n_label_states = 1;
+    t->label_states[0] = PD_SPAN_LAST;
+    if (!a) return PD_OK;
+    size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    if (n == 0 || n > PD_SPAN_N_STATES)
+        return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" must be an array of one or two of \"first\", \"last\"",
+                            path);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        int32_t k = 0;
+        while (k < PD_SPAN_N_STATES && !(s && strcmp(s, names[k]) == 0)) k++;
+        if (k == PD_SPAN_N_STATES)
+            return pd_set_error(err, PD_ERR_FORMAT, "%s: label_states[%zu] is not \"first\" or \"last\"", path, i);
+        if (i == 1 && (int32_t)t->label_states[0] == k)
+            return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" names '%s' twice", path, s);
+        t->label_states[i] = (pd_span_state)k;
+    }
+    t->n_label_states = (int32_t)n;
+    return PD_OK;
+}
+
 static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
-    if (!fields && !labels) return PD_OK;
+    if (!fields && !labels) {
+        if (json_object_get(root, "label_states"))
+            return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" without \"labels\"", path);
+        return PD_OK;
+    }
     if (!fields || !labels)
         return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_fields\" and \"labels\" go together", path);
     pd_status rc = string_list(root, "label_fields", &t->label_fields, &t->n_label_fields, path, err);
@@ -122,7 +150,7 @@ static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_e
             if (j == nf) return pd_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu] repeats labels[%zu]", path, i, k);
         }
     }
-    return PD_OK;
+    return parse_label_states(t, root, path, err);
 }
 
 pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
@@ -134,7 +162,7 @@ pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *
         return pd_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"prompt\", a string holding {text}", path);
     if (!(t->prompt = strdup(prompt))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     pd_status rc = string_list(root, "spans", &t->spans, &t->n_spans, path, err);
-    if (!rc && t->n_spans > TAGGER_MAX_SPANS)
+    if (!rc && t->n_spans > PD_TAGGER_MAX_SPANS)
         rc = pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: %d span fields; a tagger head tags one or two", path, t->n_spans);
     t->n_tags = 1 + 2 * t->n_spans;
     if (!rc) rc = parse_link(t, root, path, err);
@@ -161,7 +189,8 @@ pd_status pd_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *p
         if (!rc) rc = pd_head_take_tensor(st, "link.none", d, 0, false, &t->l_none, path, err);
     }
     if (!rc && t->n_labels > 0) {
-        rc = pd_head_take_tensor(st, "label.weight", t->n_labels, t->n_spans * H, false, &t->lab_w, path, err);
+        rc = pd_head_take_tensor(st, "label.weight", t->n_labels, t->n_spans * t->n_label_states * H, false, &t->lab_w,
+                                 path, err);
         if (!rc) rc = pd_head_take_tensor(st, "label.bias", t->n_labels, 0, false, &t->lab_b, path, err);
         if (!rc) rc = pd_head_take_tensor(st, "label.none", H, 0, false, &t->lab_none, path, err);
     }
@@ -270,10 +299,11 @@ void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *c
 void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out)
 {
     const pd_tagger *t = h->tagger;
-    int64_t H = h->hidden, width = (int64_t)t->n_spans * H;
+    int32_t inputs = t->n_spans * t->n_label_states;
+    int64_t H = h->hidden, width = inputs * H;
     for (int32_t l = 0; l < t->n_labels; l++) {
         double s = (double)t->lab_b[l];
-        for (int32_t k = 0; k < t->n_spans; k++)
+        for (int32_t k = 0; k < inputs; k++)
             s += pd_head_dot(t->lab_w + l * width + k * H, x[k] ? x[k] : t->lab_none, H);
         out[l] = (float)s;
     }

@@ -84,10 +84,14 @@ def midchar(text, byte_ranges):
 
 # ----------------------------------------------------------------------------- the head
 
+LABEL_STATES = ("first", "last")  # the token states of a span that head.json's label_states may name
+
+
 class TaggerHead(nn.Module):
-    def __init__(self, hidden, spans, head_dim, n_labels, gen):
+    def __init__(self, hidden, spans, head_dim, n_labels, gen, label_states=("last",)):
         super().__init__()
         self.spans, self.head_dim = list(spans), head_dim
+        self.label_states = list(label_states)
         self.tags = tag_names(spans)
         T = len(self.tags)
         self.tag = nn.Linear(hidden, T)
@@ -97,7 +101,7 @@ class TaggerHead(nn.Module):
         self.link_q = nn.Linear(hidden, head_dim)
         self.link_k = nn.Linear(hidden, head_dim)
         self.link_none = nn.Parameter(torch.zeros(head_dim))
-        self.label = nn.Linear(len(spans) * hidden, n_labels)
+        self.label = nn.Linear(len(spans) * len(label_states) * hidden, n_labels)
         self.label_none = nn.Parameter(torch.zeros(hidden))
         with torch.no_grad():
             for name, p in self.named_parameters():
@@ -154,8 +158,33 @@ class TaggerHead(nn.Module):
         return q @ k.t() / math.sqrt(self.head_dim)
 
     def label_logits(self, parts):
-        """parts: per span field, [n, H] states with None rows meaning `_`."""
+        """parts: per span field then per label state, [n, H] states (label_none for `_`)."""
         return self.label(torch.cat(parts, -1))
+
+    def label_parts(self, h, spans):
+        """label_logits' parts from states h [N, H] and, per record, per span field, the span's
+        (first, last) token indices or None for `_`."""
+        return [torch.stack([h[r[k][LABEL_STATES.index(st)]] if r[k] is not None else self.label_none
+                             for r in spans])
+                for k in range(len(self.spans)) for st in self.label_states]
+
+    def with_label_states(self, states):
+        """A copy whose label classifier reads `states`; a state it already read keeps its weights, a
+        new one starts at zero (the same logits until training moves it)."""
+        new = TaggerHead(self.label_none.shape[0], self.spans, self.head_dim, self.label.out_features,
+                         torch.Generator(), states)
+        sd = {k: v for k, v in self.state_dict().items() if k != "label.weight"}
+        H = self.label_none.shape[0]
+        w = torch.zeros(new.label.weight.shape)
+        for k in range(len(self.spans)):
+            for j, st in enumerate(states):
+                if st in self.label_states:
+                    i = self.label_states.index(st)
+                    old = (k * len(self.label_states) + i) * H
+                    w[:, (k * len(states) + j) * H:][:, :H] = self.label.weight.detach()[:, old:old + H]
+        sd["label.weight"] = w
+        new.load_state_dict(sd)
+        return new
 
 
 def viterbi(head, e, mid):
@@ -229,8 +258,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
             recs.append({dst: j, src: -1})
     out, logits = [], []
     for r in recs:
-        parts = [h[sp[r[f]][2]] if r[f] >= 0 else head.label_none for f in head.spans]
-        lg = head.label_logits([p[None] for p in parts])[0]
+        ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
+        lg = head.label_logits(head.label_parts(h, [ends]))[0]
         logits.append(lg.tolist())
         lab = labels[int(torch.argmax(lg.double()))]
         first = min(sp[r[f]][1] for f in head.spans if r[f] >= 0)
@@ -256,6 +285,7 @@ def save(head, meta, labels, path):
     doc = dict(meta)
     doc["link"] = dict(meta["link"], head_dim=head.head_dim)
     doc["labels"] = [list(x) for x in labels]
+    doc["label_states"] = head.label_states
     with open(os.path.join(path, "head.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=2)
     t = {"tag.weight": head.tag.weight, "tag.bias": head.tag.bias, "tag.transitions": head.transitions,
@@ -271,7 +301,8 @@ def load(path, hidden):
     with open(os.path.join(path, "head.json"), encoding="utf-8") as f:
         meta = json.load(f)
     sd = qwen3.read_safetensors(os.path.join(path, "head.safetensors"))
-    head = TaggerHead(hidden, meta["spans"], meta["link"]["head_dim"], len(meta["labels"]), torch.Generator())
+    head = TaggerHead(hidden, meta["spans"], meta["link"]["head_dim"], len(meta["labels"]), torch.Generator(),
+                      meta.get("label_states", ["last"]))
     names = {"tag.weight": "tag.weight", "tag.bias": "tag.bias", "tag.transitions": "transitions",
              "tag.start": "start", "tag.end": "end", "link.q.weight": "link_q.weight",
              "link.q.bias": "link_q.bias", "link.k.weight": "link_k.weight", "link.k.bias": "link_k.bias",

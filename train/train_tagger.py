@@ -82,7 +82,7 @@ class Example:
             o = where[("opinion", q[4])] if q[4] is not None else None
             if o is not None:
                 self.links.append((o[1], [x[1] for x in aspects], aspects.index(a) if a else len(aspects)))
-            self.labels.append((a[1] if a else -1, o[1] if o else -1, labels.index((q[6], q[7]))))
+            self.labels.append((a, o, labels.index((q[6], q[7]))))
 
 
 def augment(train, rng, copies, p=0.5):
@@ -163,8 +163,7 @@ def task_loss(model, head, batch, drop):
             link = link + F.cross_entropy(s, torch.tensor([g]))
             n_link += 1
         if x.labels:
-            parts = [torch.stack([hr[b, r[k]] if r[k] >= 0 else head.label_none for r in x.labels])
-                     for k in range(2)]
+            parts = head.label_parts(hr[b], [r[:2] for r in x.labels])
             lab = lab + F.cross_entropy(head.label_logits(parts), torch.tensor([r[2] for r in x.labels]),
                                         reduction="sum")
             n_lab += len(x.labels)
@@ -247,6 +246,11 @@ def main(argv=None):
     ap.add_argument("--lora-alpha", type=float, default=32)
     ap.add_argument("--lora-lr", type=float, default=1e-3)
     ap.add_argument("--link-dim", type=int, default=64)
+    ap.add_argument("--label-states", default="first,last",
+                    help="the span token states the adapter stage's label classifier reads (head.json "
+                         "label_states; the base stage's head reads the last); first,last or last")
+    ap.add_argument("--finetune-lm-weight", type=float, default=1.0,
+                    help="next-token loss weight in the adapter stage (keeps the trunk's language)")
     ap.add_argument("--teacher-epochs", type=int, default=6,
                     help="distillation: a perceptron tagger trained on the gold spans tags the unlabelled "
                          "reviews (the test reviews; never dev) for the trunk's tagging loss; 0 = off")
@@ -291,12 +295,17 @@ def main(argv=None):
     base_dir = os.path.join(a.out, "base")
     echo = [tagging.prompt(tok, meta["prompt"], t)[0] for t in texts]
 
+    def mixed_batch(model, head, lm_weight):
+        """A step's loss: the task's, plus lm_weight x the next-token loss on the echo prompts."""
+        def batch(step):
+            l1, n1 = lm_loss(model, echo, rng, a.batch) if lm_weight else (0.0, 0)
+            l2, n2 = task_loss(model, head, task_batch(), a.drop)
+            return lm_weight * l1 + l2, n1 + n2
+        return batch
+
     def base_stage(model, head0, steps, lr, name):
-        def base_batch(step):
-            l1, n1 = lm_loss(model, echo, rng, a.batch)
-            l2, n2 = task_loss(model, head0, task_batch(), a.drop)
-            return a.lm_weight * l1 + l2, n1 + n2
-        fit(list(model.parameters()) + list(head0.parameters()), steps, lr, base_batch, name, record)
+        fit(list(model.parameters()) + list(head0.parameters()), steps, lr, mixed_batch(model, head0, a.lm_weight),
+            name, record)
 
     def save_base(model, head0):
         qwen3.save_hf(model, base_dir, tok.to_json())
@@ -324,14 +333,14 @@ def main(argv=None):
         save_base(model, head0)
     else:
         exs += augmented
-    head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].train()
+    head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].with_label_states(a.label_states.split(","))
+    head.train()
 
     for p in model.parameters():
         p.requires_grad_(False)
     params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 1))
     params += list(head.parameters())
-    fit(params, a.finetune_steps, a.lora_lr,
-        lambda step: task_loss(model, head, task_batch(), a.drop), "finetune", record)
+    fit(params, a.finetune_steps, a.lora_lr, mixed_batch(model, head, a.finetune_lm_weight), "finetune", record)
     lora.save_peft(model, os.path.join(a.out, "adapter"), "base")
     tagging.save(head, meta, labels, os.path.join(a.out, "head"))
     t0 = time.time()

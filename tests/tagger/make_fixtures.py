@@ -107,6 +107,21 @@ def write_bad_heads(out):
     d = head("labels-dup")
     edit_json(d, labels=[["包装", "正面"], ["包装", "正面"]])
     add("repeated label", d, "format", "repeats")
+    d = head("states-bad")
+    edit_json(d, label_states=["first", "middle"])
+    add("label_states naming an unknown state", d, "format", "label_states[1]")
+    d = head("states-twice")
+    edit_json(d, label_states=["last", "last"])
+    add("label_states naming a state twice", d, "format", "twice")
+    d = head("states-empty")
+    edit_json(d, label_states=[])
+    add("empty label_states", d, "format", "label_states")
+    d = head("states-alone", labels=False)
+    edit_json(d, label_states=["first"])
+    add("label_states without labels", d, "format", "label_states")
+    d = head("states-width", label_states=["first", "last"])
+    edit_json(d, label_states=["last"])
+    add("label.weight narrower than label_states", d, "shape", "label.weight")
     d = head("hidden", hidden=32)
     add("tag.weight for another hidden size", d, "shape", "tag.weight")
     d = head("no-tag-weight")
@@ -154,6 +169,8 @@ def main():
     model = reference.load_model(mpath)
     markers = {m: VOCAB - 5 + i for i, m in enumerate(make_head.MARKERS)}
     heads = {"pair": dict(seed=1), "pair-bf16": dict(seed=2, dtype="BF16"),
+             "pair-ends": dict(seed=5, label_states=["first", "last"]),
+             "single-ends": dict(seed=6, spans=["opinion"], label_states=["last", "first"]),
              "single": dict(seed=3, spans=["opinion"]), "plain": dict(seed=4, labels=False, transitions=False)}
     fields, distinct = schema_fields()
     cases = []

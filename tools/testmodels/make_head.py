@@ -130,8 +130,9 @@ def schema_enum_values(path, name):
 
 
 def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
-                 prompt=ECHO_PROMPT, labels=True, transitions=True):
-    """A random tagger head. B and I tags get a positive bias so that spans appear."""
+                 prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None):
+    """A random tagger head. B and I tags get a positive bias so that spans appear. label_states
+    (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state)."""
     rng = np.random.default_rng([seed, 0x7A66])
     os.makedirs(out, exist_ok=True)
     n_tags, s = 1 + 2 * len(spans), 1.0 / np.sqrt(hidden)
@@ -154,7 +155,10 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
         meta["label_fields"] = ["category", "polarity"]
         meta["labels"] = [[c, p] for c in cats for p in pols]
         n = len(meta["labels"])
-        t.update({"label.weight": rng.standard_normal((n, len(spans) * hidden)) * s,
+        if label_states is not None:
+            meta["label_states"] = list(label_states)
+        width = len(spans) * len(label_states or ["last"]) * hidden
+        t.update({"label.weight": rng.standard_normal((n, width)) * s,
                   "label.bias": rng.standard_normal(n) * 0.1,
                   "label.none": rng.standard_normal(hidden)})
     write_safetensors(os.path.join(out, "head.safetensors"), t, dtype)
@@ -383,8 +387,8 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
             if s >= 0:
                 vals[spans_f[k]] = spans[s]["text"]
         if "labels" in meta:
-            x = np.concatenate([h[spans[r[k]]["last"]] if r.get(k, -1) >= 0 else t["label.none"]
-                                for k in range(len(spans_f))])
+            x = np.concatenate([h[spans[r[k]][state]] if r.get(k, -1) >= 0 else t["label.none"]
+                                for k in range(len(spans_f)) for state in meta.get("label_states", ["last"])])
             logits = t["label.weight"] @ x + t["label.bias"]
             label_logits.append([float(v) for v in logits])
             for f, v in zip(meta["label_fields"], meta["labels"][int(np.argmax(logits))]):
