@@ -147,6 +147,18 @@ int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t 
     return 0;
 }
 
+int cli_threads_opt(cli_args *a, int32_t *out)
+{
+    int32_t cores = pd_cpu_count();
+    int rc = cli_int_opt(a, "--threads", cores, 1, 256, out);
+    if (!rc && *out > cores) {
+        fprintf(stderr, "pocketdec %s: --threads %d is more than the %d cores this process may use; running %d\n",
+                a->command, *out, cores, cores);
+        *out = cores;
+    }
+    return rc;
+}
+
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out)
 {
     const char *s = cli_opt(a, name);

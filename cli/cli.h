@@ -29,6 +29,9 @@ const char *cli_opt_nth(cli_args *a, const char *name, int n);
 bool cli_flag(cli_args *a, const char *name);
 /* Integer/float option with default and range; prints a usage error and returns 2 when bad. */
 int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t hi, int32_t *out);
+/* --threads: the cores this process may use (pd_cpu_count) by default; more is
+ * accepted with a warning and lowered to that. */
+int cli_threads_opt(cli_args *a, int32_t *out);
 
 /* --kv-cache auto|f32|f16 into *t (PD_KV_AUTO when absent); 2 after a usage
  * message when the value is something else. */

@@ -293,7 +293,7 @@ int cmd_extract(cli_args *a)
         return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
     if (fmt && strcmp(fmt, "tianchi") && strcmp(fmt, "jsonl")) return cli_usage(a, "--format must be tianchi or jsonl");
     s.fmt = fmt && strcmp(fmt, "jsonl") == 0 ? PD_FORMAT_JSONL : PD_FORMAT_TIANCHI;
-    if ((rc = cli_int_opt(a, "--threads", 1, 1, 256, &threads)) ||
+    if ((rc = cli_threads_opt(a, &threads)) ||
         (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &s.params.max_records)) ||
         (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &s.params.max_tokens)) ||
         (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||

@@ -169,7 +169,7 @@ int cmd_score(cli_args *a)
     const char *text = cli_opt(a, "--text"), *q = cli_opt(a, "--question");
     bool jsonl = cli_flag(a, "--jsonl");
     pd_decider_params dp = pd_decider_default_params();
-    if (cli_int_opt(a, "--threads", 1, 1, 256, &o.threads) || cli_int_opt(a, "--bench", 0, 0, 10000, &o.bench_reps) ||
+    if (cli_threads_opt(a, &o.threads) || cli_int_opt(a, "--bench", 0, 0, 10000, &o.bench_reps) ||
         cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &dp.n_ctx))
         return 2;
     dp.n_threads = o.threads;

@@ -70,7 +70,7 @@ int cmd_tag(cli_args *a)
     const char *head_dir = cli_opt(a, "--head"), *schema_path = cli_opt(a, "--schema"), *text = cli_opt(a, "--text");
     int32_t threads, ctx_len;
     if (!head_dir || !schema_path || !text) return cli_usage(a, "--head DIR, --schema FILE and --text T are required");
-    if (cli_int_opt(a, "--threads", 1, 1, 256, &threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) return 2;
+    if (cli_threads_opt(a, &threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) return 2;
     pd_error err;
     pd_schema *schema = pd_schema_load(schema_path, &err);
     if (!schema) return cli_fail(&err);

@@ -78,7 +78,7 @@ static int open_model_ids(cli_args *a, cli_model *cm, pd_context **ctx, int32_t 
     const char *ids_s = cli_opt(a, "--ids");
     if (ids_s && cli_parse_ids(ids_s, ids, n_ids)) return cli_usage(a, "--ids must be comma-separated integers");
     pd_context_params cp = pd_context_default_params();
-    if (cli_int_opt(a, "--threads", 1, 1, 256, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx) ||
+    if (cli_threads_opt(a, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx) ||
         cli_kv_cache_opt(a, &cp.kv_type))
         return 2;
     int rc = cli_model_open(a, cm);
@@ -221,7 +221,7 @@ static int cmd_bench(cli_args *a)
     if (!path) return cli_usage(a, "--model PATH is required");
     int32_t n_prompt, n_gen, threads, reps;
     if (cli_int_opt(a, "--prompt-tokens", 512, 1, 1 << 20, &n_prompt) ||
-        cli_int_opt(a, "--gen-tokens", 128, 0, 1 << 20, &n_gen) || cli_int_opt(a, "--threads", 2, 1, 256, &threads) ||
+        cli_int_opt(a, "--gen-tokens", 128, 0, 1 << 20, &n_gen) || cli_threads_opt(a, &threads) ||
         cli_int_opt(a, "--reps", 3, 1, 100, &reps))
         return 2;
     pd_kv_type kv_type;
@@ -312,7 +312,7 @@ static const cli_command commands[] = {
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
-    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads 2] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64]",
+    {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads N] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64]",
      "Times prefill and decode on random ids; prints JSON with tokens/s (medians), load time and peak RSS.\n"
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},

@@ -180,13 +180,18 @@ typedef enum pd_kv_type { PD_KV_AUTO = 0, PD_KV_F32 = 1, PD_KV_F16 = 2 } pd_kv_t
 
 typedef struct pd_context_params {
     int32_t n_ctx;     /* KV cache length in tokens; 0 = min(model max, 4096) */
-    int32_t n_threads; /* worker threads; 0 = 1 */
+    int32_t n_threads; /* threads, the caller's included; 0 = 1; at most pd_cpu_count() run */
     int32_t n_batch;   /* tokens per prefill chunk; 0 = 256 */
     size_t max_bytes;  /* memory budget of the context (KV cache, scratch, kept outputs); 0 = none */
     pd_kv_type kv_type; /* KV cache element type; PD_KV_AUTO (0) as above */
 } pd_context_params;
 
 pd_context_params pd_context_default_params(void);
+
+/* The cores this process may run on (its CPU affinity, as taskset or a
+ * container sets it), at least 1: a good n_threads. Contexts never run more
+ * threads than this (more would wait on each other's time slices). */
+int32_t pd_cpu_count(void);
 
 /* Bytes a context with these parameters allocates when created: the KV cache
  * (2 x layers x n_ctx x kv_heads x head_dim elements of 4 bytes, or 2 for an

@@ -438,8 +438,8 @@ static int64_t slab_groups(const pd_matrix *x, int n) { return (int64_t)((1u << 
  * load or derive; NULL with one core, and the pass then runs on this thread. */
 static pd_pool *weights_pool(void)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > 1 ? pd_pool_new(cores < 8 ? (int)cores : 8) : NULL;
+    int cores = pd_cpu_count();
+    return cores > 1 ? pd_pool_new(cores < 8 ? cores : 8) : NULL;
 }
 
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */

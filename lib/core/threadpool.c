@@ -1,20 +1,27 @@
 /* threadpool.c - persistent workers woken per parallel loop.
  *
- * Work is split into a few contiguous chunks per thread, taken in order from
- * an atomic counter by whichever thread is free (the caller too): each chunk
- * streams its own rows of a weight matrix, and a thread that falls behind (a
- * late wake-up, a busy core, slower memory) takes fewer chunks instead of
- * making the others wait at the end of every loop.
+ * Work is split into a few contiguous chunks per thread, claimed one at a time
+ * by whichever thread is running (the caller too): each chunk streams its own
+ * rows of a weight matrix, and a thread that falls behind (a late wake-up, a
+ * busy core, slower memory) takes fewer chunks. A loop ends when its chunks
+ * are done, not when every worker has checked in: on a machine where other
+ * processes hold the cores, a descheduled worker that never claimed a chunk
+ * costs nothing, and the threads that run finish its share.
  *
  * A forward pass runs hundreds of loops a token, microseconds apart, so the
- * workers and the caller first spin on atomic counters (the generation of the
- * current loop, the workers still busy) and only then sleep on the condition
- * variables: waking a sleeping thread costs tens of microseconds. */
+ * workers and the caller first spin briefly on atomics and only then sleep on
+ * the condition variables (waking a sleeping thread costs tens of
+ * microseconds; spinning longer would take cores other processes need). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "threadpool.h"
 
+#include "pocketdec.h"
+
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -25,63 +32,92 @@
 #define cpu_relax() ((void)0)
 #endif
 
-/* Spins before sleeping: a few tens of microseconds, longer than the gap
- * between two loops of a forward pass, short enough not to steal a busy
- * machine's cores for long. */
+/* Spins before sleeping: longer than the gap between two loops of a forward
+ * pass, short enough not to hold a busy machine's core for long. Every
+ * YIELD_EVERY rounds the spinner yields, so a thread of ours that the
+ * scheduler parked on this core (the one holding a chunk) gets to run. */
 #define SPIN_ROUNDS 20000
+#define YIELD_EVERY 1024
+
+/* Chunks per thread: enough to even out a slow thread, few enough that each
+ * chunk is a long contiguous run. */
+#define CHUNKS_PER_THREAD 4
+
+/* The claim word of the current loop: its generation in the high 32 bits, the
+ * next chunk to take in bits 16..31, the number of chunks in bits 0..15. One
+ * compare-and-swap claims a chunk of one loop only, so a worker that wakes
+ * late cannot take a chunk of the next loop with the last one's numbers. */
+#define MAX_CHUNKS 0xFFFF
 
 struct pd_pool {
     int n_threads;
     pthread_t *workers;
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
-    atomic_uint_fast64_t generation; /* bumped for every loop, so workers know there is new work */
-    atomic_int pending;              /* workers still busy with the current loop */
+    atomic_uint_fast64_t claim;
+    atomic_int finished;     /* chunks of the current loop done */
+    atomic_int sleepers;     /* workers asleep on wake: the caller broadcasts only then */
+    atomic_int caller_asleep;
     atomic_int stopping;
-    atomic_int next_chunk; /* the next chunk of the current loop to take */
-    /* the current loop: written before generation is bumped, read after it is seen */
+    uint32_t generation; /* the caller's count of loops (only the caller writes it) */
+    /* the current loop: written before claim is published, read after a chunk of it is claimed */
     pd_range_fn fn;
     void *arg;
     int64_t n, grain;
-    int chunks;
 };
-
-/* Chunks per thread: enough to even out a slow thread, few enough that each
- * chunk is a long contiguous run. */
-#define CHUNKS_PER_THREAD 4
 
 typedef struct {
     pd_pool *pool;
     int index;
 } worker_arg;
 
-/* Take chunks of the current loop until none is left. */
-static void run_chunks(pd_pool *pool, int thread)
+static uint32_t claim_generation(uint64_t w) { return (uint32_t)(w >> 32); }
+
+static void spin_pause(int round)
+{
+    if (round % YIELD_EVERY == YIELD_EVERY - 1) sched_yield();
+    else cpu_relax();
+}
+
+/* Take chunks of loop `generation` until none is left (or a newer loop began). */
+static void run_chunks(pd_pool *pool, uint32_t generation, int thread)
 {
     for (;;) {
-        int c = atomic_fetch_add_explicit(&pool->next_chunk, 1, memory_order_relaxed);
-        if (c >= pool->chunks) return;
+        uint64_t w = atomic_load_explicit(&pool->claim, memory_order_acquire);
+        int c, chunks;
+        do {
+            c = (int)(w >> 16 & MAX_CHUNKS);
+            chunks = (int)(w & MAX_CHUNKS);
+            if (claim_generation(w) != generation || c >= chunks) return;
+        } while (!atomic_compare_exchange_weak_explicit(&pool->claim, &w, w + (1u << 16), memory_order_acq_rel,
+                                                        memory_order_acquire));
         /* whole grains: a kernel may need its rows in groups (interleaved weights) */
         int64_t units = (pool->n + pool->grain - 1) / pool->grain;
-        int64_t begin = units * c / pool->chunks * pool->grain, end = units * (c + 1) / pool->chunks * pool->grain;
+        int64_t begin = units * c / chunks * pool->grain, end = units * (c + 1) / chunks * pool->grain;
         if (end > pool->n) end = pool->n;
         if (begin < end) pool->fn(pool->arg, begin, end, thread);
+        if (atomic_fetch_add(&pool->finished, 1) + 1 == chunks && atomic_load(&pool->caller_asleep)) {
+            pthread_mutex_lock(&pool->lock);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->lock);
+        }
     }
 }
 
-/* The generation after `seen`, or seen when stopping; spins, then sleeps. */
-static uint64_t wait_for_work(pd_pool *pool, uint64_t seen)
+/* The generation after `seen` (or anything when stopping); spins, then sleeps. */
+static uint32_t wait_for_work(pd_pool *pool, uint32_t seen)
 {
     for (int i = 0; i < SPIN_ROUNDS; i++) {
-        uint64_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        uint32_t g = claim_generation(atomic_load_explicit(&pool->claim, memory_order_acquire));
         if (g != seen || atomic_load_explicit(&pool->stopping, memory_order_acquire)) return g;
-        cpu_relax();
+        spin_pause(i);
     }
     pthread_mutex_lock(&pool->lock);
-    uint64_t g;
-    while ((g = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen &&
-           !atomic_load_explicit(&pool->stopping, memory_order_acquire))
+    atomic_fetch_add(&pool->sleepers, 1);
+    uint32_t g;
+    while ((g = claim_generation(atomic_load(&pool->claim))) == seen && !atomic_load(&pool->stopping))
         pthread_cond_wait(&pool->wake, &pool->lock);
+    atomic_fetch_sub(&pool->sleepers, 1);
     pthread_mutex_unlock(&pool->lock);
     return g;
 }
@@ -92,37 +128,37 @@ static void *worker_main(void *p)
     pd_pool *pool = wa->pool;
     int index = wa->index;
     free(wa);
-    uint64_t seen = 0;
+    uint32_t seen = 0;
     for (;;) {
         seen = wait_for_work(pool, seen);
         if (atomic_load_explicit(&pool->stopping, memory_order_acquire)) break;
-        run_chunks(pool, index);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
-            /* the last one out wakes the caller if it went to sleep */
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->done);
-            pthread_mutex_unlock(&pool->lock);
-        }
+        run_chunks(pool, seen, index);
     }
     return NULL;
 }
 
+int32_t pd_cpu_count(void)
+{
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 pd_pool *pd_pool_new(int n_threads)
 {
+    int cores = pd_cpu_count();
+    if (n_threads > cores) n_threads = cores; /* more would wait on each other's time slices */
     if (n_threads < 1) n_threads = 1;
     pd_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return NULL;
-    pool->n_threads = n_threads;
+    pool->n_threads = 1;
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
-    if (n_threads > 1) {
-        pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers);
-        if (!pool->workers) {
-            pd_pool_free(pool);
-            return NULL;
-        }
-    }
+    if (n_threads > 1 && !(pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers))) goto fail;
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (!wa) goto fail;
@@ -134,7 +170,6 @@ pd_pool *pd_pool_new(int n_threads)
         }
         pool->n_threads = i + 1; /* threads actually started, for pd_pool_free */
     }
-    pool->n_threads = n_threads;
     return pool;
 fail:
     pd_pool_free(pool);
@@ -145,7 +180,7 @@ void pd_pool_free(pd_pool *pool)
 {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
-    atomic_store_explicit(&pool->stopping, 1, memory_order_release);
+    atomic_store(&pool->stopping, 1);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
     for (int i = 1; i < pool->n_threads && pool->workers; i++) pthread_join(pool->workers[i - 1], NULL);
@@ -173,26 +208,33 @@ void pd_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_
         fn(arg, 0, n, 0);
         return;
     }
+    int64_t chunks = want < max_chunks ? want : max_chunks;
+    if (chunks > MAX_CHUNKS) chunks = MAX_CHUNKS;
     pool->fn = fn;
     pool->arg = arg;
     pool->n = n;
     pool->grain = grain;
-    pool->chunks = (int)(want < max_chunks ? want : max_chunks);
-    atomic_store_explicit(&pool->next_chunk, 0, memory_order_relaxed);
-    atomic_store_explicit(&pool->pending, pool->n_threads - 1, memory_order_relaxed);
-    /* under the lock, so a worker between its last check and its wait cannot miss it */
-    pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
+    atomic_store_explicit(&pool->finished, 0, memory_order_relaxed);
+    uint32_t generation = ++pool->generation;
+    /* seq_cst with the sleepers count: a worker going to sleep either sees
+     * this loop or is counted, and then the broadcast under the lock wakes it */
+    atomic_store(&pool->claim, (uint64_t)generation << 32 | (uint64_t)chunks);
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
+    }
 
-    run_chunks(pool, 0);
+    run_chunks(pool, generation, 0);
 
+    /* only chunks that a running thread claimed are left: wait for those */
     for (int i = 0; i < SPIN_ROUNDS; i++) {
-        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
-        cpu_relax();
+        if (atomic_load_explicit(&pool->finished, memory_order_acquire) == chunks) return;
+        spin_pause(i);
     }
     pthread_mutex_lock(&pool->lock);
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0) pthread_cond_wait(&pool->done, &pool->lock);
+    atomic_store(&pool->caller_asleep, 1);
+    while (atomic_load(&pool->finished) < chunks) pthread_cond_wait(&pool->done, &pool->lock);
+    atomic_store(&pool->caller_asleep, 0);
     pthread_mutex_unlock(&pool->lock);
 }

@@ -706,6 +706,12 @@ static void test_pool_chunks(void **state)
                 }
         pd_pool_free(pool);
     }
+    /* more threads than cores would wait on each other's time slices: the pool runs the cores */
+    pd_pool *pool = pd_pool_new(256);
+    assert_non_null(pool);
+    assert_true(pd_cpu_count() >= 1);
+    assert_int_equal(pd_pool_size(pool), pd_cpu_count() < 256 ? pd_cpu_count() : 256);
+    pd_pool_free(pool);
 }
 
 static void test_missing_model(void **state)
