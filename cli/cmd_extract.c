@@ -161,7 +161,7 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
     size_t len = 0;
     pd_error err;
     if (pd_extraction_format(s->schema, x, w->id, s->fmt, &text, &len, &err)) {
-        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, err.message);
+        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, cli_message(&err));
         s->failed++;
         return 0;
     }
@@ -184,7 +184,7 @@ static int one_row(run_state *s, reader *r, row *w)
               : pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err) ||
         (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, &err))) {
         /* the id stays in the output (no quadruple), so nothing is lost */
-        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, err.message);
+        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, cli_message(&err));
         s->failed++;
     }
     s->reviews++;
@@ -294,7 +294,7 @@ static int tagger_options(cli_args *a, const char *head_dir)
 int cmd_extract(cli_args *a)
 {
     run_state s = {.a = a, .params = pd_extract_default_params()};
-    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format"), *head_dir = cli_opt(a, "--head");
+    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format"), *head_dir = NULL;
     int32_t threads, ctx_len, seed;
     double temp;
     int rc = cli_float_opt(a, "--progress", -1.0, 0.0, 86400.0, &s.every);
@@ -323,6 +323,7 @@ int cmd_extract(cli_args *a)
     pd_tag_extractor *tx = NULL;
     pd_head *head = NULL;
     if ((rc = cli_model_open(a, &m))) goto done_schema;
+    head_dir = cli_head_dir(a, &m);
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;

@@ -28,7 +28,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
             return cli_jsonl_fail(r);
         }
         if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err))
-            return cli_failf("%s:%ld: %s", r->name, r->line, err.message);
+            return cli_failf("%s:%ld: %s", r->name, r->line, cli_message(&err));
         cli_print_ids(stdout, ids, n);
         pd_free(ids);
         return 0;
@@ -38,7 +38,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
     size_t len = 0;
     int rc = 0;
     if (pd_tokenizer_decode(tok, ids, n, &text, &len, &err)) {
-        rc = cli_failf("%s:%ld: %s", r->name, r->line, err.message);
+        rc = cli_failf("%s:%ld: %s", r->name, r->line, cli_message(&err));
     } else {
         cli_print_json_string(stdout, text, len);
         fputc('\n', stdout);
@@ -92,7 +92,7 @@ static int open_model_ids(cli_args *a, cli_model *cm, pd_context **ctx, int32_t 
 
 static int cmd_logits_or_hidden(cli_args *a, bool hidden)
 {
-    cli_model cm = {NULL, NULL};
+    cli_model cm = {0};
     pd_context *ctx = NULL;
     int32_t *ids = NULL, *rows = NULL;
     size_t n = 0;
@@ -160,7 +160,7 @@ static int cmd_generate(cli_args *a)
     gp.sampler.temperature = (float)temp;
     gp.sampler.top_p = (float)top_p;
     gp.sampler.seed = (uint64_t)seed;
-    cli_model cm = {NULL, NULL};
+    cli_model cm = {0};
     pd_context *ctx = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
@@ -184,8 +184,11 @@ static int cmd_info(cli_args *a)
 {
     const char *path = cli_opt(a, "--model");
     if (!path) return cli_usage(a, "--model PATH is required");
+    char *file = cli_model_path(path);
+    if (!file) return cli_failf("out of memory");
     pd_error err;
-    pd_model *model = pd_model_load(path, NULL, &err);
+    pd_model *model = pd_model_load(file, NULL, &err);
+    free(file);
     if (!model) return cli_fail(&err);
     char *s = pd_model_info_json(model);
     int rc = s ? (puts(s), 0) : cli_failf("out of memory");
@@ -229,8 +232,11 @@ static int cmd_bench(cli_args *a)
     pd_model_params mp;
     if (cli_layout_opt(a, &mp)) return 2;
     pd_error err;
+    char *file = cli_model_path(path);
+    if (!file) return cli_failf("out of memory");
     double t0 = now_s();
-    pd_model *model = pd_model_load(path, &mp, &err);
+    pd_model *model = pd_model_load(file, &mp, &err);
+    free(file);
     if (!model) return cli_fail(&err);
     double load_s = now_s() - t0;
     const pd_config *c = pd_model_config(model);
@@ -330,7 +336,7 @@ static const cli_command commands[] = {
      "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
      cmd_extract},
     {"tag",
-     "--model PATH --head DIR --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH [--head DIR] --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Runs a tagger head (extraction by decisions) on one text and prints one JSON object:\n"
      "{\"tokens\":[prompt ids],\"read_start\":k,\"tags\":[one per read-copy token],\"emissions\":[[n_tags] per\n"
      "read-copy token],\"spans\":[{\"field\",\"text\",\"first\",\"last\"}] (token indices within the read copy,\n"

@@ -27,7 +27,9 @@ pd=build/cli/pocketdec
 m=models/tianchi
 data=data/tianchi
 schema=schemas/tianchi-makeup.yaml
-model=(--model "$m/base" --adapter "$m/adapter" --head "$m/head" --schema "$schema" --threads 2)
+# the bundle folder: its base/ loaded, adapter/ applied, head/ used (the same as
+# --model $m/base --adapter $m/adapter --head $m/head)
+model=(--model "$m" --schema "$schema" --threads 2)
 
 step "3/6 pocketdec extract: the dev split ($(($(wc -l < "$data/dev_ids.txt"))) reviews) -> Result.csv, one forward pass a review, 2 threads"
 start=$EPOCHREALTIME

@@ -65,8 +65,57 @@ def test_progress(tmp):
     check("extract --progress soon is a usage error", rc == 2 and "--progress" in err, err)
 
 
+def test_bundle(tmp):
+    src = first_reviews(tmp, 20)
+    tail = ["--schema", SCHEMA, "--input", src, "--output", "-"]
+    rc, want, err = run("extract", *EXPLICIT, *tail)
+    rc2, got, err2 = run("extract", "--model", M, *tail)
+    check("extract --model models/tianchi (the bundle folder) = base + adapter + head", rc == 0 and rc2 == 0
+          and got == want and "物流" in got, err + err2)
+    text = "物流很快，第二天就到了，包装也很好"
+    rc, want, err = run("tag", *EXPLICIT, "--schema", SCHEMA, "--text", text)
+    rc2, got, err2 = run("tag", "--model", M, "--schema", SCHEMA, "--text", text)
+    check("tag --model models/tianchi: the same pass", rc == 0 and got == want and '"物流"' in got, err + err2)
+    rc, out, err = run("info", "--model", M)
+    check("info --model models/tianchi describes base/", rc == 0 and "tianchi/base" in out, err)
+    gen = os.path.join(ROOT, "models", "tianchi-gen")
+    q = ["--text", text, "--question", "属性：物流；观点：很快", "--candidate", "包装/正面", "--candidate", "物流/正面"]
+    rc, want, err = run("score", "--model", os.path.join(gen, "base"), "--adapter", os.path.join(gen, "adapter"),
+                        "--head", os.path.join(gen, "head"), *q)
+    rc2, got, err2 = run("score", "--model", gen, *q)
+    check("score --model models/tianchi-gen (a bundle with a pointer head)", rc == 0 and got == want, err + err2)
+    rc, out, err = run("--help")
+    check("--help says what a bundle folder holds", rc == 0 and "base/, adapter/" in out and "head/" in out, out)
+    rc, _, err = run("info", "--model", os.path.join(ROOT, "models"))
+    check("a folder that is neither a model nor a bundle: one line naming config.json", rc == 1
+          and err.count("\n") == 1 and "config.json" in err, err)
+
+
+def test_errors():
+    text = "物流很快"
+    rc, _, err = run("score", "--model", os.path.join(M, "base"), "--text", text)
+    check("score without --candidate: usage error, exit 2", rc == 2 and "--candidate" in err
+          and no_function_names(err), err)
+    rc, _, err = run("score", "--model", M, "--text", text, "--candidate", "物流")
+    check("score with the bundle's tagger head: one line saying what to run instead", rc == 1
+          and err.count("\n") == 1 and "pocketdec tag" in err and no_function_names(err), err)
+    rc, _, err = run("tag", "--model", os.path.join(M, "base"), "--schema", SCHEMA, "--text", text)
+    check("tag without a head: usage error, exit 2", rc == 2 and "--head" in err, err)
+    rc, _, err = run("tag", "--model", M, "--head", os.path.join(ROOT, "models", "tianchi-gen", "head"), "--schema",
+                     SCHEMA, "--text", text)
+    check("tag with a pointer head: one line without function names", rc == 1 and "not a tagger head" in err
+          and no_function_names(err), err)
+    rc, _, err = run("score", "--model", os.path.join(M, "base"), "--text", text, "--candidate", "")
+    check("score with an empty candidate: no function name", rc == 1 and "is empty" in err
+          and no_function_names(err), err)
+    rc, _, err = run("score", "--model", os.path.join(M, "base"), "--jsonl",
+                     stdin='{"text": "x", "candidates": []}\n'.encode())
+    check("score --jsonl with no candidates: the line, no function name", rc == 1 and "stdin:1: " in err
+          and no_function_names(err), err)
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    for t in [test_progress]:
+    for t in [test_progress, test_bundle, lambda _: test_errors()]:
         t(tmp)
 print(f"{sum(RESULTS)} passed, {len(RESULTS) - sum(RESULTS)} failed")
 sys.exit(0 if all(RESULTS) else 1)
