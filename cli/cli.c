@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int find(cli_args *a, const char *name)
 {
@@ -49,11 +50,45 @@ static char *adapter_spec(const char *spec, float *weight)
     return dir;
 }
 
-/* Apply every --adapter DIR[:WEIGHT] (PD_APPLY_AUTO: merged on F32 bases,
- * at runtime on 16-bit and quantized ones; --adapter-mode overrides). */
-static int apply_adapters(cli_args *a, cli_model *m)
+/* PATH/part when PATH is a bundle folder (no config.json of its own, a base/
+ * beside the other parts, as models/tianchi) holding that part; else NULL.
+ * malloc'ed. */
+static char *bundle_part(const char *path, const char *part)
 {
-    int n = 0, given = 0;
+    struct stat st;
+    size_t n = strlen(path) + 16;
+    char *own = malloc(n), *base = malloc(n), *want = malloc(n);
+    bool bundle = own && base && want && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    if (bundle) {
+        snprintf(own, n, "%s/config.json", path);
+        snprintf(base, n, "%s/base", path);
+        snprintf(want, n, "%s/%s", path, part);
+        bundle = stat(own, &st) != 0 && stat(base, &st) == 0 && stat(want, &st) == 0;
+    }
+    free(own);
+    free(base);
+    if (!bundle) free(want);
+    return bundle ? want : NULL;
+}
+
+char *cli_model_path(const char *path)
+{
+    char *base = bundle_part(path, "base");
+    return base ? base : strdup(path);
+}
+
+const char *cli_head_dir(cli_args *a, const cli_model *m)
+{
+    const char *head = cli_opt(a, "--head");
+    return head ? head : m->bundle_head;
+}
+
+/* Apply the bundle's adapter/ (when --model is a bundle folder), then every
+ * --adapter DIR[:WEIGHT] (PD_APPLY_AUTO: merged on F32 bases, at runtime on
+ * 16-bit and quantized ones; --adapter-mode overrides). */
+static int apply_adapters(cli_args *a, cli_model *m, const char *bundle_adapter)
+{
+    int n = 0, given = 0, first = bundle_adapter ? 1 : 0;
     while (cli_opt_nth(a, "--adapter", n)) n++;
     for (int i = 0; i < a->argc; i++) given += strcmp(a->argv[i], "--adapter") == 0;
     if (given != n) return cli_usage(a, "--adapter needs DIR[:WEIGHT]");
@@ -62,13 +97,15 @@ static int apply_adapters(cli_args *a, cli_model *m)
     if (mode_s && !strcmp(mode_s, "merge")) mode = PD_APPLY_MERGE;
     else if (mode_s && !strcmp(mode_s, "runtime")) mode = PD_APPLY_RUNTIME;
     else if (mode_s && strcmp(mode_s, "auto") != 0) return cli_usage(a, "--adapter-mode must be auto, merge or runtime");
+    n += first;
     if (n == 0) return 0;
     pd_adapter **list = calloc((size_t)n, sizeof *list);
     float *weights = calloc((size_t)n, sizeof *weights);
     pd_error err;
     int rc = list && weights ? 0 : cli_failf("out of memory");
     for (int i = 0; rc == 0 && i < n; i++) {
-        char *dir = adapter_spec(cli_opt_nth(a, "--adapter", i), &weights[i]);
+        char *dir = i < first ? strdup(bundle_adapter) : adapter_spec(cli_opt_nth(a, "--adapter", i - first), &weights[i]);
+        if (i < first) weights[i] = 1.0f;
         if (!dir) rc = cli_failf("out of memory");
         else if (!(list[i] = pd_adapter_load(dir, &err))) rc = cli_fail(&err);
         free(dir);
@@ -104,15 +141,22 @@ int cli_layout_opt(cli_args *a, pd_model_params *p)
 int cli_model_open(cli_args *a, cli_model *m)
 {
     m->base = m->model = NULL;
+    m->bundle_head = NULL;
     const char *path = cli_opt(a, "--model");
     if (!path) return cli_usage(a, "--model PATH is required");
     pd_model_params mp;
     if (cli_layout_opt(a, &mp)) return 2;
     pd_error err;
-    m->base = pd_model_load(path, &mp, &err);
+    char *file = cli_model_path(path);
+    if (!file) return cli_failf("out of memory");
+    m->base = pd_model_load(file, &mp, &err);
+    free(file);
     if (!m->base) return cli_fail(&err);
     m->model = m->base;
-    int rc = apply_adapters(a, m);
+    char *adapter = bundle_part(path, "adapter");
+    int rc = apply_adapters(a, m, adapter);
+    free(adapter);
+    m->bundle_head = bundle_part(path, "head");
     if (rc) cli_model_close(m);
     return rc;
 }
@@ -121,7 +165,9 @@ void cli_model_close(cli_model *m)
 {
     if (m->model != m->base) pd_model_free(m->model);
     pd_model_free(m->base);
+    free(m->bundle_head);
     m->base = m->model = NULL;
+    m->bundle_head = NULL;
 }
 
 bool cli_flag(cli_args *a, const char *name)
@@ -251,9 +297,16 @@ void cli_print_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
+const char *cli_message(const pd_error *err)
+{
+    const char *msg = err->message;
+    size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    return strncmp(msg, "pd_", 3) == 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
 int cli_fail(const pd_error *err)
 {
-    fprintf(stderr, "pocketdec: %s\n", err->message);
+    fprintf(stderr, "pocketdec: %s\n", cli_message(err));
     return 1;
 }
 
@@ -307,12 +360,17 @@ static int check_known(cli_args *a)
     return 0;
 }
 
+static const char bundle_help[] =
+    "PATH (--model) is an HF model directory, a .gguf file, or a bundle folder holding base/, adapter/ and\n"
+    "head/ (models/tianchi): base/ is loaded; where the command takes them, adapter/ is applied before any\n"
+    "--adapter and head/ is the head unless --head is given.";
+
 static void print_help(const cli_command *commands, size_t n)
 {
     printf("pocketdec %s - Qwen3 decoders of the MNN-Pocket family on the CPU\n\nusage: pocketdec COMMAND [options]\n\n",
            PD_VERSION);
     for (size_t i = 0; i < n; i++) printf("  %-9s %s\n", commands[i].name, commands[i].usage);
-    printf("\nPATH is an HF model directory or a .gguf file. 'pocketdec COMMAND --help' explains one command.\n");
+    printf("\n%s\n'pocketdec COMMAND --help' explains one command.\n", bundle_help);
 }
 
 int cli_main(int argc, char **argv, const cli_command *commands, size_t n_commands)
@@ -331,6 +389,8 @@ int cli_main(int argc, char **argv, const cli_command *commands, size_t n_comman
         cli_args a = {c->name, c->usage, argc - 2, argv + 2};
         if (find(&a, "--help") >= 0 || find(&a, "-h") >= 0) {
             printf("usage: pocketdec %s %s\n\n%s\n", c->name, c->usage, c->help);
+            if (usage_kind(c->usage, "--model"))
+                printf("\n%s\n", bundle_help);
             return 0;
         }
         return check_known(&a) ? 2 : c->run(&a);

@@ -43,15 +43,25 @@ int cli_float_opt(cli_args *a, const char *name, double def, double lo, double h
 
 /* The model a command evaluates: --model PATH, with the adapters of every
  * --adapter DIR[:WEIGHT] applied (commands that take adapters list the option
- * in their usage). `model` is what to evaluate; `base` is the loaded file. */
+ * in their usage). PATH may be a bundle folder (base/, adapter/, head/ side
+ * by side, as models/tianchi): base/ is loaded, adapter/ applied before any
+ * --adapter, and head/ is the head of commands that take --head unless one
+ * is given. `model` is what to evaluate; `base` is the loaded file. */
 typedef struct cli_model {
     pd_model *base;
     pd_model *model;
+    char *bundle_head; /* the bundle's head/ (malloc'ed), or NULL */
 } cli_model;
 
 /* Returns 0, or the exit code after printing the error (1) or usage (2). */
 int cli_model_open(cli_args *a, cli_model *m);
 void cli_model_close(cli_model *m);
+/* The model file of --model PATH: PATH, or PATH/base for a bundle folder
+ * (for the commands that load the base alone: info, bench). malloc'ed; NULL
+ * when out of memory. */
+char *cli_model_path(const char *path);
+/* --head DIR, else the head/ of a bundle folder given as --model, else NULL. */
+const char *cli_head_dir(cli_args *a, const cli_model *m);
 
 /* "1,2,3" -> ids (malloc'd); non-zero when malformed. */
 int cli_parse_ids(const char *s, int32_t **ids, size_t *n);
@@ -61,7 +71,11 @@ void cli_print_floats(FILE *f, const float *v, int64_t n);
 /* A JSON string of bytes; invalid UTF-8 sequences become U+FFFD. */
 void cli_print_json_string(FILE *f, const char *s, size_t len);
 
-/* Print "pocketdec: message" on stderr and return 1. */
+/* The library's message without the C function that some of them begin
+ * with ("pd_decide: no candidates" -> "no candidates"): a command's user
+ * called no such function. */
+const char *cli_message(const pd_error *err);
+/* Print "pocketdec: message" (cli_message) on stderr and return 1. */
 int cli_fail(const pd_error *err);
 int cli_failf(const char *fmt, ...);
 /* Print a usage error for the subcommand and return 2. */

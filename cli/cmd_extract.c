@@ -151,7 +151,8 @@ typedef struct run_state {
     pd_record_format fmt;
     FILE *out;
     long reviews, records, broken, failed, tokens;
-    bool progress;
+    bool bar;          /* stderr is a terminal: a bar redrawn in place */
+    double every;      /* --progress S: a line every S seconds instead (< 0: none) */
 } run_state;
 
 static int write_result(run_state *s, const row *w, const pd_extraction *x)
@@ -160,7 +161,7 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
     size_t len = 0;
     pd_error err;
     if (pd_extraction_format(s->schema, x, w->id, s->fmt, &text, &len, &err)) {
-        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, err.message);
+        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, cli_message(&err));
         s->failed++;
         return 0;
     }
@@ -183,7 +184,7 @@ static int one_row(run_state *s, reader *r, row *w)
               : pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err) ||
         (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, &err))) {
         /* the id stays in the output (no quadruple), so nothing is lost */
-        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, err.message);
+        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, cli_message(&err));
         s->failed++;
     }
     s->reviews++;
@@ -203,27 +204,32 @@ static double seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A bar when the input is a regular file (its size is known), a count otherwise. */
+/* The share of the input read when it is a regular file (its size is
+ * known), a count alone otherwise: as a bar redrawn in place on a terminal,
+ * as one line for --progress (logs and pipes keep every line). */
 static void draw_progress(const run_state *s, reader *r, double elapsed)
 {
     struct stat st;
     long pos = ftell(r->f);
-    char bar[33] = "";
-    if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && pos >= 0) {
-        int filled = (int)(32.0 * (double)pos / (double)st.st_size);
-        for (int i = 0; i < 32; i++) bar[i] = i < filled ? '#' : '.';
-        bar[32] = '\0';
-        fprintf(stderr, "\r[%s] %3d%% ", bar, (int)(100.0 * (double)pos / (double)st.st_size));
+    int pct = -1;
+    if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && pos >= 0)
+        pct = (int)(100.0 * (double)pos / (double)st.st_size);
+    if (s->bar) {
+        char bar[33] = "";
+        for (int i = 0; pct >= 0 && i < 32; i++) bar[i] = i < pct * 32 / 100 ? '#' : '.';
+        fprintf(stderr, pct >= 0 ? "\r[%s] %3d%% " : "\r", bar, pct);
+    } else if (pct >= 0) {
+        fprintf(stderr, "pocketdec extract: %3d%% of %s, ", pct, r->name);
     } else {
-        fprintf(stderr, "\r");
+        fprintf(stderr, "pocketdec extract: ");
     }
-    fprintf(stderr, "%ld reviews, %ld records, %.1f reviews/s ", s->reviews, s->records,
-            (double)s->reviews / (elapsed + 1e-9));
+    fprintf(stderr, "%ld reviews, %ld records, %.1f reviews/s%s", s->reviews, s->records,
+            (double)s->reviews / (elapsed + 1e-9), s->bar ? " " : "\n");
 }
 
 static int stream(run_state *s, reader *r)
 {
-    double t0 = seconds();
+    double t0 = seconds(), shown = t0;
     row w;
     int rc = 0;
     while (rc == 0 && next_row(r, &w)) {
@@ -235,9 +241,13 @@ static int stream(run_state *s, reader *r)
                       strcmp(w.id + (strncmp(w.id, "\xEF\xBB\xBF", 3) ? 0 : 3), "id") == 0;
         if (!header) rc = one_row(s, r, &w);
         json_decref(w.json);
-        if (s->progress && s->reviews % 8 == 0) draw_progress(s, r, seconds() - t0);
+        double now = s->bar || s->every >= 0 ? seconds() : 0;
+        if (!header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
+            draw_progress(s, r, now - t0);
+            shown = now;
+        }
     }
-    if (s->progress) fprintf(stderr, "\n");
+    if (s->bar) fprintf(stderr, "\n");
     if (rc) return rc;
     double dt = seconds() - t0;
     if (s->tx) /* one forward pass a review, nothing generated */
@@ -284,10 +294,11 @@ static int tagger_options(cli_args *a, const char *head_dir)
 int cmd_extract(cli_args *a)
 {
     run_state s = {.a = a, .params = pd_extract_default_params()};
-    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format"), *head_dir = cli_opt(a, "--head");
+    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format"), *head_dir = NULL;
     int32_t threads, ctx_len, seed;
     double temp;
-    int rc;
+    int rc = cli_float_opt(a, "--progress", -1.0, 0.0, 86400.0, &s.every);
+    if (rc) return rc;
     if (!schema_path) return cli_usage(a, "--schema FILE is required");
     if (!cli_opt(a, "--input") || !cli_opt(a, "--output"))
         return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
@@ -312,6 +323,7 @@ int cmd_extract(cli_args *a)
     pd_tag_extractor *tx = NULL;
     pd_head *head = NULL;
     if ((rc = cli_model_open(a, &m))) goto done_schema;
+    head_dir = cli_head_dir(a, &m);
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;
@@ -350,7 +362,7 @@ int cmd_extract(cli_args *a)
     pd_extraction_free(probe);
     if ((rc = open_files(a, &r, &out))) goto done;
     s.out = out;
-    s.progress = isatty(STDERR_FILENO);
+    s.bar = s.every < 0 && isatty(STDERR_FILENO);
     rc = stream(&s, &r);
     if (r.f != stdin) fclose(r.f);
     if (out != stdout && fclose(out) && rc == 0) rc = cli_failf("%s: cannot write: %s", cli_opt(a, "--output"), strerror(errno));

@@ -118,7 +118,7 @@ static int score_one(pd_decider *d, const pd_head *head, const cli_model *cm, co
 {
     pd_error err;
     pd_decision *dec = NULL;
-    if (pd_decide(d, text, q, cands, n, &dec, &err)) return where ? cli_failf("%s: %s", where, err.message) : cli_fail(&err);
+    if (pd_decide(d, text, q, cands, n, &dec, &err)) return where ? cli_failf("%s: %s", where, cli_message(&err)) : cli_fail(&err);
     int32_t n_labels = 0;
     const char *const *labels = n == 0 && head ? pd_head_labels(head, &n_labels) : cands;
     int rc = 0;
@@ -165,7 +165,7 @@ static int score_jsonl(pd_decider *d, const pd_head *head, const cli_model *cm, 
 int cmd_score(cli_args *a)
 {
     score_opts o = {cli_flag(a, "--explain"), 0, 1};
-    const char *head_dir = cli_opt(a, "--head"), *layout = cli_opt(a, "--layout");
+    const char *head_dir, *layout = cli_opt(a, "--layout");
     const char *text = cli_opt(a, "--text"), *q = cli_opt(a, "--question");
     bool jsonl = cli_flag(a, "--jsonl");
     pd_decider_params dp = pd_decider_default_params();
@@ -185,12 +185,18 @@ int cmd_score(cli_args *a)
     if (!cands) return cli_failf("out of memory");
     for (int32_t i = 0; i < n; i++) cands[i] = cli_opt_nth(a, "--candidate", i);
 
-    cli_model cm = {NULL, NULL};
+    cli_model cm = {0};
     pd_head *head = NULL;
     pd_decider *d = NULL;
     pd_error err;
     int rc = cli_model_open(a, &cm);
+    head_dir = cli_head_dir(a, &cm);
     if (rc == 0 && head_dir && !(head = pd_head_load(head_dir, cm.model, &err))) rc = cli_fail(&err);
+    if (rc == 0 && head && pd_head_get_type(head) == PD_HEAD_TAGGER)
+        rc = cli_failf("%s: a tagger head extracts records (pocketdec tag, pocketdec extract --head); score needs a "
+                       "pointer or classifier head, or none for the LM's log-probabilities", head_dir);
+    if (rc == 0 && !jsonl && n == 0 && (!head || pd_head_get_type(head) != PD_HEAD_CLASSIFIER))
+        rc = cli_usage(a, "--candidate A is required, once a label (a classifier head scores all its labels without)");
     if (rc == 0 && !(d = pd_decider_new(cm.model, head, &dp, &err))) rc = cli_fail(&err);
     if (rc == 0 && jsonl) rc = score_jsonl(d, head, &cm, &o);
     else if (rc == 0) rc = score_one(d, head, &cm, text, q ? q : "", cands, n, &o, NULL);

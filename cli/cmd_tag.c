@@ -67,15 +67,17 @@ static void print_trace(const pd_tag_trace *tr, const pd_schema *schema, const p
 
 int cmd_tag(cli_args *a)
 {
-    const char *head_dir = cli_opt(a, "--head"), *schema_path = cli_opt(a, "--schema"), *text = cli_opt(a, "--text");
+    const char *head_dir, *schema_path = cli_opt(a, "--schema"), *text = cli_opt(a, "--text");
     int32_t threads, ctx_len;
-    if (!head_dir || !schema_path || !text) return cli_usage(a, "--head DIR, --schema FILE and --text T are required");
+    if (!schema_path || !text) return cli_usage(a, "--schema FILE and --text T are required");
     if (cli_threads_opt(a, &threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) return 2;
     pd_error err;
     pd_schema *schema = pd_schema_load(schema_path, &err);
     if (!schema) return cli_fail(&err);
     cli_model m;
     int rc = cli_model_open(a, &m);
+    head_dir = cli_head_dir(a, &m);
+    if (rc == 0 && !head_dir) rc = cli_usage(a, "--head DIR is required (or --model a bundle folder with a head/)");
     pd_head *head = NULL;
     pd_tag_extractor *tx = NULL;
     pd_context *ctx = NULL;
@@ -84,8 +86,11 @@ int cmd_tag(cli_args *a)
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;
-    if (rc == 0 && (!(head = pd_head_load(head_dir, m.model, &err)) ||
-                    !(tx = pd_tag_extractor_new(m.model, schema, head, &err)) ||
+    if (rc == 0 && !(head = pd_head_load(head_dir, m.model, &err))) rc = cli_fail(&err);
+    if (rc == 0 && pd_head_get_type(head) != PD_HEAD_TAGGER)
+        rc = cli_failf("%s: not a tagger head: tag runs one (head.json type \"tagger\"); a pointer or classifier "
+                       "head scores candidates (pocketdec score)", head_dir);
+    if (rc == 0 && (!(tx = pd_tag_extractor_new(m.model, schema, head, &err)) ||
                     !(ctx = pd_context_new(m.model, &cp, &err)) ||
                     pd_tag_extract_trace(ctx, tx, text, strlen(text), &x, &tr, &err)))
         rc = cli_fail(&err);

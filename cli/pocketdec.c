@@ -28,7 +28,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
             return cli_jsonl_fail(r);
         }
         if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err))
-            return cli_failf("%s:%ld: %s", r->name, r->line, err.message);
+            return cli_failf("%s:%ld: %s", r->name, r->line, cli_message(&err));
         cli_print_ids(stdout, ids, n);
         pd_free(ids);
         return 0;
@@ -38,7 +38,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
     size_t len = 0;
     int rc = 0;
     if (pd_tokenizer_decode(tok, ids, n, &text, &len, &err)) {
-        rc = cli_failf("%s:%ld: %s", r->name, r->line, err.message);
+        rc = cli_failf("%s:%ld: %s", r->name, r->line, cli_message(&err));
     } else {
         cli_print_json_string(stdout, text, len);
         fputc('\n', stdout);
@@ -92,7 +92,7 @@ static int open_model_ids(cli_args *a, cli_model *cm, pd_context **ctx, int32_t 
 
 static int cmd_logits_or_hidden(cli_args *a, bool hidden)
 {
-    cli_model cm = {NULL, NULL};
+    cli_model cm = {0};
     pd_context *ctx = NULL;
     int32_t *ids = NULL, *rows = NULL;
     size_t n = 0;
@@ -160,7 +160,7 @@ static int cmd_generate(cli_args *a)
     gp.sampler.temperature = (float)temp;
     gp.sampler.top_p = (float)top_p;
     gp.sampler.seed = (uint64_t)seed;
-    cli_model cm = {NULL, NULL};
+    cli_model cm = {0};
     pd_context *ctx = NULL;
     int32_t *ids = NULL;
     size_t n = 0;
@@ -184,8 +184,11 @@ static int cmd_info(cli_args *a)
 {
     const char *path = cli_opt(a, "--model");
     if (!path) return cli_usage(a, "--model PATH is required");
+    char *file = cli_model_path(path);
+    if (!file) return cli_failf("out of memory");
     pd_error err;
-    pd_model *model = pd_model_load(path, NULL, &err);
+    pd_model *model = pd_model_load(file, NULL, &err);
+    free(file);
     if (!model) return cli_fail(&err);
     char *s = pd_model_info_json(model);
     int rc = s ? (puts(s), 0) : cli_failf("out of memory");
@@ -229,8 +232,11 @@ static int cmd_bench(cli_args *a)
     pd_model_params mp;
     if (cli_layout_opt(a, &mp)) return 2;
     pd_error err;
+    char *file = cli_model_path(path);
+    if (!file) return cli_failf("out of memory");
     double t0 = now_s();
-    pd_model *model = pd_model_load(path, &mp, &err);
+    pd_model *model = pd_model_load(file, &mp, &err);
+    free(file);
     if (!model) return cli_fail(&err);
     double load_s = now_s() - t0;
     const pd_config *c = pd_model_config(model);
@@ -317,7 +323,7 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--progress S]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
@@ -325,10 +331,12 @@ static const cli_command commands[] = {
      "ends stderr; the exit status is 1 when a row was broken or failed, after all others were written.\n"
      "--head DIR: a decision head then picks each record's labels (the schema's decide section); a tagger\n"
      "head instead extracts each review's records in one forward pass (no generation; --max-records,\n"
-     "--max-tokens, --temperature and --seed do not apply).",
+     "--max-tokens, --temperature and --seed do not apply).\n"
+     "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"
+     "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
      cmd_extract},
     {"tag",
-     "--model PATH --head DIR --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH [--head DIR] --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Runs a tagger head (extraction by decisions) on one text and prints one JSON object:\n"
      "{\"tokens\":[prompt ids],\"read_start\":k,\"tags\":[one per read-copy token],\"emissions\":[[n_tags] per\n"
      "read-copy token],\"spans\":[{\"field\",\"text\",\"first\",\"last\"}] (token indices within the read copy,\n"

@@ -1,35 +1,47 @@
 /* extract_tagged.c - extract (aspect, opinion, category, polarity) records
  * from one review in a single forward pass with a tagger head (extraction by
  * decisions: tags, links and labels, no generation), and print them, the
- * spans the head found, and the Tianchi submission row. Built against the
- * installed library:
+ * spans the head found, and the Tianchi submission row.
  *
- *   cc extract_tagged.c $(pkg-config --cflags --libs pocketdec) -o extract_tagged
- *   ./extract_tagged MODEL SCHEMA.yaml HEAD_DIR "review text"
+ * Built against the installed library and run from the repository root, on
+ * the bundled default (models/tianchi: base, LoRA adapter, tagger head).
+ * pkg-config must find pocketdec.pc: for a prefix of your own, export
+ * PKG_CONFIG_PATH=PREFIX/lib/x86_64-linux-gnu/pkgconfig (the libdir meson
+ * chose). The rpath lets the program find libpocketdec.so.0 there; without
+ * it, export LD_LIBRARY_PATH="$(pkg-config --variable=libdir pocketdec)".
+ *
+ *   $ cc examples/extract_tagged.c $(pkg-config --cflags --libs pocketdec) \
+ *       -Wl,-rpath,"$(pkg-config --variable=libdir pocketdec)" -o extract_tagged
+ *   $ ./extract_tagged --adapter models/tianchi/adapter --head models/tianchi/head \
+ *       models/tianchi/base schemas/tianchi-makeup.yaml "物流很快，第二天就到了，包装也很好"
+ *
+ * prints the spans and the records (物流,很快,物流,正面 among them).
+ * Usage: extract_tagged [--adapter DIR] --head DIR MODEL SCHEMA.yaml TEXT
  */
-#include <pocketdec.h>
+#include "example_model.h"
 
 #include <stdio.h>
-#include <string.h>
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: %s MODEL SCHEMA.yaml HEAD_DIR TEXT\n", argv[0]);
+    example_model m;
+    int k = example_options(argc, argv, &m);
+    if (k < 0 || argc - k != 3 || !m.head_dir) {
+        fprintf(stderr, "usage: %s [--adapter DIR] --head DIR MODEL SCHEMA.yaml TEXT\n", argv[0]);
         return 2;
     }
+    const char *text = argv[k + 2];
     pd_error err;
-    pd_model *model = pd_model_load(argv[1], NULL, &err);
-    pd_schema *schema = model ? pd_schema_load(argv[2], &err) : NULL;
-    pd_head *head = schema ? pd_head_load(argv[3], model, &err) : NULL;
+    pd_schema *schema = example_load(&m, argv[k], &err) ? NULL : pd_schema_load(argv[k + 1], &err);
+    pd_head *head = schema ? pd_head_load(m.head_dir, m.model, &err) : NULL;
     /* bound once, immutable: share it between contexts and threads */
-    pd_tag_extractor *tx = head ? pd_tag_extractor_new(model, schema, head, &err) : NULL;
-    pd_context *ctx = tx ? pd_context_new(model, NULL, &err) : NULL;
+    pd_tag_extractor *tx = head ? pd_tag_extractor_new(m.model, schema, head, &err) : NULL;
+    pd_context *ctx = tx ? pd_context_new(m.model, NULL, &err) : NULL;
     pd_extraction *x = NULL;
     pd_tag_trace *trace = NULL;
     char *row = NULL;
     int rc = 1;
-    if (!ctx || pd_tag_extract_trace(ctx, tx, argv[4], strlen(argv[4]), &x, &trace, &err) ||
+    if (!ctx || pd_tag_extract_trace(ctx, tx, text, strlen(text), &x, &trace, &err) ||
         pd_extraction_format(schema, x, "1", PD_FORMAT_TIANCHI, &row, NULL, &err)) {
         fprintf(stderr, "extract_tagged: %s\n", err.message);
     } else {
@@ -52,6 +64,6 @@ int main(int argc, char **argv)
     pd_tag_extractor_free(tx);
     pd_head_free(head);
     pd_schema_free(schema);
-    pd_model_free(model);
+    example_free(&m);
     return rc;
 }

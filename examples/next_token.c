@@ -1,9 +1,18 @@
 /* next_token.c - the smallest pocketdec program: load a model, evaluate a
- * prompt, print the most likely next token. Built against the installed
- * library:
+ * prompt, print the most likely next token.
  *
- *   cc next_token.c $(pkg-config --cflags --libs pocketdec) -o next_token
- *   ./next_token MODEL "text"
+ * Built against the installed library and run from the repository root, on
+ * the bundled default's base (models/tianchi/base, trained on the makeup
+ * reviews). pkg-config must find pocketdec.pc: for a prefix of your own,
+ * export PKG_CONFIG_PATH=PREFIX/lib/x86_64-linux-gnu/pkgconfig (the libdir
+ * meson chose). The rpath lets the program find libpocketdec.so.0 there;
+ * without it, export LD_LIBRARY_PATH="$(pkg-config --variable=libdir pocketdec)".
+ *
+ *   $ cc examples/next_token.c $(pkg-config --cflags --libs pocketdec) \
+ *       -Wl,-rpath,"$(pkg-config --variable=libdir pocketdec)" -o next_token
+ *   $ ./next_token models/tianchi/base "物流很"
+ *
+ * prints the id and the text of the most likely next token.
  */
 #include <pocketdec.h>
 

@@ -96,6 +96,12 @@ int32_t pd_tokenizer_token_id(const pd_tokenizer *tok, const char *token);
 /* Whether id is a special added token (skipped by nothing, but useful to UIs). */
 int pd_tokenizer_is_special(const pd_tokenizer *tok, int32_t id);
 
+/* The columns UTF-8 text takes in a terminal, for padding tables of labels:
+ * East Asian wide and fullwidth characters (Chinese) count 2, combining marks
+ * and other zero-width characters 0, the rest 1 (utf8proc's widths); each
+ * invalid byte counts 1. Stops at len bytes or at a NUL. */
+size_t pd_text_width(const char *text, size_t len);
+
 /* ------------------------------------------------------------------- model */
 
 typedef struct pd_model pd_model;

@@ -2,11 +2,13 @@
 # Build pocketdec and run every test. Usage: scripts/test.sh [BUILD_DIR [meson setup options...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 dir=${1:-build}
 shift || true
 if [ ! -f "$dir/build.ninja" ]; then
   meson setup "$dir" "$@" >/dev/null
+elif meson configure "$dir" | grep -Eq '^ *tests +false'; then
+  meson configure "$dir" -Dtests=true >/dev/null  # a build/ that scripts/demo.sh set up without the tests
 fi
 meson compile -C "$dir"
 status=0

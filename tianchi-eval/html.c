@@ -26,15 +26,22 @@ static void esc(FILE *out, const char *s)
     }
 }
 
+/* The CJK families of the common systems before the generic one, so that
+ * Chinese labels and reviews render wherever one of them is installed
+ * (Debian: fonts-noto-cjk) instead of as empty boxes. */
+#define FONTS                                                                                                  \
+    "system-ui,'Noto Sans CJK SC','Noto Sans SC','Source Han Sans SC','PingFang SC','Hiragino Sans GB',"        \
+    "'Microsoft YaHei','WenQuanYi Micro Hei','WenQuanYi Zen Hei',sans-serif"
+
 static const char style[] =
-    "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:72em}"
+    "body{font-family:" FONTS ";margin:2em;color:#222;max-width:72em}"
     "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}"
     "table{border-collapse:collapse;margin:.5em 0}"
     "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}"
-    "th{background:#f3f3f3}td.t{text-align:left}"
+    "th{background:#f3f3f3}th.t,td.t{text-align:left}"
     ".big{font-size:1.3em;font-weight:bold}.miss{color:#a40000}.fp{color:#7a4a00}"
     ".rule{color:#a40000}.note{color:#555}.out{background:#ffe0e0}"
-    "svg text{font-size:13px;font-family:system-ui,sans-serif}";
+    "svg text{font-size:13px;font-family:" FONTS "}";
 
 static void score_cells(FILE *out, te_score s)
 {
@@ -44,7 +51,7 @@ static void score_cells(FILE *out, te_score s)
 
 static void score_table_head(FILE *out, const char *first)
 {
-    fprintf(out, "<table><tr><th>%s</th><th>S</th><th>P</th><th>G</th><th>precision</th>"
+    fprintf(out, "<table><tr><th class=\"t\">%s</th><th>S</th><th>P</th><th>G</th><th>precision</th>"
                  "<th>recall</th><th>F1</th></tr>\n", first);
 }
 
@@ -163,7 +170,7 @@ static void issues(const te_result *res, FILE *out)
     fprintf(out, "<p>%zu rule violations, %zu notes.</p>\n", rules, n - rules);
     if (!n)
         return;
-    fputs("<table><tr><th>kind</th><th>where</th><th>what</th></tr>\n", out);
+    fputs("<table><tr><th class=\"t\">kind</th><th class=\"t\">where</th><th class=\"t\">what</th></tr>\n", out);
     for (size_t i = 0; i < n; i++) {
         const te_issue *is = te_result_issue(res, i);
         fprintf(out, "<tr class=\"%s\"><td class=\"t\">%s %s</td><td class=\"t\">",
@@ -197,8 +204,9 @@ static void mismatches(const te_result *res, FILE *out)
                  "(predictions not in gold).</p>\n", misses, n - misses);
     if (!n)
         return;
-    fputs("<table><tr><th>id</th><th>kind</th><th>aspect</th><th>opinion</th><th>category</th>"
-          "<th>polarity</th><th>line</th><th>review</th></tr>\n", out);
+    fputs("<table><tr><th>id</th><th class=\"t\">kind</th><th class=\"t\">aspect</th><th class=\"t\">opinion</th>"
+          "<th class=\"t\">category</th><th class=\"t\">polarity</th><th class=\"t\">line</th>"
+          "<th class=\"t\">review</th></tr>\n", out);
     for (size_t i = 0; i < n; i++) {
         const te_mismatch *m = te_result_mismatch(res, i);
         int miss = m->kind == TE_MISS;
@@ -234,7 +242,9 @@ te_status te_result_write_html(const te_result *res, FILE *out, te_error *err)
     labels(res, out, TE_AXIS_CATEGORY);
     fputs("<h2>Polarities</h2>\n", out);
     labels(res, out, TE_AXIS_POLARITY);
-    fputs("<p>* not a label of the task.</p>\n<h2>Spans</h2>\n", out);
+    if (te_result_has_unknown_labels(res)) /* only when a row has the asterisk */
+        fputs("<p>* not a label of the task.</p>\n", out);
+    fputs("<h2>Spans</h2>\n", out);
     spans(res, out);
     fputs("<h2>Checks of the submission</h2>\n", out);
     issues(res, out);

@@ -128,9 +128,7 @@ te_status te_result_print_table(const te_result *res, FILE *out, unsigned flags,
     print_labels(res, out, TE_AXIS_CATEGORY, width);
     fputc('\n', out);
     print_labels(res, out, TE_AXIS_POLARITY, width);
-    int unknown = te_result_n_labels(res, TE_AXIS_CATEGORY) > te_n_categories ||
-                  te_result_n_labels(res, TE_AXIS_POLARITY) > te_n_polarities;
-    if (unknown)
+    if (te_result_has_unknown_labels(res))
         fputs("  * not a label of the task\n", out);
     fputc('\n', out);
     te_span_counts sp = te_result_spans(res);

@@ -569,6 +569,11 @@ size_t te_result_n_labels(const te_result *res, te_axis axis)
     return (unsigned)axis < 2 ? res->n_labels[axis] : 0;
 }
 
+int te_result_has_unknown_labels(const te_result *res)
+{
+    return res->n_labels[TE_AXIS_CATEGORY] > te_n_categories || res->n_labels[TE_AXIS_POLARITY] > te_n_polarities;
+}
+
 const te_label_score *te_result_label(const te_result *res, te_axis axis, size_t i)
 {
     return (unsigned)axis < 2 && i < res->n_labels[axis] ? &res->labels[axis][i] : NULL;

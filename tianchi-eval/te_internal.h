@@ -139,5 +139,8 @@ extern const char *const te_polarities[];
 extern const size_t te_n_polarities;
 /* Index of label in the set of the axis, or -1. */
 int te_label_index(te_axis axis, const char *label);
+/* Whether a result holds a label outside the task's sets (marked "*" in the
+ * table and the HTML report, with a footnote only then). */
+int te_result_has_unknown_labels(const te_result *res);
 
 #endif /* TE_INTERNAL_H */

@@ -115,7 +115,8 @@ def test_errors():
     rc, _, err = run("--model", a, "--head", cls["head"], "--text", "1", "--candidate", "nope")
     check("unknown classifier label exits 1", rc == 1 and "nope" in err, err)
     rc, _, err = run("--model", a, "--text", "1")
-    check("verbalizer without candidates exits 1", rc == 1 and "candidates" in err, err)
+    check("verbalizer without candidates is a usage error (exit 2)", rc == 2 and "--candidate" in err
+          and "pd_" not in err, err)
     rc, out, err = run("--model", a, "--text", "1", "--candidate", "2", "--bench", "2")
     b = json.loads(out)["bench"] if rc == 0 else {}
     check("--bench prints the timings", rc == 0 and all(b.get(k, 0) > 0 for k in ("decision_ms", "prefill_ms", "decision_cpu_ms", "prefill_cpu_ms", "reused_text_decision_ms")), out + err)

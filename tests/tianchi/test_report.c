@@ -195,6 +195,16 @@ static void test_html(void **state)
     assert_contains(h, ">价格</text>");
     assert_contains(h, "1 misses (gold quadruples not predicted), 2 false positives");
     assert_contains(h, "包装好看");
+    /* Chinese renders where a CJK family is installed (Debian: fonts-noto-cjk), in the page and the charts */
+    assert_contains(h, "body{font-family:system-ui,'Noto Sans CJK SC',");
+    assert_contains(h, "svg text{font-size:13px;font-family:system-ui,'Noto Sans CJK SC',");
+    /* text columns are left-aligned, headers included */
+    assert_contains(h, "th.t,td.t{text-align:left}");
+    assert_contains(h, "<th class=\"t\">category</th><th>S</th>");
+    assert_contains(h, "<th class=\"t\">aspect</th><th class=\"t\">opinion</th>");
+    /* every label is one of the task's: no asterisk, no footnote */
+    assert_null(strstr(h, " *<"));
+    assert_null(strstr(h, "not a label of the task"));
     free(h);
     te_result_free(res);
     te_eval_free(ev);
@@ -222,6 +232,7 @@ static void test_html_escaping(void **state)
     assert_contains(h, "&lt;i&gt;gold&lt;/i&gt;.csv");
     /* The bad category is in the chart, escaped, marked as outside the set. */
     assert_contains(h, ">&lt;script&gt;alert(1)&lt;/script&gt; *</text>");
+    assert_contains(h, "<p>* not a label of the task.</p>");
     free(h);
     te_result_free(res);
     te_eval_free(ev);
