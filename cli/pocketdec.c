@@ -321,8 +321,10 @@ static const cli_command commands[] = {
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
-     "at a time in constant memory. Broken rows are reported with their line and skipped; a summary line\n"
-     "ends stderr; the exit status is 1 when a row was broken or failed, after all others were written.\n"
+     "at a time in constant memory. CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
+     "is a character); a broken row is reported with its line and its id still written as id,_,_,_,_, and\n"
+     "reading resumes at the next well-formed row. A summary line ends stderr; the exit status is 1 when a\n"
+     "row was broken or failed (after all others were written) or when the input holds no review.\n"
      "--head DIR: a decision head then picks each record's labels (the schema's decide section); a tagger\n"
      "head instead extracts each review's records in one forward pass (no generation; --max-records,\n"
      "--max-tokens, --temperature and --seed do not apply).",
