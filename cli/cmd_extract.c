@@ -3,6 +3,7 @@
  * a time in constant memory, so batch engines can shard a corpus through it. */
 #include "cli.h"
 #include "jsonl.h"
+#include "te_csv.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -19,87 +20,44 @@ typedef struct reader {
     const char *name;
     bool jsonl;
     cli_jsonl jl;   /* the JSONL reader (over f) */
-    long line;      /* current line (1-based) */
-    char *buf;      /* the current record's fields, NUL-separated */
-    size_t len, cap;
-    bool failed;    /* out of memory */
+    te_csv *csv;    /* the CSV reader (over f): the one tianchi-eval reads with */
+    bool first;     /* no record read yet (a CSV header is the first record) */
+    bool failed;    /* the input cannot be read further (fail says why) */
+    char fail[TE_ERROR_MESSAGE_SIZE];
 } reader;
 
 typedef struct row {
     long line;          /* where the row starts */
-    char *id, *text;    /* into the reader's buffer (CSV) or owned (JSONL) */
+    const char *id, *text; /* into the reader's record (CSV) or owned by json (JSONL) */
     size_t text_len;
-    char problem[384];  /* non-empty: a broken row, skipped */
+    char problem[TE_ERROR_MESSAGE_SIZE + 64]; /* non-empty: a broken row, "FILE:LINE: what" */
+    bool keep_id;       /* a broken row whose id is still written, with no records */
+    bool header;
     json_t *json;
     char id_buf[24];    /* an integer id as text */
 } row;
 
-static void push(reader *r, char c)
+/* A CSV record as a row: `id,Reviews`. A broken record (te_csv.h says which)
+ * keeps its id when it has one, so that the output still lists it. */
+static void csv_row(reader *r, row *w, te_csv_result res, const te_error *err)
 {
-    if (r->len + 1 >= r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 1024;
-        char *b = realloc(r->buf, cap);
-        if (!b) {
-            r->failed = true;
-            return;
-        }
-        r->buf = b;
-        r->cap = cap;
+    size_t n = te_csv_n_fields(r->csv);
+    w->line = te_csv_line(r->csv);
+    w->id = n ? te_csv_field(r->csv, 0, NULL) : NULL;
+    w->header = r->first && w->id && strcmp(w->id, "id") == 0;
+    r->first = false;
+    if (res == TE_CSV_BROKEN)
+        snprintf(w->problem, sizeof w->problem, "%s", err->message);
+    else if (n != 2)
+        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: expected 2 fields (id,Reviews), got %zu",
+                 r->name, w->line, n);
+    else if (!*w->id)
+        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: the id is empty", r->name, w->line);
+    else {
+        w->text = te_csv_field(r->csv, 1, &w->text_len);
+        return;
     }
-    r->buf[r->len++] = c;
-}
-
-/* One RFC 4180 record (quoted fields may hold commas, quotes and line
- * breaks). Returns the number of fields, 0 at end of input, -1 when the
- * record is malformed (the rest of its physical line is skipped). */
-static int csv_record(reader *r, row *w)
-{
-    int c = getc(r->f), fields = 1;
-    if (c == EOF) return 0;
-    r->len = 0;
-    w->line = r->line;
-    bool quoted = false, was_quoted = false;
-    for (;; c = getc(r->f)) {
-        if (quoted) {
-            if (c == EOF) {
-                snprintf(w->problem, sizeof w->problem, "a quoted field is not closed");
-                return -1;
-            }
-            if (c == '\n') r->line++;
-            if (c == '"') {
-                int d = getc(r->f);
-                if (d != '"') {
-                    quoted = false;
-                    ungetc(d, r->f);
-                    continue;
-                }
-            }
-            push(r, (char)c);
-            continue;
-        }
-        if (c == EOF || c == '\n') {
-            if (c == '\n') r->line++;
-            if (r->len && r->buf[r->len - 1] == '\r' && !was_quoted) r->len--;
-            push(r, '\0');
-            return fields;
-        }
-        if (c == ',') {
-            push(r, '\0');
-            fields++;
-            was_quoted = false;
-        } else if (c == '"' && (r->len == 0 || r->buf[r->len - 1] == '\0') && !was_quoted) {
-            quoted = was_quoted = true;
-        } else if (c == '\r' && was_quoted && ((c = getc(r->f)) == '\n' || c == EOF)) {
-            ungetc(c, r->f); /* CRLF after a quoted field (RFC 4180's line end) */
-        } else if (c == '"' || was_quoted) {
-            snprintf(w->problem, sizeof w->problem, "a quote inside a field that is not quoted as a whole");
-            while (c != '\n' && c != EOF) c = getc(r->f);
-            if (c == '\n') r->line++;
-            return -1;
-        } else {
-            push(r, (char)c);
-        }
-    }
+    w->keep_id = w->id && *w->id && !w->header;
 }
 
 /* The next row; false at the end of input. A broken row comes back with
@@ -116,25 +74,23 @@ static bool next_row(reader *r, row *w)
         if (st == CLI_JSONL_FAIL) r->failed = true;
         if (st == CLI_JSONL_OK && cli_jsonl_object(&r->jl, w->json) && cli_jsonl_id(&r->jl, w->json, "id", w->id_buf, &id) &&
             cli_jsonl_string(&r->jl, w->json, "text", true, &text, &len)) {
-            w->id = (char *)id;
-            w->text = (char *)text;
+            w->id = id;
+            w->text = text;
             w->text_len = len;
         } else {
-            snprintf(w->problem, sizeof w->problem, "%s", r->jl.what);
+            snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row skipped: %s", r->name, w->line, r->jl.what);
         }
         return true;
     }
-    int n;
-    while ((n = csv_record(r, w)) == 1 && r->buf[0] == '\0' && !w->problem[0]) {
-    } /* blank lines separate nothing: skip them */
-    if (n == 0) return false;
-    if (n > 0 && n != 2) snprintf(w->problem, sizeof w->problem, "expected 2 fields (id,Reviews), got %d", n);
-    if (n == 2) {
-        w->id = r->buf;
-        w->text = r->buf + strlen(r->buf) + 1;
-        w->text_len = strlen(w->text);
-        if (!*w->id) snprintf(w->problem, sizeof w->problem, "the id is empty");
+    te_error err;
+    te_csv_result res = te_csv_next(r->csv, &err);
+    if (res == TE_CSV_END) return false;
+    if (res == TE_CSV_FAIL) {
+        r->failed = true;
+        snprintf(r->fail, sizeof r->fail, "%s", err.message);
+        return true;
     }
+    csv_row(r, w, res, &err);
     return true;
 }
 
@@ -174,9 +130,14 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
 static int one_row(run_state *s, reader *r, row *w)
 {
     if (w->problem[0]) {
-        fprintf(stderr, "pocketdec: %s:%ld: broken row skipped: %s\n", r->name, w->line, w->problem);
         s->broken++;
-        return 0;
+        if (!w->keep_id) {
+            fprintf(stderr, "pocketdec: %s%s\n", w->problem, r->jsonl ? "" : "; nothing written for it");
+            return 0;
+        }
+        /* the id stays in the output with no records, so that none is lost */
+        fprintf(stderr, "pocketdec: %s; id %s written with no records\n", w->problem, w->id);
+        return write_result(s, w, NULL);
     }
     pd_extraction *x = NULL;
     pd_error err;
@@ -235,11 +196,9 @@ static int stream(run_state *s, reader *r)
     while (rc == 0 && next_row(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
-            return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s: out of memory", r->name);
+            return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
         }
-        bool header = !r->jsonl && w.line == 1 && !w.problem[0] &&
-                      strcmp(w.id + (strncmp(w.id, "\xEF\xBB\xBF", 3) ? 0 : 3), "id") == 0;
-        if (!header) rc = one_row(s, r, &w);
+        if (!w.header || w.problem[0]) rc = one_row(s, r, &w);
         json_decref(w.json);
         double now = s->bar || s->every >= 0 ? seconds() : 0;
         if (!header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
@@ -249,6 +208,9 @@ static int stream(run_state *s, reader *r)
     }
     if (s->bar) fprintf(stderr, "\n");
     if (rc) return rc;
+    if (s->reviews == 0 && s->broken == 0)
+        return cli_failf("%s: no reviews found (the input is empty%s)", r->name,
+                         r->jsonl ? " or holds only blank lines" : ", or holds only a header");
     double dt = seconds() - t0;
     if (s->tx) /* one forward pass a review, nothing generated */
         fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed in %.2f s (%.1f reviews/s)\n",
@@ -266,10 +228,16 @@ static int open_files(cli_args *a, reader *r, FILE **out)
     r->name = strcmp(in, "-") ? in : "stdin";
     r->jsonl = ifmt ? strcmp(ifmt, "jsonl") == 0 : (n > 6 && strcmp(in + n - 6, ".jsonl") == 0);
     if (ifmt && strcmp(ifmt, "jsonl") && strcmp(ifmt, "csv")) return cli_usage(a, "--input-format must be csv or jsonl");
-    r->line = 1;
+    r->first = true;
     r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
     if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
-    if (r->jsonl) cli_jsonl_init(&r->jl, r->f, r->name);
+    te_error err;
+    if (r->jsonl)
+        cli_jsonl_init(&r->jl, r->f, r->name);
+    else if (!(r->csv = te_csv_open(r->name, r->f, &err)) && r->f != stdin)
+        fclose(r->f);
+    if (!r->jsonl && !r->csv) return cli_failf("%s", err.message);
+    if (r->csv) te_csv_expect_fields(r->csv, 2); /* id,Reviews: what a row looks like when resynchronising */
     *out = strcmp(outp, "-") ? fopen(outp, "wb") : stdout;
     if (!*out) {
         if (r->f != stdin) fclose(r->f);
@@ -367,7 +335,7 @@ int cmd_extract(cli_args *a)
     if (r.f != stdin) fclose(r.f);
     if (out != stdout && fclose(out) && rc == 0) rc = cli_failf("%s: cannot write: %s", cli_opt(a, "--output"), strerror(errno));
 done:
-    free(r.buf);
+    te_csv_free(r.csv);
     cli_jsonl_free(&r.jl);
     pd_context_free(s.ctx);
     pd_decider_free(s.decider);

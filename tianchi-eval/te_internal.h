@@ -59,26 +59,8 @@ size_t te_display_width(const char *s);
 
 /* -------------------------------------------------------------------- CSV */
 
-/* An RFC 4180 reader over a buffer: fields separated by ',', records by LF,
- * CRLF or CR; a field in double quotes may hold commas, line breaks and "" for
- * a quote. Blank lines are skipped. The buffer is checked first: invalid UTF-8
- * and NUL bytes are refused with their line; a UTF-8 BOM is skipped and
- * reported by te_csv_had_bom(). */
-typedef struct te_csv te_csv;
-
-/* data must outlive the reader; name is used in messages. */
-te_csv *te_csv_new(const char *name, const char *data, size_t len, te_error *err);
-void te_csv_free(te_csv *csv);
-int te_csv_had_bom(const te_csv *csv);
-
-/* Read the next record: 1 when one was read, 0 at the end, -1 on error. */
-int te_csv_next(te_csv *csv, te_error *err);
-/* Fields of the record just read, valid until the next te_csv_next(). Each
- * field is NUL-terminated; *len (may be NULL) gets its length. */
-size_t te_csv_n_fields(const te_csv *csv);
-const char *te_csv_field(const te_csv *csv, size_t i, size_t *len);
-/* The line the record starts on (from 1). */
-long te_csv_line(const te_csv *csv);
+/* The reader and its rule: te_csv.h. */
+#include "te_csv.h"
 
 /* Read a whole file ("-" for stdin) into *data (malloc'ed, *len bytes, a NUL
  * appended for convenience). */

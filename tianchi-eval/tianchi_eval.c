@@ -263,8 +263,10 @@ static te_status parse_csv(te_eval *ev, te_input kind, te_csv *csv, const char *
     if (te_csv_had_bom(csv) && (st = add_note(ev, TE_ISSUE_BOM, kind, file, 1, err)) != TE_OK)
         return st;
     long data_rows = 0;
-    int first = 1, had_header = 0, r;
-    while ((r = te_csv_next(csv, err)) == 1) {
+    int first = 1, had_header = 0;
+    te_csv_result r;
+    te_csv_expect_fields(csv, info->n_fields);
+    while ((r = te_csv_next(csv, err)) == TE_CSV_ROW) {
         long line = te_csv_line(csv);
         size_t n = te_csv_n_fields(csv), id_len;
         const char *id_text = te_csv_field(csv, 0, &id_len);
@@ -290,7 +292,8 @@ static te_status parse_csv(te_eval *ev, te_input kind, te_csv *csv, const char *
             return st;
         data_rows++;
     }
-    if (r < 0)
+    /* A broken record refuses the file: a score must not rest on part of it. */
+    if (r != TE_CSV_END)
         return err->code;
     if (data_rows == 0)
         return te_fail(err, TE_ERR_FORMAT, file, 0, had_header ? "no data rows after the header"

@@ -4,7 +4,7 @@ json modules (independent readers): every train review gives valid Tianchi
 rows (spans `_` or substrings, labels in the closed sets, every id in order),
 three shards run apart and concatenated equal one run (files and stdin/stdout),
 a LoRA adapter applied,
-JSONL in and out, broken rows, an empty review, a review longer than the
+JSONL in and out, broken rows (crafted CSV files: test_extract_csv.py), an empty review, a review longer than the
 context, a bad schema and bad options.
 
 Usage: test_extract_cli.py POCKETDEC FIXTURE_DIR SOURCE_DIR [N_REVIEWS]
@@ -139,20 +139,23 @@ def main():
     check(tianchi == [r for r in csv.reader(io.StringIO(one.decode("utf-8"), newline="")) if r[1:] != ["_"] * 4],
           "JSONL in and out give the records of the CSV run")
 
-    # broken rows: reported with their line, the good rows all written
+    # broken rows: reported with their line; every id is written, a broken row's as id,_,_,_,_
     broken = os.path.join(TMP, "broken.csv")
     with open(broken, "w", encoding="utf-8") as f:
         f.write('id,Reviews\n1,很好，超值\n2,a,b\n3,"多行\n评论, 很好"\n4,bad"quote\n9,\n5,"不错"\n'
                 '7,' + "好" * 400 + '\n\n6,"没有结束\n')  # a blank line is skipped silently
     rc, out, err = run(["--schema", SCHEMA, "--input", broken, "--output", "-", "--ctx", "128"])
     check(rc == 1, f"broken rows exit 1, got {rc}")
-    check("broken.csv:3: broken row" in err and "got 3" in err, "3-field row reported at line 3: " + err)
-    check("broken.csv:6: broken row" in err, "stray quote reported at line 6")
-    check("broken.csv:11: broken row" in err and "not closed" in err, "unclosed quote reported at line 11")
+    check("broken.csv:3: broken row" in err and "got 3; id 2 written with no records" in err,
+          "3-field row reported at line 3, its id kept: " + err)
+    check("broken.csv:6" not in err, "a quote inside an unquoted field is a character, not an error")
+    check("broken.csv:11: a quoted field opened here is never closed; id 6 written with no records" in err,
+          "unclosed quote reported at line 11, its id kept")
     got = [r[0] for r in csv.reader(io.StringIO(out.decode("utf-8"), newline=""))]
-    check(sorted(set(got), key=got.index) == ["1", "3", "9", "5", "7"], f"good rows kept in order: {got}")
+    check(sorted(set(got), key=got.index) == ["1", "2", "3", "4", "9", "5", "7", "6"], f"every id in order: {got}")
+    check(b"2,_,_,_,_\n" in out and b"6,_,_,_,_\n" in out, "broken rows give the placeholder")
     check(b"9,_,_,_,_\n" in out, "an empty review gives the placeholder")
-    check("3 broken rows, 1 failed" in err, "summary counts the broken and failed rows: " + err[-200:])
+    check("2 broken rows, 1 failed" in err, "summary counts the broken and failed rows: " + err[-200:])
     # a review longer than the context (--ctx 128): reported, its id still written
     check("broken.csv:9: id 7:" in err and "context" in err, "long review reported: " + err)
     check(b"7,_,_,_,_\n" in out, "the long review keeps its id")
