@@ -201,7 +201,7 @@ static int stream(run_state *s, reader *r)
         if (!w.header || w.problem[0]) rc = one_row(s, r, &w);
         json_decref(w.json);
         double now = s->bar || s->every >= 0 ? seconds() : 0;
-        if (!header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
+        if (!w.header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
             draw_progress(s, r, now - t0);
             shown = now;
         }
