@@ -3,20 +3,21 @@
 # decode tokens/s and the dev-split extraction time at several thread counts,
 # on a quiet machine and with busy processes competing.
 #
-# Usage: bench/contention.sh [--threads 1,2,4,8] [--busy N] [--reps N] [--pocketdec PATH]
+# Usage: bench/contention.sh [--threads 1,2,4,8] [--busy N] [--reps N] [--pocketdec PATH] [--bundle DIR]
 #
 #   --busy N: N busy loops (default 1), pinned to the first N cores (taskset), run
 #       alongside every measurement of the "busy" half; pocketdec itself is not pinned.
 #   The throughput model is the MNN-Pocket-0.3B shape in Q4_0 (random weights,
 #   prefill 128 and decode 32 tokens, medians of --reps); the extraction is
-#   `pocketdec extract` with the bundled default (models/tianchi) on the 283 dev
-#   reviews (wall time of the whole command, load included).
+#   `pocketdec extract` with the bundled default (models/tianchi, or --bundle: a folder
+#   of base/, adapter/, head/) on the 283 dev reviews (wall time of the whole command,
+#   load included).
 # Thread counts above the cores the process may use run that many (with a warning).
 # Prints a markdown table; ratios are against 1 thread under the same condition.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${PD_BENCH_CACHE:-$ROOT/build-bench}
-THREADS=1,2,4,8 BUSY=1 REPS=3 PD=$ROOT/build/cli/pocketdec
+THREADS=1,2,4,8 BUSY=1 REPS=3 PD=$ROOT/build/cli/pocketdec B=$ROOT/models/tianchi
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
     --busy) BUSY=$2; shift ;;
     --reps) REPS=$2; shift ;;
     --pocketdec) PD=$(realpath "$2"); shift ;;
+    --bundle) B=$(realpath "$2"); shift ;;
     -h|--help) usage 0 ;;
     *) echo "bench/contention.sh: unknown argument '$1'" >&2; usage 2 >&2 ;;
   esac
@@ -38,7 +40,7 @@ if [ ! -f "$MODEL" ]; then
   /usr/bin/python3 "$ROOT/tools/testmodels/make_model.py" --preset pocket --format gguf-q4_0 --out "$MODEL.tmp" --quiet
   mv "$MODEL.tmp" "$MODEL"
 fi
-B=$ROOT/models/tianchi DATA=$ROOT/data/tianchi
+DATA=$ROOT/data/tianchi
 TMP=$(mktemp -d)
 PIDS=()
 stop_busy() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; PIDS=(); }
@@ -53,11 +55,12 @@ start_busy() {
 # one row: condition threads prefill decode extract_s
 measure() {
   local cond=$1 t=$2
-  "$PD" bench --model "$MODEL" --prompt-tokens 128 --gen-tokens 32 --threads "$t" --reps "$REPS" >"$TMP/b.json" 2>/dev/null
+  "$PD" bench --model "$MODEL" --prompt-tokens 128 --gen-tokens 32 --threads "$t" --reps "$REPS" >"$TMP/b.json" \
+    2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
   local s0 s1
   s0=$(date +%s.%N)
   "$PD" extract --model "$B/base" --adapter "$B/adapter" --head "$B/head" --schema "$ROOT/schemas/tianchi-makeup.yaml" \
-    --input "$DATA/dev_reviews.csv" --output "$TMP/r.csv" --threads "$t" 2>/dev/null
+    --input "$DATA/dev_reviews.csv" --output "$TMP/r.csv" --threads "$t" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
   s1=$(date +%s.%N)
   /usr/bin/python3 - "$cond" "$t" "$TMP/b.json" "$s0" "$s1" <<'PY'
 import json, sys

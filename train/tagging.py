@@ -231,6 +231,20 @@ def spans_of(tags, names):
     return [tuple(s) for s in out]
 
 
+def quad(text, byte_ranges, sp, stext, rec, fields, label):
+    """A decoded record as a training quadruple (aspect, start, end, opinion, start, end, *label) with
+    character offsets (None for `_`), the form train_tagger.py reads from the labels file."""
+    at = {b: k for k, b in enumerate(char_starts(text))}
+    out = []
+    for f in fields:
+        k = rec[f]
+        if k < 0:
+            out += ["_", None, None]
+        else:
+            out += [stext[k], at[byte_ranges[sp[k][1]][0]], at[byte_ranges[sp[k][2]][1]]]
+    return tuple(out) + tuple(label)
+
+
 @torch.no_grad()
 def decode(head, meta, h, text, byte_ranges, labels):
     """The records of one review from its read-copy states h [N, H] (compose/'s rules), and a trace."""
@@ -256,12 +270,13 @@ def decode(head, meta, h, text, byte_ranges, labels):
     for j in to:
         if j not in used:
             recs.append({dst: j, src: -1})
-    out, logits = [], []
+    out, logits, chosen = [], [], []
     for r in recs:
         ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
         lg = head.label_logits(head.label_parts(h, [ends]))[0]
         logits.append(lg.tolist())
         lab = labels[int(torch.argmax(lg.double()))]
+        chosen.append(lab)
         first = min(sp[r[f]][1] for f in head.spans if r[f] >= 0)
         vals = {f: (stext[r[f]] if r[f] >= 0 else "_") for f in head.spans}
         vals.update(dict(zip(meta["label_fields"], lab)))
@@ -275,7 +290,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
             uniq.append(v)
     trace = {"tags": [head.tags[t] for t in tags], "emissions": e.tolist(),
              "spans": [{"field": f, "text": stext[k], "first": a, "last": b} for k, (f, a, b) in enumerate(sp)],
-             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq}
+             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq,
+             "quads": [quad(text, byte_ranges, sp, stext, r, head.spans, lab) for r, lab in zip(recs, chosen)]}
     return uniq, trace
 
 

@@ -48,7 +48,7 @@ def lr_at(step, steps, peak, warmup):
 def fit(params, steps, lr, batch_loss, name, record):
     """AdamW over `steps` calls of batch_loss(step) -> (loss, tokens); logs and records tokens/s."""
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01, betas=(0.9, 0.95))
-    t0, tokens, recent = time.time(), 0, []
+    t0, tokens, recent, loss = time.time(), 0, [], None
     for step in range(steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr, max(1, steps // 20))
@@ -65,7 +65,7 @@ def fit(params, steps, lr, batch_loss, name, record):
             recent = []
     secs = time.time() - t0
     record[name] = {"steps": steps, "seconds": round(secs, 1), "tokens": tokens,
-                    "tokens_per_s": round(tokens / max(secs, 1e-9)), "final_loss": loss.item()}
+                    "tokens_per_s": round(tokens / max(secs, 1e-9)), "final_loss": loss.item() if loss is not None else None}
 
 
 def pretrain(model, tok, texts, a, rng, record, extraction=()):

@@ -10,7 +10,10 @@ Stages (each saved, a finished stage is skipped on a rerun with the same --out: 
   2. base: a Qwen3 pre-trained from scratch on the head's echo prompt of that text (next-token loss:
      language on the first copy, copying on the second) mixed with the tagging task on the
      labelled training reviews (a head trained along, so the trunk learns the task's features);
-  3. adapter + head: LoRA on q/k/v/o/gate/up/down and the tagger head, on the task alone.
+  3. self-training: the base and its head decode the teacher-tagged reviews; where their spans are
+     the teacher's, their links and labels become training records;
+  4. adapter + head: LoRA on q/k/v/o/gate/up/down and the tagger head (its label classifier widened
+     to the first and last token states of each span), on the task alone.
 Writes DIR/base/ (HF), DIR/adapter/ (PEFT), DIR/head/ (heads/ tagger format), DIR/merged/,
 DIR/dev_Result.csv (the Python decode of the dev split, compose/'s rules) and DIR/train_log.json.
 The dev split is never read for training.
@@ -136,6 +139,28 @@ def teach(train, texts, epochs, seed):
     return [(t, p.spans(t)) for t in texts]
 
 
+@torch.no_grad()
+def self_train(model, head, meta, tok, labels, head_tags, taught):
+    """Self-training: the trunk and its head decode the teacher-tagged reviews; where the trunk's
+    spans are exactly the teacher's, its links and labels make a full training review, elsewhere the
+    teacher's spans alone stay (tags only)."""
+    model.eval()
+    out = []
+    for text, spans in taught:
+        quads = []
+        if text:
+            ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
+            h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
+            quads = tagging.decode(head, meta, h, text, ranges, labels)[1]["quads"]
+        mine = {(f, q[k + 1], q[k + 2]) for q in quads for f, k in (("aspect", 0), ("opinion", 3)) if q[k + 1] is not None}
+        if quads and mine == set(spans):
+            out.append(Example(tok, meta, head_tags, labels, text, quads))
+        else:
+            out.append(Example(tok, meta, head_tags, labels, text, spans=spans))
+    model.train()
+    return out
+
+
 def task_loss(model, head, batch, drop):
     """CRF + link + label losses of a batch of Examples (mean of the three terms)."""
     B = len(batch)
@@ -241,20 +266,27 @@ def main(argv=None):
                     help="more base steps after --base-steps (a new warmup and cosine at half the peak rate), "
                          "with the augmented reviews when --augment is given; also continues a base loaded "
                          "from an earlier run in --out")
-    ap.add_argument("--finetune-steps", type=int, default=400)
+    ap.add_argument("--extra-steps", type=int, default=0,
+                    help="after those, more base steps (a new warmup and cosine at a quarter of the peak rate) "
+                         "with a second augmented copy of the labelled reviews (with --augment); also on a "
+                         "base loaded from an earlier run in --out")
+    ap.add_argument("--finetune-steps", type=int, default=300)
     ap.add_argument("--lora-r", type=int, default=16)
     ap.add_argument("--lora-alpha", type=float, default=32)
-    ap.add_argument("--lora-lr", type=float, default=1e-3)
+    ap.add_argument("--lora-lr", type=float, default=3e-4)
     ap.add_argument("--link-dim", type=int, default=64)
     ap.add_argument("--label-states", default="first,last",
                     help="the span token states the adapter stage's label classifier reads (head.json "
                          "label_states; the base stage's head reads the last); first,last or last")
-    ap.add_argument("--finetune-lm-weight", type=float, default=1.0,
+    ap.add_argument("--finetune-lm-weight", type=float, default=0.0,
                     help="next-token loss weight in the adapter stage (keeps the trunk's language)")
     ap.add_argument("--teacher-epochs", type=int, default=6,
                     help="distillation: a perceptron tagger trained on the gold spans tags the unlabelled "
                          "reviews (the test reviews; never dev) for the trunk's tagging loss; 0 = off")
     ap.add_argument("--pseudo-batch", type=int, default=8, help="teacher-tagged reviews per step")
+    ap.add_argument("--self-train", type=int, default=1,
+                    help="1: before the adapter stage the base and its head decode the teacher-tagged reviews; "
+                         "where their spans are the teacher's, their links and labels train too; 0 = off")
     ap.add_argument("--augment", type=int, default=1,
                     help="augmented copies of the training reviews (terms swapped for others with the same "
                          "label) added to the labelled pool; 0 = off")
@@ -277,15 +309,15 @@ def main(argv=None):
     if a.augment:
         augmented = [Example(tok, meta, head_tags, labels, t, q)
                      for _, t, q in augment(train, random.Random(a.seed + 5), a.augment)]
-    pseudo = []
+    pseudo, taught = [], []
     if a.teacher_epochs:
         t0 = time.time()
         seen = {t for _, t, _ in train}
         unlabelled = [t for _, t in D.read_reviews(os.path.join(a.data, "test_reviews.csv")) if t not in seen]
         if a.limit:
             unlabelled = unlabelled[:a.limit]
-        pseudo = [Example(tok, meta, head_tags, labels, t, spans=sp)
-                  for t, sp in teach(train, unlabelled, a.teacher_epochs, a.seed)]
+        taught = teach(train, unlabelled, a.teacher_epochs, a.seed)
+        pseudo = [Example(tok, meta, head_tags, labels, t, spans=sp) for t, sp in taught]
         record["teacher"] = {"reviews": len(pseudo), "seconds": round(time.time() - t0, 1)}
     log(f"{len(texts)} texts, {len(exs)} labelled reviews, {len(pseudo)} teacher-tagged, vocab {len(tok)}")
 
@@ -311,7 +343,8 @@ def main(argv=None):
         qwen3.save_hf(model, base_dir, tok.to_json())
         tagging.save(head0, meta, labels, os.path.join(a.out, "head0"))
         with open(os.path.join(a.out, "base_log.json"), "w") as f:
-            json.dump({k: record[k] for k in ("parameters", "base", "base_continued") if k in record}, f)
+            json.dump({k: record[k] for k in ("parameters", "base", "base_continued", "base_extra")
+                       if k in record}, f)
 
     if os.path.exists(os.path.join(base_dir, "model.safetensors")):
         model = qwen3.load_hf(base_dir)
@@ -327,12 +360,24 @@ def main(argv=None):
                                    torch.Generator().manual_seed(a.seed + 2))
         base_stage(model, head0, a.base_steps, a.lr, "base")
         save_base(model, head0)
+    exs += augmented
     if a.continue_steps and "base_continued" not in record:
-        exs += augmented
         base_stage(model, head0, a.continue_steps, a.lr / 2, "base_continued")
         save_base(model, head0)
-    else:
-        exs += augmented
+    if a.extra_steps and a.augment:
+        exs += [Example(tok, meta, head_tags, labels, t, q)
+                for _, t, q in augment(train, random.Random(a.seed + 6), a.augment)]
+    if a.extra_steps and "base_extra" not in record:
+        base_stage(model, head0, a.extra_steps, a.lr / 4, "base_extra")
+        save_base(model, head0)
+    if a.self_train and taught:
+        t0 = time.time()
+        pseudo = self_train(model, tagging.load(os.path.join(a.out, "head0"), a.hidden)[0], meta, tok, labels,
+                            head_tags, taught)
+        record["self_train"] = {"agreed": sum(1 for x in pseudo if x.labels), "reviews": len(pseudo),
+                                "seconds": round(time.time() - t0, 1)}
+        log(f"self-training: the trunk agrees with the teacher on {record['self_train']['agreed']} of "
+            f"{len(pseudo)} unlabelled reviews")
     head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].with_label_states(a.label_states.split(","))
     head.train()
 

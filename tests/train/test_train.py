@@ -230,7 +230,8 @@ def test_tagger_training(tmp):
     out, pkg = os.path.join(tmp, "tagger"), os.path.join(tmp, "tagger-pkg")
     train_tagger.main(["--out", out, "--seed", "3", "--threads", "1", "--limit", "40", "--hidden", "64",
                        "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96",
-                       "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6", "--augment", "1",
+                       "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6",
+                       "--extra-steps", "4", "--augment", "1",
                        "--finetune-steps", "20",
                        "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3"])
     tok = bpe.load(os.path.join(out, "tokenizer.json"))
