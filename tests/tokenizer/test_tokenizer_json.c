@@ -449,6 +449,23 @@ static int teardown(void **state)
     return 0;
 }
 
+/* Display columns: hand-counted cases (wide Chinese 2, ASCII 1, a combining
+ * mark 0, an invalid byte 1, a stop at len and at NUL). */
+static void test_text_width(void **state)
+{
+    (void)state;
+    const char *mixed = "\xe7\x89\xa9\xe6\xb5\x81 ok"; /* 物流 ok */
+    assert_int_equal(pd_text_width(mixed, strlen(mixed)), 7);
+    assert_int_equal(pd_text_width(mixed, 3), 2);             /* 物 alone */
+    assert_int_equal(pd_text_width(mixed, 4), 3);             /* 物 and a cut byte of 流 */
+    assert_int_equal(pd_text_width("e\xcc\x81", 3), 1);       /* e + combining acute */
+    assert_int_equal(pd_text_width("\xff" "a", 2), 2);          /* invalid byte, a */
+    assert_int_equal(pd_text_width("ab\0cd", 5), 2);           /* stops at NUL */
+    assert_int_equal(pd_text_width("\xef\xbc\xa1", 3), 2);    /* fullwidth A */
+    assert_int_equal(pd_text_width(NULL, 5), 0);
+    assert_int_equal(pd_text_width("", 0), 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -466,6 +483,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_normalizers_and_unk),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_text_width),
     };
     return cmocka_run_group_tests_name("tokenizer_json", tests, setup, teardown);
 }
