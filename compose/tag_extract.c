@@ -48,7 +48,11 @@ static pd_status split_prompt(pd_tag_extractor *tx, const char *src, pd_error *e
         size_t len = at ? (size_t)(at - p) : strlen(p);
         if (len > 0) {
             piece *pc = &tx->pieces[tx->n_pieces++];
-            if (pd_tokenizer_encode(tok, p, len, &pc->ids, &pc->n, err)) return pd_error_prefix(err, "%s: prompt", src);
+            pd_status rc = pd_tokenizer_encode(tok, p, len, &pc->ids, &pc->n, err);
+            if (rc) {
+                pd_error_prefix(err, "%s: prompt", src);
+                return rc;
+            }
         }
         if (!at) break;
         tx->read_piece = tx->n_pieces;

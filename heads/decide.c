@@ -109,7 +109,11 @@ static pd_status append_text(ivec *a, const pd_tokenizer *tok, const char *text,
 {
     int32_t *ids = NULL;
     size_t n = 0;
-    if (pd_tokenizer_encode(tok, text, strlen(text), &ids, &n, err)) return pd_error_prefix(err, "%s", what);
+    pd_status rc = pd_tokenizer_encode(tok, text, strlen(text), &ids, &n, err);
+    if (rc) {
+        pd_error_prefix(err, "%s", what);
+        return rc;
+    }
     bool ok = ivec_append(a, ids, n);
     pd_free(ids);
     return ok ? PD_OK : pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", what);

@@ -48,9 +48,9 @@ static void append_truncated(char *dst, size_t cap, size_t *len, const char *src
     dst[*len] = '\0';
 }
 
-pd_status pd_error_prefix(pd_error *err, const char *fmt, ...)
+void pd_error_prefix(pd_error *err, const char *fmt, ...)
 {
-    if (!err) return PD_ERR_INTERNAL;
+    if (!err) return;
     char prefix[PD_ERROR_MESSAGE_SIZE], old[PD_ERROR_MESSAGE_SIZE];
     va_list ap;
     va_start(ap, fmt);
@@ -63,7 +63,6 @@ pd_status pd_error_prefix(pd_error *err, const char *fmt, ...)
     append_truncated(err->message, sizeof err->message, &len, prefix);
     append_truncated(err->message, sizeof err->message, &len, ": ");
     append_truncated(err->message, sizeof err->message, &len, old);
-    return err->code;
 }
 
 pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err)

@@ -20,8 +20,10 @@
 
 /* Fill err (may be NULL) and return code. */
 pd_status pd_set_error(pd_error *err, pd_status code, const char *fmt, ...) PD_PRINTF(3, 4);
-/* Prefix an existing message: "context: old message". */
-pd_status pd_error_prefix(pd_error *err, const char *fmt, ...) PD_PRINTF(2, 3);
+/* Prefix err's message (err may be NULL): "context: old message". The caller
+ * returns the status it already has: without an error object there is no
+ * code to give back. */
+void pd_error_prefix(pd_error *err, const char *fmt, ...) PD_PRINTF(2, 3);
 
 /* Overflow-checked size arithmetic: return false on overflow. */
 static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
