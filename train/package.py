@@ -144,7 +144,7 @@ def tagger_cases(model, tok, out):
     for text in TAGGER_TEXTS:
         ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
         h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
-        _, tr = tagging.decode(head, meta, h, text, ranges, labels)
+        _, tr, _ = tagging.decode(head, meta, h, text, ranges, labels)
         tr["emissions"] = [g7(r) for r in tr["emissions"]]
         for ln in tr["links"]:
             ln["scores"] = g7(ln["scores"])

@@ -231,23 +231,11 @@ def spans_of(tags, names):
     return [tuple(s) for s in out]
 
 
-def quad(text, byte_ranges, sp, stext, rec, fields, label):
-    """A decoded record as a training quadruple (aspect, start, end, opinion, start, end, *label) with
-    character offsets (None for `_`), the form train_tagger.py reads from the labels file."""
-    at = {b: k for k, b in enumerate(char_starts(text))}
-    out = []
-    for f in fields:
-        k = rec[f]
-        if k < 0:
-            out += ["_", None, None]
-        else:
-            out += [stext[k], at[byte_ranges[sp[k][1]][0]], at[byte_ranges[sp[k][2]][1]]]
-    return tuple(out) + tuple(label)
-
-
 @torch.no_grad()
 def decode(head, meta, h, text, byte_ranges, labels):
-    """The records of one review from its read-copy states h [N, H] (compose/'s rules), and a trace."""
+    """The records of one review from its read-copy states h [N, H] (compose/'s rules), a trace (what
+    `pocketdec tag` prints), and the records as training quadruples (aspect, start, end, opinion, start,
+    end, *label) with character offsets (None for `_`), before repeats are dropped."""
     raw = text.encode("utf-8")
     e = head.emissions(h)
     mid = midchar(text, byte_ranges)
@@ -257,6 +245,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
     frm = [k for k, s in enumerate(sp) if s[0] == src]
     to = [k for k, s in enumerate(sp) if s[0] == dst]
     stext = [raw[byte_ranges[a][0]:byte_ranges[b][1]].decode("utf-8") for _, a, b in sp]
+    at = {b: k for k, b in enumerate(char_starts(text))}  # spans start and end on characters
+    coffs = [(at[byte_ranges[a][0]], at[byte_ranges[b][1]]) for _, a, b in sp]
     links, recs, used = [], [], set()
     for k in frm:
         s = head.link_scores(h[sp[k][2]][None], h[[sp[j][2] for j in to]] if to else h[:0])[0]
@@ -270,13 +260,16 @@ def decode(head, meta, h, text, byte_ranges, labels):
     for j in to:
         if j not in used:
             recs.append({dst: j, src: -1})
-    out, logits, chosen = [], [], []
+    out, logits, quads = [], [], []
     for r in recs:
         ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
         lg = head.label_logits(head.label_parts(h, [ends]))[0]
         logits.append(lg.tolist())
         lab = labels[int(torch.argmax(lg.double()))]
-        chosen.append(lab)
+        q = ()
+        for f in head.spans:
+            q += (stext[r[f]], *coffs[r[f]]) if r[f] >= 0 else ("_", None, None)
+        quads.append(q + tuple(lab))
         first = min(sp[r[f]][1] for f in head.spans if r[f] >= 0)
         vals = {f: (stext[r[f]] if r[f] >= 0 else "_") for f in head.spans}
         vals.update(dict(zip(meta["label_fields"], lab)))
@@ -290,9 +283,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
             uniq.append(v)
     trace = {"tags": [head.tags[t] for t in tags], "emissions": e.tolist(),
              "spans": [{"field": f, "text": stext[k], "first": a, "last": b} for k, (f, a, b) in enumerate(sp)],
-             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq,
-             "quads": [quad(text, byte_ranges, sp, stext, r, head.spans, lab) for r, lab in zip(recs, chosen)]}
-    return uniq, trace
+             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq}
+    return uniq, trace, quads
 
 
 def save(head, meta, labels, path):

@@ -151,7 +151,7 @@ def self_train(model, head, meta, tok, labels, head_tags, taught):
         if text:
             ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
             h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
-            quads = tagging.decode(head, meta, h, text, ranges, labels)[1]["quads"]
+            quads = tagging.decode(head, meta, h, text, ranges, labels)[2]
         mine = {(f, q[k + 1], q[k + 2]) for q in quads for f, k in (("aspect", 0), ("opinion", 3)) if q[k + 1] is not None}
         if quads and mine == set(spans):
             out.append(Example(tok, meta, head_tags, labels, text, quads))
@@ -221,7 +221,7 @@ def predict(model, head, meta, tok, labels, reviews, path):
             if text:
                 ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
                 h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
-                recs, _ = tagging.decode(head, meta, h, text, ranges, labels)
+                recs, _, _ = tagging.decode(head, meta, h, text, ranges, labels)
             for r in recs:
                 w.writerow([i, r["aspect"], r["opinion"], r["category"], r["polarity"]])
             if not recs:
