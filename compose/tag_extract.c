@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One part of the prompt template: literal ids, or a copy of the text. */
+/* One part of the prompt template: literal ids, a copy of the text, or the
+ * text with the gazetteer's matches between marker tokens. */
+typedef enum { PIECE_LITERAL, PIECE_TEXT, PIECE_MARKED } piece_kind;
+
 typedef struct piece {
     int32_t *ids;
     size_t n;
-    bool text;
+    piece_kind kind;
 } piece;
 
 struct pd_tag_extractor {
@@ -25,6 +28,7 @@ struct pd_tag_extractor {
     int32_t n_pieces, read_piece; /* read_piece: the last {text} */
     int32_t span_field[2];        /* schema field of each head span */
     int32_t *label_field;         /* [n_label_fields] schema field of each label field */
+    int32_t marks[PD_TAGGER_MAX_SPANS][2]; /* open and close marker ids of each span field (gazetteer) */
 };
 
 void pd_tag_extractor_free(pd_tag_extractor *tx)
@@ -36,15 +40,25 @@ void pd_tag_extractor_free(pd_tag_extractor *tx)
     free(tx);
 }
 
-/* The template split at each {text}; literal parts tokenized with special tokens recognised. */
+/* The next {text} or {marked} at or after p (NULL when none); *kind says which. */
+static const char *next_slot(const char *p, piece_kind *kind)
+{
+    const char *text = strstr(p, "{text}"), *marked = strstr(p, "{marked}");
+    *kind = marked && (!text || marked < text) ? PIECE_MARKED : PIECE_TEXT;
+    return *kind == PIECE_MARKED ? marked : text;
+}
+
+/* The template split at each {text} and {marked}; literal parts tokenized
+ * with special tokens recognised. */
 static pd_status split_prompt(pd_tag_extractor *tx, const char *src, pd_error *err)
 {
     const pd_tokenizer *tok = pd_model_tokenizer(tx->model);
     size_t cap = 1;
-    for (const char *p = tx->t->prompt; (p = strstr(p, "{text}")); p += 6) cap += 2;
+    piece_kind kind;
+    for (const char *p = tx->t->prompt; (p = next_slot(p, &kind)); p++) cap += 2;
     if (!(tx->pieces = calloc(cap, sizeof *tx->pieces))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
     for (const char *p = tx->t->prompt;;) {
-        const char *at = strstr(p, "{text}");
+        const char *at = next_slot(p, &kind);
         size_t len = at ? (size_t)(at - p) : strlen(p);
         if (len > 0) {
             piece *pc = &tx->pieces[tx->n_pieces++];
@@ -55,10 +69,28 @@ static pd_status split_prompt(pd_tag_extractor *tx, const char *src, pd_error *e
             }
         }
         if (!at) break;
-        tx->read_piece = tx->n_pieces;
-        tx->pieces[tx->n_pieces++].text = true;
-        p = at + 6;
+        if (kind == PIECE_TEXT) tx->read_piece = tx->n_pieces;
+        tx->pieces[tx->n_pieces++].kind = kind;
+        p = at + (kind == PIECE_TEXT ? strlen("{text}") : strlen("{marked}"));
     }
+    return PD_OK;
+}
+
+/* Each span field's gazetteer markers must be tokens of the model. */
+static pd_status resolve_marks(pd_tag_extractor *tx, const char *src, pd_error *err)
+{
+    const pd_gazetteer *g = tx->t->gazetteer;
+    const pd_tokenizer *tok = pd_model_tokenizer(tx->model);
+    int32_t vocab = pd_model_config(tx->model)->vocab;
+    for (int32_t k = 0; g && k < tx->t->n_spans; k++)
+        for (int32_t c = 0; c < 2; c++) {
+            const char *name = pd_gazetteer_mark(g, k, c);
+            tx->marks[k][c] = name ? pd_tokenizer_token_id(tok, name) : -1;
+            if (!name) continue;
+            if (tx->marks[k][c] < 0 || tx->marks[k][c] >= vocab)
+                return pd_set_error(err, PD_ERR_FORMAT, "%s: gazetteer marker '%s' is not a token of the model", src,
+                                    name);
+        }
     return PD_OK;
 }
 
@@ -121,6 +153,7 @@ pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *s
         rc = bind_fields(tx, src, err);
     }
     if (!rc) rc = split_prompt(tx, src, err);
+    if (!rc) rc = resolve_marks(tx, src, err);
     free(src);
     if (rc) {
         pd_tag_extractor_free(tx);
@@ -184,29 +217,99 @@ typedef struct rec {
 
 static pd_status nomem(pd_error *err) { return pd_set_error(err, PD_ERR_NOMEM, "pd_tag_extract: out of memory"); }
 
-/* The prompt: template pieces with the text's plain ids at each {text}. */
+/* Append n ids to the growing array *out (*n used, *cap allocated). */
+static bool append_ids(int32_t **out, size_t *n, size_t *cap, const int32_t *ids, size_t k)
+{
+    if (*n + k > *cap) {
+        size_t c = *cap ? *cap : 64;
+        while (c < *n + k) c *= 2;
+        int32_t *grown = realloc(*out, sizeof *grown * c);
+        if (!grown) return false;
+        *out = grown;
+        *cap = c;
+    }
+    if (k) memcpy(*out + *n, ids, sizeof *ids * k);
+    *n += k;
+    return true;
+}
+
+/* Append the plain ids of text[0..len) (nothing when len is 0). */
+static pd_status append_plain(const pd_tokenizer *tok, const char *text, size_t len, int32_t **out, size_t *n,
+                              size_t *cap, pd_error *err)
+{
+    int32_t *ids = NULL;
+    size_t k = 0;
+    pd_status rc = len ? pd_tokenizer_encode_plain(tok, text, len, &ids, &k, err) : PD_OK;
+    if (!rc && !append_ids(out, n, cap, ids, k)) rc = nomem(err);
+    pd_free(ids);
+    return rc;
+}
+
+/* The {marked} copy: the text's plain ids, each gazetteer match between the
+ * open markers of its fields (in span order) and their close markers (in
+ * reverse); the text between matches is encoded piece by piece. */
+static pd_status marked_ids(const pd_tag_extractor *tx, const char *text, size_t len, int32_t **out, size_t *n,
+                            pd_error *err)
+{
+    const pd_tokenizer *tok = pd_model_tokenizer(tx->model);
+    pd_gaz_match *m = NULL;
+    int32_t n_m = 0;
+    size_t cap = 0, at = 0;
+    *out = NULL;
+    *n = 0;
+    pd_status rc = pd_gazetteer_match(tx->t->gazetteer, text, len, &m, &n_m, err);
+    for (int32_t i = 0; !rc && i <= n_m; i++) {
+        size_t start = i < n_m ? m[i].start : len;
+        rc = append_plain(tok, text + at, start - at, out, n, &cap, err);
+        if (rc || i == n_m) break;
+        int32_t open[PD_TAGGER_MAX_SPANS], close[PD_TAGGER_MAX_SPANS], k_n = 0;
+        for (int32_t k = 0; k < tx->t->n_spans; k++)
+            if (m[i].fields & (1u << k)) {
+                open[k_n] = tx->marks[k][0];
+                close[k_n++] = tx->marks[k][1];
+            }
+        for (int32_t a = 0, b = k_n - 1; a < b; a++, b--) { /* close in reverse */
+            int32_t swap = close[a];
+            close[a] = close[b];
+            close[b] = swap;
+        }
+        if (!append_ids(out, n, &cap, open, (size_t)k_n)) rc = nomem(err);
+        if (!rc) rc = append_plain(tok, text + m[i].start, m[i].end - m[i].start, out, n, &cap, err);
+        if (!rc && !append_ids(out, n, &cap, close, (size_t)k_n)) rc = nomem(err);
+        at = m[i].end;
+    }
+    free(m);
+    return rc;
+}
+
+/* The prompt: template pieces with the text's plain ids at each {text} and
+ * its marked ids at each {marked}. */
 static pd_status build_prompt(pass *ps, const char *text, size_t len, pd_error *err)
 {
     const pd_tag_extractor *tx = ps->tx;
-    int32_t *ids = NULL;
-    size_t n_ids = 0, total = 0;
+    int32_t *ids = NULL, *marked = NULL;
+    size_t n_ids = 0, n_marked = 0, total = 0;
     pd_status rc = pd_tokenizer_encode_plain(pd_model_tokenizer(tx->model), text, len, &ids, &n_ids, err);
-    if (rc) return rc;
-    for (int32_t i = 0; i < tx->n_pieces; i++) total += tx->pieces[i].text ? n_ids : tx->pieces[i].n;
-    pd_tag_trace *tr = ps->tr;
-    if (total > INT32_MAX || !(tr->tokens = malloc(sizeof *tr->tokens * (total ? total : 1)))) {
-        pd_free(ids);
-        return nomem(err);
-    }
-    for (int32_t i = 0; i < tx->n_pieces; i++) {
+    if (!rc && tx->t->gazetteer) rc = marked_ids(tx, text, len, &marked, &n_marked, err);
+    const int32_t *src[] = {NULL, ids, marked};
+    size_t count[] = {0, n_ids, n_marked};
+    for (int32_t i = 0; !rc && i < tx->n_pieces; i++) {
         const piece *pc = &tx->pieces[i];
+        total += pc->kind == PIECE_LITERAL ? pc->n : count[pc->kind];
+    }
+    pd_tag_trace *tr = ps->tr;
+    if (!rc && (total > INT32_MAX || !(tr->tokens = malloc(sizeof *tr->tokens * (total ? total : 1))))) rc = nomem(err);
+    for (int32_t i = 0; !rc && i < tx->n_pieces; i++) {
+        const piece *pc = &tx->pieces[i];
+        size_t k = pc->kind == PIECE_LITERAL ? pc->n : count[pc->kind];
         if (i == tx->read_piece) tr->read_start = tr->n_tokens;
-        memcpy(tr->tokens + tr->n_tokens, pc->text ? ids : pc->ids, sizeof *ids * (pc->text ? n_ids : pc->n));
-        tr->n_tokens += (int32_t)(pc->text ? n_ids : pc->n);
+        if (k) memcpy(tr->tokens + tr->n_tokens, pc->kind == PIECE_LITERAL ? pc->ids : src[pc->kind], sizeof *ids * k);
+        tr->n_tokens += (int32_t)k;
     }
     tr->n_read = (int32_t)n_ids;
     pd_free(ids);
-    return PD_OK;
+    free(marked);
+    return rc;
 }
 
 /* Bytes, offsets and character boundaries of the read copy's tokens. */

@@ -28,8 +28,14 @@ pd_status pd_markers_resolve(const pd_model *model, const char *const names[PD_M
  * "label_states": "first", "last"). */
 typedef enum { PD_SPAN_FIRST = 0, PD_SPAN_LAST = 1, PD_SPAN_N_STATES = 2 } pd_span_state;
 
+/* A tagger head's gazetteer (gazetteer.c): terms of its span fields that the
+ * prompt's {marked} copy shows between the field's marker tokens. */
+typedef struct pd_gazetteer pd_gazetteer;
+#define PD_GAZETTEER_MAX_CHARS 64 /* characters of one term */
+
 typedef struct pd_tagger {
-    char *prompt;          /* template holding {text} once or more */
+    char *prompt;          /* template holding {text} once or more, and {marked} with a gazetteer */
+    pd_gazetteer *gazetteer; /* NULL without */
     int32_t n_spans, n_tags;
     char **spans;          /* span field names, in tag order */
     int32_t link_from, link_to; /* indices in spans; -1 without a link */
@@ -93,6 +99,30 @@ void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *c
  * token label_states[j] (first or last) of its span of field spans[k], or
  * NULL for `_`; out[n_labels]. */
 void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
+/* head.json's "gazetteer" ({"file", "marks": {span field: [open, close]}})
+ * and its file (one `field<TAB>term` a line; `#` comments, blank lines; a
+ * term listed under two fields has both) into h->tagger->gazetteer. The
+ * prompt must hold {marked} exactly when there is a gazetteer. */
+pd_status pd_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
+void pd_gazetteer_free(pd_gazetteer *g);
+/* The open (close false) or close marker name of span field k; NULL when the
+ * field has none. */
+const char *pd_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close);
+
+/* A match: bytes [start, end) of the text, the span fields (bit k) of its term. */
+typedef struct pd_gaz_match {
+    size_t start, end;
+    uint32_t fields;
+} pd_gaz_match;
+
+/* The gazetteer's matches in text (len bytes of valid UTF-8), in text order:
+ * at each character the longest term starting there; those longer first,
+ * then earlier, each kept unless it overlaps one kept before (lengths in
+ * characters). *out is malloc'ed (NULL when none). PD_ERR_NOMEM is the only
+ * failure. */
+pd_status pd_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
+                             pd_error *err);
+
 /* Index of the largest of v[0..n) (the first on ties). */
 int32_t pd_argmax(const float *v, int32_t n);
 

@@ -18,6 +18,7 @@ void pd_tagger_free(pd_tagger *t)
 {
     if (!t) return;
     free(t->prompt);
+    pd_gazetteer_free(t->gazetteer);
     free_strings(t->spans, t->n_spans);
     free_strings(t->label_fields, t->n_label_fields);
     free_strings(t->label_values, t->n_labels * t->n_label_fields);
@@ -167,6 +168,7 @@ pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *
     t->n_tags = 1 + 2 * t->n_spans;
     if (!rc) rc = parse_link(t, root, path, err);
     if (!rc) rc = parse_labels(t, root, path, err);
+    if (!rc) rc = pd_gazetteer_parse(h, root, path, err);
     return rc;
 }
 

@@ -78,6 +78,8 @@ def package(run, out):
     head_json = os.path.join(out, "head", "head.json")
     with open(head_json, encoding="utf-8") as f:
         meta = json.load(f)
+    if "gazetteer" in meta:
+        shutil.copy(os.path.join(run, "head", meta["gazetteer"]["file"]), os.path.join(out, "head"))
     for k in ("question", "candidates"):  # older runs kept these; the schema's decide section has them
         meta.pop(k, None)
     with open(head_json, "w", encoding="utf-8") as f:
@@ -139,10 +141,10 @@ def tagger_cases(model, tok, out):
     """The tagger head's trace on TAGGER_TEXTS: what `pocketdec tag` must print."""
     import tagging
     head, meta, labels = tagging.load(os.path.join(out, "head"), model.config["hidden_size"])
-
+    terms = tagging.load_gazetteer(os.path.join(out, "head"), meta)
     rows = []
     for text in TAGGER_TEXTS:
-        ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
+        ids, read, ranges = tagging.prompt(tok, meta, text, terms)
         h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
         _, tr, _ = tagging.decode(head, meta, h, text, ranges, labels)
         tr["emissions"] = [g7(r) for r in tr["emissions"]]

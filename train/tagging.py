@@ -10,6 +10,7 @@ train/tagger_template.json and travels in head.json, so training and inference b
 import json
 import math
 import os
+import re
 
 import torch
 import torch.nn as nn
@@ -42,24 +43,86 @@ def char_starts(text):
     return out + [off]
 
 
-def prompt(tok, template, text):
-    """(ids, read_start, token byte ranges of the read copy). Literal pieces are encoded with
-    special tokens recognised; each {text} is the text alone, as plain bytes (no specials)."""
-    pieces = template.split("{text}")
+def prompt(tok, meta, text, terms=None):
+    """(ids, read_start, token byte ranges of the read copy) of meta["prompt"]. Literal pieces are
+    encoded with special tokens recognised; each {text} is the text alone, as plain bytes (no
+    specials), and the last one is the read copy; {marked} is the text with the gazetteer's matches
+    (terms: term -> fields, read_gazetteer) between the marker tokens of meta["gazetteer"]."""
     ids, read_start = [], 0
     text_ids = tok.encode_plain(text)
-    for k, lit in enumerate(pieces):
+    for lit, slot in re.findall(r"(.*?)(\{text\}|\{marked\}|$)", meta["prompt"], flags=re.S):
         if lit:
             ids += tok.encode(lit)
-        if k + 1 < len(pieces):
+        if slot == "{text}":
             read_start = len(ids)
             ids += text_ids
+        elif slot == "{marked}":
+            if terms is None:
+                raise ValueError("the prompt has {marked} but no gazetteer was given")
+            ids += marked_ids(tok, meta, text, terms)
     spans, off = [], 0
     for i in text_ids:
         n = len(tok.token_bytes(i))
         spans.append((off, off + n))
         off += n
     return ids, read_start, spans
+
+
+# ----------------------------------------------------------------------------- gazetteer
+
+def read_gazetteer(path):
+    """term -> set of fields, from a gazetteer file: one `field<TAB>term` a line, `#` comments."""
+    terms = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line and not line.startswith("#"):
+                field, term = line.split("\t", 1)
+                terms.setdefault(term, set()).add(field)
+    return terms
+
+
+def write_gazetteer(path, terms):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# field<TAB>term: spans the trunk sees marked in the {marked} copy of the prompt\n")
+        for field, term in sorted((fl, t) for t, fs in terms.items() for fl in fs):
+            f.write(f"{field}\t{term}\n")
+
+
+def gazetteer_matches(text, terms):
+    """[(start, end)] character ranges of the gazetteer's matches in text: at each position the
+    longest term starting there; those longer first, then earlier, each kept unless it overlaps one
+    kept before; in text order."""
+    longest = max(map(len, terms), default=0)
+    cands = []
+    for s in range(len(text)):
+        for n in range(min(longest, len(text) - s), 0, -1):
+            if text[s:s + n] in terms:
+                cands.append((n, s))
+                break
+    used, out = [False] * len(text), []
+    for n, s in sorted(cands, key=lambda x: (-x[0], x[1])):
+        if not any(used[s:s + n]):
+            used[s:s + n] = [True] * n
+            out.append((s, s + n))
+    return sorted(out)
+
+
+def marked_ids(tok, meta, text, terms):
+    """The {marked} copy: the text's plain ids with each match between the open markers of its
+    fields (in the head's span order) and their close markers (in reverse)."""
+    marks = meta["gazetteer"]["marks"]
+    ids, at = [], 0
+    for s, e in gazetteer_matches(text, terms):
+        fields = [f for f in meta["spans"] if f in terms[text[s:e]]]
+        if s > at:
+            ids += tok.encode_plain(text[at:s])
+        ids += [tok.token_id(marks[f][0]) for f in fields] + tok.encode_plain(text[s:e])
+        ids += [tok.token_id(marks[f][1]) for f in reversed(fields)]
+        at = e
+    if at < len(text):
+        ids += tok.encode_plain(text[at:])
+    return ids
 
 
 def token_tags(text, byte_ranges, char_tags):
@@ -287,9 +350,11 @@ def decode(head, meta, h, text, byte_ranges, labels):
     return uniq, trace, quads
 
 
-def save(head, meta, labels, path):
-    """head.json + head.safetensors in heads/' tagger format."""
+def save(head, meta, labels, path, terms=None):
+    """head.json + head.safetensors in heads/' tagger format, and the gazetteer file head.json names."""
     os.makedirs(path, exist_ok=True)
+    if "gazetteer" in meta:
+        write_gazetteer(os.path.join(path, meta["gazetteer"]["file"]), terms)
     doc = dict(meta)
     doc["link"] = dict(meta["link"], head_dim=head.head_dim)
     doc["labels"] = [list(x) for x in labels]
@@ -318,3 +383,8 @@ def load(path, hidden):
              "label.none": "label_none"}
     head.load_state_dict({names[k]: torch.from_numpy(v.copy()) for k, v in sd.items()})
     return head.eval(), meta, [tuple(x) for x in meta["labels"]]
+
+
+def load_gazetteer(path, meta):
+    """The terms of the gazetteer a loaded head's head.json names (None when it names none)."""
+    return read_gazetteer(os.path.join(path, meta["gazetteer"]["file"])) if "gazetteer" in meta else None

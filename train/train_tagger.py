@@ -65,8 +65,8 @@ class Example:
     """One review as tensors for the task loss: tags always; links and labels when quads (gold
     quadruples) are given, not for a review the teacher tagged (spans only)."""
 
-    def __init__(self, tok, meta, head_tags, labels, text, quads=None, spans=None):
-        self.ids, self.read, ranges = tagging.prompt(tok, meta["prompt"], text)
+    def __init__(self, tok, meta, head_tags, labels, text, quads=None, spans=None, terms=None):
+        self.ids, self.read, ranges = tagging.prompt(tok, meta, text, terms)
         self.n = len(ranges)
         self.mid = tagging.midchar(text, ranges)
         if quads is not None:
@@ -128,6 +128,17 @@ def augment(train, rng, copies, p=0.5):
     return out
 
 
+def gazetteer(train):
+    """term -> fields of the gold spans of train: the head's gazetteer."""
+    terms = {}
+    for _, _, quads in train:
+        for q in quads:
+            for f, k in (("aspect", 0), ("opinion", 3)):
+                if q[k + 1] is not None:
+                    terms.setdefault(q[k], set()).add(f)
+    return terms
+
+
 def teach(train, texts, epochs, seed):
     """The perceptron teacher trained on the gold spans of train, and its spans on texts."""
     data = [(t, [teacher.TAGS.index(x) for x in
@@ -140,7 +151,7 @@ def teach(train, texts, epochs, seed):
 
 
 @torch.no_grad()
-def self_train(model, head, meta, tok, labels, head_tags, taught):
+def self_train(model, head, meta, tok, labels, head_tags, taught, terms):
     """Self-training: the trunk and its head decode the teacher-tagged reviews; where the trunk's
     spans are exactly the teacher's, its links and labels make a full training review, elsewhere the
     teacher's spans alone stay (tags only)."""
@@ -149,14 +160,14 @@ def self_train(model, head, meta, tok, labels, head_tags, taught):
     for text, spans in taught:
         quads = []
         if text:
-            ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
+            ids, read, ranges = tagging.prompt(tok, meta, text, terms)
             h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
             quads = tagging.decode(head, meta, h, text, ranges, labels)[2]
         mine = {(f, q[k + 1], q[k + 2]) for q in quads for f, k in (("aspect", 0), ("opinion", 3)) if q[k + 1] is not None}
         if quads and mine == set(spans):
-            out.append(Example(tok, meta, head_tags, labels, text, quads))
+            out.append(Example(tok, meta, head_tags, labels, text, quads, terms=terms))
         else:
-            out.append(Example(tok, meta, head_tags, labels, text, spans=spans))
+            out.append(Example(tok, meta, head_tags, labels, text, spans=spans, terms=terms))
     model.train()
     return out
 
@@ -210,7 +221,7 @@ def lm_loss(model, seqs, rng, batch):
 
 
 @torch.no_grad()
-def predict(model, head, meta, tok, labels, reviews, path):
+def predict(model, head, meta, tok, labels, reviews, path, terms):
     """Decode reviews [(id, text)] as compose/ does; write a Tianchi Result.csv."""
     model.eval()
     head.eval()
@@ -219,7 +230,7 @@ def predict(model, head, meta, tok, labels, reviews, path):
         for i, text in reviews:
             recs = []
             if text:
-                ids, read, ranges = tagging.prompt(tok, meta["prompt"], text)
+                ids, read, ranges = tagging.prompt(tok, meta, text, terms)
                 h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
                 recs, _, _ = tagging.decode(head, meta, h, text, ranges, labels)
             for r in recs:
@@ -287,6 +298,10 @@ def main(argv=None):
     ap.add_argument("--self-train", type=int, default=1,
                     help="1: before the adapter stage the base and its head decode the teacher-tagged reviews; "
                          "where their spans are the teacher's, their links and labels train too; 0 = off")
+    ap.add_argument("--folds", type=int, default=5,
+                    help="with a gazetteer in the template: each labelled review's marks come from the terms "
+                         "of the other folds of the training reviews (jackknife), so the trunk learns that a "
+                         "mark can be wrong or missing; the shipped gazetteer has every training term")
     ap.add_argument("--augment", type=int, default=1,
                     help="augmented copies of the training reviews (terms swapped for others with the same "
                          "label) added to the labelled pool; 0 = off")
@@ -299,16 +314,24 @@ def main(argv=None):
         texts, train, dev = texts[:a.limit], train[:a.limit], dev[:a.limit]
     labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
 
-    tok = bpe.train(texts, a.vocab, within_chars=True)
+    marks = [m for pair in meta.get("gazetteer", {}).get("marks", {}).values() for m in pair]
+    tok = bpe.train(texts, a.vocab, specials=bpe.SPECIALS + [m for m in marks if m not in bpe.SPECIALS],
+                    within_chars=True)
     tok.save(os.path.join(a.out, "tokenizer.json"))
     cfg = qwen3.make_config(len(tok), a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn,
                             bos=tok.token_id("<|endoftext|>"), eos=tok.token_id("<|im_end|>"))
     head_tags = tagging.tag_names(meta["spans"])
-    exs = [Example(tok, meta, head_tags, labels, t, q) for _, t, q in train]
+    terms = fold_terms = None
+    if "gazetteer" in meta:
+        terms = gazetteer(train)
+        fold_terms = [gazetteer([r for r in train if r[0] % a.folds != k]) for k in range(a.folds)]
+        record["gazetteer"] = {"terms": len(terms), "folds": a.folds}
+    own = (lambda i: fold_terms[i % a.folds]) if terms else (lambda i: None)  # noqa: E731
+    exs = [Example(tok, meta, head_tags, labels, t, q, terms=own(i)) for i, t, q in train]
     augmented = []
     if a.augment:
-        augmented = [Example(tok, meta, head_tags, labels, t, q)
-                     for _, t, q in augment(train, random.Random(a.seed + 5), a.augment)]
+        augmented = [Example(tok, meta, head_tags, labels, t, q, terms=own(i))
+                     for i, t, q in augment(train, random.Random(a.seed + 5), a.augment)]
     pseudo, taught = [], []
     if a.teacher_epochs:
         t0 = time.time()
@@ -317,7 +340,7 @@ def main(argv=None):
         if a.limit:
             unlabelled = unlabelled[:a.limit]
         taught = teach(train, unlabelled, a.teacher_epochs, a.seed)
-        pseudo = [Example(tok, meta, head_tags, labels, t, spans=sp) for t, sp in taught]
+        pseudo = [Example(tok, meta, head_tags, labels, t, spans=sp, terms=terms) for t, sp in taught]
         record["teacher"] = {"reviews": len(pseudo), "seconds": round(time.time() - t0, 1)}
     log(f"{len(texts)} texts, {len(exs)} labelled reviews, {len(pseudo)} teacher-tagged, vocab {len(tok)}")
 
@@ -325,7 +348,8 @@ def main(argv=None):
         return rng.sample(exs, a.batch) + (rng.sample(pseudo, min(a.pseudo_batch, len(pseudo))) if pseudo else [])
 
     base_dir = os.path.join(a.out, "base")
-    echo = [tagging.prompt(tok, meta["prompt"], t)[0] for t in texts]
+    text_terms = {t: own(i) for i, t, _ in train}
+    echo = [tagging.prompt(tok, meta, t, text_terms.get(t, terms))[0] for t in texts]
 
     def mixed_batch(model, head, lm_weight):
         """A step's loss: the task's, plus lm_weight x the next-token loss on the echo prompts."""
@@ -341,7 +365,7 @@ def main(argv=None):
 
     def save_base(model, head0):
         qwen3.save_hf(model, base_dir, tok.to_json())
-        tagging.save(head0, meta, labels, os.path.join(a.out, "head0"))
+        tagging.save(head0, meta, labels, os.path.join(a.out, "head0"), terms)
         with open(os.path.join(a.out, "base_log.json"), "w") as f:
             json.dump({k: record[k] for k in ("parameters", "base", "base_continued", "base_extra")
                        if k in record}, f)
@@ -365,15 +389,15 @@ def main(argv=None):
         base_stage(model, head0, a.continue_steps, a.lr / 2, "base_continued")
         save_base(model, head0)
     if a.extra_steps and a.augment:
-        exs += [Example(tok, meta, head_tags, labels, t, q)
-                for _, t, q in augment(train, random.Random(a.seed + 6), a.augment)]
+        exs += [Example(tok, meta, head_tags, labels, t, q, terms=own(i))
+                for i, t, q in augment(train, random.Random(a.seed + 6), a.augment)]
     if a.extra_steps and "base_extra" not in record:
         base_stage(model, head0, a.extra_steps, a.lr / 4, "base_extra")
         save_base(model, head0)
     if a.self_train and taught:
         t0 = time.time()
         pseudo = self_train(model, tagging.load(os.path.join(a.out, "head0"), a.hidden)[0], meta, tok, labels,
-                            head_tags, taught)
+                            head_tags, taught, terms)
         record["self_train"] = {"agreed": sum(1 for x in pseudo if x.labels), "reviews": len(pseudo),
                                 "seconds": round(time.time() - t0, 1)}
         log(f"self-training: the trunk agrees with the teacher on {record['self_train']['agreed']} of "
@@ -387,9 +411,9 @@ def main(argv=None):
     params += list(head.parameters())
     fit(params, a.finetune_steps, a.lora_lr, mixed_batch(model, head, a.finetune_lm_weight), "finetune", record)
     lora.save_peft(model, os.path.join(a.out, "adapter"), "base")
-    tagging.save(head, meta, labels, os.path.join(a.out, "head"))
+    tagging.save(head, meta, labels, os.path.join(a.out, "head"), terms)
     t0 = time.time()
-    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_Result.csv"))
+    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_Result.csv"), terms)
     record["dev_python"] = f1(os.path.join(a.data, "dev_labels.csv"), os.path.join(a.out, "dev_Result.csv"))
     record["dev_python"]["seconds"] = round(time.time() - t0, 1)
     log(f"dev (Python decode): {record['dev_python']}")

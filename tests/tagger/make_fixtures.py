@@ -29,6 +29,13 @@ TEXTS = ["12, 34; 56! 7.8 (9)", "很好，超值，很好用", "包装 好看，
 ORDER = list(make_model.bytes_to_unicode())
 
 
+MARKED_PROMPT = "<|fim_prefix|>{marked}<|fim_middle|>{text}<|fim_suffix|>"
+# aspect and opinion terms, 好 under both (nested marks), 很好 inside 很好用 (longest first)
+GAZETTEER = ({"aspect": ["<|box_start|>", "<|box_end|>"], "opinion": ["<|fim_prefix|>", "<|fim_suffix|>"]},
+             ["# a comment", "aspect\t包装", "aspect\t味道", "aspect\t物流", "opinion\t很好", "opinion\t好用",
+              "opinion\t很好用", "opinion\t超值", "opinion\t快快", "", "aspect\t好", "opinion\t好", "aspect\t5"])
+
+
 def text_ids(text):
     return [ORDER.index(b) for b in text.encode()]
 
@@ -155,6 +162,34 @@ def write_bad_heads(out):
     d = head("label-field-span", spans=["opinion"])
     edit_json(d, label_fields=["aspect", "polarity"])
     add("label field that is a span field", d, "format", "'aspect'", "bind")
+    gaz = dict(prompt=MARKED_PROMPT, gazetteer=GAZETTEER)
+    d = head("gazetteer-unmarked", gazetteer=GAZETTEER)
+    add("gazetteer without {marked} in the prompt", d, "format", "{marked}")
+    d = head("marked-no-gazetteer", prompt=MARKED_PROMPT)
+    add("{marked} without a gazetteer", d, "format", "gazetteer")
+    d = head("gazetteer-marks-field", **gaz)
+    edit_json(d, gazetteer={"file": "gazetteer.tsv", "marks": {"aspekt": ["<|box_start|>", "<|box_end|>"]}})
+    add("gazetteer marks for a field that is no span", d, "format", "aspekt")
+    d = head("gazetteer-marks-pair", **gaz)
+    edit_json(d, gazetteer={"file": "gazetteer.tsv", "marks": {"aspect": ["<|box_start|>"]}})
+    add("gazetteer marks not a pair", d, "format", "marks.aspect")
+    d = head("gazetteer-no-file", **gaz)
+    os.remove(os.path.join(d, "gazetteer.tsv"))
+    add("gazetteer file missing", d, "io", "gazetteer.tsv")
+    for name, body, status, word in (
+            ("gazetteer-no-tab", "aspect\t包装\naspect 味道\n", "format", "gazetteer.tsv:2"),
+            ("gazetteer-field", "category\t好\n", "format", "category"),
+            ("gazetteer-long-term", "opinion\t" + "好" * 65 + "\n", "limit", "65"),
+            ("gazetteer-not-utf8", "opinion\t\udcff\n", "format", "UTF-8"),
+            ("gazetteer-empty-term", "opinion\t\n", "format", "empty"),
+            ("gazetteer-nul", "opinion\t好\0\n", "format", "NUL")):
+        d = head(name, **gaz)
+        with open(os.path.join(d, "gazetteer.tsv"), "wb") as f:
+            f.write(body.encode("utf-8", "surrogateescape"))
+        add(f"gazetteer file: {name}", d, status, word)
+    d = head("gazetteer-marker", **gaz)
+    edit_json(d, gazetteer={"file": "gazetteer.tsv", "marks": dict(GAZETTEER[0], aspect=["<|box_start|>", "<|nope|>"])})
+    add("gazetteer marker that is no token", d, "format", "<|nope|>", "bind")
     return cases
 
 
@@ -171,7 +206,8 @@ def main():
     heads = {"pair": dict(seed=1), "pair-bf16": dict(seed=2, dtype="BF16"),
              "pair-ends": dict(seed=5, label_states=["first", "last"]),
              "single-ends": dict(seed=6, spans=["opinion"], label_states=["last", "first"]),
-             "single": dict(seed=3, spans=["opinion"]), "plain": dict(seed=4, labels=False, transitions=False)}
+             "single": dict(seed=3, spans=["opinion"]), "plain": dict(seed=4, labels=False, transitions=False),
+             "pair-gazetteer": dict(seed=7, label_states=["first", "last"], prompt=MARKED_PROMPT, gazetteer=GAZETTEER)}
     fields, distinct = schema_fields()
     cases = []
     for name, kw in heads.items():
@@ -179,7 +215,14 @@ def main():
         make_head.write_tagger(hdir, HIDDEN, 16, **kw)
         head = make_head.load_head(hdir)
         for text in TEXTS:
-            ids, read_start = make_head.tag_prompt(head, lambda part: [markers[part]], text_ids(text))
+            terms = None
+            if "gazetteer" in head["meta"]:
+                terms = {}
+                for line in GAZETTEER[1]:
+                    if line and not line.startswith("#"):
+                        field, term = line.split("\t")
+                        terms.setdefault(term, set()).add(field)
+            ids, read_start = make_head.tag_prompt(head, lambda part: [markers[part]], text_ids, text, terms)
             exp = make_head.tag_decode(model, head, ids, read_start, [bytes([b]) for b in text.encode()], fields,
                                        distinct)
             exp.update({"name": f"{name}: {text}", "head": hdir, "text": text})

@@ -22,7 +22,7 @@ scores each candidate alone after the prefix with reference.forward (parallel) o
 log-probabilities off one causal reference.forward of the whole prompt (sequential).
 
 Tagger heads (extraction by decisions, float64, written from docs/extraction-by-decisions.md):
-  tag_prompt(head, literal_ids, text_ids) -> ids, read_start
+  tag_prompt(head, literal_ids, encode, text, terms) -> ids, read_start
   tag_decode(model, head, ids, read_start, token_bytes, fields, distinct) -> dict(emissions, tags, spans,
       links, label_logits, records)
 """
@@ -130,9 +130,10 @@ def schema_enum_values(path, name):
 
 
 def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
-                 prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None):
+                 prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None, gazetteer=None):
     """A random tagger head. B and I tags get a positive bias so that spans appear. label_states
-    (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state)."""
+    (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state).
+    gazetteer: (marks, lines) writes gazetteer.tsv (lines `field<TAB>term`) and head.json's key."""
     rng = np.random.default_rng([seed, 0x7A66])
     os.makedirs(out, exist_ok=True)
     n_tags, s = 1 + 2 * len(spans), 1.0 / np.sqrt(hidden)
@@ -161,6 +162,10 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
         t.update({"label.weight": rng.standard_normal((n, width)) * s,
                   "label.bias": rng.standard_normal(n) * 0.1,
                   "label.none": rng.standard_normal(hidden)})
+    if gazetteer is not None:
+        meta["gazetteer"] = {"file": "gazetteer.tsv", "marks": gazetteer[0]}
+        with open(os.path.join(out, "gazetteer.tsv"), "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in gazetteer[1]))
     write_safetensors(os.path.join(out, "head.safetensors"), t, dtype)
     with open(os.path.join(out, "head.json"), "w") as f:
         json.dump(meta, f, ensure_ascii=False, indent=1)
@@ -281,18 +286,56 @@ def scores(model, head, mk, text_ids, question_ids, cand_ids, layout):
 # ----------------------------------------------------------------------------- tagger reference
 
 
-def tag_prompt(head, literal_ids, text_ids):
+def tag_prompt(head, literal_ids, encode, text, terms=None):
     """The echo prompt's ids and the index of the read copy (the last {text}); literal_ids maps
-    each literal part of the template to its ids."""
-    parts = head["meta"]["prompt"].split("{text}")
-    ids, read_start = [], 0
-    for k, part in enumerate(parts):
-        if part:
-            ids += list(literal_ids(part))
-        if k + 1 < len(parts):
+    each literal part of the template to its ids, encode a piece of text to its plain ids; terms
+    (term -> set of span fields) is the gazetteer that {marked} shows."""
+    ids, read_start, rest = [], 0, head["meta"]["prompt"]
+    while rest:
+        cut = [(rest.find(slot), slot) for slot in ("{text}", "{marked}") if slot in rest]
+        at, slot = min(cut) if cut else (len(rest), "")
+        if at:
+            ids += list(literal_ids(rest[:at]))
+        if slot == "{text}":
             read_start = len(ids)
-            ids += list(text_ids)
+            ids += list(encode(text))
+        elif slot:
+            ids += gazetteer_marked(head, literal_ids, encode, text, terms)
+        rest = rest[at + len(slot):]
     return ids, read_start
+
+
+def gazetteer_marked(head, literal_ids, encode, text, terms):
+    """The {marked} copy, from the rule in docs/extraction-by-decisions.md: at every character the
+    longest term that starts there is a candidate; candidates are taken longest first (then the
+    earliest) unless they overlap a taken one; each taken match is wrapped in the open markers of its
+    fields in span order and the close markers in reverse order."""
+    marks, spans = head["meta"]["gazetteer"]["marks"], head["meta"]["spans"]
+    longest = max((len(t) for t in terms), default=0)
+    found = []
+    for start in range(len(text)):
+        hits = [n for n in range(1, longest + 1) if start + n <= len(text) and text[start:start + n] in terms]
+        if hits:
+            found.append((-max(hits), start))
+    taken = set()
+    keep = {}
+    for neg, start in sorted(found):
+        cells = set(range(start, start - neg))
+        if not cells & taken:
+            taken |= cells
+            keep[start] = start - neg
+    ids, at = [], 0
+    for start in sorted(keep):
+        end = keep[start]
+        fields = [f for f in spans if f in terms[text[start:end]]]
+        ids += list(encode(text[at:start]))
+        for f in fields:
+            ids += list(literal_ids(marks[f][0]))
+        ids += list(encode(text[start:end]))
+        for f in reversed(fields):
+            ids += list(literal_ids(marks[f][1]))
+        at = end
+    return ids + list(encode(text[at:]))
 
 
 def _allowed(prev, tag, boundary):
