@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static int find(cli_args *a, const char *name)
 {
@@ -408,4 +409,11 @@ int cli_kv_cache_opt(cli_args *a, pd_kv_type *t)
     else if (strcmp(v, "f16") == 0) *t = PD_KV_F16;
     else return cli_usage(a, "--kv-cache must be auto, f32 or f16");
     return 0;
+}
+
+double cli_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

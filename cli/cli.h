@@ -81,4 +81,7 @@ int cli_failf(const char *fmt, ...);
 /* Print a usage error for the subcommand and return 2. */
 int cli_usage(cli_args *a, const char *what);
 
+/* Seconds on the monotonic clock (differences time a command's steps). */
+double cli_seconds(void);
+
 #endif

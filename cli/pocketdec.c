@@ -199,13 +199,6 @@ static int cmd_info(cli_args *a)
 
 /* ---------------------------------------------------------------- bench */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -234,11 +227,11 @@ static int cmd_bench(cli_args *a)
     pd_error err;
     char *file = cli_model_path(path);
     if (!file) return cli_failf("out of memory");
-    double t0 = now_s();
+    double t0 = cli_seconds();
     pd_model *model = pd_model_load(file, &mp, &err);
     free(file);
     if (!model) return cli_fail(&err);
-    double load_s = now_s() - t0;
+    double load_s = cli_seconds() - t0;
     const pd_config *c = pd_model_config(model);
     pd_context_params cp = {n_prompt + n_gen, threads, 512, 0, kv_type};
     pd_context *ctx = pd_context_new(model, &cp, &err);
@@ -256,13 +249,13 @@ static int cmd_bench(cli_args *a)
     }
     for (int r = 0; rc == 0 && r < reps; r++) {
         pd_context_kv_truncate(ctx, 0, NULL);
-        double s = now_s();
+        double s = cli_seconds();
         if (pd_eval_tokens(ctx, ids, n_prompt, &err)) {
             rc = cli_fail(&err);
             break;
         }
-        pre[r] = n_prompt / (now_s() - s);
-        s = now_s();
+        pre[r] = n_prompt / (cli_seconds() - s);
+        s = cli_seconds();
         for (int32_t g = 0; g < n_gen; g++) {
             int32_t next = pd_sample(pd_context_logits(ctx, 0), c->vocab, NULL, NULL, NULL);
             if (pd_eval_tokens(ctx, &next, 1, &err)) {
@@ -270,7 +263,7 @@ static int cmd_bench(cli_args *a)
                 break;
             }
         }
-        dec[r] = n_gen ? n_gen / (now_s() - s) : 0.0;
+        dec[r] = n_gen ? n_gen / (cli_seconds() - s) : 0.0;
     }
     if (rc == 0) {
         struct rusage ru;
