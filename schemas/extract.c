@@ -94,22 +94,24 @@ static pd_status add_records(pd_extraction *x, const pd_schema *sc, const char *
 {
     size_t sep_len = strlen(sc->separator), end_len = strlen(sc->record_end);
     const char *p = out, *stop = out + len;
-    while (p < stop) {
-        pd_record *recs = realloc(x->records, sizeof *recs * (size_t)(x->n_records + 1));
-        if (!recs) return PD_ERR_NOMEM;
-        x->records = recs;
-        pd_record *r = &recs[x->n_records];
-        if (!(r->values = calloc((size_t)sc->n_fields, sizeof *r->values))) return PD_ERR_NOMEM;
-        x->n_records++;
-        for (int32_t f = 0; f < sc->n_fields; f++) {
+    char **values = calloc((size_t)sc->n_fields, sizeof *values);
+    pd_status rc = values ? PD_OK : PD_ERR_NOMEM;
+    while (rc == PD_OK && p < stop) {
+        for (int32_t f = 0; rc == PD_OK && f < sc->n_fields; f++) {
             const char *term = f + 1 < sc->n_fields ? sc->separator : sc->record_end;
             const char *e = memchr(p, term[0], (size_t)(stop - p));
-            if (!e) return PD_ERR_INTERNAL;
-            if (!(r->values[f] = strndup(p, (size_t)(e - p)))) return PD_ERR_NOMEM;
-            p = e + (f + 1 < sc->n_fields ? sep_len : end_len);
+            if (!e) rc = PD_ERR_INTERNAL;
+            else if (!(values[f] = strndup(p, (size_t)(e - p)))) rc = PD_ERR_NOMEM;
+            else p = e + (f + 1 < sc->n_fields ? sep_len : end_len);
+        }
+        if (rc == PD_OK) rc = pd_extraction_append(x, (const char *const *)values);
+        for (int32_t f = 0; f < sc->n_fields; f++) {
+            free(values[f]);
+            values[f] = NULL;
         }
     }
-    return PD_OK;
+    free(values);
+    return rc;
 }
 
 /* The decoding loop's working set. */
