@@ -161,7 +161,17 @@ typedef struct pd_model_params {
 
 /* Load a model: an HF directory (config.json + model.safetensors or a sharded
  * model.safetensors.index.json, tokenizer.json optional) or a .gguf file.
- * Weights are mmapped. params may be NULL. */
+ * Weights are mmapped. params may be NULL.
+ *
+ * Kernels: each load chooses the numeric inner loops for the CPU it runs
+ * on, the first this CPU has of AVX-512 VNNI and AVX2 (with FMA and F16C)
+ * on x86-64, NEON on aarch64 (SDOT when the build targets a CPU with it),
+ * else portable C; pd_model_info_json names the choice ("kernels"). The
+ * environment variable PD_KERNELS, read at each load, forces one:
+ * PD_KERNELS=portable the portable C loops, PD_KERNELS=avx2 the AVX2 ones
+ * on a CPU with AVX-512 (on a CPU without AVX2 it is as if unset); other
+ * values are ignored. The sets differ in speed and in the rounding of sums
+ * only. */
 pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err);
 void pd_model_free(pd_model *model);
 
