@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static int find(cli_args *a, const char *name)
 {
@@ -407,5 +408,29 @@ int cli_kv_cache_opt(cli_args *a, pd_kv_type *t)
     if (strcmp(v, "f32") == 0) *t = PD_KV_F32;
     else if (strcmp(v, "f16") == 0) *t = PD_KV_F16;
     else return cli_usage(a, "--kv-cache must be auto, f32 or f16");
+    return 0;
+}
+
+double cli_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int cli_model_context(cli_args *a, cli_model *cm, pd_context **ctx, int32_t **ids, size_t *n_ids)
+{
+    const char *ids_s = cli_opt(a, "--ids");
+    if (ids_s && cli_parse_ids(ids_s, ids, n_ids)) return cli_usage(a, "--ids must be comma-separated integers");
+    pd_context_params cp = pd_context_default_params();
+    if (cli_threads_opt(a, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx) ||
+        cli_kv_cache_opt(a, &cp.kv_type))
+        return 2;
+    int rc = cli_model_open(a, cm);
+    if (rc) return rc;
+    if (ids_s && (size_t)cp.n_ctx < *n_ids) cp.n_ctx = (int32_t)*n_ids;
+    pd_error err;
+    *ctx = pd_context_new(cm->model, &cp, &err);
+    if (!*ctx) return cli_fail(&err);
     return 0;
 }

@@ -60,6 +60,11 @@ void cli_model_close(cli_model *m);
  * (for the commands that load the base alone: info, bench). malloc'ed; NULL
  * when out of memory. */
 char *cli_model_path(const char *path);
+/* The model (cli_model_open) and a context over it with --threads, --ctx
+ * and --kv-cache; --ids 1,2,3 into *ids (malloc'ed; *n_ids 0 without it),
+ * the context made long enough for them. 0, or the exit code after printing
+ * the error (1) or usage (2). */
+int cli_model_context(cli_args *a, cli_model *cm, pd_context **ctx, int32_t **ids, size_t *n_ids);
 /* --head DIR, else the head/ of a bundle folder given as --model, else NULL. */
 const char *cli_head_dir(cli_args *a, const cli_model *m);
 
@@ -80,5 +85,21 @@ int cli_fail(const pd_error *err);
 int cli_failf(const char *fmt, ...);
 /* Print a usage error for the subcommand and return 2. */
 int cli_usage(cli_args *a, const char *what);
+
+/* Seconds on the monotonic clock (differences time a command's steps). */
+double cli_seconds(void);
+
+/* The subcommands, one cmd_*.c each (logits and hidden share one); each
+ * returns the exit code. */
+int cmd_tokenize(cli_args *a);
+int cmd_logits(cli_args *a);
+int cmd_hidden(cli_args *a);
+int cmd_generate(cli_args *a);
+int cmd_info(cli_args *a);
+int cmd_bench(cli_args *a);
+int cmd_extract(cli_args *a);
+int cmd_tag(cli_args *a);
+int cmd_score(cli_args *a);
+int cmd_quantize(cli_args *a);
 
 #endif

@@ -158,13 +158,6 @@ static int one_row(run_state *s, reader *r, row *w)
     return rc;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The share of the input read when it is a regular file (its size is
  * known), a count alone otherwise: as a bar redrawn in place on a terminal,
  * as one line for --progress (logs and pipes keep every line). */
@@ -190,7 +183,7 @@ static void draw_progress(const run_state *s, reader *r, double elapsed)
 
 static int stream(run_state *s, reader *r)
 {
-    double t0 = seconds(), shown = t0;
+    double t0 = cli_seconds(), shown = t0;
     row w;
     int rc = 0;
     while (rc == 0 && next_row(r, &w)) {
@@ -200,7 +193,7 @@ static int stream(run_state *s, reader *r)
         }
         if (!w.header || w.problem[0]) rc = one_row(s, r, &w);
         json_decref(w.json);
-        double now = s->bar || s->every >= 0 ? seconds() : 0;
+        double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
         if (!w.header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
             draw_progress(s, r, now - t0);
             shown = now;
@@ -211,7 +204,7 @@ static int stream(run_state *s, reader *r)
     if (s->reviews == 0 && s->broken == 0)
         return cli_failf("%s: no reviews found (the input is empty%s)", r->name,
                          r->jsonl ? " or holds only blank lines" : ", or holds only a header");
-    double dt = seconds() - t0;
+    double dt = cli_seconds() - t0;
     if (s->tx) /* one forward pass a review, nothing generated */
         fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed in %.2f s (%.1f reviews/s)\n",
                 s->reviews, s->records, s->broken, s->failed, dt, (double)s->reviews / (dt > 0 ? dt : 1));

@@ -90,15 +90,10 @@ typedef struct ivec {
 
 static bool ivec_append(ivec *a, const int32_t *src, size_t n)
 {
-    if (a->n + n > a->cap) {
-        size_t cap = a->cap ? a->cap : 64;
-        while (cap < a->n + n) cap *= 2;
-        int32_t *v = realloc(a->v, cap * sizeof *v);
-        if (!v) return false;
-        a->v = v;
-        a->cap = cap;
-    }
-    memcpy(a->v + a->n, src, n * sizeof *src);
+    int32_t *v = pd_grow(a->v, &a->cap, a->n + n, sizeof *v);
+    if (!v) return false;
+    a->v = v;
+    if (n) memcpy(a->v + a->n, src, n * sizeof *src);
     a->n += n;
     return true;
 }

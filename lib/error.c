@@ -65,31 +65,51 @@ void pd_error_prefix(pd_error *err, const char *fmt, ...)
     append_truncated(err->message, sizeof err->message, &len, old);
 }
 
+void *pd_grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need == 0) need = 1; /* so that success is never NULL */
+    if (need <= *cap) return p;
+    size_t c = *cap > 16 ? *cap : 16, bytes;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return NULL;
+        c *= 2;
+    }
+    if (!pd_mul_size(c, elem, &bytes)) return NULL;
+    void *q = realloc(p, bytes);
+    if (q) *cap = c;
+    return q;
+}
+
+bool pd_buf_append(pd_buf *b, const void *s, size_t n)
+{
+    char *d = b->failed || n > SIZE_MAX - 1 - b->len ? NULL : pd_grow(b->data, &b->cap, b->len + n + 1, 1);
+    if (!d) {
+        b->failed = true;
+        return false;
+    }
+    b->data = d;
+    if (n) memcpy(d + b->len, s, n);
+    b->len += n;
+    d[b->len] = '\0';
+    return true;
+}
+
 pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        fclose(f);
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
-    }
-    for (;;) {
-        if (n == cap) {
-            if (cap > SIZE_MAX / 4) break;
-            char *bigger = realloc(buf, cap * 2 + 1);
-            if (!bigger) {
-                free(buf);
-                fclose(f);
-                return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
-            }
-            buf = bigger;
-            cap *= 2;
+    char *buf = NULL;
+    size_t cap = 0, n = 0, got = 1;
+    while (got) {
+        char *bigger = pd_grow(buf, &cap, n + (1 << 16) + 1, 1); /* room for a read of 64 KiB and the NUL */
+        if (!bigger) {
+            free(buf);
+            fclose(f);
+            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
+        buf = bigger;
+        got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
-        if (got == 0) break;
     }
     int failed = ferror(f);
     fclose(f);

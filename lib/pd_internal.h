@@ -33,6 +33,28 @@ static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
     return true;
 }
 
+/* Growable arrays, the one growth rule: p (capacity *cap elements of elem
+ * bytes) with room for at least need elements (and one). p itself when it has
+ * room; else p reallocated, the capacity doubled from max(*cap, 16) until it
+ * holds need and *cap updated; NULL when the size overflows or memory is
+ * short, p then untouched and still the caller's:
+ *     int32_t *v = pd_grow(a->v, &a->cap, a->n + 1, sizeof *v);
+ *     if (!v) return nomem; a->v = v; */
+void *pd_grow(void *p, size_t *cap, size_t need, size_t elem);
+
+/* A growable byte string; zero-initialise it. data is NUL-terminated once
+ * anything was appended; free it with free(). The first failed append
+ * sticks: failed is set and later appends do nothing, so a writer may check
+ * once at the end. */
+typedef struct pd_buf {
+    char *data;
+    size_t len, cap;
+    bool failed;
+} pd_buf;
+
+/* Append n bytes of s; false (and b->failed) when memory is short. */
+bool pd_buf_append(pd_buf *b, const void *s, size_t n);
+
 /* Read a whole file into memory (NUL-terminated). */
 pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err);
 

@@ -161,7 +161,17 @@ typedef struct pd_model_params {
 
 /* Load a model: an HF directory (config.json + model.safetensors or a sharded
  * model.safetensors.index.json, tokenizer.json optional) or a .gguf file.
- * Weights are mmapped. params may be NULL. */
+ * Weights are mmapped. params may be NULL.
+ *
+ * Kernels: each load chooses the numeric inner loops for the CPU it runs
+ * on, the first this CPU has of AVX-512 VNNI and AVX2 (with FMA and F16C)
+ * on x86-64, NEON on aarch64 (SDOT when the build targets a CPU with it),
+ * else portable C; pd_model_info_json names the choice ("kernels"). The
+ * environment variable PD_KERNELS, read at each load, forces one:
+ * PD_KERNELS=portable the portable C loops, PD_KERNELS=avx2 the AVX2 ones
+ * on a CPU with AVX-512 (on a CPU without AVX2 it is as if unset); other
+ * values are ignored. The sets differ in speed and in the rounding of sums
+ * only. */
 pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err);
 void pd_model_free(pd_model *model);
 
@@ -173,6 +183,33 @@ const pd_tokenizer *pd_model_tokenizer(const pd_model *model);
 /* Writes a JSON object describing the model (architecture, dimensions,
  * dtypes, parameter count, source). pd_free() the result. */
 char *pd_model_info_json(const pd_model *model);
+
+/* What pd_model_quantize wrote. */
+typedef struct pd_quantize_stats {
+    int32_t n_tensors; /* tensors in the file */
+    uint64_t n_bytes;  /* the file's size */
+} pd_quantize_stats;
+
+/* Write the HF model directory hf_dir (config.json, safetensors of F32, F16
+ * or BF16, tokenizer.json) as one GGUF v3 file at path that pocketdec and
+ * llama.cpp load, its matrices and token embedding of type PD_QUANT_Q8_0,
+ * PD_QUANT_Q4_0 or PD_QUANT_Q4_1 (as llama.cpp's llama_model_quantize
+ * writes a GGUF file from another). Rows are quantized with ggml's
+ * reference arithmetic, so the file holds the bytes llama.cpp's quantizer
+ * writes from the same values and computes what loading hf_dir with that
+ * pd_model_params.quantize computes; norms stay F32. The metadata holds the
+ * qwen3.* dimensions, the vocabulary of tokenizer.json and the chat_template
+ * of tokenizer_config.json when there is one. stats (may be NULL) receives
+ * what was written. Errors name the file: PD_ERR_ARG for a NULL path or a
+ * type other than those three, PD_ERR_UNSUPPORTED for PD_QUANT_Q4_64 (no
+ * GGUF type holds it); what pd_model_load gives for the directory; PD_ERR_IO
+ * without tokenizer.json, PD_ERR_FORMAT when it is not a byte-level BPE
+ * tokenizer; PD_ERR_SHAPE for rows that are not whole blocks of 32;
+ * PD_ERR_IO when path cannot be created or written. Every failure but a
+ * failed write comes before path is opened, so a file already there stays
+ * as it was; a failed write removes the file. */
+pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quant type, pd_quantize_stats *stats,
+                            pd_error *err);
 
 /* ----------------------------------------------------------------- context */
 

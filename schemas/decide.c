@@ -1,7 +1,8 @@
 /* decide.c - a schema's `decide` section: the question and candidate
- * templates, and relabelling extracted records with a decision head (the
- * generation copies the spans, the head picks the closed-set labels among all
- * their combinations in one forward pass a record). */
+ * templates filled from a record, the candidates (every combination of the
+ * enum fields the candidate template names), and a chosen candidate applied
+ * to a record. Pure helpers: asking a decision head is the composer's job
+ * (compose/extraction_decide.c). */
 #include "schema_internal.h"
 
 #include <stdlib.h>
@@ -117,52 +118,37 @@ pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_
     return PD_OK;
 }
 
-/* Set the candidate fields of rec to those of candidate k. */
-static pd_status apply(const pd_schema *sc, const int32_t *fields, int32_t nf, int32_t k, pd_record *rec, char **scratch)
+bool pd_schema_has_decide(const pd_schema *sc) { return sc->decide_question != NULL; }
+
+char *pd_schema_decide_question(const pd_schema *sc, const pd_record *rec)
 {
-    memcpy(scratch, rec->values, sizeof *scratch * (size_t)sc->n_fields);
-    candidate_values(sc, fields, nf, k, scratch);
-    for (int32_t j = 0; j < nf; j++) {
-        int32_t f = fields[j];
-        char *v = strdup(scratch[f]);
-        if (!v) return PD_ERR_NOMEM;
-        free(rec->values[f]);
-        rec->values[f] = v;
-    }
-    return PD_OK;
+    return sc->decide_question ? pd_schema_render(sc, sc->decide_question, rec->values) : NULL;
 }
 
-pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *text, pd_extraction *x, pd_error *err)
+const char *const *pd_schema_decide_candidates(const pd_schema *sc, int32_t *n)
 {
-    if (!d || !sc || !text || !x) return pd_set_error(err, PD_ERR_ARG, "pd_extraction_decide: NULL argument");
-    if (!sc->decide_question)
-        return pd_set_error(err, PD_ERR_ARG, "%s: the schema has no 'decide' section to relabel with", sc->path);
-    if (x->n_fields != sc->n_fields)
-        return pd_set_error(err, PD_ERR_ARG, "pd_extraction_decide: the extraction has %d fields, %s has %d",
-                            x->n_fields, sc->path, sc->n_fields);
-    if (x->n_records == 0) return PD_OK; /* nothing to ask: no model call */
-    char **scratch = calloc((size_t)sc->n_fields, sizeof *scratch);
+    *n = sc->n_decide_cands;
+    return (const char *const *)sc->decide_cands;
+}
+
+pd_status pd_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec)
+{
     int32_t fields[64], nf = candidate_fields(sc, fields);
-    pd_status rc = scratch ? pd_decider_set_text(d, text, err)
-                           : pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
-    for (int32_t r = 0; !rc && r < x->n_records; r++) {
-        char *question = pd_schema_render(sc, sc->decide_question, x->records[r].values);
-        pd_decision *dec = NULL;
-        if (!question) {
-            rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
-            break;
+    char **values = malloc(sizeof *values * (size_t)sc->n_fields);
+    if (!values) return PD_ERR_NOMEM;
+    memcpy(values, rec->values, sizeof *values * (size_t)sc->n_fields);
+    candidate_values(sc, fields, nf, k, values);
+    pd_status rc = PD_OK;
+    for (int32_t j = 0; !rc && j < nf; j++) {
+        int32_t f = fields[j];
+        char *v = strdup(values[f]);
+        if (!v) {
+            rc = PD_ERR_NOMEM;
+        } else {
+            free(rec->values[f]);
+            rec->values[f] = v;
         }
-        rc = pd_decide(d, NULL, question, (const char *const *)sc->decide_cands, sc->n_decide_cands, &dec, err);
-        free(question);
-        if (rc) break;
-        int32_t best = 0;
-        for (int32_t k = 1; k < sc->n_decide_cands; k++)
-            if (dec->probs[k] > dec->probs[best]) best = k;
-        pd_decision_free(dec);
-        if (apply(sc, fields, nf, best, &x->records[r], scratch))
-            rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
     }
-    if (!rc && sc->distinct_records) pd_extraction_drop_repeats(x);
-    free(scratch);
+    free(values);
     return rc;
 }

@@ -9,18 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Double the capacity of n parallel arrays (element sizes[i]); false when an
- * allocation fails (the arrays that grew keep their new size, *cap the old). */
+/* Room for one more element in n parallel arrays (element sizes[i]) of one
+ * capacity, each grown by pd_grow's rule; false when an allocation fails or
+ * the capacity would pass INT32_MAX (the arrays that grew keep their new
+ * size, *cap the old). */
 static bool grow(int32_t *cap, int n, void **arrays[], const size_t sizes[])
 {
-    if (*cap > INT32_MAX / 2) return false;
-    int32_t want = *cap ? *cap * 2 : 64;
+    size_t want = (size_t)*cap;
     for (int i = 0; i < n; i++) {
-        void *p = realloc(*arrays[i], sizes[i] * (size_t)want);
+        want = (size_t)*cap;
+        void *p = pd_grow(*arrays[i], &want, (size_t)*cap + 1, sizes[i]);
         if (!p) return false;
         *arrays[i] = p;
     }
-    *cap = want;
+    if (want > INT32_MAX) return false;
+    *cap = (int32_t)want;
     return true;
 }
 
@@ -256,15 +259,10 @@ static bool value_step(pd_constraint *c, pd_cstate *s, const pd_schema_field *f,
 
 static bool put_byte(pd_constraint *c, int32_t pos, uint8_t b)
 {
-    if (pos >= c->cap_buf) {
-        int32_t cap = c->cap_buf ? c->cap_buf : 1024;
-        while (cap <= pos) cap *= 2;
-        uint8_t *nb = realloc(c->buf, (size_t)cap);
-        if (!nb) return false;
-        c->buf = nb;
-        c->cap_buf = cap;
-    }
-    c->buf[pos] = b;
+    uint8_t *nb = pd_grow(c->buf, &c->cap_buf, (size_t)pos + 1, 1);
+    if (!nb) return false;
+    c->buf = nb;
+    nb[pos] = b;
     return true;
 }
 

@@ -78,55 +78,30 @@ void pd_extraction_drop_repeats(pd_extraction *x)
 
 /* ---------------------------------------------------------- printing */
 
-typedef struct sbuf {
-    char *data;
-    size_t len, cap;
-    bool failed;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n)
-{
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->failed = true;
-            return;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-}
-
 /* RFC 4180: quote a field holding a comma, a quote or a line break; double its quotes. */
-static void put_csv(sbuf *b, const char *s)
+static void put_csv(pd_buf *b, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
-        put(b, s, strlen(s));
+        pd_buf_append(b, s, strlen(s));
         return;
     }
-    put(b, "\"", 1);
+    pd_buf_append(b, "\"", 1);
     for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-        put(b, s, (size_t)(q - s));
-        put(b, "\"\"", 2);
+        pd_buf_append(b, s, (size_t)(q - s));
+        pd_buf_append(b, "\"\"", 2);
     }
-    put(b, s, strlen(s));
-    put(b, "\"", 1);
+    pd_buf_append(b, s, strlen(s));
+    pd_buf_append(b, "\"", 1);
 }
 
-static void tianchi_row(sbuf *b, const pd_schema *sc, const char *id, const pd_record *r)
+static void tianchi_row(pd_buf *b, const pd_schema *sc, const char *id, const pd_record *r)
 {
     put_csv(b, id);
     for (int32_t c = 0; c < sc->n_csv; c++) {
-        put(b, ",", 1);
+        pd_buf_append(b, ",", 1);
         put_csv(b, r ? r->values[sc->csv_cols[c]] : "_");
     }
-    put(b, "\n", 1);
+    pd_buf_append(b, "\n", 1);
 }
 
 static json_t *jsonl_object(const pd_schema *sc, const pd_extraction *x, const char *id)
@@ -149,7 +124,7 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
     if (x && x->n_fields != schema->n_fields)
         return pd_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
                             schema->n_fields);
-    sbuf b = {0};
+    pd_buf b = {0};
     if (fmt == PD_FORMAT_TIANCHI) {
         if (!x || x->n_records == 0) tianchi_row(&b, schema, id, NULL);
         for (int32_t r = 0; x && r < x->n_records; r++) tianchi_row(&b, schema, id, &x->records[r]);
@@ -158,8 +133,8 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!s) return pd_set_error(err, PD_ERR_FORMAT, "%s: id or value of '%s' is not valid UTF-8", schema->path, id);
-        put(&b, s, strlen(s));
-        put(&b, "\n", 1);
+        pd_buf_append(&b, s, strlen(s));
+        pd_buf_append(&b, "\n", 1);
         free(s);
     } else {
         return pd_set_error(err, PD_ERR_ARG, "pd_extraction_format: unknown format %d", (int)fmt);

@@ -1,7 +1,9 @@
 /*
  * records.h - what a composer needs of a schema to make records without
  * generating them: fields by name, their kinds, and building a pd_extraction
- * value by value under the schema's distinct-record rule. Not installed.
+ * value by value under the schema's distinct-record rule; and to relabel
+ * records with a decision head: the decide section's question filled from a
+ * record, its candidates, and a chosen candidate applied. Not installed.
  */
 #ifndef PD_SCHEMA_RECORDS_H
 #define PD_SCHEMA_RECORDS_H
@@ -26,5 +28,17 @@ pd_extraction *pd_extraction_new_empty(const pd_schema *sc);
 pd_status pd_extraction_append(pd_extraction *x, const char *const *values);
 /* Drop each record equal in every field to an earlier one, keeping the order. */
 void pd_extraction_drop_repeats(pd_extraction *x);
+
+/* Whether the schema has a `decide` section. */
+bool pd_schema_has_decide(const pd_schema *sc);
+/* The decide question filled from rec's values (malloc'ed); NULL when out of
+ * memory or without a decide section. */
+char *pd_schema_decide_question(const pd_schema *sc, const pd_record *rec);
+/* The decide candidates (owned by the schema; *n receives their number, 0
+ * without a decide section). */
+const char *const *pd_schema_decide_candidates(const pd_schema *sc, int32_t *n);
+/* Give the fields the candidate template names the values of candidate k
+ * (0 <= k < the number of candidates). PD_ERR_NOMEM is the only failure. */
+pd_status pd_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec);
 
 #endif

@@ -110,7 +110,7 @@ typedef struct pd_constraint {
     uint8_t *edge_byte;
     int32_t n_edges, cap_edges;
     uint8_t *buf;     /* output bytes by position: committed, then the DFS path */
-    int32_t cap_buf;
+    size_t cap_buf;
     pcre2_match_data *md;
 } pd_constraint;
 

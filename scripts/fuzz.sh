@@ -18,6 +18,8 @@ if [ ! -f "$dir/build.ninja" ]; then
     --buildtype=debugoptimized >/dev/null
 fi
 meson compile -C "$dir" >/dev/null
+# the two fixtures the fuzz targets load (test fixtures are not built by default)
+meson compile -C "$dir" tests/model/model-fixtures tests/heads/head-fixtures >/dev/null
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export PD_FUZZ_TOKENIZER="$PWD/tests/fixtures/qwen3/tokenizer.json"
 # small models written at build time by the test fixtures: adapters are

@@ -17,27 +17,6 @@ char *pd_chatml_user(const char *message)
     return s;
 }
 
-typedef struct {
-    char *data;
-    size_t len, cap;
-} byte_buf;
-
-static bool buf_append(byte_buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 256);
-        while (cap < b->len + n + 1) cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) return false;
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return true;
-}
-
 static bool is_stop(const pd_model *m, int32_t id, const int32_t *stops, int n_stops)
 {
     if (id == m->cfg.eos_id) return true;
@@ -82,8 +61,8 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     int32_t stops[3] = {pd_tokenizer_token_id(tok, "<|im_end|>"), pd_tokenizer_token_id(tok, "<|endoftext|>"),
                         m->cfg.eos_id};
     uint64_t rng = p.sampler.seed;
-    byte_buf out = {0};
-    if (!buf_append(&out, "", 0)) return pd_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+    pd_buf out = {0};
+    if (!pd_buf_append(&out, "", 0)) return pd_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
     for (int32_t produced = 0; p.max_tokens == 0 || produced < p.max_tokens; produced++) {
         int32_t id = pd_sample(pd_context_logits(ctx, 0), m->cfg.vocab, NULL, &p.sampler, &rng);
         if (id < 0 || is_stop(m, id, stops, 3)) break;
@@ -93,7 +72,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
             piece = "";
             plen = 0;
         }
-        if (!buf_append(&out, piece, plen)) {
+        if (!pd_buf_append(&out, piece, plen)) {
             free(out.data);
             return pd_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
         }

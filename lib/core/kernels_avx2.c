@@ -1,6 +1,6 @@
 /* kernels_avx2.c - the inner loops for x86-64 with AVX2, FMA and F16C (the
- * integer matrix products are in kernels_avx2_int.c), and the AVX2 and
- * AVX-512 VNNI tables.
+ * integer matrix products are in kernels_avx2_int.c) and the AVX2 table. Its
+ * float kernels are the AVX-512 table's too (kernels_avx512.c).
  *
  * Compiled with target attributes rather than -mavx2, so one binary runs
  * everywhere and pd_kernels_avx2() returns NULL on CPUs without them. */
@@ -46,9 +46,9 @@ AVX2_INLINE void axpy_kind(bool f16, float *y, float s, const void *x, int64_t n
     for (; i < n; i++) y[i] += s * elem(f16, x, i);
 }
 
-AVX2 static float dot_avx2(const float *a, const float *b, int64_t n) { return dot_kind(false, a, b, n); }
+AVX2 float pd_dot_avx2(const float *a, const float *b, int64_t n) { return dot_kind(false, a, b, n); }
 
-AVX2 static void axpy_avx2(float *y, float s, const float *x, int64_t n) { axpy_kind(false, y, s, x, n); }
+AVX2 void pd_axpy_avx2(float *y, float s, const float *x, int64_t n) { axpy_kind(false, y, s, x, n); }
 
 
 /* 8 int8 at p as floats */
@@ -60,7 +60,7 @@ AVX2 static __m256 i8x8(const uint8_t *p)
 /* 8 uint8 held in the low 64 bits of v, as floats */
 AVX2 static __m256 u8x8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
 
-AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n)
+AVX2 float pd_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
     __m256 acc = _mm256_setzero_ps();
@@ -126,7 +126,7 @@ AVX2 static float dot_row_avx2(pd_dtype t, const void *row, const float *x, int6
 
 
 /* pd_row_to_f32 with F16 and BF16 widened eight at a time (exact either way). */
-AVX2 static void widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
+AVX2 void pd_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     int64_t i = 0;
@@ -142,7 +142,7 @@ AVX2 static void widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
 
 /* pd_f32_to_f16 eight at a time: F16C rounds to nearest even as it does;
  * a NaN, whose payload F16C keeps, goes through pd_f32_to_f16 instead. */
-AVX2 static void narrow_avx2(const float *src, uint16_t *dst, int64_t n)
+AVX2 void pd_narrow_avx2(const float *src, uint16_t *dst, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -246,7 +246,7 @@ FMATMUL_VARIANT(fmatmul_f32, W_F32)
 FMATMUL_VARIANT(fmatmul_f16, W_F16)
 FMATMUL_VARIANT(fmatmul_bf16, W_BF16)
 
-static void fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+void pd_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                          int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     if (t == PD_F16) fmatmul_f16(w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);
@@ -255,7 +255,7 @@ static void fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
     else /* block types have qmatmul; this keeps the entry total */
         for (int64_t r = 0; r < n_rows; r++)
             for (int64_t tok = t0; tok < t1; tok++)
-                y[tok * y_stride + r] = dot_row_avx2(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);
+                y[tok * y_stride + r] = pd_dot_row_avx2(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);
 }
 
 /* ------------------------------------------------- quantized activations */
@@ -490,7 +490,7 @@ AVX2_INLINE __m256 exp8(__m256 x)
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), zero_below);
 }
 
-AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
+AVX2 float pd_exp_sum_avx2(float *s, int64_t n, float max)
 {
     __m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
     int64_t i = 0;
@@ -513,7 +513,7 @@ AVX2 static float exp_sum_avx2(float *s, int64_t n, float max)
 
 /* silu(g) * u eight at a time with exp8 (-g past 88 gives a huge finite
  * exp and so -0 or a tiny silu where expf gives inf and -0; NaN stays NaN). */
-AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
+AVX2 void pd_silu_mul_avx2(float *g, const float *u, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -525,21 +525,8 @@ AVX2 static void silu_mul_avx2(float *g, const float *u, int64_t n)
     if (i < n) pd_silu_mul(g + i, u + i, n - i);
 }
 
-/* The AVX2 table; the AVX-512 VNNI one differs in its integer and attention kernels (kernels_avx512.c). */
-#define X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T)               \
-    {                                                                                                                  \
-        .name = NAME, .dot = dot_avx2, .axpy = axpy_avx2, .dot_row = dot_row_avx2, .fmatmul = fmatmul_avx2,            \
-        .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X, .widen = widen_avx2,                     \
-        .narrow = narrow_avx2,                                                                                         \
-        .quantize_act = QUANTIZE,                                                                                      \
-        .key_scores = KEY_SCORES, .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T,                                \
-        .exp_sum = exp_sum_avx2, .silu_mul = silu_mul_avx2,                                                            \
-    }
-static const pd_kernels avx2 = X86_KERNELS("avx2", pd_qmatmul_avx2, 8, pd_qmatmul_x8_avx2, quantize_act_avx2,
-                                             key_scores_avx2, value_mix_avx2, key_scores_t_avx2);
-static const pd_kernels avx512 = X86_KERNELS("avx512-vnni", pd_qmatmul_avx512, 16, pd_qmatmul_x16_avx512,
-                                               pd_quantize_act_avx512, pd_key_scores_avx512, pd_value_mix_avx512,
-                                               pd_key_scores_t_avx512);
+static const pd_kernels avx2 = PD_X86_KERNELS("avx2", pd_qmatmul_avx2, 8, pd_qmatmul_x8_avx2, quantize_act_avx2,
+                                                key_scores_avx2, value_mix_avx2, key_scores_t_avx2);
 
 const pd_kernels *pd_kernels_avx2(void)
 {
@@ -551,9 +538,6 @@ const pd_kernels *pd_kernels_avx2(void)
     return NULL;
 }
 
-const pd_kernels *pd_kernels_avx512(void) { return pd_kernels_avx2() && pd_avx512vnni_supported() ? &avx512 : NULL; }
-
 #else
 const pd_kernels *pd_kernels_avx2(void) { return NULL; }
-const pd_kernels *pd_kernels_avx512(void) { return NULL; }
 #endif

@@ -1,5 +1,7 @@
-/* kernels_avx512.c - qmatmul, qmatmul_x (sixteen rows interleaved) and the attention kernels for
- * x86-64 with AVX-512 (F, BW, VL, DQ) and VNNI.
+/* kernels_avx512.c - the AVX-512 VNNI table: qmatmul, qmatmul_x (sixteen
+ * rows interleaved), activation quantization and the attention kernels for
+ * x86-64 with AVX-512 (F, BW, VL, DQ) and VNNI; its float kernels are the
+ * AVX2 table's (kernels_avx2.h).
  *
  * Two weight rows share one 512-bit vector: row r's block in the low 256
  * bits, row r+1's in the high 256 bits. Each half holds the eight int32 lane
@@ -16,8 +18,8 @@
  * 4 rows that shares the scale conversion and prefetches the weights ahead.
  *
  * Compiled with target attributes rather than -mavx512f, so one binary runs
- * everywhere; pd_avx512vnni_supported() says whether this CPU can run it. */
-#include "kernels.h"
+ * everywhere; pd_kernels_avx512() is NULL on CPUs that cannot run it. */
+#include "kernels_avx2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -276,7 +278,7 @@ AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_byt
         qpanel(kind, 1, w + (size_t)r * row_bytes, row_bytes, n_rows - r == 1, a, t0, t1, y + r, y_stride);
 }
 
-PD_BLOCK_TYPE_ENTRY(AVX512, , pd_qmatmul_avx512, qmatmul, qmatmul_kind)
+PD_BLOCK_TYPE_ENTRY(AVX512, static, qmatmul_avx512, qmatmul, qmatmul_kind)
 
 /* ---------------------------------------- interleaved sixteen rows at a time
  *
@@ -428,7 +430,7 @@ AVX512_INLINE void qmatmul_x16_kind(const int kind, const uint8_t *w, size_t row
     for (; g < ng; g++) x16_panel(kind, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 16 * g, y_stride);
 }
 
-PD_BLOCK_TYPE_ENTRY(AVX512, , pd_qmatmul_x16_avx512, qmatmul_x16, qmatmul_x16_kind)
+PD_BLOCK_TYPE_ENTRY(AVX512, static, qmatmul_x16_avx512, qmatmul_x16, qmatmul_x16_kind)
 
 /* ------------------------------------------------- quantized activations */
 
@@ -446,7 +448,7 @@ AVX512_INLINE __m512 round_away16(__m512 x)
  * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
  * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
  * turns NaN into -127, and the block biases. */
-AVX512 void pd_quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+AVX512 static void quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
@@ -580,7 +582,7 @@ AVX512_INLINE void value_mix_kind(const int f16, const int NH, const uint8_t *v,
     }
 }
 
-AVX512 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
+AVX512 static void key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
                                  int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
     int64_t h = 0;
@@ -594,7 +596,7 @@ AVX512 void pd_key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int6
     }
 }
 
-AVX512 void pd_value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
+AVX512 static void value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
                                 int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)
 {
     int64_t h = 0;
@@ -678,14 +680,14 @@ AVX512_INLINE void scores_t_kind(const int f16, const uint8_t *kb, int64_t nk, c
     else if (nh - h == 1) scores_t_heads(f16, 1, kb, nk, q, q_stride, n, scale, out, out_stride);
 }
 
-AVX512 void pd_key_scores_t_avx512(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
+AVX512 static void key_scores_t_avx512(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
                                    int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
     if (kt == PD_F16) scores_t_kind(1, kb, nk, q, q_stride, nh, n, scale, out, out_stride);
     else scores_t_kind(0, kb, nk, q, q_stride, nh, n, scale, out, out_stride);
 }
 
-bool pd_avx512vnni_supported(void)
+static bool avx512vnni_supported(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -693,6 +695,12 @@ bool pd_avx512vnni_supported(void)
            __builtin_cpu_supports("avx512vnni");
 }
 
+static const pd_kernels avx512 = PD_X86_KERNELS("avx512-vnni", qmatmul_avx512, 16, qmatmul_x16_avx512,
+                                                  quantize_act_avx512, key_scores_avx512, value_mix_avx512,
+                                                  key_scores_t_avx512);
+
+const pd_kernels *pd_kernels_avx512(void) { return pd_kernels_avx2() && avx512vnni_supported() ? &avx512 : NULL; }
+
 #else
-bool pd_avx512vnni_supported(void) { return false; }
+const pd_kernels *pd_kernels_avx512(void) { return NULL; }
 #endif

@@ -31,11 +31,12 @@ static void axpy_neon(float *y, float s, const float *x, int64_t n)
 }
 
 /* Float-weight rows: convert 256 at a time and dot (F16 rows via the
- * hardware conversion). Block rows go through the portable kernel: on aarch64
- * they take the integer path, dot_row is only their float fallback. */
+ * hardware conversion). Block rows go through the shared pd_dot_row_blocks:
+ * on aarch64 they take the integer path, dot_row is only their float
+ * fallback. */
 static float dot_row_neon(pd_dtype t, const void *row, const float *x, int64_t n)
 {
-    if (pd_dtype_is_block(t)) return pd_kernels_portable()->dot_row(t, row, x, n);
+    if (pd_dtype_is_block(t)) return pd_dot_row_blocks(t, row, x, n);
     const uint8_t *p = row;
     float buf[256], total = 0.0f;
     size_t size = t == PD_F32 ? 4 : 2;

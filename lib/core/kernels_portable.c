@@ -23,7 +23,7 @@ static void axpy_portable(float *y, float s, const float *x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
 }
 
-/* Block types: each block's integer dot is scaled once by its d (and m). */
+/* Float rows 256 elements at a time; block rows by pd_dot_row_blocks. */
 static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
@@ -49,29 +49,10 @@ static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64
         return (float)total;
     }
     case PD_Q8_0:
-        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 34, x += PD_QBLOCK) {
-            const int8_t *q = (const int8_t *)(p + 2);
-            float s = 0.0f;
-            for (int j = 0; j < PD_QBLOCK; j++) s += (float)q[j] * x[j];
-            total += pd_f16_to_f32(pd_load_u16(p)) * s;
-        }
-        return (float)total;
     case PD_Q4_0:
     case PD_Q4_1:
     case PD_Q4_64:
-        for (int64_t b = 0; b < n / PD_QBLOCK; b++, x += PD_QBLOCK) {
-            const uint8_t *blk = p + pd_sub_at(t, b), *q = blk + pd_sub_values(t, b);
-            float s = 0.0f, xs = 0.0f;
-            for (int j = 0; j < 16; j++) {
-                s += (float)(q[j] & 0x0f) * x[j] + (float)(q[j] >> 4) * x[j + 16];
-                xs += x[j] + x[j + 16];
-            }
-            float d = pd_f16_to_f32(pd_load_u16(blk));
-            /* Q4_0: w = d*(q-8); Q4_1, Q4_64: w = d*q + m */
-            float offset = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
-            total += d * s + offset * xs;
-        }
-        return (float)total;
+        return pd_dot_row_blocks(t, row, x, n);
     }
     return 0.0f;
 }

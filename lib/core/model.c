@@ -281,16 +281,12 @@ static pd_matrix *matrix_at(pd_layer *layers, long index)
 static void *own(pd_model *m, void *p)
 {
     if (!p) return NULL;
-    if (m->n_owned == m->cap_owned) {
-        size_t cap = m->cap_owned ? 2 * m->cap_owned : 16;
-        void **o = realloc(m->owned, cap * sizeof *o);
-        if (!o) {
-            free(p);
-            return NULL;
-        }
-        m->owned = o;
-        m->cap_owned = cap;
+    void **o = pd_grow(m->owned, &m->cap_owned, m->n_owned + 1, sizeof *o);
+    if (!o) {
+        free(p);
+        return NULL;
     }
+    m->owned = o;
     return m->owned[m->n_owned++] = p;
 }
 

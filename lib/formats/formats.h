@@ -101,6 +101,39 @@ void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape);
 bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out);
 
 
+/* -------------------------------------------------------------- GGUF */
+
+/* Metadata value types (gguf_type). */
+enum {
+    PD_GGUF_U8, PD_GGUF_I8, PD_GGUF_U16, PD_GGUF_I16, PD_GGUF_U32, PD_GGUF_I32, PD_GGUF_F32, PD_GGUF_BOOL,
+    PD_GGUF_STRING, PD_GGUF_ARRAY, PD_GGUF_U64, PD_GGUF_I64, PD_GGUF_F64, PD_GGUF_COUNT
+};
+
+#define PD_GGUF_ALIGN 32 /* general.alignment when absent, and what the writer uses */
+
+/* A GGUF tensor name and its HF counterpart (both before ".weight"): the
+ * one table gguf.c reads names by and gguf_write.c writes them by. */
+typedef struct pd_gguf_name {
+    const char *gguf, *hf;
+} pd_gguf_name;
+
+#define PD_GGUF_N_GLOBAL 3
+#define PD_GGUF_N_BLOCK 11
+/* token_embd, output_norm, output. */
+extern const pd_gguf_name pd_gguf_global_names[PD_GGUF_N_GLOBAL];
+/* A layer's tensors, "blk.N.<gguf>" for "model.layers.N.<hf>", in the order
+ * llama.cpp's converter (and tools/testmodels/make_model.py) writes them. */
+extern const pd_gguf_name pd_gguf_block_names[PD_GGUF_N_BLOCK];
+
+/* The vocabulary of an HF tokenizer.json as a GGUF file carries it, as
+ * llama.cpp's converter derives it: one token per id below n_vocab (the
+ * embedding's rows; ids no token has become "[PADn]", type 5 unused), types
+ * 1 normal, 3 control (special added token), 4 user defined (other added
+ * token); merges as "a b"; pre "qwen2". Errors name path: PD_ERR_IO when it
+ * cannot be opened, PD_ERR_FORMAT when it is not a byte-level BPE
+ * tokenizer.json, PD_ERR_RANGE for an id at or past n_vocab. */
+pd_status pd_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *parts, pd_error *err);
+
 /* ------------------------------------------------------------- Qwen3 */
 
 /* Upper bounds that keep every later size computation (dims multiplied

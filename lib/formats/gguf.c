@@ -5,17 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Metadata value types (gguf_type). */
-enum {
-    GT_U8, GT_I8, GT_U16, GT_I16, GT_U32, GT_I32, GT_F32, GT_BOOL,
-    GT_STRING, GT_ARRAY, GT_U64, GT_I64, GT_F64, GT_COUNT
-};
-
 #define GGUF_MAX_COUNT ((uint64_t)1 << 20) /* tensors, metadata pairs */
 #define GGUF_MAX_NAME 1024                  /* key and tensor name bytes */
 #define GGUF_MAX_DEPTH 4                    /* nesting of arrays we step over */
 #define GGUF_MAX_ALIGN ((uint64_t)1 << 30)
-#define GGUF_DEFAULT_ALIGN 32
 
 /* One metadata pair; the value stays in the mapping. */
 typedef struct gguf_kv {
@@ -50,8 +43,8 @@ typedef struct gguf {
 /* Fixed byte size of a scalar type, 0 for strings and arrays. */
 static size_t scalar_size(uint32_t t)
 {
-    static const uint8_t size[GT_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    return t < GT_COUNT ? size[t] : 0;
+    static const uint8_t size[PD_GGUF_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    return t < PD_GGUF_COUNT ? size[t] : 0;
 }
 
 static bool skip_value(pd_cursor *c, uint32_t type, int depth);
@@ -62,7 +55,7 @@ static bool skip_array(pd_cursor *c, uint32_t et, uint64_t count, int depth)
 {
     size_t fixed = scalar_size(et), bytes;
     if (fixed) return count <= SIZE_MAX && pd_mul_size((size_t)count, fixed, &bytes) && pd_cur_take(c, bytes);
-    if (et != GT_STRING && et != GT_ARRAY) return false;
+    if (et != PD_GGUF_STRING && et != PD_GGUF_ARRAY) return false;
     /* Each element takes at least 8 bytes, so this ends at the end of the file. */
     for (uint64_t i = 0; i < count; i++)
         if (!skip_value(c, et, depth)) return false;
@@ -76,8 +69,8 @@ static bool skip_value(pd_cursor *c, uint32_t type, int depth)
     uint32_t et;
     uint64_t count;
     if (scalar_size(type)) return pd_cur_take(c, scalar_size(type)) != NULL;
-    if (type == GT_STRING) return pd_cur_str(c, &s, &n);
-    if (type != GT_ARRAY || depth >= GGUF_MAX_DEPTH) return false;
+    if (type == PD_GGUF_STRING) return pd_cur_str(c, &s, &n);
+    if (type != PD_GGUF_ARRAY || depth >= GGUF_MAX_DEPTH) return false;
     return pd_cur_u32(c, &et) && pd_cur_u64(c, &count) && skip_array(c, et, count, depth + 1);
 }
 
@@ -132,11 +125,11 @@ static pd_status parse_metadata(gguf *g, uint64_t n)
         pd_status rc = read_name(g, "metadata key", &kv->key, &kv->key_len);
         if (rc) return rc;
         if (!pd_cur_u32(&g->cur, &kv->type)) return truncated(g, "metadata key", kv->key, kv->key_len);
-        if (kv->type >= GT_COUNT)
+        if (kv->type >= PD_GGUF_COUNT)
             return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %.*s has unknown value type %u",
                                 g->path, shown(kv->key_len), kv->key, kv->type);
         bool ok = true;
-        if (kv->type == GT_ARRAY) {
+        if (kv->type == PD_GGUF_ARRAY) {
             ok = pd_cur_u32(&g->cur, &kv->elem_type) && pd_cur_u64(&g->cur, &kv->count);
             kv->at = g->cur.pos;
             ok = ok && skip_array(&g->cur, kv->elem_type, kv->count, 1);
@@ -164,14 +157,14 @@ static bool kv_integer(const gguf *g, const gguf_kv *kv, int64_t *out)
 {
     const uint8_t *p = value_at(g, kv);
     switch (kv->type) {
-    case GT_U8: *out = p[0]; return true;
-    case GT_I8: *out = (int8_t)p[0]; return true;
-    case GT_U16: *out = pd_le16(p); return true;
-    case GT_I16: *out = (int16_t)pd_le16(p); return true;
-    case GT_U32: *out = pd_le32(p); return true;
-    case GT_I32: *out = (int32_t)pd_le32(p); return true;
-    case GT_I64: *out = (int64_t)pd_le64(p); return true;
-    case GT_U64: *out = (int64_t)pd_le64(p); return pd_le64(p) <= INT64_MAX;
+    case PD_GGUF_U8: *out = p[0]; return true;
+    case PD_GGUF_I8: *out = (int8_t)p[0]; return true;
+    case PD_GGUF_U16: *out = pd_le16(p); return true;
+    case PD_GGUF_I16: *out = (int16_t)pd_le16(p); return true;
+    case PD_GGUF_U32: *out = pd_le32(p); return true;
+    case PD_GGUF_I32: *out = (int32_t)pd_le32(p); return true;
+    case PD_GGUF_I64: *out = (int64_t)pd_le64(p); return true;
+    case PD_GGUF_U64: *out = (int64_t)pd_le64(p); return pd_le64(p) <= INT64_MAX;
     }
     return false;
 }
@@ -197,10 +190,10 @@ static pd_status get_float(gguf *g, const char *key, float def, float *out)
     int64_t i;
     *out = def;
     if (!kv) return PD_OK;
-    if (kv->type == GT_F32) {
+    if (kv->type == PD_GGUF_F32) {
         uint32_t bits = pd_le32(value_at(g, kv));
         memcpy(out, &bits, sizeof *out);
-    } else if (kv->type == GT_F64) {
+    } else if (kv->type == PD_GGUF_F64) {
         uint64_t bits = pd_le64(value_at(g, kv));
         double d;
         memcpy(&d, &bits, sizeof d);
@@ -221,7 +214,7 @@ static pd_status get_string(gguf *g, const char *key, const char **s, size_t *le
     *len = 0;
     if (!kv) return PD_OK;
     pd_cursor c = {g->cur.data, g->cur.size, kv->at}; /* validated by parse_metadata */
-    if (kv->type != GT_STRING || !pd_cur_str(&c, s, len))
+    if (kv->type != PD_GGUF_STRING || !pd_cur_str(&c, s, len))
         return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a string", g->path, key);
     return PD_OK;
 }
@@ -237,7 +230,7 @@ static pd_status read_general(gguf *g)
         return pd_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: architecture %.*s is not supported; pocketdec runs "
                             "qwen3", g->path, shown(len), arch);
     int32_t align;
-    rc = get_i32(g, "general.alignment", false, GGUF_DEFAULT_ALIGN, &align);
+    rc = get_i32(g, "general.alignment", false, PD_GGUF_ALIGN, &align);
     if (rc) return rc;
     if (align <= 0 || (uint64_t)align > GGUF_MAX_ALIGN || (align & (align - 1)) != 0)
         return pd_set_error(g->err, PD_ERR_FORMAT, "%s: general.alignment %d is not a power of two", g->path,
@@ -313,15 +306,10 @@ static const char *ggml_type_name(uint32_t t)
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
-/* GGUF tensor names and their HF counterparts (before ".weight"). */
-typedef struct name_pair {
-    const char *gguf, *hf;
-} name_pair;
-
-static const name_pair global_names[] = {
+const pd_gguf_name pd_gguf_global_names[PD_GGUF_N_GLOBAL] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
-static const name_pair block_names[] = {
+const pd_gguf_name pd_gguf_block_names[PD_GGUF_N_BLOCK] = {
     {"attn_norm", "input_layernorm"},   {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},     {"attn_v", "self_attn.v_proj"},
     {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
@@ -333,8 +321,8 @@ static const name_pair block_names[] = {
 static void hf_name(const char *name, size_t len, char *buf, size_t size)
 {
     const char *p = name, *end = name + len;
-    const name_pair *table = global_names;
-    size_t n_table = sizeof global_names / sizeof global_names[0];
+    const pd_gguf_name *table = pd_gguf_global_names;
+    size_t n_table = PD_GGUF_N_GLOBAL;
     int layer_len = 0; /* digits of N in "blk.N." */
     if (len > 4 && memcmp(name, "blk.", 4) == 0) {
         const char *q = name + 4;
@@ -342,8 +330,8 @@ static void hf_name(const char *name, size_t len, char *buf, size_t size)
         if (q > name + 4 && q < end && *q == '.') {
             layer_len = (int)(q - (name + 4));
             p = q + 1;
-            table = block_names;
-            n_table = sizeof block_names / sizeof block_names[0];
+            table = pd_gguf_block_names;
+            n_table = PD_GGUF_N_BLOCK;
         }
     }
     const char *dot = memchr(p, '.', (size_t)(end - p));
@@ -436,9 +424,9 @@ static char *copy_str(const char *s, size_t len)
 static pd_status get_array(gguf *g, const char *key, uint32_t et, const gguf_kv **kv)
 {
     *kv = find_kv(g, key);
-    if (*kv && ((*kv)->type != GT_ARRAY || (*kv)->elem_type != et))
+    if (*kv && ((*kv)->type != PD_GGUF_ARRAY || (*kv)->elem_type != et))
         return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be an array of %s", g->path, key,
-                            et == GT_STRING ? "strings" : "int32");
+                            et == PD_GGUF_STRING ? "strings" : "int32");
     return PD_OK;
 }
 
@@ -446,7 +434,7 @@ static pd_status get_array(gguf *g, const char *key, uint32_t et, const gguf_kv 
 static pd_status get_strings(gguf *g, const char *key, char ***out, size_t *n)
 {
     const gguf_kv *kv;
-    pd_status rc = get_array(g, key, GT_STRING, &kv);
+    pd_status rc = get_array(g, key, PD_GGUF_STRING, &kv);
     if (rc || !kv) return rc;
     /* parse_metadata stepped over these, so count <= file size / 8. */
     if (!(*out = calloc((size_t)kv->count + 1, sizeof **out)))
@@ -472,7 +460,7 @@ static pd_status read_vocab(gguf *g, pd_vocab_parts *v)
     if (rc == PD_OK) rc = get_string(g, "tokenizer.ggml.pre", &pre, &pre_len);
     if (rc == PD_OK && pre && !(v->pre = copy_str(pre, pre_len)))
         rc = pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
-    if (rc == PD_OK) rc = get_array(g, "tokenizer.ggml.token_type", GT_I32, &types);
+    if (rc == PD_OK) rc = get_array(g, "tokenizer.ggml.token_type", PD_GGUF_I32, &types);
     if (rc || !types) return rc;
     if (types->count != v->n_tokens)
         return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tokenizer.ggml.token_type has %llu entries for %zu tokens",

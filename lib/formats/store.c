@@ -113,22 +113,17 @@ const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name)
     return NULL;
 }
 
-/* Make room for one more element of size elem in *arr (capacity *cap). */
-static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+/* Room for one more mapping. */
+static bool grow_maps(pd_tensor_store *st)
 {
-    if (n < *cap) return true;
-    size_t new_cap = *cap ? *cap * 2 : 16, bytes;
-    if (!pd_mul_size(new_cap, elem, &bytes)) return false;
-    void *p = realloc(*arr, bytes);
-    if (!p) return false;
-    *arr = p;
-    *cap = new_cap;
-    return true;
+    pd_mapping *m = pd_grow(st->maps, &st->cap_maps, st->n_maps + 1, sizeof *m);
+    if (m) st->maps = m;
+    return m != NULL;
 }
 
 pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err)
 {
-    if (!grow((void **)&st->maps, &st->cap_maps, st->n_maps, sizeof *st->maps))
+    if (!grow_maps(st))
         return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
@@ -165,7 +160,7 @@ pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index
 
 pd_status pd_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err)
 {
-    if (!grow((void **)&st->maps, &st->cap_maps, st->n_maps, sizeof *st->maps))
+    if (!grow_maps(st))
         return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", name);
     pd_mapping m = {.path = strdup(name), .data = NULL, .size = size};
     void *p = size ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
@@ -186,10 +181,12 @@ pd_status pd_store_add_tensor(pd_tensor_store *st, const char *name, size_t name
 {
     if (n_dims < 0 || n_dims > 4) return pd_set_error(err, PD_ERR_INTERNAL, "tensor with %d dims", n_dims);
     char *copy = malloc(name_len + 1);
-    if (!copy || !grow((void **)&st->tensors, &st->cap_tensors, st->n_tensors, sizeof *st->tensors)) {
+    pd_tensor *grown = copy ? pd_grow(st->tensors, &st->cap_tensors, st->n_tensors + 1, sizeof *grown) : NULL;
+    if (!grown) {
         free(copy);
         return pd_set_error(err, PD_ERR_NOMEM, "out of memory adding a tensor");
     }
+    st->tensors = grown;
     memcpy(copy, name, name_len);
     copy[name_len] = '\0';
     pd_tensor *t = &st->tensors[st->n_tensors++];

@@ -87,13 +87,9 @@ pd_status tok_add_added(pd_tokenizer *tok, const tok_added *a, const char *conte
     if (len == 0) return pd_set_error(err, PD_ERR_FORMAT, "empty content");
     if (tok->flags[a->id] & TOK_ADDED)
         return pd_set_error(err, PD_ERR_FORMAT, "id %ld is given to two added tokens", (long)a->id);
-    if (tok->n_added == tok->cap_added) {
-        size_t cap = tok->cap_added ? 2 * tok->cap_added : 32;
-        tok_added *bigger = realloc(tok->added, cap * sizeof *bigger);
-        if (!bigger) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
-        tok->added = bigger;
-        tok->cap_added = cap;
-    }
+    tok_added *grown = pd_grow(tok->added, &tok->cap_added, tok->n_added + 1, sizeof *grown);
+    if (!grown) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    tok->added = grown;
     tok_added *dst = &tok->added[tok->n_added];
     *dst = *a;
     pd_status st = tok_arena_add(tok, content, len, &dst->content, err);

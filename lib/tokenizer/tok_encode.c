@@ -42,23 +42,11 @@ static pd_status nomem(const enc *e)
     return pd_set_error(e->err, PD_ERR_NOMEM, "%s: out of memory while encoding", e->tok->source);
 }
 
-/* Grow *p to hold n items of size sz. */
-static bool reserve(void **p, size_t *cap, size_t n, size_t sz)
-{
-    if (n <= *cap) return true;
-    size_t c = *cap ? *cap : 64, bytes;
-    while (c < n) c *= 2;
-    if (!pd_mul_size(c, sz, &bytes)) return false;
-    void *q = realloc(*p, bytes);
-    if (!q) return false;
-    *p = q;
-    *cap = c;
-    return true;
-}
-
 static pd_status emit(enc *e, int32_t id)
 {
-    if (!reserve((void **)&e->ids, &e->cap_ids, e->n_ids + 1, sizeof *e->ids)) return nomem(e);
+    int32_t *ids = pd_grow(e->ids, &e->cap_ids, e->n_ids + 1, sizeof *ids);
+    if (!ids) return nomem(e);
+    e->ids = ids;
     e->ids[e->n_ids++] = id;
     return PD_OK;
 }
@@ -105,7 +93,9 @@ static void push_pair(enc *e, int32_t a, int32_t b)
 /* ignore_merges: a piece that is a whole vocabulary token is taken as is. */
 static int32_t whole_piece(enc *e, const uint8_t *p, size_t n)
 {
-    if (!reserve((void **)&e->buf, &e->cap_buf, 2 * n, 1)) return -1;
+    char *buf = pd_grow(e->buf, &e->cap_buf, 2 * n, 1);
+    if (!buf) return -1;
+    e->buf = buf;
     size_t len = 0;
     for (size_t i = 0; i < n; i++) len += tok_utf8_put(tok_byte_to_cp(p[i]), e->buf + len);
     return tok_vocab_get(e->tok, e->buf, len);
@@ -120,9 +110,11 @@ static pd_status bpe(enc *e, const uint8_t *p, size_t n)
         int32_t id = whole_piece(e, p, n);
         if (id >= 0) return emit(e, id);
     }
-    if (n > INT32_MAX / 4 || !reserve((void **)&e->syms, &e->cap_syms, n, sizeof *e->syms) ||
-        !reserve((void **)&e->heap, &e->cap_heap, 3 * n, sizeof *e->heap))
-        return nomem(e);
+    sym *syms = n > INT32_MAX / 4 ? NULL : pd_grow(e->syms, &e->cap_syms, n, sizeof *syms);
+    if (syms) e->syms = syms;
+    cand *heap = syms ? pd_grow(e->heap, &e->cap_heap, 3 * n, sizeof *heap) : NULL;
+    if (!heap) return nomem(e);
+    e->heap = heap;
     int32_t m = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t id = tok->byte_token[p[i]];
@@ -161,7 +153,9 @@ static pd_status bpe(enc *e, const uint8_t *p, size_t n)
 
 static pd_status add_seg(enc *e, seg **segs, size_t *n, size_t *cap, seg s)
 {
-    if (!reserve((void **)segs, cap, *n + 1, sizeof **segs)) return nomem(e);
+    seg *grown = pd_grow(*segs, cap, *n + 1, sizeof *grown);
+    if (!grown) return nomem(e);
+    *segs = grown;
     (*segs)[(*n)++] = s;
     return PD_OK;
 }

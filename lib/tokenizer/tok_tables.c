@@ -100,14 +100,9 @@ pd_status tok_arena_add(pd_tokenizer *tok, const void *data, size_t len, tok_spa
 {
     if (len >= UINT32_MAX || tok->arena_len > UINT32_MAX - len - 1)
         return pd_set_error(err, PD_ERR_FORMAT, "token strings exceed 4 GiB");
-    if (tok->arena_len + len + 1 > tok->arena_cap) {
-        size_t cap = tok->arena_cap ? tok->arena_cap : 1 << 16;
-        while (cap < tok->arena_len + len + 1) cap *= 2;
-        char *bigger = realloc(tok->arena, cap);
-        if (!bigger) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
-        tok->arena = bigger;
-        tok->arena_cap = cap;
-    }
+    char *grown = pd_grow(tok->arena, &tok->arena_cap, tok->arena_len + len + 1, 1);
+    if (!grown) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    tok->arena = grown;
     if (len) memcpy(tok->arena + tok->arena_len, data, len);
     tok->arena[tok->arena_len + len] = '\0';
     span->off = (uint32_t)tok->arena_len;

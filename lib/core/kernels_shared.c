@@ -1,0 +1,410 @@
+/* kernels_shared.c - what every kernel set shares (kernels_shared.h): element
+ * conversions, activation quantization, exp and SwiGLU, attention over
+ * widened rows, the reference orders of the integer dots, and the
+ * interleaved weight layouts. The definitions the fast kernels are tested
+ * against. */
+#include "kernels_shared.h"
+
+#include <math.h>
+#include <string.h>
+
+float pd_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t mant = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            int e = -1;
+            do {
+                e++;
+                mant <<= 1;
+            } while (!(mant & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint16_t pd_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffff;
+    if (absx >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+    if (absx >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds past the largest half */
+    if (absx < 0x38800000) {                                  /* subnormal half or zero */
+        if (absx < 0x33000000) return (uint16_t)sign;
+        uint32_t mant = (absx & 0x7fffff) | 0x800000;
+        int shift = 126 - (int)(absx >> 23); /* half = mant * 2^(e-126), e the biased exponent */
+        uint32_t half = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1))) half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((absx - 0x38000000) >> 13);
+    uint32_t rem = absx & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+}
+
+void pd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = pd_f32_to_f16(src[i]);
+}
+
+float pd_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* 32 weights d * q + m from Q4_1's 16 bytes of nibbles (byte j: j and j + 16). */
+static void q4_min_values(float d, float m, const uint8_t *q, float *o)
+{
+    for (int j = 0; j < 16; j++) {
+        o[j] = d * (float)(q[j] & 0x0f) + m;
+        o[j + 16] = d * (float)(q[j] >> 4) + m;
+    }
+}
+
+void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
+{
+    const uint8_t *p = src;
+    switch (t) {
+    case PD_F32:
+        memcpy(dst, p, (size_t)n * 4);
+        break;
+    case PD_F16:
+        for (int64_t i = 0; i < n; i++) dst[i] = pd_f16_to_f32(pd_load_u16(p + 2 * i));
+        break;
+    case PD_BF16:
+        for (int64_t i = 0; i < n; i++) dst[i] = pd_bf16_to_f32(pd_load_u16(p + 2 * i));
+        break;
+    case PD_Q8_0:
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 34) {
+            float d = pd_f16_to_f32(pd_load_u16(p));
+            const int8_t *q = (const int8_t *)(p + 2);
+            for (int j = 0; j < PD_QBLOCK; j++) dst[b * PD_QBLOCK + j] = d * (float)q[j];
+        }
+        break;
+    case PD_Q4_0:
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 18) {
+            float d = pd_f16_to_f32(pd_load_u16(p));
+            float *o = dst + b * PD_QBLOCK;
+            for (int j = 0; j < 16; j++) {
+                o[j] = d * (float)((p[2 + j] & 0x0f) - 8);
+                o[j + 16] = d * (float)((p[2 + j] >> 4) - 8);
+            }
+        }
+        break;
+    case PD_Q4_1:
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 20)
+            q4_min_values(pd_f16_to_f32(pd_load_u16(p)), pd_f16_to_f32(pd_load_u16(p + 2)), p + 4, dst + b * PD_QBLOCK);
+        break;
+    case PD_Q4_64:
+        for (int64_t b = 0; b < n / PD_QBLOCK_64; b++, p += 36) {
+            float d = pd_f16_to_f32(pd_load_u16(p)), m = pd_f16_to_f32(pd_load_u16(p + 2));
+            q4_min_values(d, m, p + 4, dst + b * PD_QBLOCK_64);
+            q4_min_values(d, m, p + 20, dst + b * PD_QBLOCK_64 + PD_QBLOCK);
+        }
+        break;
+    }
+}
+
+void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps)
+{
+    /* eight running sums in double, so the adds are not one chain of
+     * latencies (the compiler makes vectors of them); then summed pairwise */
+    double part[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) part[k] += (double)v[i + k] * v[i + k];
+    for (; i < n; i++) part[0] += (double)v[i] * v[i];
+    double ss = ((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]));
+    float scale = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    for (i = 0; i < n; i++) out[i] = v[i] * scale * w[i];
+}
+
+/* ------------------------------------------------- quantized activations */
+
+void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+{
+    int64_t nb = a->cols / PD_QBLOCK;
+    for (int64_t t = t0; t < t1; t++) {
+        const float *xt = x + t * x_stride;
+        int8_t *qt = a->q + t * a->cols;
+        for (int64_t b = 0; b < nb; b++) {
+            const float *v = xt + b * PD_QBLOCK;
+            float amax = 0.0f;
+            for (int j = 0; j < PD_QBLOCK; j++) amax = fmaxf(amax, fabsf(v[j]));
+            float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            int sum = 0;
+            for (int j = 0; j < PD_QBLOCK; j++) {
+                /* clamped, so a NaN or an infinity cannot make an out-of-range cast */
+                float r = fminf(fmaxf(roundf(v[j] * id), -127.0f), 127.0f);
+                qt[b * PD_QBLOCK + j] = (int8_t)r;
+                sum += (int)r;
+            }
+            a->d[b * a->n_cap + t] = d;
+            a->s[b * a->n_cap + t] = d * (float)sum;
+            a->block_bias[b * a->n_cap + t] = -8 * sum;
+        }
+    }
+}
+
+float pd_exp_sum(float *s, int64_t n, float max)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        s[i] = s[i] == -INFINITY ? 0.0f : expf(s[i] - max);
+        sum += s[i];
+    }
+    return (float)sum;
+}
+
+void pd_silu_mul(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+#define WIDEN_PIECE 256
+
+void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
+                           size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out)
+{
+    float piece[WIDEN_PIECE];
+    for (int64_t j = 0; j < nk; j++) {
+        const uint8_t *row = (const uint8_t *)k + (size_t)j * stride;
+        if (kt == PD_F32) {
+            out[j] = scale * dot(q, (const float *)(const void *)row, n);
+            continue;
+        }
+        float sum = 0.0f;
+        for (int64_t c = 0; c < n; c += WIDEN_PIECE) {
+            int64_t len = n - c < WIDEN_PIECE ? n - c : WIDEN_PIECE;
+            pd_row_to_f32(kt, row + 2 * c, piece, len);
+            sum += dot(q + c, piece, len);
+        }
+        out[j] = scale * sum;
+    }
+}
+
+void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
+                          size_t stride, int64_t nv, const float *p, int64_t n, float *out)
+{
+    float piece[WIDEN_PIECE];
+    for (int64_t j = 0; j < nv; j++) {
+        const uint8_t *row = (const uint8_t *)v + (size_t)j * stride;
+        if (vt == PD_F32) {
+            axpy(out, p[j], (const float *)(const void *)row, n);
+            continue;
+        }
+        for (int64_t c = 0; c < n; c += WIDEN_PIECE) {
+            int64_t len = n - c < WIDEN_PIECE ? n - c : WIDEN_PIECE;
+            pd_row_to_f32(vt, row + 2 * c, piece, len);
+            axpy(out + c, p[j], piece, len);
+        }
+    }
+}
+
+/* The 32 integer values of sub-block b of a plain row as the integer dots
+ * take them, from its block blk: the signed Q8_0 value, or the unsigned
+ * 4-bit one; returns dw. */
+static float block_values(pd_dtype t, const uint8_t *blk, int64_t b, int v[PD_QBLOCK])
+{
+    const uint8_t *q = blk + pd_sub_values(t, b);
+    if (t == PD_Q8_0) {
+        for (int j = 0; j < PD_QBLOCK; j++) v[j] = (int8_t)q[j];
+    } else {
+        for (int j = 0; j < 16; j++) {
+            v[j] = q[j] & 0x0f;
+            v[j + 16] = q[j] >> 4;
+        }
+    }
+    return pd_f16_to_f32(pd_load_u16(blk));
+}
+
+float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
+{
+    int64_t nb = a->cols / PD_QBLOCK;
+    float lane[8] = {0}, off = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = row + pd_sub_at(t, b);
+        const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
+        int w[PD_QBLOCK];
+        float dw = block_values(t, blk, b, w);
+        if (t != PD_Q8_0) {
+            float o = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
+            off = fmaf(o, a->s[b * a->n_cap + tok], off);
+        }
+        float dd = dw * a->d[b * a->n_cap + tok];
+        for (int k = 0; k < 8; k++) {
+            int32_t l = 0;
+            for (int j = 4 * k; j < 4 * k + 4; j++) l += w[j] * xq[j];
+            lane[k] = fmaf((float)l, dd, lane[k]);
+        }
+    }
+    float sum = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+    return t == PD_Q8_0 ? sum : sum + off;
+}
+
+/* ------------------------------------------- interleaved n rows at a time */
+
+/* A piece of row i's plain block and its place in its group (from the group's start). */
+typedef struct {
+    size_t group, plain, bytes;
+} x_piece;
+
+/* Row i's pieces of plain block b (of nb) in a group of n: the scale, the
+ * minimum, the values (Q8_0's four-row halves; Q4_64's two halves; eight or
+ * sixteen rows' dwords). */
+static inline int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
+{
+    const size_t at = pd_sub_values(t, 0); /* the values in a plain block */
+    const int64_t subs = t == PD_Q4_64 ? 2 : 1; /* sub-blocks a block */
+    const bool has_min = pd_dtype_has_min(t);
+    int k = 0;
+    if (n >= 8) {
+        const size_t piece = 4 * (size_t)n, vb = pd_xd_values_bytes(t, n), sb = pd_xd_scales_bytes(t, n);
+        /* sixteen: every block's values, then every block's scales; eight: block by block, scales first */
+        size_t sc = n == 16 ? (size_t)(nb * subs) * vb + (size_t)b * sb : (size_t)b * (sb + (size_t)subs * vb);
+        size_t v0 = n == 16 ? (size_t)(b * subs) * vb : sc + sb;
+        p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
+        if (has_min) p[k++] = (x_piece){sc + 2 * (size_t)n + 2 * (size_t)i, 2, 2};
+        for (int64_t s = 0; s < subs; s++)
+            for (size_t c = 0; c < vb / piece; c++)
+                p[k++] = (x_piece){v0 + (size_t)s * vb + piece * c + 4 * (size_t)i, at + 16 * (size_t)s + 4 * c, 4};
+        return k;
+    }
+    size_t base = (size_t)b * pd_x4_block_bytes(t), v = 16 * (size_t)i;
+    p[k++] = (x_piece){base + 2 * (size_t)i, 0, 2};
+    if (has_min) p[k++] = (x_piece){base + 8 + 2 * (size_t)i, 2, 2};
+    if (t == PD_Q8_0) {
+        p[k++] = (x_piece){base + 8 + v, 2, 16};
+        p[k++] = (x_piece){base + 72 + v, 18, 16};
+        return k;
+    }
+    for (int64_t s = 0; s < subs; s++)
+        p[k++] = (x_piece){base + pd_x4_values_at(t, s) + v, at + 16 * (size_t)s, 16};
+    return k;
+}
+
+/* A piece copied with a constant size, so the copies at load are moves, not calls. */
+static inline void copy_piece(uint8_t *dst, const uint8_t *src, size_t bytes)
+{
+    switch (bytes) {
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    default: memcpy(dst, src, 16); break; /* the only other size */
+    }
+}
+
+/* Row r's plain block b of a matrix interleaved n at a time, into blk. */
+static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
+{
+    const uint8_t *g = w + (size_t)(r - r % n) * row_bytes;
+    int64_t nb = (int64_t)(row_bytes / pd_block_bytes(t));
+    x_piece p[10];
+    for (int k = 0, np = x_pieces(t, n, nb, b, (int)(r % n), p); k < np; k++)
+        memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
+}
+
+void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+{
+    size_t bb = pd_block_bytes(t);
+    int64_t nb = (int64_t)(row_bytes / bb);
+    for (int64_t g = 0; g < n_rows / n; g++) {
+        uint8_t *o = dst + (size_t)(n * g) * row_bytes;
+        for (int64_t b = 0; b < nb; b++)
+            for (int i = 0; i < n; i++) {
+                const uint8_t *blk = src + (size_t)(n * g + i) * row_bytes + (size_t)b * bb;
+                x_piece p[10];
+                for (int k = 0, np = x_pieces(t, n, nb, b, i, p); k < np; k++)
+                    copy_piece(o + p[k].group, blk + p[k].plain, p[k].bytes);
+            }
+    }
+}
+
+void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
+{
+    uint8_t blk[36];
+    const int len = pd_dtype_block_len(t);
+    for (int64_t b = 0; b < cols / len; b++) {
+        x_plain_block(t, n, w, row_bytes, r, b, blk);
+        pd_row_to_f32(t, blk, dst + b * len, len);
+    }
+}
+
+float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
+                          int64_t tok)
+{
+    float lane[4] = {0}, off = 0.0f, acc = 0.0f;
+    const int bias = t == PD_Q4_0 ? 8 : 0;
+    const bool has_min = pd_dtype_has_min(t);
+    for (int64_t b = 0; b < a->cols / PD_QBLOCK; b++) {
+        uint8_t blk[36];
+        int v[PD_QBLOCK];
+        x_plain_block(t, n, w, row_bytes, r, pd_sub_block(t, b), blk);
+        float dw = block_values(t, blk, b, v);
+        const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
+        float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pd_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
+        if (n >= 8) {
+            int32_t l = 0;
+            for (int j = 0; j < PD_QBLOCK; j++) l += (v[j] - bias) * xq[j];
+            acc = fmaf((float)l, dd, acc);
+            if (has_min) acc = fmaf(m, a->s[b * a->n_cap + tok], acc);
+            continue;
+        }
+        for (int k = 0; k < 4; k++) {
+            int32_t l = 0;
+            for (int j = 4 * k; j < 4 * k + 4; j++) l += (v[j] - bias) * xq[j] + (v[j + 16] - bias) * xq[j + 16];
+            lane[k] = fmaf((float)l, dd, lane[k]);
+        }
+        if (has_min) off = fmaf(m, a->s[b * a->n_cap + tok], off);
+    }
+    if (n >= 8) return acc;
+    float sum = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+    return has_min ? sum + off : sum;
+}
+
+float pd_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
+{
+    const uint8_t *p = row;
+    double total = 0.0;
+    if (t == PD_Q8_0) {
+        for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 34, x += PD_QBLOCK) {
+            const int8_t *q = (const int8_t *)(p + 2);
+            float s = 0.0f;
+            for (int j = 0; j < PD_QBLOCK; j++) s += (float)q[j] * x[j];
+            total += pd_f16_to_f32(pd_load_u16(p)) * s;
+        }
+        return (float)total;
+    }
+    for (int64_t b = 0; b < n / PD_QBLOCK; b++, x += PD_QBLOCK) {
+        const uint8_t *blk = p + pd_sub_at(t, b), *q = blk + pd_sub_values(t, b);
+        float s = 0.0f, xs = 0.0f;
+        for (int j = 0; j < 16; j++) {
+            s += (float)(q[j] & 0x0f) * x[j] + (float)(q[j] >> 4) * x[j + 16];
+            xs += x[j] + x[j + 16];
+        }
+        float d = pd_f16_to_f32(pd_load_u16(blk));
+        /* Q4_0: w = d*(q-8); Q4_1, Q4_64: w = d*q + m */
+        float offset = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
+        total += d * s + offset * xs;
+    }
+    return (float)total;
+}
