@@ -217,17 +217,12 @@ typedef struct rec {
 
 static pd_status nomem(pd_error *err) { return pd_set_error(err, PD_ERR_NOMEM, "pd_tag_extract: out of memory"); }
 
-/* Append n ids to the growing array *out (*n used, *cap allocated). */
+/* Append k ids to the growing array *out (*n used, *cap allocated). */
 static bool append_ids(int32_t **out, size_t *n, size_t *cap, const int32_t *ids, size_t k)
 {
-    if (*n + k > *cap) {
-        size_t c = *cap ? *cap : 64;
-        while (c < *n + k) c *= 2;
-        int32_t *grown = realloc(*out, sizeof *grown * c);
-        if (!grown) return false;
-        *out = grown;
-        *cap = c;
-    }
+    int32_t *grown = pd_grow(*out, cap, *n + k, sizeof *grown);
+    if (!grown) return false;
+    *out = grown;
     if (k) memcpy(*out + *n, ids, sizeof *ids * k);
     *n += k;
     return true;
