@@ -1,5 +1,5 @@
 """examples/python: each runs as its docstring says, and extract_csv.py writes exactly the
-submission `pocketdec extract` writes."""
+submission `pocketdec extract` writes; so does train/evaluate.py, which scores through the package."""
 
 import os
 import subprocess
@@ -41,3 +41,16 @@ def test_extract_csv_writes_what_the_command_writes(tmp_path):
     assert (tmp_path / "py.csv").read_bytes() == (tmp_path / "cli.csv").read_bytes()
     assert ("'f1': 0.6792" if not helpers.DEV_LIMIT else "'f1': 0.") in out  # the README's dev F1
 
+
+def test_train_evaluate_scores_what_the_command_extracts(tmp_path):
+    gen = helpers.TIANCHI_GEN
+    out = example(os.path.join(ROOT, "train", "evaluate.py"), "--model", os.path.join(gen, "base"), "--adapter",
+                  os.path.join(gen, "adapter"), "--head", os.path.join(gen, "head"), "--out", tmp_path,
+                  "--limit", "5", cwd=os.path.join(ROOT, "train"))
+    reviews = head(os.path.join(DATA, "dev_reviews.csv"), 5, tmp_path / "reviews.csv")
+    for name, options in (("gen", ["--model", os.path.join(gen, "base"), "--adapter", os.path.join(gen, "adapter")]),
+                          ("head", ["--model", gen])):
+        run(helpers.POCKETDEC, "extract", *options, "--schema", SCHEMA, "--input", reviews,
+            "--output", tmp_path / f"cli_{name}.csv")
+        assert (tmp_path / f"dev_Result_{name}.csv").read_bytes() == (tmp_path / f"cli_{name}.csv").read_bytes()
+    assert out.count("F1 ") == 2
