@@ -15,12 +15,13 @@ elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "   (%.1f s)\n",
 step "1/6 Debian packages for building and running: compiler, meson, ninja, libyaml, jansson, PCRE2, utf8proc (scripts/setup.sh build)"
 bash scripts/setup.sh build
 
-step "2/6 build the pocketdec command and tianchi-eval into build/ (about a minute on 2 cores the first time; the tests are built by scripts/test.sh)"
+step "2/6 build the pocketdec command, tianchi-eval and their shared libraries (for python/pocketdec) into build/ (about a minute on 2 cores the first time; the tests are built by scripts/test.sh)"
 start=$EPOCHREALTIME
 if [ ! -f build/build.ninja ]; then
   meson setup build -Dtests=false | grep -E '^(Project name|C compiler for the host|Run-time dependency|Build targets)|ERROR'
 fi
-meson compile -C build cli/pocketdec:executable tianchi-eval/tianchi-eval:executable
+meson compile -C build cli/pocketdec:executable tianchi-eval/tianchi-eval:executable \
+  pocketdec:shared_library tianchieval:shared_library
 elapsed "$start"
 
 pd=build/cli/pocketdec

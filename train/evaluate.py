@@ -1,65 +1,40 @@
 #!/usr/bin/python3
-"""Score a trained model on the dev split in Python (the C pipeline is the reference; this is
-the trainer's quick look): greedy generation of the schema's records, records that do not parse
-or whose aspect/opinion is not in the review dropped, then optionally the pointer head's
-(category, polarity) instead of the generated ones.
+"""Score a trained generative model on the dev split through the C library (the pocketdec
+Python package, python/pocketdec): greedy generation under the schema's constraint engine,
+then, with --head, the pointer head's (category, polarity) for each record; exactly what
+`pocketdec extract` computes, so the trainer's dev F1 is the user's.
 
   evaluate.py --model DIR/merged --head DIR/head --out DIR [--limit N]
-writes DIR/dev_Result_gen.csv and DIR/dev_Result_head.csv (score with tianchi-eval).
+writes DIR/dev_Result_gen.csv (and DIR/dev_Result_head.csv) and prints their tianchi-eval figures.
+It loads the libpocketdec of build/ (or POCKETDEC_LIBRARY).
 """
 
 import argparse
 import os
-
-import torch
+import sys
 
 import baseline
-import bpe
 import data as D
-import pointer
-import qwen3
 import tasks
 
 
-@torch.no_grad()
-def generate(model, tok, ids, end, max_new=96):
-    cache, out = [], []
-    logits = model(torch.tensor([ids]), cache=cache)[0, -1]
-    for _ in range(max_new):
-        nxt = int(logits.argmax())
-        if nxt == end:
-            break
-        out.append(nxt)
-        logits = model(torch.tensor([[nxt]]), cache=cache)[0, -1]
-    return tok.decode(out)
-
-
-def parse(t, text, output):
-    """Well-formed records whose spans occur in the review and labels are in the label sets."""
-    quads = []
-    for rec in output.split(t["record_end"]):
-        f = rec.split(t["separator"])
-        if len(f) == 4 and f[2] in D.CATEGORIES and f[3] in D.POLARITIES and \
-                all(s == "_" or (s and s in text) for s in f[:2]):
-            quads.append(tuple(f))
-    return quads
-
-
-@torch.no_grad()
-def decide(model, head, tok, t, text, quads, cands):
-    out = []
-    for a, o, _, _ in quads:
-        ids, pos, vis, keys, query = pointer.prompt(tok, text, t["question"].format(aspect=a, opinion=o), cands)
-        h = model.hidden(torch.tensor([ids]), torch.tensor([pos]), vis[None])[0]
-        best = int(head.scores(h[query][None], h[keys][None])[0].argmax())
-        c, p = cands[best].split("/")  # the template's candidate form
-        out.append((a, o, c, p))
-    return out
+def package():
+    """The pocketdec package of this checkout (python/), imported when scoring only: load_head
+    needs no library."""
+    sys.path.insert(0, os.path.join(os.path.dirname(D.HERE), "python"))
+    import pocketdec
+    return pocketdec
 
 
 def load_head(path, hidden, schema=tasks.SCHEMA):
-    """The pointer head of a heads/ directory and the schema's decide candidates."""
+    """The PyTorch pointer head of a heads/ directory and the schema's decide candidates
+    (package.py and the training tests compare pocketdec's scores against it)."""
     import json
+
+    import torch
+
+    import pointer
+    import qwen3
     meta = json.load(open(os.path.join(path, "head.json"), encoding="utf-8"))
     head = pointer.PointerHead(hidden, meta["head_dim"], torch.Generator(), meta["temperature"])
     st = qwen3.read_safetensors(os.path.join(path, "head.safetensors"))
@@ -67,9 +42,20 @@ def load_head(path, hidden, schema=tasks.SCHEMA):
     return head, tasks.candidates(tasks.load_template(schema)[0])
 
 
+def extract(pocketdec, model, schema, head, dev, path):
+    """Write the Result.csv of the dev reviews; its figures against their gold quadruples."""
+    with pocketdec.Extractor(model, schema, head=head or False) as ex:
+        rows = [(rid, [tuple(r.values()) for r in records])
+                for (rid, _, _), records in zip(dev, ex.extract_many(text for _, text, _ in dev))]
+    baseline.write_result(path, rows)
+    gold = [(rid, *q) for rid, _, quads in dev for q in quads]
+    return pocketdec.tianchi_eval.score(gold, path, reviews={rid: text for rid, text, _ in dev})["overall"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model", required=True, help="an HF directory (e.g. DIR/merged) or DIR/base")
+    ap.add_argument("--adapter", help="a PEFT directory applied to --model (e.g. DIR/adapter)")
     ap.add_argument("--head")
     ap.add_argument("--out", required=True)
     ap.add_argument("--schema", default=tasks.SCHEMA)
@@ -77,24 +63,16 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--limit", type=int, default=0)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    model = qwen3.load_hf(a.model).eval()
-    tok = bpe.load(os.path.join(a.model, "tokenizer.json"))
-    t, _ = tasks.load_template(a.schema)
-    head, cands = load_head(a.head, model.config["hidden_size"], a.schema) if a.head else (None, None)
     dev = D.labelled(a.data, "dev")[:a.limit or None]
-    gen, dec = [], []
-    for rid, text, _ in dev:
-        out = generate(model, tok, tok.encode(tasks.full_prompt(t, text)), tok.token_id(t["end"]))
-        quads = parse(t, text, out)
-        gen.append((rid, quads))
-        if head:
-            dec.append((rid, decide(model, head, tok, t, text, quads, cands)))
     os.makedirs(a.out, exist_ok=True)
-    baseline.write_result(os.path.join(a.out, "dev_Result_gen.csv"), gen)
-    if head:
-        baseline.write_result(os.path.join(a.out, "dev_Result_head.csv"), dec)
-    print(f"wrote {a.out}/dev_Result_gen.csv" + (" and dev_Result_head.csv" if head else ""))
+    pocketdec = package()
+    with pocketdec.Model(a.model, adapters=[a.adapter] if a.adapter else [], threads=a.threads) as model:
+        for name, head in (("gen", None), ("head", a.head)):
+            if name == "gen" or head:
+                path = os.path.join(a.out, f"dev_Result_{name}.csv")
+                s = extract(pocketdec, model, a.schema, head, dev, path)
+                print(f"{path}: F1 {s['f1']:.4f} (precision {s['precision']:.4f}, recall {s['recall']:.4f}; "
+                      f"S {s['matched']} P {s['predicted']} G {s['gold']})")
 
 
 if __name__ == "__main__":
