@@ -252,8 +252,11 @@ def test_tagger_training(tmp):
     run([POCKETDEC, "extract", "--model", os.path.join(out, "base"), "--adapter", os.path.join(out, "adapter"),
          "--head", os.path.join(out, "head"), "--schema", os.path.join(ROOT, "schemas", "tianchi-makeup.yaml"),
          "--input", reviews, "--output", got])
-    want = open(os.path.join(out, "dev_Result.csv"), encoding="utf-8").read()
+    want = open(os.path.join(out, "dev_python_Result.csv"), encoding="utf-8").read()
     assert open(got, encoding="utf-8").read() == want, "pocketdec extract and the Python decode disagree"
+    assert open(os.path.join(out, "dev_Result.csv"), encoding="utf-8").read() == want, \
+        "the trainer's dev scoring (the pocketdec package) and pocketdec extract disagree"
+    assert json.load(open(os.path.join(out, "train_log.json")))["dev"]["S"] >= 0
     print(f"ok: tagger training; {want.count(chr(10))} dev rows equal between pocketdec and Python")
 
 
