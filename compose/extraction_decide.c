@@ -3,6 +3,7 @@
  * each record's closed-set labels among all their combinations, one forward
  * pass a record. The schema (schemas/records.h) fills the question and
  * applies the chosen candidate; the head (the public decider API) chooses. */
+#include "pocketdec_compose.h"
 #include "records.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* tag_extract.c - extraction by decisions in one forward pass: a tagger head
  * (heads/) bound to a schema (schemas/). The echo prompt is evaluated once;
  * the head's tags over the read copy give the spans, its link and label
- * scores the records, which the schema's rules then order and filter. The
- * only place that uses both heads/ and schemas/. */
+ * scores the records, which the schema's rules then order and filter. */
+#include "pocketdec_compose.h"
 #include "heads.h"
 #include "records.h"
 

@@ -5,6 +5,7 @@
 #define PD_HEADS_H
 
 #include "pd_internal.h"
+#include "pocketdec_heads.h"
 
 #include <jansson.h>
 

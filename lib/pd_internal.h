@@ -5,7 +5,7 @@
 #ifndef PD_INTERNAL_H
 #define PD_INTERNAL_H
 
-#include "pocketdec.h"
+#include "pocketdec_runtime.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

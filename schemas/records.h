@@ -9,6 +9,7 @@
 #define PD_SCHEMA_RECORDS_H
 
 #include "pd_internal.h"
+#include "pocketdec_schemas.h"
 
 /* The file (or name) the schema came from, for messages. */
 const char *pd_schema_source(const pd_schema *sc);

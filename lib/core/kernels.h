@@ -5,7 +5,7 @@
  * (kernels_neon.c), portable C everywhere (kernels_portable.c); the trunk
  * only calls through the returned table. The per-CPU files build their
  * tables on the shared helpers of kernels_shared.h. PD_KERNELS=portable or
- * PD_KERNELS=avx2 in the environment forces that one (see pocketdec.h). */
+ * PD_KERNELS=avx2 in the environment forces that one (see pocketdec_runtime.h). */
 #ifndef PD_KERNELS_H
 #define PD_KERNELS_H
 

@@ -15,7 +15,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "threadpool.h"
 
-#include "pocketdec.h"
+#include "pocketdec_runtime.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -11,7 +11,7 @@ typedef struct pd_pool pd_pool;
 typedef void (*pd_range_fn)(void *arg, int64_t begin, int64_t end, int thread);
 
 /* n_threads counts the calling thread: 1 starts no worker. More than
- * pd_cpu_count() (pocketdec.h) starts that many (pd_pool_size says how many). NULL on
+ * pd_cpu_count() (pocketdec_runtime.h) starts that many (pd_pool_size says how many). NULL on
  * failure. */
 pd_pool *pd_pool_new(int n_threads);
 void pd_pool_free(pd_pool *pool);

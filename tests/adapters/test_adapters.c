@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "pd_internal.h" /* pd_model_derive: the library seam under the adapters */
+#include "pocketdec.h"
 
 /* max |got - want| over all positions, relative to the largest |want|: the
  * float64 reference against float32 arithmetic (as in test_forward). */
