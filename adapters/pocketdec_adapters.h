@@ -30,16 +30,16 @@ typedef struct pd_adapter pd_adapter;
  * modules_to_save, rank_pattern/alpha_pattern, fan_in_fan_out, layer
  * replication, embedding or lm_head targets. A lora_A without its lora_B, or
  * a rank other than r, gives PD_ERR_SHAPE naming the tensor. */
-pd_adapter *pd_adapter_load(const char *dir, pd_error *err);
-void pd_adapter_free(pd_adapter *adapter);
+PD_API pd_adapter *pd_adapter_load(const char *dir, pd_error *err);
+PD_API void pd_adapter_free(pd_adapter *adapter);
 
 /* r, the scale (lora_alpha / r or lora_alpha / sqrt(r)), the number of
  * adapted matrices, and base_model_name_or_path ("" when absent); 0 or ""
  * for a NULL adapter. */
-int32_t pd_adapter_rank(const pd_adapter *adapter);
-float pd_adapter_scale(const pd_adapter *adapter);
-size_t pd_adapter_n_targets(const pd_adapter *adapter);
-const char *pd_adapter_base_model(const pd_adapter *adapter);
+PD_API int32_t pd_adapter_rank(const pd_adapter *adapter);
+PD_API float pd_adapter_scale(const pd_adapter *adapter);
+PD_API size_t pd_adapter_n_targets(const pd_adapter *adapter);
+PD_API const char *pd_adapter_base_model(const pd_adapter *adapter);
 
 typedef enum pd_apply_mode {
     /* merge into F32 copies the matrices stored as F32; add the others' B (A x)
@@ -58,8 +58,8 @@ typedef enum pd_apply_mode {
  * fit the base (another hidden size, a layer the base lacks) give
  * PD_ERR_SHAPE naming the tensor and both shapes; a rank above 1024 applied at
  * runtime gives PD_ERR_UNSUPPORTED. */
-pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const *adapters, const float *weights,
-                                  size_t n, pd_apply_mode mode, pd_error *err);
+PD_API pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const *adapters, const float *weights,
+                                         size_t n, pd_apply_mode mode, pd_error *err);
 
 #ifdef __cplusplus
 }

@@ -27,8 +27,8 @@ extern "C" {
  * dropped. text (NUL-terminated) is the text x was extracted from; d's
  * document is replaced by it. No records: no model call. On error x keeps
  * the records relabelled so far. */
-pd_status pd_extraction_decide(pd_decider *d, const pd_schema *schema, const char *text, pd_extraction *x,
-                               pd_error *err);
+PD_API pd_status pd_extraction_decide(pd_decider *d, const pd_schema *schema, const char *text, pd_extraction *x,
+                                      pd_error *err);
 
 /* -------------------------------------------- extraction by decisions (tagger) */
 
@@ -70,10 +70,10 @@ typedef struct pd_tag_extractor pd_tag_extractor;
  * a tokenizer (PD_ERR_ARG); a head of another type gives PD_ERR_ARG.
  * Immutable: share it between contexts and threads. model, schema and head
  * must outlive it. */
-pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
-                                       pd_error *err);
+PD_API pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
+                                              pd_error *err);
 /* Release it (NULL is fine). */
-void pd_tag_extractor_free(pd_tag_extractor *tx);
+PD_API void pd_tag_extractor_free(pd_tag_extractor *tx);
 
 /* Extract records from text (len bytes of valid UTF-8) in one pd_eval on ctx
  * (its cache is cleared first). An empty text gives no records without
@@ -81,8 +81,8 @@ void pd_tag_extractor_free(pd_tag_extractor *tx);
  * before it runs. *out is a pd_extraction as pd_extract makes (free it with
  * pd_extraction_free): n_prompt_tokens the prompt's length, n_tokens 0, stop
  * PD_STOP_END, no mask_us. */
-pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
-                         pd_extraction **out, pd_error *err);
+PD_API pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                                pd_extraction **out, pd_error *err);
 
 /* What one tagger pass saw and decided, for tests and debugging. */
 typedef struct pd_tag_span {
@@ -120,10 +120,10 @@ typedef struct pd_tag_trace {
 
 /* pd_tag_extract that also fills *trace (may be NULL; free it with
  * pd_tag_trace_free). out may be NULL when only the trace is wanted. */
-pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
-                               pd_extraction **out, pd_tag_trace **trace, pd_error *err);
+PD_API pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                                      pd_extraction **out, pd_tag_trace **trace, pd_error *err);
 /* Release a trace and its arrays (NULL is fine). */
-void pd_tag_trace_free(pd_tag_trace *trace);
+PD_API void pd_tag_trace_free(pd_tag_trace *trace);
 
 #ifdef __cplusplus
 }

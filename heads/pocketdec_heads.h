@@ -52,13 +52,13 @@ typedef enum pd_layout { PD_LAYOUT_DEFAULT = 0, PD_LAYOUT_SEQUENTIAL = 1, PD_LAY
  * vocabulary (a tagger head has no markers; its fields are checked against a
  * schema by pd_tag_extractor_new). The head keeps no reference to model; it is immutable and may
  * be shared by any number of deciders in any threads. */
-pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err);
+PD_API pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err);
 /* Release a head (NULL is fine); no decider may still use it. */
-void pd_head_free(pd_head *head);
+PD_API void pd_head_free(pd_head *head);
 /* PD_HEAD_POINTER, PD_HEAD_CLASSIFIER or PD_HEAD_TAGGER. */
-pd_head_type pd_head_get_type(const pd_head *head);
+PD_API pd_head_type pd_head_get_type(const pd_head *head);
 /* A classifier's labels (NULL for a pointer head); *n receives their number. */
-const char *const *pd_head_labels(const pd_head *head, int32_t *n);
+PD_API const char *const *pd_head_labels(const pd_head *head, int32_t *n);
 
 typedef struct pd_decider_params {
     pd_layout layout;  /* DEFAULT: the head's layout (sequential without a head) */
@@ -72,23 +72,23 @@ typedef struct pd_decider_params {
 #define PD_MAX_CANDIDATES 4096
 
 /* Layout DEFAULT, one thread, the default context length. */
-pd_decider_params pd_decider_default_params(void);
+PD_API pd_decider_params pd_decider_default_params(void);
 
 /* A decider: one context over model plus a head (NULL: LM verbalizer).
  * Use one per thread; model and head are only read. A tagger head is refused
  * with PD_ERR_ARG (it extracts records: pd_tag_extractor_new). */
 typedef struct pd_decider pd_decider;
-pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_decider_params *params,
-                           pd_error *err);
+PD_API pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_decider_params *params,
+                                  pd_error *err);
 /* Release a decider and its context (NULL is fine). */
-void pd_decider_free(pd_decider *d);
+PD_API void pd_decider_free(pd_decider *d);
 
 /* Prefix reuse: evaluate "<|fim_prefix|>{text}<|fim_middle|>" once; later
  * pd_decide calls with text NULL start from it (the cache past it is dropped
  * before each decision). text NULL forgets the document. */
-pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err);
+PD_API pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err);
 /* A new decider (e.g. for another thread) holding a copy of d's document. */
-pd_decider *pd_decider_fork(const pd_decider *d, pd_error *err);
+PD_API pd_decider *pd_decider_fork(const pd_decider *d, pd_error *err);
 
 typedef struct pd_decision {
     int32_t n_candidates;
@@ -112,13 +112,13 @@ typedef struct pd_decision {
  * last successful pd_decide (its cache is kept), so only the question and
  * candidates are evaluated. On success *out is a decision to release with
  * pd_decision_free. */
-pd_status pd_decide(pd_decider *d, const char *text, const char *question, const char *const *candidates,
-                    int32_t n_candidates, pd_decision **out, pd_error *err);
+PD_API pd_status pd_decide(pd_decider *d, const char *text, const char *question, const char *const *candidates,
+                           int32_t n_candidates, pd_decision **out, pd_error *err);
 /* Release a decision and its arrays (NULL is fine). */
-void pd_decision_free(pd_decision *dec);
+PD_API void pd_decision_free(pd_decision *dec);
 
 /* pd_eval calls made by d since it was created (a document counts one). */
-int64_t pd_decider_forward_passes(const pd_decider *d);
+PD_API int64_t pd_decider_forward_passes(const pd_decider *d);
 
 #ifdef __cplusplus
 }

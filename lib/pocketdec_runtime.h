@@ -29,6 +29,15 @@ extern "C" {
 
 #define PD_VERSION "0.1.0"
 
+/* Marks the functions libpocketdec exports. The library is compiled with
+ * hidden visibility, so every function without it (the internal pdi_* ones)
+ * stays inside libpocketdec.so. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PD_API __attribute__((visibility("default")))
+#else
+#define PD_API
+#endif
+
 /* ------------------------------------------------------------------ errors */
 
 typedef enum pd_status {
@@ -54,10 +63,10 @@ typedef struct pd_error {
 } pd_error;
 
 /* A short constant name for a status ("format error", ...). */
-const char *pd_status_name(pd_status code);
+PD_API const char *pd_status_name(pd_status code);
 
 /* Release memory that pocketdec returned to the caller. NULL is fine. */
-void pd_free(void *ptr);
+PD_API void pd_free(void *ptr);
 
 /* --------------------------------------------------------------- tokenizer */
 
@@ -65,46 +74,46 @@ typedef struct pd_tokenizer pd_tokenizer;
 
 /* Load an HF tokenizer.json (byte-level BPE, NFC normalizer, Split regex
  * pre-tokenizer, added tokens). */
-pd_tokenizer *pd_tokenizer_load(const char *path, pd_error *err);
-void pd_tokenizer_free(pd_tokenizer *tok);
+PD_API pd_tokenizer *pd_tokenizer_load(const char *path, pd_error *err);
+PD_API void pd_tokenizer_free(pd_tokenizer *tok);
 
 /* Number of ids (vocabulary plus added tokens, i.e. max id + 1). */
-int32_t pd_tokenizer_n_vocab(const pd_tokenizer *tok);
+PD_API int32_t pd_tokenizer_n_vocab(const pd_tokenizer *tok);
 
 /* Encode UTF-8 text (special/added tokens written inline are recognised).
  * On success *ids is a pd_free()-able array of *n_ids ids. Invalid UTF-8 in
  * the text is refused with PD_ERR_FORMAT. */
-pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t text_len,
-                              int32_t **ids, size_t *n_ids, pd_error *err);
+PD_API pd_status pd_tokenizer_encode(const pd_tokenizer *tok, const char *text, size_t text_len,
+                                     int32_t **ids, size_t *n_ids, pd_error *err);
 
 /* Encode UTF-8 text as plain text: normalised and split like
  * pd_tokenizer_encode, but no added token is recognised, so "<|im_end|>"
  * written in the text becomes the ids of its bytes. For untrusted text. */
-pd_status pd_tokenizer_encode_plain(const pd_tokenizer *tok, const char *text, size_t text_len,
-                                    int32_t **ids, size_t *n_ids, pd_error *err);
+PD_API pd_status pd_tokenizer_encode_plain(const pd_tokenizer *tok, const char *text, size_t text_len,
+                                           int32_t **ids, size_t *n_ids, pd_error *err);
 
 /* Decode ids to bytes (not necessarily valid UTF-8: a token may hold part of a
  * character). *text is pd_free()-able and NUL-terminated; *text_len excludes
  * the NUL. Out-of-range ids give PD_ERR_RANGE. */
-pd_status pd_tokenizer_decode(const pd_tokenizer *tok, const int32_t *ids, size_t n_ids,
-                              char **text, size_t *text_len, pd_error *err);
+PD_API pd_status pd_tokenizer_decode(const pd_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                                     char **text, size_t *text_len, pd_error *err);
 
 /* The raw bytes a token stands for (after the byte-level mapping is undone).
  * Returns NULL for an out-of-range id. The pointer lives as long as tok. */
-const char *pd_tokenizer_token_bytes(const pd_tokenizer *tok, int32_t id, size_t *len);
+PD_API const char *pd_tokenizer_token_bytes(const pd_tokenizer *tok, int32_t id, size_t *len);
 
 /* Id of a token written exactly as in the vocabulary or added tokens
  * (e.g. "<|im_end|>"), or -1. */
-int32_t pd_tokenizer_token_id(const pd_tokenizer *tok, const char *token);
+PD_API int32_t pd_tokenizer_token_id(const pd_tokenizer *tok, const char *token);
 
 /* Whether id is a special added token (skipped by nothing, but useful to UIs). */
-int pd_tokenizer_is_special(const pd_tokenizer *tok, int32_t id);
+PD_API int pd_tokenizer_is_special(const pd_tokenizer *tok, int32_t id);
 
 /* The columns UTF-8 text takes in a terminal, for padding tables of labels:
  * East Asian wide and fullwidth characters (Chinese) count 2, combining marks
  * and other zero-width characters 0, the rest 1 (utf8proc's widths); each
  * invalid byte counts 1. Stops at len bytes or at a NUL. */
-size_t pd_text_width(const char *text, size_t len);
+PD_API size_t pd_text_width(const char *text, size_t len);
 
 /* ------------------------------------------------------------------- model */
 
@@ -176,17 +185,17 @@ typedef struct pd_model_params {
  * on a CPU with AVX-512 (on a CPU without AVX2 it is as if unset); other
  * values are ignored. The sets differ in speed and in the rounding of sums
  * only. */
-pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err);
-void pd_model_free(pd_model *model);
+PD_API pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err);
+PD_API void pd_model_free(pd_model *model);
 
-const pd_config *pd_model_config(const pd_model *model);
+PD_API const pd_config *pd_model_config(const pd_model *model);
 
 /* The tokenizer that came with the model, or NULL when there is none. */
-const pd_tokenizer *pd_model_tokenizer(const pd_model *model);
+PD_API const pd_tokenizer *pd_model_tokenizer(const pd_model *model);
 
 /* Writes a JSON object describing the model (architecture, dimensions,
  * dtypes, parameter count, source). pd_free() the result. */
-char *pd_model_info_json(const pd_model *model);
+PD_API char *pd_model_info_json(const pd_model *model);
 
 /* What pd_model_quantize wrote. */
 typedef struct pd_quantize_stats {
@@ -212,8 +221,8 @@ typedef struct pd_quantize_stats {
  * PD_ERR_IO when path cannot be created or written. Every failure but a
  * failed write comes before path is opened, so a file already there stays
  * as it was; a failed write removes the file. */
-pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quant type, pd_quantize_stats *stats,
-                            pd_error *err);
+PD_API pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quant type, pd_quantize_stats *stats,
+                                   pd_error *err);
 
 /* ----------------------------------------------------------------- context */
 
@@ -233,12 +242,12 @@ typedef struct pd_context_params {
     pd_kv_type kv_type; /* KV cache element type; PD_KV_AUTO (0) as above */
 } pd_context_params;
 
-pd_context_params pd_context_default_params(void);
+PD_API pd_context_params pd_context_default_params(void);
 
 /* The cores this process may run on (its CPU affinity, as taskset or a
  * container sets it), at least 1: a good n_threads. Contexts never run more
  * threads than this (more would wait on each other's time slices). */
-int32_t pd_cpu_count(void);
+PD_API int32_t pd_cpu_count(void);
 
 /* Bytes a context with these parameters allocates when created: the KV cache
  * (2 x layers x n_ctx x kv_heads x head_dim elements of 4 bytes, or 2 for an
@@ -246,28 +255,28 @@ int32_t pd_cpu_count(void);
  * prefill chunk. pd_eval adds the kept outputs (hidden size, and the
  * vocabulary when logits are asked, floats per kept row). 0 when the
  * parameters are invalid or the size overflows. */
-size_t pd_context_bytes(const pd_model *model, const pd_context_params *params);
+PD_API size_t pd_context_bytes(const pd_model *model, const pd_context_params *params);
 
 /* A context over model. n_ctx above the model's positions gives PD_ERR_RANGE;
  * with a budget (max_bytes > 0), a context that needs more than it gives
  * PD_ERR_LIMIT with both sizes in the message, before anything is allocated;
  * and a later pd_eval whose kept outputs would take the context over its
  * budget gives PD_ERR_LIMIT and leaves the cache as it was. */
-pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err);
-void pd_context_free(pd_context *ctx);
+PD_API pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err);
+PD_API void pd_context_free(pd_context *ctx);
 
 /* A new context holding a copy of ctx's KV cache (a shared prefix evaluated
  * once, continued several ways). */
-pd_context *pd_context_fork(const pd_context *ctx, pd_error *err);
+PD_API pd_context *pd_context_fork(const pd_context *ctx, pd_error *err);
 
 /* Tokens currently in the KV cache. */
-int32_t pd_context_kv_len(const pd_context *ctx);
-int32_t pd_context_n_ctx(const pd_context *ctx);
+PD_API int32_t pd_context_kv_len(const pd_context *ctx);
+PD_API int32_t pd_context_n_ctx(const pd_context *ctx);
 /* The KV cache's element type, PD_KV_AUTO resolved (PD_KV_F32 or PD_KV_F16). */
-pd_kv_type pd_context_kv_type(const pd_context *ctx);
+PD_API pd_kv_type pd_context_kv_type(const pd_context *ctx);
 
 /* Forget the cache past its first n tokens (n <= kv_len). */
-pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err);
+PD_API pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err);
 
 /* One evaluation step: tokens appended to the KV cache and run through the
  * trunk. A batch longer than the free part of the cache gives PD_ERR_CONTEXT;
@@ -287,21 +296,21 @@ typedef struct pd_batch {
     int want_logits;           /* also compute full logits for the kept rows */
 } pd_batch;
 
-pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err);
+PD_API pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err);
 
 /* Convenience: causal evaluation of ids, keeping logits of the last token. */
-pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err);
+PD_API pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err);
 
 /* Results of the last pd_eval, for its i-th kept row (0 <= i < n_outputs).
  * Pointers stay valid until the next pd_eval on ctx. */
-int32_t pd_context_n_outputs(const pd_context *ctx);
-const float *pd_context_hidden(const pd_context *ctx, int32_t i);  /* [hidden], final-norm */
-const float *pd_context_logits(const pd_context *ctx, int32_t i);  /* [vocab] or NULL */
-
-/* Logits of chosen vocabulary rows only, from the i-th kept hidden state: out[k]
- * = logit of rows[k]. Reads just those rows of the LM head (sparse head). */
-pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows,
-                                 float *out, pd_error *err);
+PD_API int32_t pd_context_n_outputs(const pd_context *ctx);
+PD_API const float *pd_context_hidden(const pd_context *ctx, int32_t i);  /* [hidden], final-norm */
+       PD_API const float *pd_context_logits(const pd_context *ctx, int32_t i);  /* [vocab] or NULL */
+       
+       /* Logits of chosen vocabulary rows only, from the i-th kept hidden state: out[k]
+        * = logit of rows[k]. Reads just those rows of the LM head (sparse head). */
+       PD_API pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows,
+                                        float *out, pd_error *err);
 
 /* -------------------------------------------------------------- generation */
 
@@ -312,13 +321,13 @@ typedef struct pd_sampler_params {
     uint64_t seed;
 } pd_sampler_params;
 
-pd_sampler_params pd_sampler_default_params(void); /* greedy */
-
-/* Pick a token from logits[n_vocab] (mask: NULL or n_vocab bytes, 0 = banned).
- * *rng_state carries the random stream between calls (seed it with
- * params->seed). Returns the id, or -1 when every token is banned. */
-int32_t pd_sample(const float *logits, int32_t n_vocab, const uint8_t *mask,
-                  const pd_sampler_params *params, uint64_t *rng_state);
+PD_API pd_sampler_params pd_sampler_default_params(void); /* greedy */
+       
+       /* Pick a token from logits[n_vocab] (mask: NULL or n_vocab bytes, 0 = banned).
+        * *rng_state carries the random stream between calls (seed it with
+        * params->seed). Returns the id, or -1 when every token is banned. */
+       PD_API int32_t pd_sample(const float *logits, int32_t n_vocab, const uint8_t *mask,
+                         const pd_sampler_params *params, uint64_t *rng_state);
 
 typedef struct pd_generate_params {
     pd_sampler_params sampler;
@@ -332,11 +341,11 @@ typedef int (*pd_token_callback)(int32_t id, const char *piece, size_t piece_len
 /* Tokenize prompt with the model's tokenizer, evaluate it, and generate until
  * EOS/<|im_end|>/max_tokens. *text (may be NULL) receives the generated bytes,
  * pd_free()-able. */
-pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_params *params,
-                      pd_token_callback callback, void *user, char **text, pd_error *err);
+PD_API pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_params *params,
+                             pd_token_callback callback, void *user, char **text, pd_error *err);
 
 /* ChatML form of one user message followed by the assistant turn header. */
-char *pd_chatml_user(const char *message);
+PD_API char *pd_chatml_user(const char *message);
 
 #ifdef __cplusplus
 }

@@ -22,22 +22,22 @@ extern "C" {
 typedef struct pd_schema pd_schema;
 
 /* Read a schema file. Errors name the file, line and column (PD_ERR_FORMAT). */
-pd_schema *pd_schema_load(const char *path, pd_error *err);
+PD_API pd_schema *pd_schema_load(const char *path, pd_error *err);
 /* Same from YAML text in memory; name is used in messages (NULL: "<memory>"). */
-pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_error *err);
-void pd_schema_free(pd_schema *schema);
-int32_t pd_schema_n_fields(const pd_schema *schema);
-const char *pd_schema_field_name(const pd_schema *schema, int32_t i); /* NULL when out of range */
-/* Candidates of the schema's decide section (see pd_extraction_decide); 0 when it has none. */
-int32_t pd_schema_n_candidates(const pd_schema *schema);
+PD_API pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_error *err);
+PD_API void pd_schema_free(pd_schema *schema);
+PD_API int32_t pd_schema_n_fields(const pd_schema *schema);
+PD_API const char *pd_schema_field_name(const pd_schema *schema, int32_t i); /* NULL when out of range */
+       /* Candidates of the schema's decide section (see pd_extraction_decide); 0 when it has none. */
+       PD_API int32_t pd_schema_n_candidates(const pd_schema *schema);
 
 /* A schema bound to a model's vocabulary (a trie of every token's bytes).
  * Immutable: share it between contexts and threads. model and schema must
  * outlive it. */
 typedef struct pd_extractor pd_extractor;
 
-pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, pd_error *err);
-void pd_extractor_free(pd_extractor *ex);
+PD_API pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, pd_error *err);
+PD_API void pd_extractor_free(pd_extractor *ex);
 
 typedef struct pd_extract_params {
     pd_sampler_params sampler; /* greedy by default */
@@ -46,7 +46,7 @@ typedef struct pd_extract_params {
     int32_t sparse_head;       /* -1 auto (sparse when the allowed set is small), 0 never, 1 always */
 } pd_extract_params;
 
-pd_extract_params pd_extract_default_params(void);
+PD_API pd_extract_params pd_extract_default_params(void);
 
 /* One record: n_fields NUL-terminated values in schema order; "_" for an
  * empty field. */
@@ -77,9 +77,9 @@ typedef struct pd_extraction {
  * records or tokens than the schema's limits give PD_ERR_LIMIT, negative ones
  * PD_ERR_ARG, before anything runs (an empty text checks params alone).
  * *out is freed with pd_extraction_free. */
-pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, size_t len,
-                     const pd_extract_params *params, pd_extraction **out, pd_error *err);
-void pd_extraction_free(pd_extraction *x);
+PD_API pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, size_t len,
+                            const pd_extract_params *params, pd_extraction **out, pd_error *err);
+PD_API void pd_extraction_free(pd_extraction *x);
 
 typedef enum pd_record_format {
     PD_FORMAT_TIANCHI = 0, /* CSV rows "id,<print.csv fields>" (RFC 4180 quoting); "id,_,..,_" for none */
@@ -89,8 +89,8 @@ typedef enum pd_record_format {
 /* Print x for input id in the given form. *text is pd_free()-able and
  * NUL-terminated; *len (may be NULL) excludes the NUL. x may be NULL (no
  * records). */
-pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, const char *id, pd_record_format fmt,
-                               char **text, size_t *len, pd_error *err);
+PD_API pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, const char *id,
+                                      pd_record_format fmt, char **text, size_t *len, pd_error *err);
 
 #ifdef __cplusplus
 }
