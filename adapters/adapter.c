@@ -1,6 +1,6 @@
 /* adapter.c - PEFT LoRA adapters: the tensors of adapter_model.safetensors
  * paired into (A, B) per projection, checked against a base, and applied
- * through the library's derived-model seam (pd_model_derive). */
+ * through the library's derived-model seam (pdi_model_derive). */
 #include "adapter_internal.h"
 
 #include <math.h>
@@ -95,16 +95,16 @@ typedef struct key_parts {
 static pd_status refuse_key(const char *key, const char *path, pd_error *err)
 {
     if (strstr(key, "lora_magnitude_vector"))
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s is a DoRA magnitude: DoRA is not supported", path,
-                            key);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s is a DoRA magnitude: DoRA is not supported", path,
+                             key);
     if (strstr(key, "lora_embedding_") || strstr(key, "embed_tokens") || strstr(key, "lm_head"))
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s adapts the embeddings or the LM head: only the "
-                            "q, k, v, o, gate, up and down projections can be adapted", path, key);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s adapts the embeddings or the LM head: only the "
+                             "q, k, v, o, gate, up and down projections can be adapted", path, key);
     if (strstr(key, ".lora_") && strstr(key, ".bias"))
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s is a LoRA bias: LoRA biases are not supported",
-                            path, key);
-    return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s is not a LoRA weight of a projection "
-                        "(model.layers.N.self_attn|mlp.X_proj.lora_A|lora_B[.NAME].weight)", path, key);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s is a LoRA bias: LoRA biases are not supported",
+                             path, key);
+    return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s is not a LoRA weight of a projection "
+                         "(model.layers.N.self_attn|mlp.X_proj.lora_A|lora_B[.NAME].weight)", path, key);
 }
 
 static pd_status split_key(const char *key, const char *path, key_parts *k, pd_error *err)
@@ -151,9 +151,9 @@ static float *to_f32(const pd_tensor *t)
     if (!pd_mul_size(n, sizeof(float), &bytes)) return NULL;
     float *d = malloc(bytes ? bytes : 1);
     if (!d) return NULL;
-    size_t rb = pd_dtype_row_bytes(t->dtype, t->shape[1]);
+    size_t rb = pdi_dtype_row_bytes(t->dtype, t->shape[1]);
     for (int64_t r = 0; r < t->shape[0]; r++)
-        pd_row_to_f32(t->dtype, t->data + (size_t)r * rb, d + (size_t)r * (size_t)t->shape[1], t->shape[1]);
+        pdi_row_to_f32(t->dtype, t->data + (size_t)r * rb, d + (size_t)r * (size_t)t->shape[1], t->shape[1]);
     return d;
 }
 
@@ -164,22 +164,22 @@ static pd_status add_tensor(pd_adapter *a, const pd_tensor *t, const char *path,
     pd_status rc = split_key(t->name, path, &k, err);
     if (rc) return rc;
     if (k.name_len != first->name_len || strncmp(k.name, first->name, k.name_len) != 0)
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s belongs to another adapter than %s (one adapter "
-                            "a directory)", path, t->name, a->n_targets ? a->targets[0].a_key : "the first tensor");
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s belongs to another adapter than %s (one adapter "
+                             "a directory)", path, t->name, a->n_targets ? a->targets[0].a_key : "the first tensor");
     if (t->n_dims != 2)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has %d dimensions, not 2", path, t->name, t->n_dims);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has %d dimensions, not 2", path, t->name, t->n_dims);
     int64_t rank = k.which == 'A' ? t->shape[0] : t->shape[1];
     if (rank != a->cfg.r)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld]: rank %lld, but adapter_config.json "
-                            "says r = %lld", path, t->name, (long long)t->shape[0], (long long)t->shape[1],
-                            (long long)rank, (long long)a->cfg.r);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld]: rank %lld, but adapter_config.json "
+                             "says r = %lld", path, t->name, (long long)t->shape[0], (long long)t->shape[1],
+                             (long long)rank, (long long)a->cfg.r);
     target *tg = find_or_add(a, &k, cap);
-    if (!tg) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    if (!tg) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     float **data = k.which == 'A' ? &tg->A : &tg->B;
     char **key = k.which == 'A' ? &tg->a_key : &tg->b_key;
-    if (*data) return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s appears twice", path, t->name);
+    if (*data) return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s appears twice", path, t->name);
     if (!(*key = strdup(t->name)) || !(*data = to_f32(t)))
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for %s", path, t->name);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for %s", path, t->name);
     tg->rank = rank;
     if (k.which == 'A') tg->cols = t->shape[1];
     else tg->rows = t->shape[0];
@@ -189,21 +189,21 @@ static pd_status add_tensor(pd_adapter *a, const pd_tensor *t, const char *path,
 static pd_status load_tensors(pd_adapter *a, const char *path, pd_error *err)
 {
     pd_tensor_store st;
-    pd_store_init(&st);
-    pd_status rc = pd_safetensors_add(&st, path, err);
-    if (!rc && st.n_tensors == 0) rc = pd_set_error(err, PD_ERR_FORMAT, "%s: holds no tensors", path);
+    pdi_store_init(&st);
+    pd_status rc = pdi_safetensors_add(&st, path, err);
+    if (!rc && st.n_tensors == 0) rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: holds no tensors", path);
     if (!rc && !(a->targets = calloc(st.n_tensors, sizeof *a->targets)))
-        rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     key_parts first;
     if (!rc) rc = split_key(st.tensors[0].name, path, &first, err);
     for (size_t i = 0; !rc && i < st.n_tensors; i++) rc = add_tensor(a, &st.tensors[i], path, st.n_tensors, &first, err);
     for (size_t i = 0; !rc && i < a->n_targets; i++) {
         const target *t = &a->targets[i];
         if (!t->A || !t->B)
-            rc = pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has no matching lora_%c: both A and B are needed",
-                              path, t->A ? t->a_key : t->b_key, t->A ? 'B' : 'A');
+            rc = pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has no matching lora_%c: both A and B are needed",
+                               path, t->A ? t->a_key : t->b_key, t->A ? 'B' : 'A');
     }
-    pd_store_free(&st);
+    pdi_store_free(&st);
     return rc;
 }
 
@@ -212,17 +212,17 @@ pd_adapter *pd_adapter_load(const char *dir, pd_error *err)
     pd_error local;
     if (!err) err = &local;
     if (!dir || !*dir) {
-        pd_set_error(err, PD_ERR_ARG, "pd_adapter_load: no directory given");
+        pdi_set_error(err, PD_ERR_ARG, "pd_adapter_load: no directory given");
         return NULL;
     }
     pd_adapter *a = calloc(1, sizeof *a);
-    char *config = pd_path_join(dir, "adapter_config.json");
-    char *tensors = pd_path_join(dir, "adapter_model.safetensors");
+    char *config = pdi_path_join(dir, "adapter_config.json");
+    char *tensors = pdi_path_join(dir, "adapter_model.safetensors");
     if (!a || !config || !tensors || !(a->dir = strdup(dir))) {
         free(config);
         free(tensors);
         pd_adapter_free(a);
-        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
+        pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
         return NULL;
     }
     pd_status rc = peft_config_load(config, &a->cfg, err);
@@ -258,19 +258,19 @@ static pd_status check_fit(const pd_adapter *a, const target *t, const pd_config
 {
     long layer;
     int p = projection_of(t->module, strlen(t->module), &layer);
-    if (p < 0) return pd_set_error(err, PD_ERR_INTERNAL, "%s: unparsed module %s", a->dir, t->module);
+    if (p < 0) return pdi_set_error(err, PD_ERR_INTERNAL, "%s: unparsed module %s", a->dir, t->module);
     if (layer >= c->n_layers)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s adapts layer %ld, the model has %d layers", a->dir,
-                            t->a_key, layer, c->n_layers);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s adapts layer %ld, the model has %d layers", a->dir,
+                             t->a_key, layer, c->n_layers);
     int64_t out = dim_of(c, projections[p].out), in = dim_of(c, projections[p].in);
     if (t->cols != in)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld], but the base's %s.weight is [%lld, %lld]",
-                            a->dir, t->a_key, (long long)t->rank, (long long)t->cols, t->module, (long long)out,
-                            (long long)in);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld], but the base's %s.weight is [%lld, %lld]",
+                             a->dir, t->a_key, (long long)t->rank, (long long)t->cols, t->module, (long long)out,
+                             (long long)in);
     if (t->rows != out)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld], but the base's %s.weight is [%lld, %lld]",
-                            a->dir, t->b_key, (long long)t->rows, (long long)t->rank, t->module, (long long)out,
-                            (long long)in);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is [%lld, %lld], but the base's %s.weight is [%lld, %lld]",
+                             a->dir, t->b_key, (long long)t->rows, (long long)t->rank, t->module, (long long)out,
+                             (long long)in);
     return PD_OK;
 }
 
@@ -283,9 +283,9 @@ static pd_status check_hidden(const pd_adapter *a, const target *t, const pd_con
     bool reads = p >= 0 && projections[p].in == D_HIDDEN, writes = p >= 0 && projections[p].out == D_HIDDEN;
     int64_t h = reads ? t->cols : t->rows;
     if ((reads || writes) && h != c->hidden)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: adapter made for hidden size %lld, the model's is %d (tensor %s "
-                            "is [%lld, %lld])", a->dir, (long long)h, c->hidden, reads ? t->a_key : t->b_key,
-                            (long long)(reads ? t->rank : t->rows), (long long)(reads ? t->cols : t->rank));
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: adapter made for hidden size %lld, the model's is %d (tensor %s "
+                             "is [%lld, %lld])", a->dir, (long long)h, c->hidden, reads ? t->a_key : t->b_key,
+                             (long long)(reads ? t->rank : t->rows), (long long)(reads ? t->cols : t->rank));
     return PD_OK;
 }
 
@@ -293,18 +293,18 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
                                   size_t n, pd_apply_mode mode, pd_error *err)
 {
     if (!base || (n > 0 && !adapters) || mode < PD_APPLY_AUTO || mode > PD_APPLY_RUNTIME) {
-        pd_set_error(err, PD_ERR_ARG, "pd_model_apply_adapters: no base model, no adapters or an unknown mode");
+        pdi_set_error(err, PD_ERR_ARG, "pd_model_apply_adapters: no base model, no adapters or an unknown mode");
         return NULL;
     }
     const pd_config *c = pd_model_config(base);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (!adapters[i]) {
-            pd_set_error(err, PD_ERR_ARG, "pd_model_apply_adapters: adapter %zu is NULL", i);
+            pdi_set_error(err, PD_ERR_ARG, "pd_model_apply_adapters: adapter %zu is NULL", i);
             return NULL;
         }
         if (weights && !isfinite(weights[i])) {
-            pd_set_error(err, PD_ERR_ARG, "%s: the weight of the adapter is not finite", adapters[i]->dir);
+            pdi_set_error(err, PD_ERR_ARG, "%s: the weight of the adapter is not finite", adapters[i]->dir);
             return NULL;
         }
         for (size_t k = 0; k < adapters[i]->n_targets; k++)
@@ -317,7 +317,7 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
     char **names = calloc(total ? total : 1, sizeof *names);
     pd_model *m = NULL;
     if (!u || !names) {
-        pd_set_error(err, PD_ERR_NOMEM, "pd_model_apply_adapters: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "pd_model_apply_adapters: out of memory");
         goto done;
     }
     size_t j = 0;
@@ -327,7 +327,7 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
             const target *t = &a->targets[k];
             size_t len = strlen(t->module) + sizeof ".weight";
             if (!(names[j] = malloc(len))) {
-                pd_set_error(err, PD_ERR_NOMEM, "pd_model_apply_adapters: out of memory");
+                pdi_set_error(err, PD_ERR_NOMEM, "pd_model_apply_adapters: out of memory");
                 goto done;
             }
             snprintf(names[j], len, "%s.weight", t->module);
@@ -336,7 +336,7 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
         }
     }
     static const pd_derive_mode modes[] = {PD_DERIVE_AUTO, PD_DERIVE_MERGE, PD_DERIVE_RUNTIME};
-    m = pd_model_derive(base, u, total, modes[mode], err);
+    m = pdi_model_derive(base, u, total, modes[mode], err);
 done:
     for (size_t i = 0; names && i < total; i++) free(names[i]);
     free(names);

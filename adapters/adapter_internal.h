@@ -3,6 +3,7 @@
 #define PD_ADAPTER_INTERNAL_H
 
 #include "pd_internal.h"
+#include "pocketdec_adapters.h"
 
 /* The parts of adapter_config.json that change the numbers. */
 typedef struct peft_config {

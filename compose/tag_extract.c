@@ -1,8 +1,8 @@
 /* tag_extract.c - extraction by decisions in one forward pass: a tagger head
  * (heads/) bound to a schema (schemas/). The echo prompt is evaluated once;
  * the head's tags over the read copy give the spans, its link and label
- * scores the records, which the schema's rules then order and filter. The
- * only place that uses both heads/ and schemas/. */
+ * scores the records, which the schema's rules then order and filter. */
+#include "pocketdec_compose.h"
 #include "heads.h"
 #include "records.h"
 
@@ -56,7 +56,7 @@ static pd_status split_prompt(pd_tag_extractor *tx, const char *src, pd_error *e
     size_t cap = 1;
     piece_kind kind;
     for (const char *p = tx->t->prompt; (p = next_slot(p, &kind)); p++) cap += 2;
-    if (!(tx->pieces = calloc(cap, sizeof *tx->pieces))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
+    if (!(tx->pieces = calloc(cap, sizeof *tx->pieces))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
     for (const char *p = tx->t->prompt;;) {
         const char *at = next_slot(p, &kind);
         size_t len = at ? (size_t)(at - p) : strlen(p);
@@ -64,7 +64,7 @@ static pd_status split_prompt(pd_tag_extractor *tx, const char *src, pd_error *e
             piece *pc = &tx->pieces[tx->n_pieces++];
             pd_status rc = pd_tokenizer_encode(tok, p, len, &pc->ids, &pc->n, err);
             if (rc) {
-                pd_error_prefix(err, "%s: prompt", src);
+                pdi_error_prefix(err, "%s: prompt", src);
                 return rc;
             }
         }
@@ -84,12 +84,12 @@ static pd_status resolve_marks(pd_tag_extractor *tx, const char *src, pd_error *
     int32_t vocab = pd_model_config(tx->model)->vocab;
     for (int32_t k = 0; g && k < tx->t->n_spans; k++)
         for (int32_t c = 0; c < 2; c++) {
-            const char *name = pd_gazetteer_mark(g, k, c);
+            const char *name = pdi_gazetteer_mark(g, k, c);
             tx->marks[k][c] = name ? pd_tokenizer_token_id(tok, name) : -1;
             if (!name) continue;
             if (tx->marks[k][c] < 0 || tx->marks[k][c] >= vocab)
-                return pd_set_error(err, PD_ERR_FORMAT, "%s: gazetteer marker '%s' is not a token of the model", src,
-                                    name);
+                return pdi_set_error(err, PD_ERR_FORMAT, "%s: gazetteer marker '%s' is not a token of the model", src,
+                                     name);
         }
     return PD_OK;
 }
@@ -101,24 +101,24 @@ static pd_status bind_fields(pd_tag_extractor *tx, const char *src, pd_error *er
 {
     const pd_schema *sc = tx->schema;
     const pd_tagger *t = tx->t;
-    const char *sp = pd_schema_source(sc);
+    const char *sp = pdi_schema_source(sc);
     for (int32_t k = 0; k < t->n_spans; k++) {
-        int32_t f = tx->span_field[k] = pd_schema_field_index(sc, t->spans[k]);
-        if (f < 0 || !pd_schema_field_is_span(sc, f))
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: span field '%s' is not a span field of %s", src, t->spans[k], sp);
+        int32_t f = tx->span_field[k] = pdi_schema_field_index(sc, t->spans[k]);
+        if (f < 0 || !pdi_schema_field_is_span(sc, f))
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: span field '%s' is not a span field of %s", src, t->spans[k], sp);
     }
     if (t->n_label_fields && !(tx->label_field = calloc((size_t)t->n_label_fields, sizeof *tx->label_field)))
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
     for (int32_t j = 0; j < t->n_label_fields; j++) {
-        int32_t f = tx->label_field[j] = pd_schema_field_index(sc, t->label_fields[j]);
-        if (f < 0 || !pd_schema_field_is_enum(sc, f))
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: label field '%s' is not an enum field of %s", src,
-                                t->label_fields[j], sp);
+        int32_t f = tx->label_field[j] = pdi_schema_field_index(sc, t->label_fields[j]);
+        if (f < 0 || !pdi_schema_field_is_enum(sc, f))
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: label field '%s' is not an enum field of %s", src,
+                                 t->label_fields[j], sp);
         for (int32_t l = 0; l < t->n_labels; l++) {
             const char *v = t->label_values[(size_t)l * (size_t)t->n_label_fields + (size_t)j];
-            if (!pd_schema_enum_has(sc, f, v))
-                return pd_set_error(err, PD_ERR_FORMAT, "%s: labels[%d]: '%s' is not a value of field '%s' in %s", src, l,
-                                    v, t->label_fields[j], sp);
+            if (!pdi_schema_enum_has(sc, f, v))
+                return pdi_set_error(err, PD_ERR_FORMAT, "%s: labels[%d]: '%s' is not a value of field '%s' in %s", src, l,
+                                     v, t->label_fields[j], sp);
         }
     }
     return PD_OK;
@@ -128,26 +128,26 @@ pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *s
                                        pd_error *err)
 {
     if (!model || !schema || !head) {
-        pd_set_error(err, PD_ERR_ARG, "pd_tag_extractor_new: no model, schema or head");
+        pdi_set_error(err, PD_ERR_ARG, "pd_tag_extractor_new: no model, schema or head");
         return NULL;
     }
     if (head->type != PD_HEAD_TAGGER || !head->tagger) {
-        pd_set_error(err, PD_ERR_ARG, "%s: not a tagger head (pd_tag_extractor_new needs \"type\": \"tagger\")",
-                     head->source);
+        pdi_set_error(err, PD_ERR_ARG, "%s: not a tagger head (pd_tag_extractor_new needs \"type\": \"tagger\")",
+                      head->source);
         return NULL;
     }
     if (head->hidden != pd_model_config(model)->hidden) {
-        pd_set_error(err, PD_ERR_SHAPE, "%s: the head is for hidden size %d, the model has %d", head->source,
-                     head->hidden, pd_model_config(model)->hidden);
+        pdi_set_error(err, PD_ERR_SHAPE, "%s: the head is for hidden size %d, the model has %d", head->source,
+                      head->hidden, pd_model_config(model)->hidden);
         return NULL;
     }
     if (!pd_model_tokenizer(model)) {
-        pd_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to build the prompt with", head->source);
+        pdi_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to build the prompt with", head->source);
         return NULL;
     }
     pd_tag_extractor *tx = calloc(1, sizeof *tx);
-    char *src = pd_path_join(head->source, "head.json");
-    pd_status rc = tx && src ? PD_OK : pd_set_error(err, PD_ERR_NOMEM, "pd_tag_extractor_new: out of memory");
+    char *src = pdi_path_join(head->source, "head.json");
+    pd_status rc = tx && src ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "pd_tag_extractor_new: out of memory");
     if (!rc) {
         *tx = (pd_tag_extractor){.model = model, .schema = schema, .head = head, .t = head->tagger};
         rc = bind_fields(tx, src, err);
@@ -215,12 +215,12 @@ typedef struct rec {
     int32_t key, order;   /* first token of its earliest span; creation order */
 } rec;
 
-static pd_status nomem(pd_error *err) { return pd_set_error(err, PD_ERR_NOMEM, "pd_tag_extract: out of memory"); }
+static pd_status nomem(pd_error *err) { return pdi_set_error(err, PD_ERR_NOMEM, "pd_tag_extract: out of memory"); }
 
 /* Append k ids to the growing array *out (*n used, *cap allocated). */
 static bool append_ids(int32_t **out, size_t *n, size_t *cap, const int32_t *ids, size_t k)
 {
-    int32_t *grown = pd_grow(*out, cap, *n + k, sizeof *grown);
+    int32_t *grown = pdi_grow(*out, cap, *n + k, sizeof *grown);
     if (!grown) return false;
     *out = grown;
     if (k) memcpy(*out + *n, ids, sizeof *ids * k);
@@ -252,7 +252,7 @@ static pd_status marked_ids(const pd_tag_extractor *tx, const char *text, size_t
     size_t cap = 0, at = 0;
     *out = NULL;
     *n = 0;
-    pd_status rc = pd_gazetteer_match(tx->t->gazetteer, text, len, &m, &n_m, err);
+    pd_status rc = pdi_gazetteer_match(tx->t->gazetteer, text, len, &m, &n_m, err);
     for (int32_t i = 0; !rc && i <= n_m; i++) {
         size_t start = i < n_m ? m[i].start : len;
         rc = append_plain(tok, text + at, start - at, out, n, &cap, err);
@@ -388,8 +388,8 @@ static pd_status link_records(pass *ps, rec *recs, int32_t *n_recs, pd_error *er
             rc = nomem(err);
             break;
         }
-        pd_tagger_link_scores(ps->head, ps->rows[tr->spans[from[o]].last], to_rows, n_to, work, l->scores);
-        int32_t best = pd_argmax(l->scores, n_to + 1);
+        pdi_tagger_link_scores(ps->head, ps->rows[tr->spans[from[o]].last], to_rows, n_to, work, l->scores);
+        int32_t best = pdi_argmax(l->scores, n_to + 1);
         l->choice = best < n_to ? to[best] : -1;
         if (best < n_to) chosen[best] = true;
         rec r = {{-1, -1}, 0, 0};
@@ -446,8 +446,8 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
         }
         if (!t->n_labels) continue;
         float *logits = tr->label_logits + (size_t)r * (size_t)t->n_labels;
-        pd_tagger_label_logits(ps->head, xs, logits);
-        label[r] = pd_argmax(logits, t->n_labels);
+        pdi_tagger_label_logits(ps->head, xs, logits);
+        label[r] = pdi_argmax(logits, t->n_labels);
         tr->n_label_rows++;
     }
     qsort(recs, (size_t)n_recs, sizeof *recs, by_key); /* stable: order breaks ties */
@@ -458,9 +458,9 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
             if (recs[r].span[k] >= 0) values[ps->tx->span_field[k]] = tr->spans[recs[r].span[k]].text;
         for (int32_t j = 0; j < t->n_label_fields; j++)
             values[ps->tx->label_field[j]] = t->label_values[(size_t)label[recs[r].order] * (size_t)t->n_label_fields + (size_t)j];
-        if (pd_extraction_append(x, values)) rc = nomem(err);
+        if (pdi_extraction_append(x, values)) rc = nomem(err);
     }
-    if (!rc && pd_schema_distinct_records(sc)) pd_extraction_drop_repeats(x);
+    if (!rc && pdi_schema_distinct_records(sc)) pdi_extraction_drop_repeats(x);
     free(label);
     free(values);
     return rc;
@@ -488,8 +488,8 @@ static pd_status run(pass *ps, pd_context *ctx, pd_extraction *x, pd_error *err)
     if (!(tr->emissions = malloc(sizeof *tr->emissions * (size_t)n * (size_t)ps->t->n_tags)) ||
         !(tr->tags = malloc(sizeof *tr->tags * (size_t)n)))
         return nomem(err);
-    pd_tagger_emissions(ps->head, ps->rows, n, tr->emissions);
-    if ((rc = read_bytes(ps, err)) || (rc = pd_tagger_viterbi(ps->t, tr->emissions, ps->boundary, n, tr->tags, err)) ||
+    pdi_tagger_emissions(ps->head, ps->rows, n, tr->emissions);
+    if ((rc = read_bytes(ps, err)) || (rc = pdi_tagger_viterbi(ps->t, tr->emissions, ps->boundary, n, tr->tags, err)) ||
         (rc = find_spans(ps, err)))
         return rc;
     rec *recs = malloc(sizeof *recs * ((size_t)tr->n_spans + 1));
@@ -505,17 +505,17 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
 {
     if (out) *out = NULL;
     if (trace) *trace = NULL;
-    if (!ctx || !tx || (!text && len)) return pd_set_error(err, PD_ERR_ARG, "pd_tag_extract: NULL argument");
+    if (!ctx || !tx || (!text && len)) return pdi_set_error(err, PD_ERR_ARG, "pd_tag_extract: NULL argument");
     pass ps = {.tx = tx, .head = tx->head, .t = tx->t};
-    pd_extraction *x = pd_extraction_new_empty(tx->schema);
+    pd_extraction *x = pdi_extraction_new_empty(tx->schema);
     ps.tr = calloc(1, sizeof *ps.tr);
     pd_status rc = x && ps.tr ? PD_OK : nomem(err);
     if (!rc && trace && tag_names(tx->t, ps.tr)) rc = nomem(err); /* only a kept trace shows them */
     if (!rc && len > 0) { /* an empty text: no records, no model call */
         rc = build_prompt(&ps, text, len, err);
         if (!rc && ps.tr->n_tokens > pd_context_n_ctx(ctx))
-            rc = pd_set_error(err, PD_ERR_CONTEXT, "%s: the prompt for a text of %zu bytes has %d tokens, the context %d",
-                              tx->head->source, len, ps.tr->n_tokens, pd_context_n_ctx(ctx));
+            rc = pdi_set_error(err, PD_ERR_CONTEXT, "%s: the prompt for a text of %zu bytes has %d tokens, the context %d",
+                               tx->head->source, len, ps.tr->n_tokens, pd_context_n_ctx(ctx));
         if (!rc) rc = run(&ps, ctx, x, err);
         x->n_prompt_tokens = ps.tr->n_tokens;
     }
@@ -533,6 +533,6 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
 pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                          pd_extraction **out, pd_error *err)
 {
-    if (!out) return pd_set_error(err, PD_ERR_ARG, "pd_tag_extract: NULL argument");
+    if (!out) return pdi_set_error(err, PD_ERR_ARG, "pd_tag_extract: NULL argument");
     return pd_tag_extract_trace(ctx, tx, text, len, out, NULL, err);
 }

@@ -28,28 +28,28 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
                            pd_error *err)
 {
     if (!model) {
-        pd_set_error(err, PD_ERR_ARG, "pd_decider_new: no model");
+        pdi_set_error(err, PD_ERR_ARG, "pd_decider_new: no model");
         return NULL;
     }
     pd_decider_params p = params ? *params : pd_decider_default_params();
     if (p.layout < PD_LAYOUT_DEFAULT || p.layout > PD_LAYOUT_PARALLEL) {
-        pd_set_error(err, PD_ERR_ARG, "pd_decider_new: unknown layout %d", (int)p.layout);
+        pdi_set_error(err, PD_ERR_ARG, "pd_decider_new: unknown layout %d", (int)p.layout);
         return NULL;
     }
     if (head && head->type == PD_HEAD_TAGGER) {
-        pd_set_error(err, PD_ERR_ARG,
-                     "%s: a tagger head extracts records (pd_tag_extractor_new); it does not score candidates",
-                     head->source);
+        pdi_set_error(err, PD_ERR_ARG,
+                      "%s: a tagger head extracts records (pd_tag_extractor_new); it does not score candidates",
+                      head->source);
         return NULL;
     }
     if (head && head->hidden != pd_model_config(model)->hidden) {
-        pd_set_error(err, PD_ERR_SHAPE, "%s: the head is for hidden size %d, the model has %d", head->source,
-                     head->hidden, pd_model_config(model)->hidden);
+        pdi_set_error(err, PD_ERR_SHAPE, "%s: the head is for hidden size %d, the model has %d", head->source,
+                      head->hidden, pd_model_config(model)->hidden);
         return NULL;
     }
     pd_decider *d = calloc(1, sizeof *d);
     if (!d) {
-        pd_set_error(err, PD_ERR_NOMEM, "pd_decider_new: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "pd_decider_new: out of memory");
         return NULL;
     }
     d->model = model;
@@ -59,7 +59,7 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
     d->layout = p.layout != PD_LAYOUT_DEFAULT ? p.layout : head ? head->layout : PD_LAYOUT_PARALLEL;
     if (head)
         memcpy(d->markers, head->markers, sizeof d->markers);
-    else if (pd_markers_resolve(model, pd_marker_default_names, d->markers, "pd_decider_new", err)) {
+    else if (pdi_markers_resolve(model, pdi_marker_default_names, d->markers, "pd_decider_new", err)) {
         free(d);
         return NULL;
     }
@@ -90,7 +90,7 @@ typedef struct ivec {
 
 static bool ivec_append(ivec *a, const int32_t *src, size_t n)
 {
-    int32_t *v = pd_grow(a->v, &a->cap, a->n + n, sizeof *v);
+    int32_t *v = pdi_grow(a->v, &a->cap, a->n + n, sizeof *v);
     if (!v) return false;
     a->v = v;
     if (n) memcpy(a->v + a->n, src, n * sizeof *src);
@@ -106,12 +106,12 @@ static pd_status append_text(ivec *a, const pd_tokenizer *tok, const char *text,
     size_t n = 0;
     pd_status rc = pd_tokenizer_encode(tok, text, strlen(text), &ids, &n, err);
     if (rc) {
-        pd_error_prefix(err, "%s", what);
+        pdi_error_prefix(err, "%s", what);
         return rc;
     }
     bool ok = ivec_append(a, ids, n);
     pd_free(ids);
-    return ok ? PD_OK : pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", what);
+    return ok ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", what);
 }
 
 /* The prompt of one decision: tokens (document included), and where the
@@ -159,7 +159,7 @@ static pd_status build_prompt(const pd_decider *d, const char *text, const char 
         size_t before = p->tok.n;
         if ((rc = append_text(&p->tok, tok, cands[i], "candidate", err))) return rc;
         if (d->type == PD_HEAD_VERBALIZER && p->tok.n == before)
-            return pd_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is empty (nothing to score)", i);
+            return pdi_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is empty (nothing to score)", i);
         if (d->type == PD_HEAD_POINTER && !ivec_push(&p->tok, mk[PD_MK_CAND_END])) goto nomem;
     }
     p->block[p->n_blocks] = (int32_t)p->tok.n;
@@ -167,7 +167,7 @@ static pd_status build_prompt(const pd_decider *d, const char *text, const char 
         p->query = (int32_t)p->tok.n;
         if (!ivec_push(&p->tok, mk[PD_MK_SUFFIX])) goto nomem;
     }
-    if (p->tok.n > INT32_MAX / 2) return pd_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt is too long");
+    if (p->tok.n > INT32_MAX / 2) return pdi_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt is too long");
     if (!(p->pos = malloc(p->tok.n * sizeof *p->pos))) goto nomem;
     /* Parallel: every block starts right after the prefix; the query keeps
      * its index (prefix + all candidate tokens), which no order changes. */
@@ -177,7 +177,7 @@ static pd_status build_prompt(const pd_decider *d, const char *text, const char 
             for (int32_t i = p->block[b]; i < p->block[b + 1]; i++) p->pos[i] = p->prefix_len + i - p->block[b];
     return PD_OK;
 nomem:
-    return pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
 }
 
 /* The tree mask of the batch that starts at prompt index b0: prefix and
@@ -191,7 +191,7 @@ static uint8_t *parallel_mask(const prompt *p, int32_t b0, pd_error *err)
     if (!group || !vis) {
         free(group);
         free(vis);
-        pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory for a mask of %zu tokens", n);
+        pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory for a mask of %zu tokens", n);
         return NULL;
     }
     for (size_t i = 0; i < p->tok.n; i++) group[i] = -1;
@@ -210,29 +210,29 @@ static uint8_t *parallel_mask(const prompt *p, int32_t b0, pd_error *err)
 
 /* ------------------------------------------------------------- scoring */
 
-double pd_head_dot(const float *a, const float *b, int64_t n)
+double pdi_head_dot(const float *a, const float *b, int64_t n)
 {
     double s = 0.0;
     for (int64_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
     return s;
 }
 
-void pd_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y)
+void pdi_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y)
 {
-    for (int64_t r = 0; r < rows; r++) y[r] = pd_head_dot(w + r * cols, x, cols) + (double)b[r];
+    for (int64_t r = 0; r < rows; r++) y[r] = pdi_head_dot(w + r * cols, x, cols) + (double)b[r];
 }
 
 static pd_status score_pointer(pd_decider *d, const prompt *p, pd_decision *dec, pd_error *err)
 {
     const pd_head *h = d->head;
     double *q = malloc((size_t)h->head_dim * 2 * sizeof *q);
-    if (!q) return pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    if (!q) return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
     double *k = q + h->head_dim;
     /* kept rows: the end marker of each candidate, then the query */
-    pd_head_affine(h->wq, h->bq, pd_context_hidden(d->ctx, p->n_blocks), h->head_dim, h->hidden, q);
+    pdi_head_affine(h->wq, h->bq, pd_context_hidden(d->ctx, p->n_blocks), h->head_dim, h->hidden, q);
     double scale = 1.0 / (sqrt((double)h->head_dim) * (double)h->temperature);
     for (int32_t i = 0; i < p->n_blocks; i++) {
-        pd_head_affine(h->wk, h->bk, pd_context_hidden(d->ctx, i), h->head_dim, h->hidden, k);
+        pdi_head_affine(h->wk, h->bk, pd_context_hidden(d->ctx, i), h->head_dim, h->hidden, k);
         double s = 0.0;
         for (int32_t j = 0; j < h->head_dim; j++) s += q[j] * k[j];
         dec->scores[i] = (float)(s * scale);
@@ -249,7 +249,7 @@ static pd_status score_classifier(pd_decider *d, pd_decision *dec, pd_error *err
     (void)err;
     for (int32_t i = 0; i < dec->n_candidates; i++) {
         int32_t l = dec->label_index[i];
-        double y = pd_head_dot(h->w + (int64_t)l * h->hidden, x, h->hidden) + (double)h->b[l];
+        double y = pdi_head_dot(h->w + (int64_t)l * h->hidden, x, h->hidden) + (double)h->b[l];
         dec->scores[i] = (float)(y / (double)h->temperature);
     }
     return PD_OK;
@@ -335,8 +335,8 @@ static pd_status map_labels(const pd_head *h, const char *const *cands, int32_t 
         for (int32_t l = 0; l < h->n_labels; l++)
             if (strcmp(cands[i], h->labels[l]) == 0) dec->label_index[i] = l;
         if (dec->label_index[i] < 0)
-            return pd_set_error(err, PD_ERR_ARG, "%s: \"%s\" is not one of the classifier's %d labels", h->source,
-                                cands[i], h->n_labels);
+            return pdi_set_error(err, PD_ERR_ARG, "%s: \"%s\" is not one of the classifier's %d labels", h->source,
+                                 cands[i], h->n_labels);
     }
     return PD_OK;
 }
@@ -362,11 +362,11 @@ static pd_status run_decision(pd_decider *d, const prompt *p, int32_t b0, pd_dec
 {
     /* before the mask (tokens squared bytes) is made */
     if (p->tok.n > (size_t)pd_context_n_ctx(d->ctx))
-        return pd_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt's %zu tokens do not fit the context of %d",
-                            p->tok.n, pd_context_n_ctx(d->ctx));
+        return pdi_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt's %zu tokens do not fit the context of %d",
+                             p->tok.n, pd_context_n_ctx(d->ctx));
     uint8_t *vis = NULL;
     int32_t n_rows = 0, *rows = kept_rows(d, p, b0, &n_rows);
-    if (!rows) return pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    if (!rows) return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
     pd_status rc = PD_OK;
     if (d->layout == PD_LAYOUT_PARALLEL && !(vis = parallel_mask(p, b0, err))) rc = err ? err->code : PD_ERR_NOMEM;
     if (!rc) rc = pd_context_kv_truncate(d->ctx, b0, err);
@@ -390,20 +390,20 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
 {
     if (out) *out = NULL;
     if (!d || !question || !out || n_candidates < 0 || (n_candidates > 0 && !candidates))
-        return pd_set_error(err, PD_ERR_ARG, "pd_decide: missing decider, question, candidates or output");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_decide: missing decider, question, candidates or output");
     if (n_candidates == 0 && d->type != PD_HEAD_CLASSIFIER)
-        return pd_set_error(err, PD_ERR_ARG, "pd_decide: no candidates to score");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_decide: no candidates to score");
     if (n_candidates > PD_MAX_CANDIDATES)
-        return pd_set_error(err, PD_ERR_LIMIT, "pd_decide: %d candidates, more than the limit of %d (PD_MAX_CANDIDATES)",
-                            n_candidates, PD_MAX_CANDIDATES);
+        return pdi_set_error(err, PD_ERR_LIMIT, "pd_decide: %d candidates, more than the limit of %d (PD_MAX_CANDIDATES)",
+                             n_candidates, PD_MAX_CANDIDATES);
     for (int32_t i = 0; i < n_candidates; i++)
-        if (!candidates[i]) return pd_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is NULL", i);
+        if (!candidates[i]) return pdi_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is NULL", i);
     if (!text && !d->doc)
-        return pd_set_error(err, PD_ERR_ARG, "pd_decide: no text and no document (see pd_decider_set_text)");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_decide: no text and no document (see pd_decider_set_text)");
     if (text) pd_decider_set_text(d, NULL, NULL); /* the prompt overwrites the document's cache */
     int32_t n = d->type == PD_HEAD_CLASSIFIER && n_candidates == 0 ? d->head->n_labels : n_candidates;
     pd_decision *dec = decision_new(d->type, n);
-    if (!dec) return pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    if (!dec) return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
     prompt p;
     pd_status rc = PD_OK;
     if (d->type == PD_HEAD_CLASSIFIER) rc = map_labels(d->head, candidates, n_candidates, dec, err);
@@ -413,7 +413,7 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
     /* the cache now starts with the text's document: keep it for text NULL
      * (failing here rather than leaving a later call without its document) */
     if (!rc && text && !(d->doc = malloc((size_t)p.doc_len * sizeof *d->doc)))
-        rc = pd_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
     if (!rc) {
         softmax(dec);
         dec->prompt_tokens = (int32_t)p.tok.n;
@@ -438,15 +438,15 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
 
 pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err)
 {
-    if (!d) return pd_set_error(err, PD_ERR_ARG, "pd_decider_set_text: no decider");
+    if (!d) return pdi_set_error(err, PD_ERR_ARG, "pd_decider_set_text: no decider");
     free(d->doc);
     d->doc = NULL;
     d->doc_len = 0;
     if (!text) return PD_OK;
     ivec v = {NULL, 0, 0};
-    pd_status rc = ivec_push(&v, d->markers[PD_MK_PREFIX]) ? PD_OK : pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    pd_status rc = ivec_push(&v, d->markers[PD_MK_PREFIX]) ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     if (!rc) rc = append_text(&v, pd_model_tokenizer(d->model), text, "text", err);
-    if (!rc && !ivec_push(&v, d->markers[PD_MK_MIDDLE])) rc = pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!rc && !ivec_push(&v, d->markers[PD_MK_MIDDLE])) rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     if (!rc) rc = pd_context_kv_truncate(d->ctx, 0, err);
     if (!rc) {
         pd_batch b = {v.v, (int32_t)v.n, NULL, NULL, NULL, 0, 0};
@@ -465,12 +465,12 @@ pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err)
 pd_decider *pd_decider_fork(const pd_decider *d, pd_error *err)
 {
     if (!d) {
-        pd_set_error(err, PD_ERR_ARG, "pd_decider_fork: no decider");
+        pdi_set_error(err, PD_ERR_ARG, "pd_decider_fork: no decider");
         return NULL;
     }
     pd_decider *f = malloc(sizeof *f);
     if (!f) {
-        pd_set_error(err, PD_ERR_NOMEM, "pd_decider_fork: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "pd_decider_fork: out of memory");
         return NULL;
     }
     *f = *d;
@@ -478,7 +478,7 @@ pd_decider *pd_decider_fork(const pd_decider *d, pd_error *err)
     f->doc = NULL;
     if (d->doc && !(f->doc = malloc((size_t)d->doc_len * sizeof *f->doc))) {
         free(f);
-        pd_set_error(err, PD_ERR_NOMEM, "pd_decider_fork: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "pd_decider_fork: out of memory");
         return NULL;
     }
     if (d->doc) memcpy(f->doc, d->doc, (size_t)d->doc_len * sizeof *f->doc);

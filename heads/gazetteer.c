@@ -27,7 +27,7 @@ struct pd_gazetteer {
     char *marks[PD_TAGGER_MAX_SPANS][2]; /* open and close marker of each span field; NULL without */
 };
 
-void pd_gazetteer_free(pd_gazetteer *g)
+void pdi_gazetteer_free(pd_gazetteer *g)
 {
     if (!g) return;
     for (int32_t k = 0; k < PD_TAGGER_MAX_SPANS; k++) {
@@ -39,7 +39,7 @@ void pd_gazetteer_free(pd_gazetteer *g)
     free(g);
 }
 
-const char *pd_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close)
+const char *pdi_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close)
 {
     return g && field >= 0 && field < PD_TAGGER_MAX_SPANS ? g->marks[field][close] : NULL;
 }
@@ -69,22 +69,22 @@ static int32_t term_chars(const char *s, size_t n)
 static pd_status parse_marks(pd_gazetteer *g, const pd_tagger *t, json_t *marks, const char *path, pd_error *err)
 {
     if (!json_is_object(marks) || json_object_size(marks) == 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: gazetteer.marks must be an object {span field: [open, close]}", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: gazetteer.marks must be an object {span field: [open, close]}", path);
     const char *field;
     json_t *pair;
     json_object_foreach(marks, field, pair) {
         int32_t k = 0;
         while (k < t->n_spans && strcmp(t->spans[k], field) != 0) k++;
         if (k == t->n_spans)
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: gazetteer.marks names '%s', not a span field of the head", path,
-                                field);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: gazetteer.marks names '%s', not a span field of the head", path,
+                                 field);
         const char *open = json_string_value(json_array_get(pair, 0)), *close = json_string_value(json_array_get(pair, 1));
         if (json_array_size(pair) != 2 || !open || !close || !*open || !*close || strcmp(open, close) == 0)
-            return pd_set_error(err, PD_ERR_FORMAT,
-                                "%s: gazetteer.marks.%s must be two different marker token names [open, close]", path,
-                                field);
+            return pdi_set_error(err, PD_ERR_FORMAT,
+                                 "%s: gazetteer.marks.%s must be two different marker token names [open, close]", path,
+                                 field);
         if (!(g->marks[k][0] = strdup(open)) || !(g->marks[k][1] = strdup(close)))
-            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+            return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     }
     return PD_OK;
 }
@@ -94,22 +94,22 @@ static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t
                             pd_error *err)
 {
     char *tab = memchr(s, '\t', n);
-    if (!tab) return pd_set_error(err, PD_ERR_FORMAT, "%s:%zu: expected field<TAB>term", file, line);
+    if (!tab) return pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu: expected field<TAB>term", file, line);
     int32_t k = 0;
     while (k < t->n_spans && !(strlen(t->spans[k]) == (size_t)(tab - s) && memcmp(t->spans[k], s, (size_t)(tab - s)) == 0))
         k++;
     if (k == t->n_spans || !g->marks[k][0])
-        return pd_set_error(err, PD_ERR_FORMAT, "%s:%zu: field '%.*s' is not a span field with marks in head.json", file,
-                            line, (int)(tab - s) > 64 ? 64 : (int)(tab - s), s);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu: field '%.*s' is not a span field with marks in head.json", file,
+                             line, (int)(tab - s) > 64 ? 64 : (int)(tab - s), s);
     const char *term = tab + 1;
     size_t len = n - (size_t)(term - s);
     int32_t chars = term_chars(term, len);
     if (len == 0 || chars < 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s:%zu: the term is empty, not UTF-8 or holds a control character",
-                            file, line);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu: the term is empty, not UTF-8 or holds a control character",
+                             file, line);
     if (chars > PD_GAZETTEER_MAX_CHARS)
-        return pd_set_error(err, PD_ERR_LIMIT, "%s:%zu: a term of %d characters, more than %d", file, line, chars,
-                            PD_GAZETTEER_MAX_CHARS);
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s:%zu: a term of %d characters, more than %d", file, line, chars,
+                             PD_GAZETTEER_MAX_CHARS);
     g->terms[g->n_terms++] = (gaz_term){term, (uint32_t)len, chars, 1u << k};
     if (chars > g->longest) g->longest = chars;
     return PD_OK;
@@ -120,15 +120,15 @@ static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t
 static pd_status read_terms(pd_gazetteer *g, const pd_tagger *t, const char *file, pd_error *err)
 {
     size_t len = 0;
-    pd_status rc = pd_read_file(file, &g->data, &len, err);
+    pd_status rc = pdi_read_file(file, &g->data, &len, err);
     if (rc) return rc;
     if (len > GAZ_MAX_FILE)
-        return pd_set_error(err, PD_ERR_LIMIT, "%s: %zu bytes, more than the gazetteer limit of %u", file, len,
-                            GAZ_MAX_FILE);
-    if (memchr(g->data, '\0', len)) return pd_set_error(err, PD_ERR_FORMAT, "%s: a NUL byte (not a text file)", file);
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: %zu bytes, more than the gazetteer limit of %u", file, len,
+                             GAZ_MAX_FILE);
+    if (memchr(g->data, '\0', len)) return pdi_set_error(err, PD_ERR_FORMAT, "%s: a NUL byte (not a text file)", file);
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += g->data[i] == '\n';
-    if (!(g->terms = malloc(sizeof *g->terms * lines))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", file);
+    if (!(g->terms = malloc(sizeof *g->terms * lines))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", file);
     char *s = g->data;
     for (size_t line = 1; !rc && s < g->data + len; line++) {
         char *nl = memchr(s, '\n', (size_t)(g->data + len - s)), *end = nl ? nl : g->data + len;
@@ -149,27 +149,27 @@ static pd_status read_terms(pd_gazetteer *g, const pd_tagger *t, const char *fil
     return PD_OK;
 }
 
-pd_status pd_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
+pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
     pd_tagger *t = h->tagger;
     json_t *gz = json_object_get(root, "gazetteer");
     bool marked = strstr(t->prompt, "{marked}") != NULL;
     if (!gz) {
         if (marked)
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: the prompt has {marked} but head.json names no \"gazetteer\"",
-                                path);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: the prompt has {marked} but head.json names no \"gazetteer\"",
+                                 path);
         return PD_OK;
     }
     if (!marked)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: a \"gazetteer\" needs {marked} in the prompt (where the marks go)",
-                            path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: a \"gazetteer\" needs {marked} in the prompt (where the marks go)",
+                             path);
     const char *name = json_string_value(json_object_get(gz, "file"));
     if (!json_is_object(gz) || !name || !*name)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: \"gazetteer\" must be an object with \"file\" and \"marks\"", path);
-    if (!(t->gazetteer = calloc(1, sizeof *t->gazetteer))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"gazetteer\" must be an object with \"file\" and \"marks\"", path);
+    if (!(t->gazetteer = calloc(1, sizeof *t->gazetteer))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     pd_status rc = parse_marks(t->gazetteer, t, json_object_get(gz, "marks"), path, err);
-    char *file = rc ? NULL : name[0] == '/' ? strdup(name) : pd_path_join(h->source, name);
-    if (!rc && !file) rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    char *file = rc ? NULL : name[0] == '/' ? strdup(name) : pdi_path_join(h->source, name);
+    if (!rc && !file) rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     if (!rc) rc = read_terms(t->gazetteer, t, file, err);
     free(file);
     return rc;
@@ -201,12 +201,12 @@ static int earlier(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-pd_status pd_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
-                             pd_error *err)
+pd_status pdi_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
+                              pd_error *err)
 {
     *out = NULL;
     *n_out = 0;
-    if (len > INT32_MAX - 1) return pd_set_error(err, PD_ERR_LIMIT, "gazetteer: a text of %zu bytes", len);
+    if (len > INT32_MAX - 1) return pdi_set_error(err, PD_ERR_LIMIT, "gazetteer: a text of %zu bytes", len);
     /* starts[c]: byte offset of character c (a byte that is no UTF-8 continuation); starts[chars] = len */
     size_t *starts = malloc(sizeof *starts * (len + 1));
     candidate *cand = malloc(sizeof *cand * (len + 1));
@@ -216,7 +216,7 @@ pd_status pd_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len
         free(starts);
         free(cand);
         free(used);
-        return pd_set_error(err, PD_ERR_NOMEM, "gazetteer: out of memory for a text of %zu bytes", len);
+        return pdi_set_error(err, PD_ERR_NOMEM, "gazetteer: out of memory for a text of %zu bytes", len);
     }
     for (size_t i = 0; i < len; i++)
         if (((uint8_t)text[i] & 0xC0) != 0x80) starts[chars++] = i;
@@ -240,7 +240,7 @@ pd_status pd_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len
     }
     pd_status rc = PD_OK;
     if (n > 0 && !(*out = malloc(sizeof **out * (size_t)n)))
-        rc = pd_set_error(err, PD_ERR_NOMEM, "gazetteer: out of memory");
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "gazetteer: out of memory");
     if (!rc) {
         qsort(cand, (size_t)n, sizeof *cand, earlier); /* text order */
         for (int32_t i = 0; i < n; i++)

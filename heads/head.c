@@ -9,23 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const pd_marker_default_names[PD_MK_COUNT] = {"<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>",
+const char *const pdi_marker_default_names[PD_MK_COUNT] = {"<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>",
                                                           "<|box_end|>", "<|fim_suffix|>"};
 /* Keys of head.json's "markers" object, in enum order. */
 static const char *const marker_keys[PD_MK_COUNT] = {"prefix", "middle", "candidate_start", "candidate_end",
                                                      "suffix"};
 
-pd_status pd_markers_resolve(const pd_model *model, const char *const names[PD_MK_COUNT], int32_t ids[PD_MK_COUNT],
-                             const char *src, pd_error *err)
+pd_status pdi_markers_resolve(const pd_model *model, const char *const names[PD_MK_COUNT], int32_t ids[PD_MK_COUNT],
+                              const char *src, pd_error *err)
 {
     const pd_tokenizer *tok = pd_model_tokenizer(model);
-    if (!tok) return pd_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to find the marker tokens in", src);
+    if (!tok) return pdi_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to find the marker tokens in", src);
     int32_t vocab = pd_model_config(model)->vocab;
     for (int k = 0; k < PD_MK_COUNT; k++) {
         ids[k] = pd_tokenizer_token_id(tok, names[k]);
         if (ids[k] < 0 || ids[k] >= vocab)
-            return pd_set_error(err, PD_ERR_RANGE, "%s: marker token '%s' (%s) is not in the model's vocabulary", src,
-                                names[k], marker_keys[k]);
+            return pdi_set_error(err, PD_ERR_RANGE, "%s: marker token '%s' (%s) is not in the model's vocabulary", src,
+                                 names[k], marker_keys[k]);
     }
     return PD_OK;
 }
@@ -41,7 +41,7 @@ void pd_head_free(pd_head *h)
     free(h->bk);
     free(h->w);
     free(h->b);
-    pd_tagger_free(h->tagger);
+    pdi_tagger_free(h->tagger);
     free(h->source);
     free(h);
 }
@@ -67,47 +67,47 @@ static pd_status parse_layout(pd_head *h, json_t *root, const char *path, pd_err
         h->layout = PD_LAYOUT_PARALLEL;
         return PD_OK;
     }
-    return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: unknown layout %s%s%s (expected \"sequential\" or \"parallel\")",
-                        path, s ? "\"" : "", s ? s : "(not a string)", s ? "\"" : "");
+    return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: unknown layout %s%s%s (expected \"sequential\" or \"parallel\")",
+                         path, s ? "\"" : "", s ? s : "(not a string)", s ? "\"" : "");
 }
 
 static pd_status parse_markers(pd_head *h, json_t *root, const pd_model *model, const char *path, pd_error *err)
 {
     const char *names[PD_MK_COUNT];
     json_t *m = json_object_get(root, "markers");
-    if (m && !json_is_object(m)) return pd_set_error(err, PD_ERR_FORMAT, "%s: \"markers\" must be an object", path);
+    if (m && !json_is_object(m)) return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"markers\" must be an object", path);
     for (int k = 0; k < PD_MK_COUNT; k++) {
         json_t *v = m ? json_object_get(m, marker_keys[k]) : NULL;
         if (v && !json_is_string(v))
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: markers.%s must be a string", path, marker_keys[k]);
-        names[k] = v ? json_string_value(v) : pd_marker_default_names[k];
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: markers.%s must be a string", path, marker_keys[k]);
+        names[k] = v ? json_string_value(v) : pdi_marker_default_names[k];
     }
-    return pd_markers_resolve(model, names, h->markers, path, err);
+    return pdi_markers_resolve(model, names, h->markers, path, err);
 }
 
 static pd_status parse_labels(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
     json_t *labels = json_object_get(root, "labels");
     if (!json_is_array(labels) || json_array_size(labels) == 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: a classifier needs a non-empty \"labels\" array", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: a classifier needs a non-empty \"labels\" array", path);
     size_t n = json_array_size(labels);
     if (n > PD_MAX_CANDIDATES)
-        return pd_set_error(err, PD_ERR_LIMIT, "%s: %zu labels, more than the limit of %d (PD_MAX_CANDIDATES)", path, n,
-                            PD_MAX_CANDIDATES);
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: %zu labels, more than the limit of %d (PD_MAX_CANDIDATES)", path, n,
+                             PD_MAX_CANDIDATES);
     h->labels = calloc(n, sizeof *h->labels);
-    if (!h->labels) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    if (!h->labels) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(labels, i));
-        if (!s) return pd_set_error(err, PD_ERR_FORMAT, "%s: label %zu is not a string", path, i);
+        if (!s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: label %zu is not a string", path, i);
         for (size_t j = 0; j < i; j++)
             if (strcmp(h->labels[j], s) == 0)
-                return pd_set_error(err, PD_ERR_FORMAT, "%s: label \"%s\" appears twice", path, s);
-        if (!(h->labels[i] = strdup(s))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+                return pdi_set_error(err, PD_ERR_FORMAT, "%s: label \"%s\" appears twice", path, s);
+        if (!(h->labels[i] = strdup(s))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
         h->n_labels = (int32_t)i + 1;
     }
     json_t *pool = json_object_get(root, "pool");
     if (pool && !(json_is_string(pool) && strcmp(json_string_value(pool), "last") == 0))
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: pool must be \"last\" (the query token)", path);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: pool must be \"last\" (the query token)", path);
     return PD_OK;
 }
 
@@ -117,18 +117,18 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) {
         FILE *f = fopen(path, "rb");
-        if (!f) return pd_set_error(err, PD_ERR_IO, "%s: cannot open", path);
+        if (!f) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open", path);
         fclose(f);
-        return pd_set_error(err, PD_ERR_FORMAT, "%s:%d: not JSON: %s", path, jerr.line, jerr.text);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s:%d: not JSON: %s", path, jerr.line, jerr.text);
     }
     pd_status rc = PD_OK;
     const char *type = json_string_value(json_object_get(root, "type"));
     json_t *temp = json_object_get(root, "temperature");
     if (!json_is_object(root))
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: expected a JSON object", path);
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: expected a JSON object", path);
     else if (!type)
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: \"type\" is missing (\"pointer\", \"classifier\" or \"tagger\")",
-                          path);
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: \"type\" is missing (\"pointer\", \"classifier\" or \"tagger\")",
+                           path);
     else if (strcmp(type, "pointer") == 0)
         h->type = PD_HEAD_POINTER;
     else if (strcmp(type, "classifier") == 0)
@@ -136,10 +136,10 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
     else if (strcmp(type, "tagger") == 0)
         h->type = PD_HEAD_TAGGER;
     else
-        rc = pd_set_error(err, PD_ERR_UNSUPPORTED,
-                          "%s: unknown head type \"%s\" (expected \"pointer\", \"classifier\" or \"tagger\")", path, type);
+        rc = pdi_set_error(err, PD_ERR_UNSUPPORTED,
+                           "%s: unknown head type \"%s\" (expected \"pointer\", \"classifier\" or \"tagger\")", path, type);
     if (!rc && h->type == PD_HEAD_TAGGER) { /* its own keys: no markers, layout or temperature */
-        rc = pd_tagger_parse(h, root, path, err);
+        rc = pdi_tagger_parse(h, root, path, err);
         json_decref(root);
         return rc;
     }
@@ -147,7 +147,7 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
     if (!rc && temp) {
         double t = json_number_value(temp);
         if (!json_is_number(temp) || !(t > 0.0) || !isfinite(t) || t > 1e30)
-            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: temperature must be a positive number", path);
+            rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: temperature must be a positive number", path);
         h->temperature = (float)t;
     }
     h->head_dim = -1;
@@ -155,11 +155,11 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
     if (!rc && hd) {
         json_int_t v = json_integer_value(hd);
         if (!json_is_integer(hd) || v <= 0 || v > INT32_MAX)
-            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: head_dim must be a positive integer", path);
+            rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: head_dim must be a positive integer", path);
         h->head_dim = (int32_t)v;
     }
     if (!rc && h->type == PD_HEAD_POINTER && h->head_dim < 0)
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: a pointer head needs \"head_dim\"", path);
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: a pointer head needs \"head_dim\"", path);
     if (!rc) rc = parse_layout(h, root, path, err);
     if (!rc) rc = parse_markers(h, root, model, path, err);
     if (!rc && h->type == PD_HEAD_CLASSIFIER) rc = parse_labels(h, root, path, err);
@@ -169,16 +169,16 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
 
 /* ------------------------------------------------------ head.safetensors */
 
-pd_status pd_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
-                              float **out, const char *path, pd_error *err)
+pd_status pdi_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
+                               float **out, const char *path, pd_error *err)
 {
-    const pd_tensor *t = pd_store_find(st, name);
+    const pd_tensor *t = pdi_store_find(st, name);
     int64_t n = rows * (cols ? cols : 1);
     if (!t && optional) {
-        if (!(*out = calloc((size_t)n, sizeof(float)))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        if (!(*out = calloc((size_t)n, sizeof(float)))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
         return PD_OK;
     }
-    if (!t) return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is missing", path, name);
+    if (!t) return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is missing", path, name);
     int want_dims = cols ? 2 : 1;
     if (t->n_dims != want_dims || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char got[64] = "", want[64];
@@ -188,52 +188,52 @@ pd_status pd_head_take_tensor(const pd_tensor_store *st, const char *name, int64
             snprintf(want, sizeof want, "%lld, %lld", (long long)rows, (long long)cols);
         else
             snprintf(want, sizeof want, "%lld", (long long)rows);
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape [%s], expected [%s]%s", path, name, got, want,
-                            cols ? " (rows x the model's hidden size)" : "");
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape [%s], expected [%s]%s", path, name, got, want,
+                             cols ? " (rows x the model's hidden size)" : "");
     }
-    if (!(*out = malloc((size_t)n * sizeof(float)))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
-    pd_row_to_f32(t->dtype, t->data, *out, n);
+    if (!(*out = malloc((size_t)n * sizeof(float)))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    pdi_row_to_f32(t->dtype, t->data, *out, n);
     return PD_OK;
 }
 
 static pd_status load_tensors(pd_head *h, const char *path, pd_error *err)
 {
     pd_tensor_store st;
-    pd_store_init(&st);
-    pd_status rc = pd_safetensors_add(&st, path, err);
+    pdi_store_init(&st);
+    pd_status rc = pdi_safetensors_add(&st, path, err);
     int64_t H = h->hidden;
     if (!rc && h->type == PD_HEAD_POINTER) {
-        const pd_tensor *q = pd_store_find(&st, "q.weight");
+        const pd_tensor *q = pdi_store_find(&st, "q.weight");
         if (q && q->n_dims == 2 && q->shape[1] == H && h->head_dim != q->shape[0])
-            rc = pd_set_error(err, PD_ERR_SHAPE, "%s: q.weight has %lld rows but head.json says head_dim %d", path,
-                              (long long)q->shape[0], h->head_dim);
-        if (!rc) rc = pd_head_take_tensor(&st, "q.weight", h->head_dim, H, false, &h->wq, path, err);
-        if (!rc) rc = pd_head_take_tensor(&st, "q.bias", h->head_dim, 0, false, &h->bq, path, err);
-        if (!rc) rc = pd_head_take_tensor(&st, "k.weight", h->head_dim, H, false, &h->wk, path, err);
-        if (!rc) rc = pd_head_take_tensor(&st, "k.bias", h->head_dim, 0, false, &h->bk, path, err);
+            rc = pdi_set_error(err, PD_ERR_SHAPE, "%s: q.weight has %lld rows but head.json says head_dim %d", path,
+                               (long long)q->shape[0], h->head_dim);
+        if (!rc) rc = pdi_head_take_tensor(&st, "q.weight", h->head_dim, H, false, &h->wq, path, err);
+        if (!rc) rc = pdi_head_take_tensor(&st, "q.bias", h->head_dim, 0, false, &h->bq, path, err);
+        if (!rc) rc = pdi_head_take_tensor(&st, "k.weight", h->head_dim, H, false, &h->wk, path, err);
+        if (!rc) rc = pdi_head_take_tensor(&st, "k.bias", h->head_dim, 0, false, &h->bk, path, err);
     } else if (!rc && h->type == PD_HEAD_TAGGER) {
-        rc = pd_tagger_tensors(h, &st, path, err);
+        rc = pdi_tagger_tensors(h, &st, path, err);
     } else if (!rc) {
-        rc = pd_head_take_tensor(&st, "weight", h->n_labels, H, false, &h->w, path, err);
-        if (!rc) rc = pd_head_take_tensor(&st, "bias", h->n_labels, 0, false, &h->b, path, err);
+        rc = pdi_head_take_tensor(&st, "weight", h->n_labels, H, false, &h->w, path, err);
+        if (!rc) rc = pdi_head_take_tensor(&st, "bias", h->n_labels, 0, false, &h->b, path, err);
     }
-    pd_store_free(&st);
+    pdi_store_free(&st);
     return rc;
 }
 
 pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err)
 {
     if (!dir || !model) {
-        pd_set_error(err, PD_ERR_ARG, "pd_head_load: no directory or no model");
+        pdi_set_error(err, PD_ERR_ARG, "pd_head_load: no directory or no model");
         return NULL;
     }
     pd_head *h = calloc(1, sizeof *h);
-    char *json = pd_path_join(dir, "head.json"), *tensors = pd_path_join(dir, "head.safetensors");
+    char *json = pdi_path_join(dir, "head.json"), *tensors = pdi_path_join(dir, "head.safetensors");
     if (!h || !json || !tensors || !(h->source = strdup(dir))) {
         free(json);
         free(tensors);
         pd_head_free(h);
-        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
+        pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
         return NULL;
     }
     h->hidden = pd_model_config(model)->hidden;

@@ -5,6 +5,7 @@
 #define PD_HEADS_H
 
 #include "pd_internal.h"
+#include "pocketdec_heads.h"
 
 #include <jansson.h>
 
@@ -12,12 +13,12 @@
 enum { PD_MK_PREFIX, PD_MK_MIDDLE, PD_MK_CAND_START, PD_MK_CAND_END, PD_MK_SUFFIX, PD_MK_COUNT };
 
 /* Default marker names (llama.cpp's pointer-head decision adapters). */
-extern const char *const pd_marker_default_names[PD_MK_COUNT];
+extern const char *const pdi_marker_default_names[PD_MK_COUNT];
 
 /* Look up the marker names in the model's tokenizer: each must be one token
  * with an id inside the model's embedding. src names the file for errors. */
-pd_status pd_markers_resolve(const pd_model *model, const char *const names[PD_MK_COUNT], int32_t ids[PD_MK_COUNT],
-                             const char *src, pd_error *err);
+pd_status pdi_markers_resolve(const pd_model *model, const char *const names[PD_MK_COUNT], int32_t ids[PD_MK_COUNT],
+                              const char *src, pd_error *err);
 
 /* A tagger head (type "tagger"): BIO tags over the read copy of an echo
  * prompt, a link between two span fields, labels of each record. Tag 0 is
@@ -68,46 +69,46 @@ struct pd_head {
 /* An F32 copy of tensor `name` (any float dtype in the file), which must have
  * shape [rows] (cols 0) or [rows, cols]; PD_ERR_SHAPE naming it otherwise.
  * With optional, a missing tensor gives zeros. */
-pd_status pd_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
-                              float **out, const char *path, pd_error *err);
+pd_status pdi_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
+                               float **out, const char *path, pd_error *err);
 
 /* sum a[i] b[i] in double; y[r] = W[r] . x + b[r] for W [rows][cols]. */
-double pd_head_dot(const float *a, const float *b, int64_t n);
-void pd_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y);
+double pdi_head_dot(const float *a, const float *b, int64_t n);
+void pdi_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y);
 
 /* ------------------------------------------------------------ tagger heads */
 
 /* head.json's tagger keys (prompt, spans, link, label_fields, labels, label_states) into h->tagger. */
-pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
+pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
 /* Its tensors from head.safetensors. */
-pd_status pd_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
-void pd_tagger_free(pd_tagger *t);
+pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
+void pdi_tagger_free(pd_tagger *t);
 
 /* Emissions of n hidden states rows[i] ([hidden] each): out[i][t] = tag.weight[t] . h_i + tag.bias[t]. */
-void pd_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out);
+void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out);
 /* The best tag sequence under the BIO constraints (I-f only after B-f or
  * I-f; a token that does not start a character, boundary[i] == 0, continues
  * its predecessor's span or is O). Ties go to the smaller tag. Scores in
  * double. PD_ERR_NOMEM is the only failure. */
-pd_status pd_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
-                            int32_t *tags, pd_error *err);
+pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
+                             int32_t *tags, pd_error *err);
 /* Link scores of one `from` span (hidden state h_from) against the `to`
  * spans to[0..n_to) then "none": out[n_to + 1]; work holds 2 link_dim floats. */
-void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
-                           float *out);
+void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
+                            float *out);
 /* Label logits of a record: x[k * n_label_states + j] is the hidden state at
  * token label_states[j] (first or last) of its span of field spans[k], or
  * NULL for `_`; out[n_labels]. */
-void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
+void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
 /* head.json's "gazetteer" ({"file", "marks": {span field: [open, close]}})
  * and its file (one `field<TAB>term` a line; `#` comments, blank lines; a
  * term listed under two fields has both) into h->tagger->gazetteer. The
  * prompt must hold {marked} exactly when there is a gazetteer. */
-pd_status pd_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
-void pd_gazetteer_free(pd_gazetteer *g);
+pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
+void pdi_gazetteer_free(pd_gazetteer *g);
 /* The open (close false) or close marker name of span field k; NULL when the
  * field has none. */
-const char *pd_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close);
+const char *pdi_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close);
 
 /* A match: bytes [start, end) of the text, the span fields (bit k) of its term. */
 typedef struct pd_gaz_match {
@@ -120,10 +121,10 @@ typedef struct pd_gaz_match {
  * then earlier, each kept unless it overlaps one kept before (lengths in
  * characters). *out is malloc'ed (NULL when none). PD_ERR_NOMEM is the only
  * failure. */
-pd_status pd_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
-                             pd_error *err);
+pd_status pdi_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
+                              pd_error *err);
 
 /* Index of the largest of v[0..n) (the first on ties). */
-int32_t pd_argmax(const float *v, int32_t n);
+int32_t pdi_argmax(const float *v, int32_t n);
 
 #endif

@@ -14,11 +14,11 @@ static void free_strings(char **v, int32_t n)
     free(v);
 }
 
-void pd_tagger_free(pd_tagger *t)
+void pdi_tagger_free(pd_tagger *t)
 {
     if (!t) return;
     free(t->prompt);
-    pd_gazetteer_free(t->gazetteer);
+    pdi_gazetteer_free(t->gazetteer);
     free_strings(t->spans, t->n_spans);
     free_strings(t->label_fields, t->n_label_fields);
     free_strings(t->label_values, t->n_labels * t->n_label_fields);
@@ -35,18 +35,18 @@ static pd_status string_list(json_t *root, const char *key, char ***out, int32_t
 {
     json_t *a = json_object_get(root, key);
     if (!json_is_array(a) || json_array_size(a) == 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"%s\", a non-empty array of field names", path,
-                            key);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"%s\", a non-empty array of field names", path,
+                             key);
     size_t count = json_array_size(a);
-    if (count > 64) return pd_set_error(err, PD_ERR_LIMIT, "%s: \"%s\" has %zu names, more than 64", path, key, count);
-    if (!(*out = calloc(count, sizeof **out))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    if (count > 64) return pdi_set_error(err, PD_ERR_LIMIT, "%s: \"%s\" has %zu names, more than 64", path, key, count);
+    if (!(*out = calloc(count, sizeof **out))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < count; i++) {
         const char *s = json_string_value(json_array_get(a, i));
-        if (!s || !*s) return pd_set_error(err, PD_ERR_FORMAT, "%s: %s[%zu] is not a non-empty string", path, key, i);
+        if (!s || !*s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: %s[%zu] is not a non-empty string", path, key, i);
         for (size_t j = 0; j < i; j++)
             if (strcmp((*out)[j], s) == 0)
-                return pd_set_error(err, PD_ERR_FORMAT, "%s: \"%s\" names field '%s' twice", path, key, s);
-        if (!((*out)[i] = strdup(s))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+                return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"%s\" names field '%s' twice", path, key, s);
+        if (!((*out)[i] = strdup(s))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
         *n = (int32_t)i + 1;
     }
     return PD_OK;
@@ -64,21 +64,21 @@ static pd_status parse_link(pd_tagger *t, json_t *root, const char *path, pd_err
     json_t *link = json_object_get(root, "link");
     t->link_from = t->link_to = -1;
     if (t->n_spans == 1) {
-        if (link) return pd_set_error(err, PD_ERR_FORMAT, "%s: \"link\" needs two span fields, the head has one", path);
+        if (link) return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"link\" needs two span fields, the head has one", path);
         return PD_OK;
     }
     if (!json_is_object(link))
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: two span fields need a \"link\" object (from, to, head_dim)", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: two span fields need a \"link\" object (from, to, head_dim)", path);
     const char *from = json_string_value(json_object_get(link, "from")), *to = json_string_value(json_object_get(link, "to"));
     json_t *hd = json_object_get(link, "head_dim");
     t->link_from = span_index(t, from);
     t->link_to = span_index(t, to);
     if (t->link_from < 0 || t->link_to < 0 || t->link_from == t->link_to)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: link.from (%s) and link.to (%s) must be the two span fields", path,
-                            from ? from : "missing", to ? to : "missing");
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: link.from (%s) and link.to (%s) must be the two span fields", path,
+                             from ? from : "missing", to ? to : "missing");
     json_int_t d = json_integer_value(hd);
     if (!json_is_integer(hd) || d <= 0 || d > 65536)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: link.head_dim must be a positive integer", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: link.head_dim must be a positive integer", path);
     t->link_dim = (int32_t)d;
     return PD_OK;
 }
@@ -93,16 +93,16 @@ static pd_status parse_label_states(pd_tagger *t, json_t *root, const char *path
     if (!a) return PD_OK;
     size_t n = json_is_array(a) ? json_array_size(a) : 0;
     if (n == 0 || n > PD_SPAN_N_STATES)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" must be an array of one or two of \"first\", \"last\"",
-                            path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" must be an array of one or two of \"first\", \"last\"",
+                             path);
     for (size_t i = 0; i < n; i++) {
         const char *s = json_string_value(json_array_get(a, i));
         int32_t k = 0;
         while (k < PD_SPAN_N_STATES && !(s && strcmp(s, names[k]) == 0)) k++;
         if (k == PD_SPAN_N_STATES)
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: label_states[%zu] is not \"first\" or \"last\"", path, i);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: label_states[%zu] is not \"first\" or \"last\"", path, i);
         if (i == 1 && (int32_t)t->label_states[0] == k)
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" names '%s' twice", path, s);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" names '%s' twice", path, s);
         t->label_states[i] = (pd_span_state)k;
     }
     t->n_label_states = (int32_t)n;
@@ -114,100 +114,100 @@ static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_e
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
     if (!fields && !labels) {
         if (json_object_get(root, "label_states"))
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" without \"labels\"", path);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" without \"labels\"", path);
         return PD_OK;
     }
     if (!fields || !labels)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: \"label_fields\" and \"labels\" go together", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"label_fields\" and \"labels\" go together", path);
     pd_status rc = string_list(root, "label_fields", &t->label_fields, &t->n_label_fields, path, err);
     for (int32_t j = 0; !rc && j < t->n_label_fields; j++)
         if (span_index(t, t->label_fields[j]) >= 0)
-            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: field '%s' is both a span and a label field", path,
-                              t->label_fields[j]);
+            rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: field '%s' is both a span and a label field", path,
+                               t->label_fields[j]);
     if (rc) return rc;
     size_t n = json_is_array(labels) ? json_array_size(labels) : 0;
-    if (n == 0) return pd_set_error(err, PD_ERR_FORMAT, "%s: \"labels\" must be a non-empty array", path);
+    if (n == 0) return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"labels\" must be a non-empty array", path);
     if (n > PD_MAX_CANDIDATES)
-        return pd_set_error(err, PD_ERR_LIMIT, "%s: %zu labels, more than the limit of %d (PD_MAX_CANDIDATES)", path, n,
-                            PD_MAX_CANDIDATES);
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: %zu labels, more than the limit of %d (PD_MAX_CANDIDATES)", path, n,
+                             PD_MAX_CANDIDATES);
     int32_t nf = t->n_label_fields;
     if (!(t->label_values = calloc(n * (size_t)nf, sizeof *t->label_values)))
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < n; i++) {
         json_t *l = json_array_get(labels, i);
         if (!json_is_array(l) || json_array_size(l) != (size_t)nf)
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu] must be an array of %d values (one per label field)",
-                                path, i, nf);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu] must be an array of %d values (one per label field)",
+                                 path, i, nf);
         t->n_labels = (int32_t)i + 1;
         for (int32_t j = 0; j < nf; j++) {
             const char *v = json_string_value(json_array_get(l, (size_t)j));
-            if (!v) return pd_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu][%d] is not a string", path, i, j);
+            if (!v) return pdi_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu][%d] is not a string", path, i, j);
             if (!(t->label_values[i * (size_t)nf + (size_t)j] = strdup(v)))
-                return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+                return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
         }
         for (size_t k = 0; k < i; k++) {
             int32_t j = 0;
             while (j < nf && strcmp(t->label_values[k * (size_t)nf + (size_t)j], t->label_values[i * (size_t)nf + (size_t)j]) == 0) j++;
-            if (j == nf) return pd_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu] repeats labels[%zu]", path, i, k);
+            if (j == nf) return pdi_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu] repeats labels[%zu]", path, i, k);
         }
     }
     return parse_label_states(t, root, path, err);
 }
 
-pd_status pd_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
+pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
     pd_tagger *t = h->tagger = calloc(1, sizeof *t);
-    if (!t) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    if (!t) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     const char *prompt = json_string_value(json_object_get(root, "prompt"));
     if (!prompt || !strstr(prompt, "{text}"))
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"prompt\", a string holding {text}", path);
-    if (!(t->prompt = strdup(prompt))) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"prompt\", a string holding {text}", path);
+    if (!(t->prompt = strdup(prompt))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     pd_status rc = string_list(root, "spans", &t->spans, &t->n_spans, path, err);
     if (!rc && t->n_spans > PD_TAGGER_MAX_SPANS)
-        rc = pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: %d span fields; a tagger head tags one or two", path, t->n_spans);
+        rc = pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: %d span fields; a tagger head tags one or two", path, t->n_spans);
     t->n_tags = 1 + 2 * t->n_spans;
     if (!rc) rc = parse_link(t, root, path, err);
     if (!rc) rc = parse_labels(t, root, path, err);
-    if (!rc) rc = pd_gazetteer_parse(h, root, path, err);
+    if (!rc) rc = pdi_gazetteer_parse(h, root, path, err);
     return rc;
 }
 
 /* ------------------------------------------------------ head.safetensors */
 
-pd_status pd_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err)
+pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err)
 {
     pd_tagger *t = h->tagger;
     int64_t H = h->hidden, T = t->n_tags, d = t->link_dim;
-    pd_status rc = pd_head_take_tensor(st, "tag.weight", T, H, false, &t->tag_w, path, err);
-    if (!rc) rc = pd_head_take_tensor(st, "tag.bias", T, 0, false, &t->tag_b, path, err);
-    if (!rc) rc = pd_head_take_tensor(st, "tag.transitions", T, T, true, &t->trans, path, err);
-    if (!rc) rc = pd_head_take_tensor(st, "tag.start", T, 0, true, &t->start, path, err);
-    if (!rc) rc = pd_head_take_tensor(st, "tag.end", T, 0, true, &t->end, path, err);
+    pd_status rc = pdi_head_take_tensor(st, "tag.weight", T, H, false, &t->tag_w, path, err);
+    if (!rc) rc = pdi_head_take_tensor(st, "tag.bias", T, 0, false, &t->tag_b, path, err);
+    if (!rc) rc = pdi_head_take_tensor(st, "tag.transitions", T, T, true, &t->trans, path, err);
+    if (!rc) rc = pdi_head_take_tensor(st, "tag.start", T, 0, true, &t->start, path, err);
+    if (!rc) rc = pdi_head_take_tensor(st, "tag.end", T, 0, true, &t->end, path, err);
     if (!rc && t->link_from >= 0) {
-        rc = pd_head_take_tensor(st, "link.q.weight", d, H, false, &t->lq_w, path, err);
-        if (!rc) rc = pd_head_take_tensor(st, "link.q.bias", d, 0, false, &t->lq_b, path, err);
-        if (!rc) rc = pd_head_take_tensor(st, "link.k.weight", d, H, false, &t->lk_w, path, err);
-        if (!rc) rc = pd_head_take_tensor(st, "link.k.bias", d, 0, false, &t->lk_b, path, err);
-        if (!rc) rc = pd_head_take_tensor(st, "link.none", d, 0, false, &t->l_none, path, err);
+        rc = pdi_head_take_tensor(st, "link.q.weight", d, H, false, &t->lq_w, path, err);
+        if (!rc) rc = pdi_head_take_tensor(st, "link.q.bias", d, 0, false, &t->lq_b, path, err);
+        if (!rc) rc = pdi_head_take_tensor(st, "link.k.weight", d, H, false, &t->lk_w, path, err);
+        if (!rc) rc = pdi_head_take_tensor(st, "link.k.bias", d, 0, false, &t->lk_b, path, err);
+        if (!rc) rc = pdi_head_take_tensor(st, "link.none", d, 0, false, &t->l_none, path, err);
     }
     if (!rc && t->n_labels > 0) {
-        rc = pd_head_take_tensor(st, "label.weight", t->n_labels, t->n_spans * t->n_label_states * H, false, &t->lab_w,
-                                 path, err);
-        if (!rc) rc = pd_head_take_tensor(st, "label.bias", t->n_labels, 0, false, &t->lab_b, path, err);
-        if (!rc) rc = pd_head_take_tensor(st, "label.none", H, 0, false, &t->lab_none, path, err);
+        rc = pdi_head_take_tensor(st, "label.weight", t->n_labels, t->n_spans * t->n_label_states * H, false, &t->lab_w,
+                                  path, err);
+        if (!rc) rc = pdi_head_take_tensor(st, "label.bias", t->n_labels, 0, false, &t->lab_b, path, err);
+        if (!rc) rc = pdi_head_take_tensor(st, "label.none", H, 0, false, &t->lab_none, path, err);
     }
     return rc;
 }
 
 /* ---------------------------------------------------------------- scores */
 
-void pd_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out)
+void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out)
 {
     const pd_tagger *t = h->tagger;
     for (int32_t i = 0; i < n; i++)
         for (int32_t k = 0; k < t->n_tags; k++)
             out[(int64_t)i * t->n_tags + k] =
-                (float)(pd_head_dot(t->tag_w + (int64_t)k * h->hidden, rows[i], h->hidden) + (double)t->tag_b[k]);
+                (float)(pdi_head_dot(t->tag_w + (int64_t)k * h->hidden, rows[i], h->hidden) + (double)t->tag_b[k]);
 }
 
 /* Whether tag `next` may follow tag `prev` (-1: nothing, the first token) at
@@ -220,8 +220,8 @@ static bool allowed(int32_t prev, int32_t next, bool boundary)
     return prev_field == (next - 2) / 2;         /* I-f after B-f or I-f */
 }
 
-pd_status pd_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
-                            int32_t *tags, pd_error *err)
+pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
+                             int32_t *tags, pd_error *err)
 {
     int32_t T = t->n_tags;
     if (n <= 0) return PD_OK;
@@ -230,7 +230,7 @@ pd_status pd_tagger_viterbi(const pd_tagger *t, const float *emissions, const ui
     if (!score || !back) {
         free(score);
         free(back);
-        return pd_set_error(err, PD_ERR_NOMEM, "tagger: out of memory for %d tokens", n);
+        return pdi_set_error(err, PD_ERR_NOMEM, "tagger: out of memory for %d tokens", n);
     }
     double *cur = score, *next = score + T;
     for (int32_t k = 0; k < T; k++) {
@@ -280,11 +280,11 @@ pd_status pd_tagger_viterbi(const pd_tagger *t, const float *emissions, const ui
 /* v[j] = W[j] . x + b[j], rounded to float, for W [rows][hidden]. */
 static void project(const float *w, const float *b, const float *x, int32_t rows, int64_t hidden, float *v)
 {
-    for (int32_t j = 0; j < rows; j++) v[j] = (float)(pd_head_dot(w + j * hidden, x, hidden) + (double)b[j]);
+    for (int32_t j = 0; j < rows; j++) v[j] = (float)(pdi_head_dot(w + j * hidden, x, hidden) + (double)b[j]);
 }
 
-void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
-                           float *out)
+void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
+                            float *out)
 {
     const pd_tagger *t = h->tagger;
     int32_t d = t->link_dim;
@@ -293,12 +293,12 @@ void pd_tagger_link_scores(const pd_head *h, const float *h_from, const float *c
     project(t->lq_w, t->lq_b, h_from, d, h->hidden, q);
     for (int32_t a = 0; a < n_to; a++) {
         project(t->lk_w, t->lk_b, to[a], d, h->hidden, k);
-        out[a] = (float)(pd_head_dot(q, k, d) * scale);
+        out[a] = (float)(pdi_head_dot(q, k, d) * scale);
     }
-    out[n_to] = (float)(pd_head_dot(q, t->l_none, d) * scale);
+    out[n_to] = (float)(pdi_head_dot(q, t->l_none, d) * scale);
 }
 
-void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out)
+void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out)
 {
     const pd_tagger *t = h->tagger;
     int32_t inputs = t->n_spans * t->n_label_states;
@@ -306,12 +306,12 @@ void pd_tagger_label_logits(const pd_head *h, const float *const *x, float *out)
     for (int32_t l = 0; l < t->n_labels; l++) {
         double s = (double)t->lab_b[l];
         for (int32_t k = 0; k < inputs; k++)
-            s += pd_head_dot(t->lab_w + l * width + k * H, x[k] ? x[k] : t->lab_none, H);
+            s += pdi_head_dot(t->lab_w + l * width + k * H, x[k] ? x[k] : t->lab_none, H);
         out[l] = (float)s;
     }
 }
 
-int32_t pd_argmax(const float *v, int32_t n)
+int32_t pdi_argmax(const float *v, int32_t n)
 {
     int32_t best = 0;
     for (int32_t i = 1; i < n; i++)

@@ -26,7 +26,7 @@ const char *pd_status_name(pd_status code)
 
 void pd_free(void *ptr) { free(ptr); }
 
-pd_status pd_set_error(pd_error *err, pd_status code, const char *fmt, ...)
+pd_status pdi_set_error(pd_error *err, pd_status code, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -48,7 +48,7 @@ static void append_truncated(char *dst, size_t cap, size_t *len, const char *src
     dst[*len] = '\0';
 }
 
-void pd_error_prefix(pd_error *err, const char *fmt, ...)
+void pdi_error_prefix(pd_error *err, const char *fmt, ...)
 {
     if (!err) return;
     char prefix[PD_ERROR_MESSAGE_SIZE], old[PD_ERROR_MESSAGE_SIZE];
@@ -65,7 +65,7 @@ void pd_error_prefix(pd_error *err, const char *fmt, ...)
     append_truncated(err->message, sizeof err->message, &len, old);
 }
 
-void *pd_grow(void *p, size_t *cap, size_t need, size_t elem)
+void *pdi_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
     if (need == 0) need = 1; /* so that success is never NULL */
     if (need <= *cap) return p;
@@ -80,9 +80,9 @@ void *pd_grow(void *p, size_t *cap, size_t need, size_t elem)
     return q;
 }
 
-bool pd_buf_append(pd_buf *b, const void *s, size_t n)
+bool pdi_buf_append(pd_buf *b, const void *s, size_t n)
 {
-    char *d = b->failed || n > SIZE_MAX - 1 - b->len ? NULL : pd_grow(b->data, &b->cap, b->len + n + 1, 1);
+    char *d = b->failed || n > SIZE_MAX - 1 - b->len ? NULL : pdi_grow(b->data, &b->cap, b->len + n + 1, 1);
     if (!d) {
         b->failed = true;
         return false;
@@ -94,18 +94,18 @@ bool pd_buf_append(pd_buf *b, const void *s, size_t n)
     return true;
 }
 
-pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err)
+pd_status pdi_read_file(const char *path, char **data, size_t *len, pd_error *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char *buf = NULL;
     size_t cap = 0, n = 0, got = 1;
     while (got) {
-        char *bigger = pd_grow(buf, &cap, n + (1 << 16) + 1, 1); /* room for a read of 64 KiB and the NUL */
+        char *bigger = pdi_grow(buf, &cap, n + (1 << 16) + 1, 1); /* room for a read of 64 KiB and the NUL */
         if (!bigger) {
             free(buf);
             fclose(f);
-            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
+            return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory reading the file", path);
         }
         buf = bigger;
         got = fread(buf + n, 1, cap - 1 - n, f);
@@ -115,7 +115,7 @@ pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err
     fclose(f);
     if (failed) {
         free(buf);
-        return pd_set_error(err, PD_ERR_IO, "%s: read error", path);
+        return pdi_set_error(err, PD_ERR_IO, "%s: read error", path);
     }
     buf[n] = '\0';
     *data = buf;
@@ -123,7 +123,7 @@ pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err
     return PD_OK;
 }
 
-char *pd_path_join(const char *dir, const char *name)
+char *pdi_path_join(const char *dir, const char *name)
 {
     size_t a = strlen(dir), b = strlen(name);
     char *p = malloc(a + b + 2);

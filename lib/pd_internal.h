@@ -1,11 +1,16 @@
 /*
  * pd_internal.h - what the modules of libpocketdec share with each other and
  * with the in-tree tests. Not installed; not part of the public API.
+ *
+ * Naming: pd_* is the public API (declared PD_API in the installed headers,
+ * exported from libpocketdec.so); the functions and tables that the files of
+ * the library share, here and in each part's internal headers, are pdi_*
+ * (hidden: reachable from the static library only, as the tests do).
  */
 #ifndef PD_INTERNAL_H
 #define PD_INTERNAL_H
 
-#include "pocketdec.h"
+#include "pocketdec_runtime.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -19,11 +24,11 @@
 #endif
 
 /* Fill err (may be NULL) and return code. */
-pd_status pd_set_error(pd_error *err, pd_status code, const char *fmt, ...) PD_PRINTF(3, 4);
+pd_status pdi_set_error(pd_error *err, pd_status code, const char *fmt, ...) PD_PRINTF(3, 4);
 /* Prefix err's message (err may be NULL): "context: old message". The caller
  * returns the status it already has: without an error object there is no
  * code to give back. */
-void pd_error_prefix(pd_error *err, const char *fmt, ...) PD_PRINTF(2, 3);
+void pdi_error_prefix(pd_error *err, const char *fmt, ...) PD_PRINTF(2, 3);
 
 /* Overflow-checked size arithmetic: return false on overflow. */
 static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
@@ -38,9 +43,9 @@ static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
  * room; else p reallocated, the capacity doubled from max(*cap, 16) until it
  * holds need and *cap updated; NULL when the size overflows or memory is
  * short, p then untouched and still the caller's:
- *     int32_t *v = pd_grow(a->v, &a->cap, a->n + 1, sizeof *v);
+ *     int32_t *v = pdi_grow(a->v, &a->cap, a->n + 1, sizeof *v);
  *     if (!v) return nomem; a->v = v; */
-void *pd_grow(void *p, size_t *cap, size_t need, size_t elem);
+void *pdi_grow(void *p, size_t *cap, size_t need, size_t elem);
 
 /* A growable byte string; zero-initialise it. data is NUL-terminated once
  * anything was appended; free it with free(). The first failed append
@@ -53,13 +58,13 @@ typedef struct pd_buf {
 } pd_buf;
 
 /* Append n bytes of s; false (and b->failed) when memory is short. */
-bool pd_buf_append(pd_buf *b, const void *s, size_t n);
+bool pdi_buf_append(pd_buf *b, const void *s, size_t n);
 
 /* Read a whole file into memory (NUL-terminated). */
-pd_status pd_read_file(const char *path, char **data, size_t *len, pd_error *err);
+pd_status pdi_read_file(const char *path, char **data, size_t *len, pd_error *err);
 
 /* malloc'ed "dir/name", or NULL when out of memory. */
-char *pd_path_join(const char *dir, const char *name);
+char *pdi_path_join(const char *dir, const char *name);
 
 /* ------------------------------------------------------------- tensors */
 
@@ -81,14 +86,14 @@ typedef enum pd_dtype {
 #define PD_QBLOCK 32 /* weights per Q8_0/Q4_0/Q4_1 block, and per block of the quantized activations */
 #define PD_QBLOCK_64 64 /* weights per Q4_64 block */
 
-const char *pd_dtype_name(pd_dtype t);
+const char *pdi_dtype_name(pd_dtype t);
 /* Bytes of a row of n elements (n a multiple of the block size for block
  * types; returns 0 when it is not, or when t is unknown). */
-size_t pd_dtype_row_bytes(pd_dtype t, int64_t n);
+size_t pdi_dtype_row_bytes(pd_dtype t, int64_t n);
 /* Elements a block of t holds: 32 or 64 for the block types, 1 for the float ones. */
-int pd_dtype_block_len(pd_dtype t);
+int pdi_dtype_block_len(pd_dtype t);
 /* Whether t is a type a GGUF or safetensors file may hold (not PD_Q4_64). */
-bool pd_dtype_known(int t);
+bool pdi_dtype_known(int t);
 
 /* A tensor view into mapped file data. shape is outermost first (HF/numpy
  * order): a linear layer's weight is [out, in] and each of its `out` rows is
@@ -103,7 +108,7 @@ typedef struct pd_tensor {
 } pd_tensor;
 
 /* A memory mapping: of one file (read-only), or anonymous memory the
- * store owns (pd_store_map_anonymous). */
+ * store owns (pdi_store_map_anonymous). */
 typedef struct pd_mapping {
     char *path;
     const uint8_t *data;
@@ -119,29 +124,29 @@ typedef struct pd_tensor_store {
     size_t n_maps, cap_maps;
 } pd_tensor_store;
 
-void pd_store_init(pd_tensor_store *st);
-void pd_store_free(pd_tensor_store *st);
+void pdi_store_init(pd_tensor_store *st);
+void pdi_store_free(pd_tensor_store *st);
 /* size bytes of zeroed, writable memory of the store's own (an anonymous
  * mapping appended to st->maps, named name in messages), freed with the
  * store; its pages can be given back with madvise as a file's can. */
-pd_status pd_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err);
-const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name);
+pd_status pdi_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err);
+const pd_tensor *pdi_store_find(const pd_tensor_store *st, const char *name);
 
 /* Map one .safetensors file and add its tensors (F32/F16/BF16). The header is
  * validated: length inside the file, JSON well formed, offsets inside the
  * data, end - begin == product(shape) * dtype size, no overlaps, no duplicate
  * names across files. */
-pd_status pd_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err);
+pd_status pdi_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err);
 
 /* Read config.json of a Qwen3 model (refuses other architectures). */
-pd_status pd_hf_config_load(const char *path, pd_config *cfg, pd_error *err);
+pd_status pdi_hf_config_load(const char *path, pd_config *cfg, pd_error *err);
 
 /* Load an HF model directory: config.json, then model.safetensors or the
  * shards listed by model.safetensors.index.json. */
-pd_status pd_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err);
+pd_status pdi_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err);
 
 /* The vocabulary parts a GGUF file carries (tokenizer.ggml.*). Owned by the
- * struct; freed with pd_vocab_parts_free. */
+ * struct; freed with pdi_vocab_parts_free. */
 typedef struct pd_vocab_parts {
     char **tokens;        /* byte-level strings, as in tokenizer.json */
     int32_t *token_types; /* GGUF token_type (1 normal, 3 control, 4 user defined) or NULL */
@@ -151,16 +156,16 @@ typedef struct pd_vocab_parts {
     char *pre;            /* pre-tokenizer name ("qwen2"), may be NULL */
 } pd_vocab_parts;
 
-void pd_vocab_parts_free(pd_vocab_parts *parts);
+void pdi_vocab_parts_free(pd_vocab_parts *parts);
 
 /* Map a GGUF v3 file: metadata into cfg (qwen3.*), tensors into st under HF
  * names, with dims reversed into HF order. vocab (may be NULL) receives the
  * tokenizer.ggml.* arrays when present (n_tokens 0 otherwise). */
-pd_status pd_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
-                       pd_error *err);
+pd_status pdi_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
+                        pd_error *err);
 
 /* Build a tokenizer from GGUF vocabulary parts (Qwen2/3 pre-tokenizer). */
-pd_tokenizer *pd_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err);
+pd_tokenizer *pdi_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err);
 
 /* ------------------------------------------------------ derived models */
 
@@ -176,7 +181,7 @@ typedef struct pd_lowrank {
     const float *A, *B;
 } pd_lowrank;
 
-/* How pd_model_derive applies the updates of a matrix: MERGE makes an owned
+/* How pdi_model_derive applies the updates of a matrix: MERGE makes an owned
  * F32 copy W + sum scale*B*A; RUNTIME keeps W and adds scale*B(Ax) after
  * each product; AUTO merges F32 matrices and keeps every other dtype
  * (16-bit and quantized) as stored, adding the updates at runtime, so no
@@ -191,21 +196,21 @@ typedef enum pd_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIVE
  * modified and must outlive the result (free it with pd_model_free). An
  * update whose matrix is unknown or whose shapes do not fit is refused
  * (PD_ERR_SHAPE), naming the matrix and both shapes. */
-pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
-                          pd_error *err);
+pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
+                           pd_error *err);
 
 /* ------------------------------------------------------------- kernels */
 
 /* Convert n elements of a row of type t to F32 (n a multiple of the block
  * size for block types). */
-void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n);
+void pdi_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n);
 
-float pd_f16_to_f32(uint16_t h);
-uint16_t pd_f32_to_f16(float f);
+float pdi_f16_to_f32(uint16_t h);
+uint16_t pdi_f32_to_f16(float f);
 /* n floats (a multiple of the block) as Q8_0, Q4_0 or Q4_1 blocks with
  * ggml's quantize_row_*_ref arithmetic, or as Q4_64 blocks with Q4_1's
  * (lib/core/quantize.c). */
-void pd_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out);
-float pd_bf16_to_f32(uint16_t h);
+void pdi_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out);
+float pdi_bf16_to_f32(uint16_t h);
 
 #endif /* PD_INTERNAL_H */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int32_t pd_schema_placeholder(const pd_schema *sc, const char *p, const char **end)
+int32_t pdi_schema_placeholder(const pd_schema *sc, const char *p, const char **end)
 {
     const char *e = strchr(p, '}');
     *end = e;
@@ -18,16 +18,16 @@ int32_t pd_schema_placeholder(const pd_schema *sc, const char *p, const char **e
     return -1;
 }
 
-bool pd_schema_decides(const pd_schema *sc, int32_t f)
+bool pdi_schema_decides(const pd_schema *sc, int32_t f)
 {
     const char *e;
     if (!sc->decide_candidate) return false;
     for (const char *p = sc->decide_candidate; (p = strchr(p, '{')); p++)
-        if (pd_schema_placeholder(sc, p, &e) == f) return true;
+        if (pdi_schema_placeholder(sc, p, &e) == f) return true;
     return false;
 }
 
-char *pd_schema_render(const pd_schema *sc, const char *tpl, char *const *values)
+char *pdi_schema_render(const pd_schema *sc, const char *tpl, char *const *values)
 {
     size_t n = 0;
     const char *e;
@@ -36,7 +36,7 @@ char *pd_schema_render(const pd_schema *sc, const char *tpl, char *const *values
         if (pass && !out) return NULL;
         size_t k = 0;
         for (const char *p = tpl; *p;) {
-            int32_t f = *p == '{' ? pd_schema_placeholder(sc, p, &e) : -1;
+            int32_t f = *p == '{' ? pdi_schema_placeholder(sc, p, &e) : -1;
             size_t len = f >= 0 ? strlen(values[f]) : 1;
             if (out) memcpy(out + k, f >= 0 ? values[f] : p, len);
             k += len;
@@ -57,7 +57,7 @@ static int32_t candidate_fields(const pd_schema *sc, int32_t fields[64])
     int32_t n = 0;
     const char *e;
     for (const char *p = sc->decide_candidate; (p = strchr(p, '{')); p++) {
-        int32_t f = pd_schema_placeholder(sc, p, &e);
+        int32_t f = pdi_schema_placeholder(sc, p, &e);
         if (f >= 0 && n < 64) fields[n++] = f;
     }
     return n;
@@ -76,7 +76,7 @@ static void candidate_values(const pd_schema *sc, const int32_t *fields, int32_t
 
 int32_t pd_schema_n_candidates(const pd_schema *sc) { return sc ? sc->n_decide_cands : 0; }
 
-void pd_schema_free_candidates(char **cands, int32_t n)
+void pdi_schema_free_candidates(char **cands, int32_t n)
 {
     for (int32_t i = 0; cands && i < n; i++) free(cands[i]);
     free(cands);
@@ -87,30 +87,30 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err)
+pd_status pdi_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err)
 {
     int32_t fields[64], nf = candidate_fields(sc, fields), total = 1;
     for (int32_t j = 0; j < nf; j++) total *= sc->fields[fields[j]].n_values; /* bounded when the schema is read */
     char **cands = calloc((size_t)total, sizeof *cands), **sorted = calloc((size_t)total, sizeof *sorted);
     char **values = calloc((size_t)sc->n_fields, sizeof *values);
     pd_status rc = PD_OK;
-    if (!cands || !sorted || !values) rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", sc->path);
+    if (!cands || !sorted || !values) rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", sc->path);
     for (int32_t k = 0; !rc && k < total; k++) {
         candidate_values(sc, fields, nf, k, values);
-        if (!(cands[k] = sorted[k] = pd_schema_render(sc, sc->decide_candidate, values)))
-            rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", sc->path);
+        if (!(cands[k] = sorted[k] = pdi_schema_render(sc, sc->decide_candidate, values)))
+            rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", sc->path);
     }
     if (!rc) {
         qsort(sorted, (size_t)total, sizeof *sorted, compare_strings);
         for (int32_t k = 1; !rc && k < total; k++)
             if (strcmp(sorted[k - 1], sorted[k]) == 0)
-                rc = pd_set_error(err, PD_ERR_FORMAT, "'decide.candidate' gives '%s' for two label combinations",
-                                  sorted[k]);
+                rc = pdi_set_error(err, PD_ERR_FORMAT, "'decide.candidate' gives '%s' for two label combinations",
+                                   sorted[k]);
     }
     free(sorted);
     free(values);
     if (rc) {
-        pd_schema_free_candidates(cands, total);
+        pdi_schema_free_candidates(cands, total);
         return rc;
     }
     *out = cands;
@@ -118,20 +118,20 @@ pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_
     return PD_OK;
 }
 
-bool pd_schema_has_decide(const pd_schema *sc) { return sc->decide_question != NULL; }
+bool pdi_schema_has_decide(const pd_schema *sc) { return sc->decide_question != NULL; }
 
-char *pd_schema_decide_question(const pd_schema *sc, const pd_record *rec)
+char *pdi_schema_decide_question(const pd_schema *sc, const pd_record *rec)
 {
-    return sc->decide_question ? pd_schema_render(sc, sc->decide_question, rec->values) : NULL;
+    return sc->decide_question ? pdi_schema_render(sc, sc->decide_question, rec->values) : NULL;
 }
 
-const char *const *pd_schema_decide_candidates(const pd_schema *sc, int32_t *n)
+const char *const *pdi_schema_decide_candidates(const pd_schema *sc, int32_t *n)
 {
     *n = sc->n_decide_cands;
     return (const char *const *)sc->decide_cands;
 }
 
-pd_status pd_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec)
+pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec)
 {
     int32_t fields[64], nf = candidate_fields(sc, fields);
     char **values = malloc(sizeof *values * (size_t)sc->n_fields);

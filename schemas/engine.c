@@ -10,7 +10,7 @@
 #include <string.h>
 
 /* Room for one more element in n parallel arrays (element sizes[i]) of one
- * capacity, each grown by pd_grow's rule; false when an allocation fails or
+ * capacity, each grown by pdi_grow's rule; false when an allocation fails or
  * the capacity would pass INT32_MAX (the arrays that grew keep their new
  * size, *cap the old). */
 static bool grow(int32_t *cap, int n, void **arrays[], const size_t sizes[])
@@ -18,7 +18,7 @@ static bool grow(int32_t *cap, int n, void **arrays[], const size_t sizes[])
     size_t want = (size_t)*cap;
     for (int i = 0; i < n; i++) {
         want = (size_t)*cap;
-        void *p = pd_grow(*arrays[i], &want, (size_t)*cap + 1, sizes[i]);
+        void *p = pdi_grow(*arrays[i], &want, (size_t)*cap + 1, sizes[i]);
         if (!p) return false;
         *arrays[i] = p;
     }
@@ -29,17 +29,17 @@ static bool grow(int32_t *cap, int n, void **arrays[], const size_t sizes[])
 
 /* ------------------------------------------------------------------ trie */
 
-pd_status pd_trie_init(pd_trie *t, int32_t n_ids, pd_error *err)
+pd_status pdi_trie_init(pd_trie *t, int32_t n_ids, pd_error *err)
 {
     memset(t, 0, sizeof *t);
     t->n_ids = n_ids;
     t->entry_next = malloc(sizeof(int32_t) * (size_t)(n_ids > 0 ? n_ids : 1));
-    if (!t->entry_next) return pd_set_error(err, PD_ERR_NOMEM, "trie: out of memory");
+    if (!t->entry_next) return pdi_set_error(err, PD_ERR_NOMEM, "trie: out of memory");
     for (int32_t i = 0; i < n_ids; i++) t->entry_next[i] = -1;
-    return pd_trie_add(t, -1, NULL, 0, err); /* the root */
+    return pdi_trie_add(t, -1, NULL, 0, err); /* the root */
 }
 
-void pd_trie_free(pd_trie *t)
+void pdi_trie_free(pd_trie *t)
 {
     free(t->first_child);
     free(t->next_sibling);
@@ -49,7 +49,7 @@ void pd_trie_free(pd_trie *t)
     memset(t, 0, sizeof *t);
 }
 
-int32_t pd_trie_child(const pd_trie *t, int32_t node, uint8_t b)
+int32_t pdi_trie_child(const pd_trie *t, int32_t node, uint8_t b)
 {
     for (int32_t c = t->first_child[node]; c >= 0; c = t->next_sibling[c])
         if (t->byte[c] == b) return c;
@@ -70,15 +70,15 @@ static int32_t new_node(pd_trie *t, uint8_t b)
     return n;
 }
 
-pd_status pd_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err)
+pd_status pdi_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err)
 {
-    if (t->n_nodes == 0) return new_node(t, 0) < 0 ? pd_set_error(err, PD_ERR_NOMEM, "trie: out of memory") : PD_OK;
-    if (id < 0 || id >= t->n_ids || len == 0) return pd_set_error(err, PD_ERR_ARG, "trie: bad entry %d", id);
+    if (t->n_nodes == 0) return new_node(t, 0) < 0 ? pdi_set_error(err, PD_ERR_NOMEM, "trie: out of memory") : PD_OK;
+    if (id < 0 || id >= t->n_ids || len == 0) return pdi_set_error(err, PD_ERR_ARG, "trie: bad entry %d", id);
     int32_t node = 0;
     for (size_t i = 0; i < len; i++) {
-        int32_t c = pd_trie_child(t, node, bytes[i]);
+        int32_t c = pdi_trie_child(t, node, bytes[i]);
         if (c < 0) {
-            if ((c = new_node(t, bytes[i])) < 0) return pd_set_error(err, PD_ERR_NOMEM, "trie: out of memory");
+            if ((c = new_node(t, bytes[i])) < 0) return pdi_set_error(err, PD_ERR_NOMEM, "trie: out of memory");
             t->next_sibling[c] = t->first_child[node];
             t->first_child[node] = c;
         }
@@ -149,14 +149,14 @@ static bool sam_extend(pd_constraint *c, uint8_t b)
     return true;
 }
 
-pd_status pd_constraint_init(pd_constraint *c, const pd_schema *schema, const char *text, size_t len,
-                             int32_t max_records, pd_error *err)
+pd_status pdi_constraint_init(pd_constraint *c, const pd_schema *schema, const char *text, size_t len,
+                              int32_t max_records, pd_error *err)
 {
     memset(c, 0, sizeof *c);
     c->schema = schema;
     c->max_records = max_records;
     if (len > (size_t)INT32_MAX / 2 - 2)
-        return pd_set_error(err, PD_ERR_RANGE, "%s: input text of %zu bytes is too long", schema->path, len);
+        return pdi_set_error(err, PD_ERR_RANGE, "%s: input text of %zu bytes is too long", schema->path, len);
     size_t states = 2 * len + 2;
     c->sam_len = malloc(sizeof(int32_t) * states);
     c->sam_link = malloc(sizeof(int32_t) * states);
@@ -171,11 +171,11 @@ pd_status pd_constraint_init(pd_constraint *c, const pd_schema *schema, const ch
         if (!sam_extend(c, (uint8_t)text[i])) goto nomem;
     return PD_OK;
 nomem:
-    pd_constraint_free(c);
-    return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the input automaton", schema->path);
+    pdi_constraint_free(c);
+    return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the input automaton", schema->path);
 }
 
-void pd_constraint_free(pd_constraint *c)
+void pdi_constraint_free(pd_constraint *c)
 {
     free(c->sam_len);
     free(c->sam_link);
@@ -192,7 +192,7 @@ void pd_constraint_free(pd_constraint *c)
 
 static bool step(pd_constraint *c, pd_cstate *s, uint8_t b);
 
-pd_cstate pd_cstate_initial(void)
+pd_cstate pdi_cstate_initial(void)
 {
     pd_cstate s = {0, 0, PD_PH_START, 0, 0, 0, 0};
     return s;
@@ -243,7 +243,7 @@ static bool value_step(pd_constraint *c, pd_cstate *s, const pd_schema_field *f,
         s->node = sam_next(c, from, b);
         break;
     case PD_FIELD_ENUM:
-        s->node = pd_trie_child(&f->trie, from, b);
+        s->node = pdi_trie_child(&f->trie, from, b);
         break;
     case PD_FIELD_PATTERN: {
         if (s->len >= PD_PATTERN_MAX_BYTES) return false;
@@ -259,14 +259,14 @@ static bool value_step(pd_constraint *c, pd_cstate *s, const pd_schema_field *f,
 
 static bool put_byte(pd_constraint *c, int32_t pos, uint8_t b)
 {
-    uint8_t *nb = pd_grow(c->buf, &c->cap_buf, (size_t)pos + 1, 1);
+    uint8_t *nb = pdi_grow(c->buf, &c->cap_buf, (size_t)pos + 1, 1);
     if (!nb) return false;
     c->buf = nb;
     nb[pos] = b;
     return true;
 }
 
-bool pd_cstate_step(pd_constraint *c, pd_cstate *s, uint8_t b)
+bool pdi_cstate_step(pd_constraint *c, pd_cstate *s, uint8_t b)
 {
     if (s->phase == PD_PH_DONE || !put_byte(c, s->pos, b)) return false;
     s->pos++;
@@ -303,7 +303,7 @@ static bool step(pd_constraint *c, pd_cstate *s, uint8_t b)
     return value_step(c, s, f, b);
 }
 
-bool pd_cstate_can_end(const pd_constraint *c, const pd_cstate *s)
+bool pdi_cstate_can_end(const pd_constraint *c, const pd_cstate *s)
 {
     (void)c;
     return s->phase == PD_PH_DONE || (s->phase == PD_PH_START && s->field == 0);
@@ -322,7 +322,7 @@ static void dfs(walk *w, int32_t node, const pd_cstate *s)
     const pd_trie *t = w->vocab;
     for (int32_t ch = t->first_child[node]; ch >= 0; ch = t->next_sibling[ch]) {
         pd_cstate next = *s;
-        if (!pd_cstate_step(w->c, &next, t->byte[ch])) continue;
+        if (!pdi_cstate_step(w->c, &next, t->byte[ch])) continue;
         for (int32_t id = t->entry[ch]; id >= 0; id = t->entry_next[id]) w->ids[w->n++] = id;
         if (t->first_child[ch] >= 0) dfs(w, ch, &next);
     }
@@ -334,7 +334,7 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int32_t pd_constraint_allowed(pd_constraint *c, const pd_cstate *s, const pd_trie *vocab, int32_t *ids)
+int32_t pdi_constraint_allowed(pd_constraint *c, const pd_cstate *s, const pd_trie *vocab, int32_t *ids)
 {
     walk w = {c, vocab, ids, 0};
     if (s->phase != PD_PH_DONE) dfs(&w, 0, s);

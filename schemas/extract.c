@@ -21,17 +21,17 @@ struct pd_extractor {
 pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, pd_error *err)
 {
     if (!model || !schema) {
-        pd_set_error(err, PD_ERR_ARG, "pd_extractor_new: no model or no schema");
+        pdi_set_error(err, PD_ERR_ARG, "pd_extractor_new: no model or no schema");
         return NULL;
     }
     const pd_tokenizer *tok = pd_model_tokenizer(model);
     if (!tok) {
-        pd_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to extract with", schema->path);
+        pdi_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to extract with", schema->path);
         return NULL;
     }
     pd_extractor *ex = calloc(1, sizeof *ex);
     if (!ex) {
-        pd_set_error(err, PD_ERR_NOMEM, "pd_extractor_new: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "pd_extractor_new: out of memory");
         return NULL;
     }
     ex->model = model;
@@ -40,17 +40,17 @@ pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, p
     ex->n_vocab = nt < nm ? nt : nm;
     ex->end_id = pd_tokenizer_token_id(tok, schema->end_token);
     if (ex->end_id < 0 || ex->end_id >= ex->n_vocab) {
-        pd_set_error(err, PD_ERR_FORMAT, "%s: the end token '%s' is not in the model's vocabulary", schema->path,
-                     schema->end_token);
+        pdi_set_error(err, PD_ERR_FORMAT, "%s: the end token '%s' is not in the model's vocabulary", schema->path,
+                      schema->end_token);
         goto fail;
     }
-    if (pd_trie_init(&ex->vocab, ex->n_vocab, err)) goto fail;
+    if (pdi_trie_init(&ex->vocab, ex->n_vocab, err)) goto fail;
     for (int32_t id = 0; id < ex->n_vocab; id++) {
         size_t len = 0;
         const char *b = pd_tokenizer_token_bytes(tok, id, &len);
         /* special tokens are control, not text: only the end token may appear */
         if (!b || len == 0 || pd_tokenizer_is_special(tok, id)) continue;
-        if (pd_trie_add(&ex->vocab, id, (const uint8_t *)b, len, err)) goto fail;
+        if (pdi_trie_add(&ex->vocab, id, (const uint8_t *)b, len, err)) goto fail;
     }
     return ex;
 fail:
@@ -61,7 +61,7 @@ fail:
 void pd_extractor_free(pd_extractor *ex)
 {
     if (!ex) return;
-    pd_trie_free(&ex->vocab);
+    pdi_trie_free(&ex->vocab);
     free(ex);
 }
 
@@ -106,7 +106,7 @@ static pd_status add_records(pd_extraction *x, const pd_schema *sc, const char *
             else if (!(values[f] = strndup(p, (size_t)(e - p)))) rc = PD_ERR_NOMEM;
             else p = e + (f + 1 < sc->n_fields ? sep_len : end_len);
         }
-        if (rc == PD_OK) rc = pd_extraction_append(x, (const char *const *)values);
+        if (rc == PD_OK) rc = pdi_extraction_append(x, (const char *const *)values);
         for (int32_t f = 0; f < sc->n_fields; f++) {
             free(values[f]);
             values[f] = NULL;
@@ -132,8 +132,8 @@ typedef struct decoder {
 static int32_t candidates(decoder *d, const pd_cstate *s, double *us)
 {
     double t0 = now_us();
-    int32_t n = pd_constraint_allowed(&d->con, s, &d->ex->vocab, d->allowed);
-    if (pd_cstate_can_end(&d->con, s)) d->allowed[n++] = d->ex->end_id;
+    int32_t n = pdi_constraint_allowed(&d->con, s, &d->ex->vocab, d->allowed);
+    if (pdi_cstate_can_end(&d->con, s)) d->allowed[n++] = d->ex->end_id;
     *us = now_us() - t0;
     return n;
 }
@@ -167,7 +167,7 @@ static pd_status choose(decoder *d, int32_t n, bool sparse, int32_t *id, pd_erro
         for (int32_t k = 0; k < n; k++) d->cand[k] = logits[d->allowed[k]];
     }
     int32_t k = pd_sample(d->cand, n, NULL, &d->p.sampler, &d->rng);
-    if (k < 0) return pd_set_error(err, PD_ERR_INTERNAL, "pd_extract: no token to sample");
+    if (k < 0) return pdi_set_error(err, PD_ERR_INTERNAL, "pd_extract: no token to sample");
     *id = d->allowed[k];
     return PD_OK;
 }
@@ -178,7 +178,7 @@ static pd_status prompt_ids(const pd_extractor *ex, const char *text, size_t len
     const char *tpl = ex->schema->prompt, *at = strstr(tpl, "{text}");
     size_t pre = (size_t)(at - tpl), post = strlen(at + 6);
     char *full = malloc(pre + len + post + 1);
-    if (!full) return pd_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    if (!full) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
     memcpy(full, tpl, pre);
     memcpy(full + pre, text, len);
     memcpy(full + pre + len, at + 6, post + 1);
@@ -216,7 +216,7 @@ static bool keep_record(decoder *d, pd_extraction *x, const pd_cstate *s, size_t
 static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n_ids, size_t *complete,
                      pd_error *err)
 {
-    pd_cstate s = pd_cstate_initial();
+    pd_cstate s = pdi_cstate_initial();
     int32_t n = candidates(d, &s, &x->mask_us[0]);
     bool sparse = use_sparse(d, n);
     pd_status rc = eval(d, ids, n_ids, !sparse, err);
@@ -231,8 +231,8 @@ static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n
         const char *bytes = pd_tokenizer_token_bytes(pd_model_tokenizer(d->ex->model), id, &blen);
         bool repeated = false;
         for (size_t i = 0; i < blen && !repeated; i++) {
-            if (!pd_cstate_step(&d->con, &s, (uint8_t)bytes[i]))
-                return pd_set_error(err, PD_ERR_INTERNAL, "pd_extract: token %d left the schema", id);
+            if (!pdi_cstate_step(&d->con, &s, (uint8_t)bytes[i]))
+                return pdi_set_error(err, PD_ERR_INTERNAL, "pd_extract: token %d left the schema", id);
             /* a token may end one record and start the next: check at each boundary */
             if ((s.phase == PD_PH_START && s.field == 0) || s.phase == PD_PH_DONE)
                 repeated = !keep_record(d, x, &s, complete);
@@ -262,24 +262,24 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
                      const pd_extract_params *params, pd_extraction **out, pd_error *err)
 {
     if (out) *out = NULL;
-    if (!ctx || !ex || (!text && len) || !out) return pd_set_error(err, PD_ERR_ARG, "pd_extract: NULL argument");
+    if (!ctx || !ex || (!text && len) || !out) return pdi_set_error(err, PD_ERR_ARG, "pd_extract: NULL argument");
     const pd_schema *sc = ex->schema;
     decoder d = {ctx, ex, params ? *params : pd_extract_default_params(), {0}, NULL, NULL, 0};
     /* checked before anything is allocated or evaluated (an empty text too) */
     if (d.p.max_records < 0 || d.p.max_tokens < 0)
-        return pd_set_error(err, PD_ERR_ARG, "pd_extract: max_records %d or max_tokens %d is negative", d.p.max_records,
-                            d.p.max_tokens);
+        return pdi_set_error(err, PD_ERR_ARG, "pd_extract: max_records %d or max_tokens %d is negative", d.p.max_records,
+                             d.p.max_tokens);
     if (d.p.max_records > sc->max_records)
-        return pd_set_error(err, PD_ERR_LIMIT, "%s: max_records %d is over the schema's limit of %d (limits.max_records)",
-                            sc->path, d.p.max_records, sc->max_records);
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_records %d is over the schema's limit of %d (limits.max_records)",
+                             sc->path, d.p.max_records, sc->max_records);
     if (d.p.max_tokens > sc->max_tokens)
-        return pd_set_error(err, PD_ERR_LIMIT, "%s: max_tokens %d is over the schema's limit of %d (limits.max_tokens)",
-                            sc->path, d.p.max_tokens, sc->max_tokens);
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_tokens %d is over the schema's limit of %d (limits.max_tokens)",
+                             sc->path, d.p.max_tokens, sc->max_tokens);
     if (d.p.max_records == 0) d.p.max_records = sc->max_records;
     if (d.p.max_tokens == 0) d.p.max_tokens = sc->max_tokens;
     d.rng = d.p.sampler.seed;
     pd_extraction *x = calloc(1, sizeof *x);
-    if (!x) return pd_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    if (!x) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
     x->n_fields = sc->n_fields;
     int32_t *ids = NULL;
     size_t n_ids = 0, complete = 0;
@@ -287,24 +287,24 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
     if (len == 0) goto done; /* nothing to extract from: no records, no model call */
     if ((rc = prompt_ids(ex, text, len, &ids, &n_ids, err))) goto done;
     if (n_ids >= (size_t)pd_context_n_ctx(ctx)) {
-        rc = pd_set_error(err, PD_ERR_CONTEXT, "%s: the prompt for a text of %zu bytes has %zu tokens, the context %d",
-                          sc->path, len, n_ids, pd_context_n_ctx(ctx));
+        rc = pdi_set_error(err, PD_ERR_CONTEXT, "%s: the prompt for a text of %zu bytes has %zu tokens, the context %d",
+                           sc->path, len, n_ids, pd_context_n_ctx(ctx));
         goto done;
     }
     d.allowed = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
     d.cand = malloc(sizeof(float) * ((size_t)ex->n_vocab + 1));
     x->mask_us = calloc((size_t)d.p.max_tokens + 1, sizeof *x->mask_us);
     if (!d.allowed || !d.cand || !x->mask_us) {
-        rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
         goto done;
     }
-    if ((rc = pd_constraint_init(&d.con, sc, text, len, d.p.max_records, err))) goto done;
+    if ((rc = pdi_constraint_init(&d.con, sc, text, len, d.p.max_records, err))) goto done;
     x->n_prompt_tokens = (int32_t)n_ids;
     if (!(rc = pd_context_kv_truncate(ctx, 0, err)) && !(rc = run(&d, x, ids, (int32_t)n_ids, &complete, err)) &&
         add_records(x, sc, (const char *)d.con.buf, complete))
-        rc = pd_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
 done:
-    pd_constraint_free(&d.con);
+    pdi_constraint_free(&d.con);
     free(ids);
     free(d.allowed);
     free(d.cand);

@@ -8,20 +8,20 @@
 
 /* ---------------------------------------------------------- building */
 
-const char *pd_schema_source(const pd_schema *sc) { return sc->path; }
+const char *pdi_schema_source(const pd_schema *sc) { return sc->path; }
 
-int32_t pd_schema_field_index(const pd_schema *sc, const char *name)
+int32_t pdi_schema_field_index(const pd_schema *sc, const char *name)
 {
     for (int32_t f = 0; name && f < sc->n_fields; f++)
         if (strcmp(sc->fields[f].name, name) == 0) return f;
     return -1;
 }
 
-bool pd_schema_field_is_span(const pd_schema *sc, int32_t f) { return sc->fields[f].kind == PD_FIELD_SPAN; }
-bool pd_schema_field_is_enum(const pd_schema *sc, int32_t f) { return sc->fields[f].kind == PD_FIELD_ENUM; }
-bool pd_schema_distinct_records(const pd_schema *sc) { return sc->distinct_records; }
+bool pdi_schema_field_is_span(const pd_schema *sc, int32_t f) { return sc->fields[f].kind == PD_FIELD_SPAN; }
+bool pdi_schema_field_is_enum(const pd_schema *sc, int32_t f) { return sc->fields[f].kind == PD_FIELD_ENUM; }
+bool pdi_schema_distinct_records(const pd_schema *sc) { return sc->distinct_records; }
 
-bool pd_schema_enum_has(const pd_schema *sc, int32_t f, const char *value)
+bool pdi_schema_enum_has(const pd_schema *sc, int32_t f, const char *value)
 {
     const pd_schema_field *fd = &sc->fields[f];
     for (int32_t i = 0; fd->kind == PD_FIELD_ENUM && i < fd->n_values; i++)
@@ -29,14 +29,14 @@ bool pd_schema_enum_has(const pd_schema *sc, int32_t f, const char *value)
     return false;
 }
 
-pd_extraction *pd_extraction_new_empty(const pd_schema *sc)
+pd_extraction *pdi_extraction_new_empty(const pd_schema *sc)
 {
     pd_extraction *x = calloc(1, sizeof *x);
     if (x) x->n_fields = sc->n_fields;
     return x;
 }
 
-pd_status pd_extraction_append(pd_extraction *x, const char *const *values)
+pd_status pdi_extraction_append(pd_extraction *x, const char *const *values)
 {
     pd_record *recs = realloc(x->records, sizeof *recs * (size_t)(x->n_records + 1));
     if (!recs) return PD_ERR_NOMEM;
@@ -60,7 +60,7 @@ static bool same_record(const pd_record *a, const pd_record *b, int32_t n_fields
     return true;
 }
 
-void pd_extraction_drop_repeats(pd_extraction *x)
+void pdi_extraction_drop_repeats(pd_extraction *x)
 {
     int32_t kept = 0;
     for (int32_t r = 0; r < x->n_records; r++) {
@@ -82,26 +82,26 @@ void pd_extraction_drop_repeats(pd_extraction *x)
 static void put_csv(pd_buf *b, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
-        pd_buf_append(b, s, strlen(s));
+        pdi_buf_append(b, s, strlen(s));
         return;
     }
-    pd_buf_append(b, "\"", 1);
+    pdi_buf_append(b, "\"", 1);
     for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-        pd_buf_append(b, s, (size_t)(q - s));
-        pd_buf_append(b, "\"\"", 2);
+        pdi_buf_append(b, s, (size_t)(q - s));
+        pdi_buf_append(b, "\"\"", 2);
     }
-    pd_buf_append(b, s, strlen(s));
-    pd_buf_append(b, "\"", 1);
+    pdi_buf_append(b, s, strlen(s));
+    pdi_buf_append(b, "\"", 1);
 }
 
 static void tianchi_row(pd_buf *b, const pd_schema *sc, const char *id, const pd_record *r)
 {
     put_csv(b, id);
     for (int32_t c = 0; c < sc->n_csv; c++) {
-        pd_buf_append(b, ",", 1);
+        pdi_buf_append(b, ",", 1);
         put_csv(b, r ? r->values[sc->csv_cols[c]] : "_");
     }
-    pd_buf_append(b, "\n", 1);
+    pdi_buf_append(b, "\n", 1);
 }
 
 static json_t *jsonl_object(const pd_schema *sc, const pd_extraction *x, const char *id)
@@ -120,10 +120,10 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
                                char **text, size_t *len, pd_error *err)
 {
     if (text) *text = NULL;
-    if (!schema || !id || !text) return pd_set_error(err, PD_ERR_ARG, "pd_extraction_format: NULL argument");
+    if (!schema || !id || !text) return pdi_set_error(err, PD_ERR_ARG, "pd_extraction_format: NULL argument");
     if (x && x->n_fields != schema->n_fields)
-        return pd_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
-                            schema->n_fields);
+        return pdi_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
+                             schema->n_fields);
     pd_buf b = {0};
     if (fmt == PD_FORMAT_TIANCHI) {
         if (!x || x->n_records == 0) tianchi_row(&b, schema, id, NULL);
@@ -132,16 +132,16 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
         json_t *o = jsonl_object(schema, x, id);
         char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
-        if (!s) return pd_set_error(err, PD_ERR_FORMAT, "%s: id or value of '%s' is not valid UTF-8", schema->path, id);
-        pd_buf_append(&b, s, strlen(s));
-        pd_buf_append(&b, "\n", 1);
+        if (!s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: id or value of '%s' is not valid UTF-8", schema->path, id);
+        pdi_buf_append(&b, s, strlen(s));
+        pdi_buf_append(&b, "\n", 1);
         free(s);
     } else {
-        return pd_set_error(err, PD_ERR_ARG, "pd_extraction_format: unknown format %d", (int)fmt);
+        return pdi_set_error(err, PD_ERR_ARG, "pd_extraction_format: unknown format %d", (int)fmt);
     }
     if (b.failed) {
         free(b.data);
-        return pd_set_error(err, PD_ERR_NOMEM, "pd_extraction_format: out of memory");
+        return pdi_set_error(err, PD_ERR_NOMEM, "pd_extraction_format: out of memory");
     }
     *text = b.data;
     if (len) *len = b.len;

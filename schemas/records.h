@@ -9,36 +9,37 @@
 #define PD_SCHEMA_RECORDS_H
 
 #include "pd_internal.h"
+#include "pocketdec_schemas.h"
 
 /* The file (or name) the schema came from, for messages. */
-const char *pd_schema_source(const pd_schema *sc);
+const char *pdi_schema_source(const pd_schema *sc);
 /* Index of the field called name, or -1. */
-int32_t pd_schema_field_index(const pd_schema *sc, const char *name);
-bool pd_schema_field_is_span(const pd_schema *sc, int32_t f);
-bool pd_schema_field_is_enum(const pd_schema *sc, int32_t f);
+int32_t pdi_schema_field_index(const pd_schema *sc, const char *name);
+bool pdi_schema_field_is_span(const pd_schema *sc, int32_t f);
+bool pdi_schema_field_is_enum(const pd_schema *sc, int32_t f);
 /* Whether value is one of enum field f's values. */
-bool pd_schema_enum_has(const pd_schema *sc, int32_t f, const char *value);
+bool pdi_schema_enum_has(const pd_schema *sc, int32_t f, const char *value);
 /* Whether a record equal to an earlier one is dropped (limits.distinct_records). */
-bool pd_schema_distinct_records(const pd_schema *sc);
+bool pdi_schema_distinct_records(const pd_schema *sc);
 
 /* An extraction of no records over sc's fields; NULL when out of memory. */
-pd_extraction *pd_extraction_new_empty(const pd_schema *sc);
+pd_extraction *pdi_extraction_new_empty(const pd_schema *sc);
 /* Append a record: values[f] for each field f (NULL: "_"), copied.
  * PD_ERR_NOMEM (nothing appended) is the only failure. */
-pd_status pd_extraction_append(pd_extraction *x, const char *const *values);
+pd_status pdi_extraction_append(pd_extraction *x, const char *const *values);
 /* Drop each record equal in every field to an earlier one, keeping the order. */
-void pd_extraction_drop_repeats(pd_extraction *x);
+void pdi_extraction_drop_repeats(pd_extraction *x);
 
 /* Whether the schema has a `decide` section. */
-bool pd_schema_has_decide(const pd_schema *sc);
+bool pdi_schema_has_decide(const pd_schema *sc);
 /* The decide question filled from rec's values (malloc'ed); NULL when out of
  * memory or without a decide section. */
-char *pd_schema_decide_question(const pd_schema *sc, const pd_record *rec);
+char *pdi_schema_decide_question(const pd_schema *sc, const pd_record *rec);
 /* The decide candidates (owned by the schema; *n receives their number, 0
  * without a decide section). */
-const char *const *pd_schema_decide_candidates(const pd_schema *sc, int32_t *n);
+const char *const *pdi_schema_decide_candidates(const pd_schema *sc, int32_t *n);
 /* Give the fields the candidate template names the values of candidate k
  * (0 <= k < the number of candidates). PD_ERR_NOMEM is the only failure. */
-pd_status pd_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec);
+pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec);
 
 #endif

@@ -25,8 +25,8 @@ static pd_status fail_at(reader *r, const yaml_node_t *n, pd_status code, const 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return pd_set_error(r->err, code, "%s:%zu:%zu: %s", r->path, n->start_mark.line + 1, n->start_mark.column + 1,
-                        msg);
+    return pdi_set_error(r->err, code, "%s:%zu:%zu: %s", r->path, n->start_mark.line + 1, n->start_mark.column + 1,
+                         msg);
 }
 
 static const char *scalar(const yaml_node_t *n)
@@ -68,7 +68,7 @@ static pd_status get_string(reader *r, const yaml_node_t *map, const char *key, 
     if (!s) return fail_at(r, n, PD_ERR_FORMAT, "'%s' must be a string", key);
     if (nonempty && !*s) return fail_at(r, n, PD_ERR_FORMAT, "'%s' must not be empty", key);
     free(*out);
-    if (!(*out = strdup(s))) return pd_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
+    if (!(*out = strdup(s))) return pdi_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
     return PD_OK;
 }
 
@@ -104,8 +104,8 @@ static pd_status read_enum(reader *r, pd_schema *sc, pd_schema_field *f, const y
     if (!vals || vals->type != YAML_SEQUENCE_NODE || vals->data.sequence.items.top == vals->data.sequence.items.start)
         return fail_at(r, vals ? vals : fn, PD_ERR_FORMAT, "enum field '%s' needs a non-empty list of values", f->name);
     size_t n = (size_t)(vals->data.sequence.items.top - vals->data.sequence.items.start);
-    if (!(f->values = calloc(n, sizeof *f->values))) return pd_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
-    pd_status rc = pd_trie_init(&f->trie, (int32_t)n, r->err);
+    if (!(f->values = calloc(n, sizeof *f->values))) return pdi_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
+    pd_status rc = pdi_trie_init(&f->trie, (int32_t)n, r->err);
     for (size_t i = 0; i < n && !rc; i++) {
         yaml_node_t *vn = yaml_document_get_node(&r->doc, vals->data.sequence.items.start[i]);
         const char *v = scalar(vn);
@@ -118,9 +118,9 @@ static pd_status read_enum(reader *r, pd_schema *sc, pd_schema_field *f, const y
         for (size_t j = 0; j < i; j++)
             if (strcmp(f->values[j], v) == 0)
                 return fail_at(r, vn, PD_ERR_FORMAT, "enum value '%s' of '%s' is repeated", v, f->name);
-        if (!(f->values[i] = strdup(v))) return pd_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
+        if (!(f->values[i] = strdup(v))) return pdi_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
         f->n_values = (int32_t)i + 1;
-        rc = pd_trie_add(&f->trie, (int32_t)i, (const uint8_t *)v, strlen(v), r->err);
+        rc = pdi_trie_add(&f->trie, (int32_t)i, (const uint8_t *)v, strlen(v), r->err);
     }
     return rc;
 }
@@ -191,7 +191,7 @@ static pd_status read_print(reader *r, pd_schema *sc, const yaml_node_t *root)
     if (cols && (cols->type != YAML_SEQUENCE_NODE || cols->data.sequence.items.top == cols->data.sequence.items.start))
         return fail_at(r, cols, PD_ERR_FORMAT, "'print.csv' must be a non-empty list of field names");
     size_t n = cols ? (size_t)(cols->data.sequence.items.top - cols->data.sequence.items.start) : (size_t)sc->n_fields;
-    if (!(sc->csv_cols = malloc(sizeof(int32_t) * n))) return pd_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
+    if (!(sc->csv_cols = malloc(sizeof(int32_t) * n))) return pdi_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
     sc->n_csv = (int32_t)n;
     for (size_t i = 0; i < n; i++) {
         if (!cols) {
@@ -200,7 +200,7 @@ static pd_status read_print(reader *r, pd_schema *sc, const yaml_node_t *root)
         }
         yaml_node_t *cn = yaml_document_get_node(&r->doc, cols->data.sequence.items.start[i]);
         const char *name = scalar(cn);
-        if ((sc->csv_cols[i] = pd_schema_field_index(sc, name)) < 0)
+        if ((sc->csv_cols[i] = pdi_schema_field_index(sc, name)) < 0)
             return fail_at(r, cn, PD_ERR_FORMAT, "'print.csv' names no field '%s'", name ? name : "?");
     }
     return PD_OK;
@@ -213,7 +213,7 @@ static pd_status check_template(reader *r, const pd_schema *sc, const yaml_node_
     int32_t seen[64] = {0}, n_named = 0;
     const char *e;
     for (const char *p = tpl; (p = strchr(p, '{')); p++) {
-        int32_t f = pd_schema_placeholder(sc, p, &e);
+        int32_t f = pdi_schema_placeholder(sc, p, &e);
         if (f < 0) return fail_at(r, n, PD_ERR_FORMAT, "'{' at byte %td does not start a {field} of the schema", p - tpl);
         if (candidate && (sc->fields[f].kind != PD_FIELD_ENUM || seen[f]))
             return fail_at(r, n, PD_ERR_FORMAT, "'decide.candidate' names '%s': each field once, enum fields only",
@@ -241,12 +241,12 @@ static pd_status read_decide(reader *r, pd_schema *sc, const yaml_node_t *root)
         return rc;
     int64_t n = 1;
     for (int32_t i = 0; i < sc->n_fields; i++)
-        if (pd_schema_decides(sc, i) && (n *= sc->fields[i].n_values) > PD_SCHEMA_MAX_CANDIDATES)
+        if (pdi_schema_decides(sc, i) && (n *= sc->fields[i].n_values) > PD_SCHEMA_MAX_CANDIDATES)
             return fail_at(r, get(r, dn, "candidate"), PD_ERR_RANGE,
                            "'decide.candidate' makes more than %d candidates", PD_SCHEMA_MAX_CANDIDATES);
     pd_error e;
-    if ((rc = pd_schema_candidates(sc, &sc->decide_cands, &sc->n_decide_cands, &e)))
-        return rc == PD_ERR_NOMEM ? pd_set_error(r->err, rc, "%s: out of memory", r->path)
+    if ((rc = pdi_schema_candidates(sc, &sc->decide_cands, &sc->n_decide_cands, &e)))
+        return rc == PD_ERR_NOMEM ? pdi_set_error(r->err, rc, "%s: out of memory", r->path)
                                   : fail_at(r, get(r, dn, "candidate"), rc, "%s", e.message);
     return PD_OK;
 }
@@ -283,7 +283,7 @@ static pd_status read_root(reader *r, pd_schema *sc, yaml_node_t *root)
         return fail_at(r, fields ? fields : root, PD_ERR_FORMAT, "'fields' must be a non-empty list");
     size_t n = (size_t)(fields->data.sequence.items.top - fields->data.sequence.items.start);
     if (n > 64) return fail_at(r, fields, PD_ERR_FORMAT, "%zu fields: at most 64", n);
-    if (!(sc->fields = calloc(n, sizeof *sc->fields))) return pd_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
+    if (!(sc->fields = calloc(n, sizeof *sc->fields))) return pdi_set_error(r->err, PD_ERR_NOMEM, "%s: out of memory", r->path);
     for (size_t i = 0; i < n; i++) {
         sc->n_fields = (int32_t)i + 1;
         if ((rc = read_field(r, sc, &sc->fields[i], yaml_document_get_node(&r->doc, fields->data.sequence.items.start[i]))))
@@ -302,7 +302,7 @@ pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_er
     pd_schema *sc = calloc(1, sizeof *sc);
     if (!sc || !(sc->path = strdup(r.path))) {
         free(sc);
-        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", r.path);
+        pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", r.path);
         return NULL;
     }
     yaml_parser_t p;
@@ -310,15 +310,15 @@ pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_er
     yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
     pd_status rc = PD_OK;
     if (!yaml_parser_load(&p, &r.doc)) {
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s:%zu:%zu: YAML: %s", r.path, p.problem_mark.line + 1,
-                          p.problem_mark.column + 1, p.problem ? p.problem : "syntax error");
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu:%zu: YAML: %s", r.path, p.problem_mark.line + 1,
+                           p.problem_mark.column + 1, p.problem ? p.problem : "syntax error");
         yaml_parser_delete(&p);
         pd_schema_free(sc);
         return NULL;
     }
     yaml_node_t *root = yaml_document_get_root_node(&r.doc);
     if (!root)
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: the schema is empty", r.path);
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: the schema is empty", r.path);
     else
         rc = read_root(&r, sc, root);
     yaml_document_delete(&r.doc);
@@ -335,10 +335,10 @@ pd_schema *pd_schema_load(const char *path, pd_error *err)
     char *data = NULL;
     size_t len = 0;
     if (!path) {
-        pd_set_error(err, PD_ERR_ARG, "pd_schema_load: no path");
+        pdi_set_error(err, PD_ERR_ARG, "pd_schema_load: no path");
         return NULL;
     }
-    if (pd_read_file(path, &data, &len, err)) return NULL;
+    if (pdi_read_file(path, &data, &len, err)) return NULL;
     pd_schema *sc = pd_schema_parse(data, len, path, err);
     free(data);
     return sc;
@@ -352,7 +352,7 @@ void pd_schema_free(pd_schema *sc)
         free(f->name);
         for (int32_t j = 0; j < f->n_values; j++) free(f->values[j]);
         free(f->values);
-        pd_trie_free(&f->trie);
+        pdi_trie_free(&f->trie);
         free(f->pattern);
         pcre2_code_free(f->re);
     }
@@ -366,7 +366,7 @@ void pd_schema_free(pd_schema *sc)
     free(sc->csv_cols);
     free(sc->decide_question);
     free(sc->decide_candidate);
-    pd_schema_free_candidates(sc->decide_cands, sc->n_decide_cands);
+    pdi_schema_free_candidates(sc->decide_cands, sc->n_decide_cands);
     free(sc);
 }
 

@@ -30,12 +30,12 @@ typedef struct pd_trie {
     int32_t n_ids;
 } pd_trie;
 
-pd_status pd_trie_init(pd_trie *t, int32_t n_ids, pd_error *err);
+pd_status pdi_trie_init(pd_trie *t, int32_t n_ids, pd_error *err);
 /* Add id with the given bytes (len > 0). */
-pd_status pd_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err);
-void pd_trie_free(pd_trie *t);
+pd_status pdi_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err);
+void pdi_trie_free(pd_trie *t);
 /* Child of node on byte b, or -1. */
-int32_t pd_trie_child(const pd_trie *t, int32_t node, uint8_t b);
+int32_t pdi_trie_child(const pd_trie *t, int32_t node, uint8_t b);
 
 typedef enum pd_field_kind { PD_FIELD_SPAN = 0, PD_FIELD_ENUM = 1, PD_FIELD_PATTERN = 2 } pd_field_kind;
 
@@ -72,15 +72,15 @@ struct pd_schema {
 
 /* The field named by the placeholder "{name}" at p (p[0] == '{'), or -1;
  * *end receives the closing '}' (NULL when there is none). */
-int32_t pd_schema_placeholder(const pd_schema *sc, const char *p, const char **end);
+int32_t pdi_schema_placeholder(const pd_schema *sc, const char *p, const char **end);
 /* Whether field f appears in the decide candidate template. */
-bool pd_schema_decides(const pd_schema *sc, int32_t f);
+bool pdi_schema_decides(const pd_schema *sc, int32_t f);
 /* tpl with each {field} replaced by values[field]; NULL when out of memory. */
-char *pd_schema_render(const pd_schema *sc, const char *tpl, char *const *values);
+char *pdi_schema_render(const pd_schema *sc, const char *tpl, char *const *values);
 /* Every candidate of the decide section, the first named field varying
  * slowest; two equal candidates give PD_ERR_FORMAT. */
-pd_status pd_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err);
-void pd_schema_free_candidates(char **cands, int32_t n);
+pd_status pdi_schema_candidates(const pd_schema *sc, char ***out, int32_t *n, pd_error *err);
+void pdi_schema_free_candidates(char **cands, int32_t n);
 
 /* ----------------------------------------------------------- the engine */
 
@@ -114,18 +114,18 @@ typedef struct pd_constraint {
     pcre2_match_data *md;
 } pd_constraint;
 
-pd_status pd_constraint_init(pd_constraint *c, const pd_schema *schema, const char *text, size_t len,
-                             int32_t max_records, pd_error *err);
-void pd_constraint_free(pd_constraint *c);
+pd_status pdi_constraint_init(pd_constraint *c, const pd_schema *schema, const char *text, size_t len,
+                              int32_t max_records, pd_error *err);
+void pdi_constraint_free(pd_constraint *c);
 
-pd_cstate pd_cstate_initial(void);
+pd_cstate pdi_cstate_initial(void);
 /* Advance by one output byte; false when the byte leaves the language. */
-bool pd_cstate_step(pd_constraint *c, pd_cstate *s, uint8_t b);
+bool pdi_cstate_step(pd_constraint *c, pd_cstate *s, uint8_t b);
 /* Whether the output may end here (a record boundary, records to spare). */
-bool pd_cstate_can_end(const pd_constraint *c, const pd_cstate *s);
+bool pdi_cstate_can_end(const pd_constraint *c, const pd_cstate *s);
 
 /* Every token of the vocabulary trie whose bytes keep s a valid prefix,
  * ascending, into ids (room for vocab->n_ids). Visits only live branches. */
-int32_t pd_constraint_allowed(pd_constraint *c, const pd_cstate *s, const pd_trie *vocab, int32_t *ids);
+int32_t pdi_constraint_allowed(pd_constraint *c, const pd_cstate *s, const pd_trie *vocab, int32_t *ids);
 
 #endif

@@ -32,20 +32,20 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
 {
     const pd_config *c = &model->cfg;
     if (p->n_ctx < 0 || p->n_threads < 0 || p->n_batch < 0 || p->n_threads > 256)
-        return pd_set_error(err, PD_ERR_ARG,
-                            "pd_context_new: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
-                            p->n_ctx, p->n_threads, p->n_batch);
+        return pdi_set_error(err, PD_ERR_ARG,
+                             "pd_context_new: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
+                             p->n_ctx, p->n_threads, p->n_batch);
     if (p->n_ctx == 0) p->n_ctx = c->max_positions < 4096 ? c->max_positions : 4096;
     if (p->n_ctx > c->max_positions)
-        return pd_set_error(err, PD_ERR_RANGE, "%s: context of %d tokens asked, the model supports %d", model->source,
-                            p->n_ctx, c->max_positions);
+        return pdi_set_error(err, PD_ERR_RANGE, "%s: context of %d tokens asked, the model supports %d", model->source,
+                             p->n_ctx, c->max_positions);
     if (p->n_threads == 0) p->n_threads = 1;
     if (p->n_batch == 0) p->n_batch = 256;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     if (p->kv_type == PD_KV_AUTO) p->kv_type = pd_dtype_is_block(c->n_layers ? model->layers[0].wk.dtype : PD_F32)
                                                    ? PD_KV_F16 : PD_KV_F32;
     if (p->kv_type != PD_KV_F32 && p->kv_type != PD_KV_F16)
-        return pd_set_error(err, PD_ERR_ARG, "pd_context_new: unknown KV cache type %d", (int)p->kv_type);
+        return pdi_set_error(err, PD_ERR_ARG, "pd_context_new: unknown KV cache type %d", (int)p->kv_type);
     return PD_OK;
 }
 
@@ -159,7 +159,7 @@ static bool reserve_qact(pd_context *ctx, int64_t n)
 pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err)
 {
     if (!model) {
-        pd_set_error(err, PD_ERR_ARG, "pd_context_new: no model");
+        pdi_set_error(err, PD_ERR_ARG, "pd_context_new: no model");
         return NULL;
     }
     pd_context_params p = params ? *params : pd_context_default_params();
@@ -167,16 +167,16 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     size_t kv_bytes, scratch_bytes;
     if (resolve_params(model, &p, err)) return NULL;
     if (!context_sizes(model, &p, &kv_bytes, &scratch_bytes)) {
-        pd_set_error(err, PD_ERR_LIMIT, "%s: a context of %d tokens is too large to address", model->source, p.n_ctx);
+        pdi_set_error(err, PD_ERR_LIMIT, "%s: a context of %d tokens is too large to address", model->source, p.n_ctx);
         return NULL;
     }
     /* the budget is checked before anything is allocated */
     if (p.max_bytes && kv_bytes + scratch_bytes > p.max_bytes) {
-        pd_set_error(err, PD_ERR_LIMIT,
-                     "%s: a context of %d tokens (batch %d, threads %d) needs %zu bytes (KV cache %zu, scratch %zu), "
-                     "over the budget of %zu bytes",
-                     model->source, p.n_ctx, p.n_batch, p.n_threads, kv_bytes + scratch_bytes, kv_bytes,
-                     scratch_bytes, p.max_bytes);
+        pdi_set_error(err, PD_ERR_LIMIT,
+                      "%s: a context of %d tokens (batch %d, threads %d) needs %zu bytes (KV cache %zu, scratch %zu), "
+                      "over the budget of %zu bytes",
+                      model->source, p.n_ctx, p.n_batch, p.n_threads, kv_bytes + scratch_bytes, kv_bytes,
+                      scratch_bytes, p.max_bytes);
         return NULL;
     }
 
@@ -209,7 +209,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->chunk_pos = calloc(B, sizeof(int32_t));
-    ctx->pool = pd_pool_new(p.n_threads);
+    ctx->pool = pdi_pool_new(p.n_threads);
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
         !ctx->rope_sin || !ctx->chunk_pos || !ctx->pool || !reserve_qact(ctx, p.n_batch))
@@ -217,14 +217,14 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     return ctx;
 nomem:
     pd_context_free(ctx);
-    pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a context of %d tokens", model->source, p.n_ctx);
+    pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a context of %d tokens", model->source, p.n_ctx);
     return NULL;
 }
 
 void pd_context_free(pd_context *ctx)
 {
     if (!ctx) return;
-    pd_pool_free(ctx->pool);
+    pdi_pool_free(ctx->pool);
     free(ctx->k_cache);
     free(ctx->v_cache);
     free(ctx->x);
@@ -252,10 +252,10 @@ void pd_context_free(pd_context *ctx)
 pd_context *pd_context_fork(const pd_context *src, pd_error *err)
 {
     if (!src) {
-        pd_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
+        pdi_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
         return NULL;
     }
-    pd_context_params p = {src->n_ctx, pd_pool_size(src->pool), src->n_batch, src->max_bytes,
+    pd_context_params p = {src->n_ctx, pdi_pool_size(src->pool), src->n_batch, src->max_bytes,
                            src->kv_f16 ? PD_KV_F16 : PD_KV_F32};
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
@@ -280,7 +280,7 @@ pd_kv_type pd_context_kv_type(const pd_context *ctx) { return ctx->kv_f16 ? PD_K
 pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err)
 {
     if (n < 0 || n > ctx->kv_len)
-        return pd_set_error(err, PD_ERR_RANGE, "pd_context_kv_truncate: %d is outside [0, %d]", n, ctx->kv_len);
+        return pdi_set_error(err, PD_ERR_RANGE, "pd_context_kv_truncate: %d is outside [0, %d]", n, ctx->kv_len);
     ctx->kv_len = n;
     return PD_OK;
 }

@@ -38,8 +38,8 @@ typedef struct {
 /* A matrix product's rows across the pool, in chunks of whole 16s. */
 static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, pd_range_fn fn, void *arg)
 {
-    if (n_tok == 1) pd_pool_for_chunks(ctx->pool, rows, 16, DECODE_CHUNKS, fn, arg);
-    else pd_pool_for(ctx->pool, rows, 16, fn, arg);
+    if (n_tok == 1) pdi_pool_for_chunks(ctx->pool, rows, 16, DECODE_CHUNKS, fn, arg);
+    else pdi_pool_for(ctx->pool, rows, 16, fn, arg);
 }
 
 /* Quantized activations per token tile: the tile's blocks stay in L2 while
@@ -135,7 +135,7 @@ static const pd_qact *quantize_for(pd_context *ctx, const pd_matrix *w, const fl
     a->n_tok = n_tok;
     a->cols = w->cols;
     quantize_job q = {ctx->model->kern, a, x, x_stride};
-    pd_pool_for(ctx->pool, n_tok, 4, quantize_range, &q);
+    pdi_pool_for(ctx->pool, n_tok, 4, quantize_range, &q);
     return a;
 }
 
@@ -188,7 +188,7 @@ static void add_deltas(pd_context *ctx, const pd_matrix *w, const float *x, int6
 {
     if (w->delta) {
         delta_job j = {ctx->model->kern, w, x, y, x_stride, y_stride};
-        pd_pool_for(ctx->pool, n_tok, 1, delta_range, &j);
+        pdi_pool_for(ctx->pool, n_tok, 1, delta_range, &j);
     }
 }
 
@@ -414,7 +414,7 @@ static void norm_rope(float *v, int n_heads, int hd, const float *norm_w, float 
     int half = hd / 2;
     for (int h = 0; h < n_heads; h++) {
         float *x = v + (size_t)h * hd;
-        pd_rmsnorm(x, x, norm_w, hd, eps);
+        pdi_rmsnorm(x, x, norm_w, hd, eps);
         for (int k = 0; k < half; k++) {
             float x1 = x[k], x2 = x[k + half];
             x[k] = x1 * cosv[k] - x2 * sinv[k];
@@ -469,7 +469,7 @@ static void residual_range(const token_job *j, bool add, int64_t begin, int64_t 
         float *x = ctx->x + t * H;
         if (add)
             for (int64_t i = 0; i < H; i++) x[i] += ctx->delta[t * H + i];
-        pd_rmsnorm(ctx->xn + t * H, x, j->norm, H, c->rms_eps);
+        pdi_rmsnorm(ctx->xn + t * H, x, j->norm, H, c->rms_eps);
     }
 }
 
@@ -517,14 +517,14 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
 
     token_job rj = {ctx, L, NULL, l, (int64_t)batch_kv0 + chunk_start};
-    pd_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
+    pdi_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
     attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
     int64_t tq = pd_attn_tokens(ctx->n_batch);
-    pd_pool_for(ctx->pool, (n_tok + tq - 1) / tq * c->n_kv_heads, 1, attention_range, &aj);
+    pdi_pool_for(ctx->pool, (n_tok + tq - 1) / tq * c->n_kv_heads, 1, attention_range, &aj);
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
     token_job ffn = {ctx, L, L->ffn_norm, 0, 0};
-    pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
+    pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
     float *gate_up_out[2] = {ctx->gate, ctx->up};
@@ -532,7 +532,7 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
         token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0, 0};
-        pd_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
+        pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
     } else {
         for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
     }
@@ -545,38 +545,38 @@ static pd_status check_batch(const pd_context *ctx, const pd_batch *b, pd_error 
     const pd_config *c = &ctx->model->cfg;
     const char *src = ctx->model->source;
     if (!b || !b->tokens || b->n_tokens <= 0)
-        return pd_set_error(err, PD_ERR_ARG, "pd_eval: empty batch");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_eval: empty batch");
     if (b->n_tokens > ctx->n_ctx - ctx->kv_len)
-        return pd_set_error(err, PD_ERR_CONTEXT, "%s: %d tokens do not fit: %d of the context's %d are in use", src,
-                            b->n_tokens, ctx->kv_len, ctx->n_ctx);
+        return pdi_set_error(err, PD_ERR_CONTEXT, "%s: %d tokens do not fit: %d of the context's %d are in use", src,
+                             b->n_tokens, ctx->kv_len, ctx->n_ctx);
     for (int32_t i = 0; i < b->n_tokens; i++) {
         if (b->tokens[i] < 0 || b->tokens[i] >= c->vocab)
-            return pd_set_error(err, PD_ERR_RANGE, "%s: token %d at batch index %d is outside the vocabulary [0, %d)",
-                                src, b->tokens[i], i, c->vocab);
+            return pdi_set_error(err, PD_ERR_RANGE, "%s: token %d at batch index %d is outside the vocabulary [0, %d)",
+                                 src, b->tokens[i], i, c->vocab);
         if (b->positions && (b->positions[i] < 0 || b->positions[i] >= c->max_positions))
-            return pd_set_error(err, PD_ERR_RANGE, "%s: position %d at batch index %d is outside [0, %d)", src,
-                                b->positions[i], i, c->max_positions);
+            return pdi_set_error(err, PD_ERR_RANGE, "%s: position %d at batch index %d is outside [0, %d)", src,
+                                 b->positions[i], i, c->max_positions);
     }
     if (b->visible) {
         size_t n = (size_t)b->n_tokens;
         for (size_t i = 0; i < n; i++) {
             if (!b->visible[i * n + i])
-                return pd_set_error(err, PD_ERR_ARG, "pd_eval: token %zu of the batch must see itself", i);
+                return pdi_set_error(err, PD_ERR_ARG, "pd_eval: token %zu of the batch must see itself", i);
             for (size_t j = i + 1; j < n; j++)
                 if (b->visible[i * n + j])
-                    return pd_set_error(err, PD_ERR_ARG,
-                                        "pd_eval: token %zu may not see the later token %zu (the mask must be lower-triangular)", i, j);
+                    return pdi_set_error(err, PD_ERR_ARG,
+                                         "pd_eval: token %zu may not see the later token %zu (the mask must be lower-triangular)", i, j);
         }
     }
     if (b->n_outputs < 0 || (b->n_outputs > 0 && !b->outputs))
-        return pd_set_error(err, PD_ERR_ARG, "pd_eval: %d outputs asked with no output list", b->n_outputs);
+        return pdi_set_error(err, PD_ERR_ARG, "pd_eval: %d outputs asked with no output list", b->n_outputs);
     if (b->n_outputs > b->n_tokens) /* bounds the output buffers by the batch */
-        return pd_set_error(err, PD_ERR_LIMIT, "pd_eval: %d outputs asked for a batch of %d tokens (at most one a token)",
-                            b->n_outputs, b->n_tokens);
+        return pdi_set_error(err, PD_ERR_LIMIT, "pd_eval: %d outputs asked for a batch of %d tokens (at most one a token)",
+                             b->n_outputs, b->n_tokens);
     for (int32_t k = 0; k < b->n_outputs; k++)
         if (b->outputs[k] < 0 || b->outputs[k] >= b->n_tokens)
-            return pd_set_error(err, PD_ERR_RANGE, "pd_eval: output row %d is outside the batch of %d tokens",
-                                b->outputs[k], b->n_tokens);
+            return pdi_set_error(err, PD_ERR_RANGE, "pd_eval: output row %d is outside the batch of %d tokens",
+                                 b->outputs[k], b->n_tokens);
     return PD_OK;
 }
 
@@ -588,21 +588,21 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
         size_t hb, lb;
         if (!pd_mul_size((size_t)cap, (size_t)c->hidden * sizeof(float), &hb) ||
             !pd_mul_size((size_t)cap, (size_t)c->vocab * sizeof(float), &lb))
-            return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: %d outputs are too many", n);
+            return pdi_set_error(err, PD_ERR_NOMEM, "pd_eval: %d outputs are too many", n);
         size_t out = hb + (logits ? lb : 0); /* the context's own bytes are within its budget */
         if (ctx->max_bytes && (out < hb || out > ctx->max_bytes - ctx->bytes))
-            return pd_set_error(err, PD_ERR_LIMIT,
-                                "pd_eval: %d kept rows need %zu bytes of outputs; with the context's %zu bytes that "
-                                "is over its budget of %zu bytes",
-                                cap, out, ctx->bytes, ctx->max_bytes);
+            return pdi_set_error(err, PD_ERR_LIMIT,
+                                 "pd_eval: %d kept rows need %zu bytes of outputs; with the context's %zu bytes that "
+                                 "is over its budget of %zu bytes",
+                                 cap, out, ctx->bytes, ctx->max_bytes);
         float *h = realloc(ctx->out_hidden, hb);
-        if (!h) return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for %d outputs", n);
+        if (!h) return pdi_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for %d outputs", n);
         ctx->out_hidden = h;
         free(ctx->out_logits);
         ctx->out_logits = NULL;
         if (logits && !(ctx->out_logits = malloc(lb))) {
             ctx->cap_outputs = 0;
-            return pd_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for the logits of %d outputs", n);
+            return pdi_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for the logits of %d outputs", n);
         }
         ctx->cap_outputs = cap;
     }
@@ -613,7 +613,7 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
 
 pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
 {
-    if (!ctx) return pd_set_error(err, PD_ERR_ARG, "pd_eval: no context");
+    if (!ctx) return pdi_set_error(err, PD_ERR_ARG, "pd_eval: no context");
     pd_status rc = check_batch(ctx, batch, err);
     if (rc) return rc;
     int32_t last = batch->n_tokens - 1;
@@ -636,14 +636,14 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
         rope_tables(ctx, n_tok);
         if (c->n_layers > 0) {
             token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0, 0};
-            pd_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
+            pdi_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
         }
         for (int l = 0; l < c->n_layers; l++) layer_forward(ctx, l, n_tok, start, batch_kv0, batch);
         ctx->kv_len = batch_kv0 + start + n_tok;
         for (int32_t k = 0; k < n_out; k++) {
             int32_t r = outputs[k] - start;
             if (r >= 0 && r < n_tok)
-                pd_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)r * H, m->final_norm, H, c->rms_eps);
+                pdi_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)r * H, m->final_norm, H, c->rms_eps);
         }
     }
     ctx->n_outputs = n_out;
@@ -665,13 +665,13 @@ pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows
 {
     const pd_config *c = &ctx->model->cfg;
     if (i < 0 || i >= ctx->n_outputs)
-        return pd_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: output %d of %d", i, ctx->n_outputs);
+        return pdi_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: output %d of %d", i, ctx->n_outputs);
     if (n_rows < 0 || (n_rows > 0 && (!rows || !out)))
-        return pd_set_error(err, PD_ERR_ARG, "pd_context_logits_rows: no rows or no output buffer");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_context_logits_rows: no rows or no output buffer");
     for (int32_t k = 0; k < n_rows; k++)
         if (rows[k] < 0 || rows[k] >= c->vocab)
-            return pd_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: row %d is outside [0, %d)", rows[k],
-                                c->vocab);
+            return pdi_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: row %d is outside [0, %d)", rows[k],
+                                 c->vocab);
     matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1);
     return PD_OK;
 }

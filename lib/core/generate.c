@@ -31,14 +31,14 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     const pd_model *m = ctx->model;
     const pd_tokenizer *tok = m->tokenizer;
     if (text) *text = NULL;
-    if (!tok) return pd_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to read a text prompt", m->source);
-    if (!prompt) return pd_set_error(err, PD_ERR_ARG, "pd_generate: no prompt");
+    if (!tok) return pdi_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to read a text prompt", m->source);
+    if (!prompt) return pdi_set_error(err, PD_ERR_ARG, "pd_generate: no prompt");
     pd_generate_params p = {pd_sampler_default_params(), 0, 0};
     if (params) p = *params;
-    if (p.max_tokens < 0) return pd_set_error(err, PD_ERR_ARG, "pd_generate: max_tokens %d is negative", p.max_tokens);
+    if (p.max_tokens < 0) return pdi_set_error(err, PD_ERR_ARG, "pd_generate: max_tokens %d is negative", p.max_tokens);
 
     char *wrapped = p.chat ? pd_chatml_user(prompt) : NULL;
-    if (p.chat && !wrapped) return pd_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+    if (p.chat && !wrapped) return pdi_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
     const char *full = wrapped ? wrapped : prompt;
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -47,12 +47,12 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     if (rc) return rc;
     if (n_ids == 0) {
         free(ids);
-        return pd_set_error(err, PD_ERR_ARG, "pd_generate: the prompt is empty");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_generate: the prompt is empty");
     }
     if (n_ids > (size_t)(ctx->n_ctx - ctx->kv_len)) {
         free(ids);
-        return pd_set_error(err, PD_ERR_CONTEXT, "%s: the prompt has %zu tokens, the context has room for %d",
-                            m->source, n_ids, ctx->n_ctx - ctx->kv_len);
+        return pdi_set_error(err, PD_ERR_CONTEXT, "%s: the prompt has %zu tokens, the context has room for %d",
+                             m->source, n_ids, ctx->n_ctx - ctx->kv_len);
     }
     rc = pd_eval_tokens(ctx, ids, (int32_t)n_ids, err);
     free(ids);
@@ -62,7 +62,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
                         m->cfg.eos_id};
     uint64_t rng = p.sampler.seed;
     pd_buf out = {0};
-    if (!pd_buf_append(&out, "", 0)) return pd_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+    if (!pdi_buf_append(&out, "", 0)) return pdi_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
     for (int32_t produced = 0; p.max_tokens == 0 || produced < p.max_tokens; produced++) {
         int32_t id = pd_sample(pd_context_logits(ctx, 0), m->cfg.vocab, NULL, &p.sampler, &rng);
         if (id < 0 || is_stop(m, id, stops, 3)) break;
@@ -72,9 +72,9 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
             piece = "";
             plen = 0;
         }
-        if (!pd_buf_append(&out, piece, plen)) {
+        if (!pdi_buf_append(&out, piece, plen)) {
             free(out.data);
-            return pd_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+            return pdi_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
         }
         if (callback && callback(id, piece, plen, user)) break;
         if (ctx->kv_len >= ctx->n_ctx) break; /* the context is full: stop, as at max_tokens */

@@ -1,11 +1,11 @@
 /* kernels.h - the numeric inner loops, behind one seam.
  *
- * pd_kernels_select() (kernels.c) picks a table once: AVX-512 VNNI or
+ * pdi_kernels_select() (kernels.c) picks a table once: AVX-512 VNNI or
  * AVX2+FMA on x86-64 (kernels_avx512.c, kernels_avx2.c), NEON on aarch64
  * (kernels_neon.c), portable C everywhere (kernels_portable.c); the trunk
  * only calls through the returned table. The per-CPU files build their
  * tables on the shared helpers of kernels_shared.h. PD_KERNELS=portable or
- * PD_KERNELS=avx2 in the environment forces that one (see pocketdec.h). */
+ * PD_KERNELS=avx2 in the environment forces that one (see pocketdec_runtime.h). */
 #ifndef PD_KERNELS_H
 #define PD_KERNELS_H
 
@@ -26,13 +26,13 @@ typedef struct pd_kernels {
     /* Q8_0/Q4_0/Q4_1 rows times quantized activations, integer dot products:
      * y[t * y_stride + r] = row r . token t for r < n_rows, t0 <= t < t1, row r
      * at w + r * row_bytes. Each (row, token) is summed in one fixed order
-     * (pd_qdot_reference in kernels_shared.c), so every implementation and every
+     * (pdi_qdot_reference in kernels_shared.c), so every implementation and every
      * split of rows and tokens gives the same bits. */
     void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
                     int64_t t1, float *y, int64_t y_stride);
     /* qmatmul for rows of type t interleaved `interleave` at a time
-     * (pd_x_pack): n_rows a multiple of interleave, w the group of the first
-     * row. Sums in the order of pd_qdot_x_reference, so every split gives the
+     * (pdi_x_pack): n_rows a multiple of interleave, w the group of the first
+     * row. Sums in the order of pdi_qdot_x_reference, so every split gives the
      * same bits. interleave 0 in a table without it: the model then keeps the
      * file's layout. */
     int interleave; /* rows a group: 4, 8 or 16 */
@@ -43,11 +43,11 @@ typedef struct pd_kernels {
      * each stored row is widened once per tile of tokens, not once per token. */
     void (*fmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                     int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
-    /* pd_row_to_f32's result: n stored elements of type t as floats */
+    /* pdi_row_to_f32's result: n stored elements of type t as floats */
     void (*widen)(pd_dtype t, const void *src, float *dst, int64_t n);
-    /* n floats as F16 (the F16 KV cache), pd_f32_to_f16's bits */
+    /* n floats as F16 (the F16 KV cache), pdi_f32_to_f16's bits */
     void (*narrow)(const float *src, uint16_t *dst, int64_t n);
-    /* pd_quantize_act's result, bit for bit */
+    /* pdi_quantize_act's result, bit for bit */
     void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
     /* Attention over cached rows (kt: PD_F32 or PD_F16), row j at k +
      * j*stride bytes, n elements each:
@@ -82,11 +82,11 @@ typedef struct pd_kernels {
  * PD_KERNELS=avx2 the AVX2 one where the CPU has it (else as unset);
  * otherwise AVX-512 VNNI, then AVX2, then NEON, then portable, the first
  * this CPU has and this build compiled. */
-const pd_kernels *pd_kernels_select(void);
+const pd_kernels *pdi_kernels_select(void);
 /* Each table, NULL where not compiled or (x86) not supported by this CPU. */
-const pd_kernels *pd_kernels_portable(void); /* never NULL */
-const pd_kernels *pd_kernels_avx2(void);
-const pd_kernels *pd_kernels_avx512(void);
-const pd_kernels *pd_kernels_neon(void);
+const pd_kernels *pdi_kernels_portable(void); /* never NULL */
+const pd_kernels *pdi_kernels_avx2(void);
+const pd_kernels *pdi_kernels_avx512(void);
+const pd_kernels *pdi_kernels_neon(void);
 
 #endif

@@ -3,7 +3,7 @@
  * float kernels are the AVX-512 table's too (kernels_avx512.c).
  *
  * Compiled with target attributes rather than -mavx2, so one binary runs
- * everywhere and pd_kernels_avx2() returns NULL on CPUs without them. */
+ * everywhere and pdi_kernels_avx2() returns NULL on CPUs without them. */
 #include "kernels_avx2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -21,7 +21,7 @@ AVX2_INLINE __m256 load8(bool f16, const void *p, int64_t i)
 
 AVX2_INLINE float elem(bool f16, const void *p, int64_t i)
 {
-    return f16 ? pd_f16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
+    return f16 ? pdi_f16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
 }
 
 AVX2_INLINE float dot_kind(bool f16, const float *a, const void *b, int64_t n)
@@ -46,9 +46,9 @@ AVX2_INLINE void axpy_kind(bool f16, float *y, float s, const void *x, int64_t n
     for (; i < n; i++) y[i] += s * elem(f16, x, i);
 }
 
-AVX2 float pd_dot_avx2(const float *a, const float *b, int64_t n) { return dot_kind(false, a, b, n); }
+AVX2 float pdi_dot_avx2(const float *a, const float *b, int64_t n) { return dot_kind(false, a, b, n); }
 
-AVX2 void pd_axpy_avx2(float *y, float s, const float *x, int64_t n) { axpy_kind(false, y, s, x, n); }
+AVX2 void pdi_axpy_avx2(float *y, float s, const float *x, int64_t n) { axpy_kind(false, y, s, x, n); }
 
 
 /* 8 int8 at p as floats */
@@ -60,7 +60,7 @@ AVX2 static __m256 i8x8(const uint8_t *p)
 /* 8 uint8 held in the low 64 bits of v, as floats */
 AVX2 static __m256 u8x8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
 
-AVX2 float pd_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n)
+AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
     __m256 acc = _mm256_setzero_ps();
@@ -87,7 +87,7 @@ AVX2 float pd_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t 
             s = _mm256_fmadd_ps(i8x8(p + 10), _mm256_loadu_ps(x + 8), s);
             s = _mm256_fmadd_ps(i8x8(p + 18), _mm256_loadu_ps(x + 16), s);
             s = _mm256_fmadd_ps(i8x8(p + 26), _mm256_loadu_ps(x + 24), s);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(pd_f16_to_f32(pd_load_u16(p))), s, acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(pdi_f16_to_f32(pd_load_u16(p))), s, acc);
         }
         return hsum256(acc);
     case PD_Q4_0:
@@ -106,8 +106,8 @@ AVX2 float pd_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t 
             s = _mm256_fmadd_ps(u8x8(hi), x2, s);
             s = _mm256_fmadd_ps(u8x8(_mm_srli_si128(hi, 8)), x3, s);
             __m256 xs = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
-            float d = pd_f16_to_f32(pd_load_u16(blk));
-            float offset = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
+            float d = pdi_f16_to_f32(pd_load_u16(blk));
+            float offset = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d), s, acc);
             acc_x = _mm256_fmadd_ps(_mm256_set1_ps(offset), xs, acc_x);
         }
@@ -118,15 +118,15 @@ AVX2 float pd_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t 
     float total = hsum256(acc);
     if (i < n) {
         float rest[8];
-        pd_row_to_f32(t, p + (size_t)i * (t == PD_F32 ? 4 : 2), rest, n - i);
+        pdi_row_to_f32(t, p + (size_t)i * (t == PD_F32 ? 4 : 2), rest, n - i);
         for (int64_t k = 0; k < n - i; k++) total += rest[k] * x[i + k];
     }
     return total;
 }
 
 
-/* pd_row_to_f32 with F16 and BF16 widened eight at a time (exact either way). */
-AVX2 void pd_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
+/* pdi_row_to_f32 with F16 and BF16 widened eight at a time (exact either way). */
+AVX2 void pdi_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     int64_t i = 0;
@@ -137,21 +137,21 @@ AVX2 void pd_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
             __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(p + 2 * i));
             _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
         }
-    if (i < n) pd_row_to_f32(t, p + (t == PD_F32 ? 4 : 2) * i, dst + i, n - i);
+    if (i < n) pdi_row_to_f32(t, p + (t == PD_F32 ? 4 : 2) * i, dst + i, n - i);
 }
 
-/* pd_f32_to_f16 eight at a time: F16C rounds to nearest even as it does;
- * a NaN, whose payload F16C keeps, goes through pd_f32_to_f16 instead. */
-AVX2 void pd_narrow_avx2(const float *src, uint16_t *dst, int64_t n)
+/* pdi_f32_to_f16 eight at a time: F16C rounds to nearest even as it does;
+ * a NaN, whose payload F16C keeps, goes through pdi_f32_to_f16 instead. */
+AVX2 void pdi_narrow_avx2(const float *src, uint16_t *dst, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 x = _mm256_loadu_ps(src + i);
         _mm_storeu_si128((__m128i *)(void *)(dst + i), _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
         if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)))
-            for (int k = 0; k < 8; k++) dst[i + k] = pd_f32_to_f16(src[i + k]);
+            for (int k = 0; k < 8; k++) dst[i + k] = pdi_f32_to_f16(src[i + k]);
     }
-    for (; i < n; i++) dst[i] = pd_f32_to_f16(src[i]);
+    for (; i < n; i++) dst[i] = pdi_f32_to_f16(src[i]);
 }
 
 /* ------------------------------------------------ float weight matrices */
@@ -180,7 +180,7 @@ AVX2_INLINE float welem(const int kind, const uint8_t *row, int64_t c)
         memcpy(&v, row + 4 * c, 4);
         return v;
     }
-    return kind == W_F16 ? pd_f16_to_f32(pd_load_u16(row + 2 * c)) : pd_bf16_to_f32(pd_load_u16(row + 2 * c));
+    return kind == W_F16 ? pdi_f16_to_f32(pd_load_u16(row + 2 * c)) : pdi_bf16_to_f32(pd_load_u16(row + 2 * c));
 }
 
 AVX2_INLINE void ftile(const int kind, const int RM, const int RN, const uint8_t *w, size_t row_bytes, int64_t n,
@@ -246,7 +246,7 @@ FMATMUL_VARIANT(fmatmul_f32, W_F32)
 FMATMUL_VARIANT(fmatmul_f16, W_F16)
 FMATMUL_VARIANT(fmatmul_bf16, W_BF16)
 
-void pd_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+void pdi_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                          int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     if (t == PD_F16) fmatmul_f16(w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);
@@ -255,7 +255,7 @@ void pd_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_r
     else /* block types have qmatmul; this keeps the entry total */
         for (int64_t r = 0; r < n_rows; r++)
             for (int64_t tok = t0; tok < t1; tok++)
-                y[tok * y_stride + r] = pd_dot_row_avx2(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);
+                y[tok * y_stride + r] = pdi_dot_row_avx2(t, w + (size_t)r * row_bytes, x + tok * x_stride, n);
 }
 
 /* ------------------------------------------------- quantized activations */
@@ -272,7 +272,7 @@ AVX2_INLINE __m256 round_away(__m256 x)
     return _mm256_add_ps(t, _mm256_or_ps(step, sign));
 }
 
-/* pd_quantize_act, eight values a step, with its bits: the same maximum
+/* pdi_quantize_act, eight values a step, with its bits: the same maximum
  * (NaN ignored, as fmaxf does), the same scalar d and 1/d, roundf, and the
  * clamp that turns NaN into -127. */
 AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
@@ -490,7 +490,7 @@ AVX2_INLINE __m256 exp8(__m256 x)
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), zero_below);
 }
 
-AVX2 float pd_exp_sum_avx2(float *s, int64_t n, float max)
+AVX2 float pdi_exp_sum_avx2(float *s, int64_t n, float max)
 {
     __m256 vmax = _mm256_set1_ps(max), acc = _mm256_setzero_ps();
     int64_t i = 0;
@@ -513,7 +513,7 @@ AVX2 float pd_exp_sum_avx2(float *s, int64_t n, float max)
 
 /* silu(g) * u eight at a time with exp8 (-g past 88 gives a huge finite
  * exp and so -0 or a tiny silu where expf gives inf and -0; NaN stays NaN). */
-AVX2 void pd_silu_mul_avx2(float *g, const float *u, int64_t n)
+AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -522,13 +522,13 @@ AVX2 void pd_silu_mul_avx2(float *g, const float *u, int64_t n)
         _mm256_storeu_ps(g + i, _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
                                               _mm256_loadu_ps(u + i)));
     }
-    if (i < n) pd_silu_mul(g + i, u + i, n - i);
+    if (i < n) pdi_silu_mul(g + i, u + i, n - i);
 }
 
-static const pd_kernels avx2 = PD_X86_KERNELS("avx2", pd_qmatmul_avx2, 8, pd_qmatmul_x8_avx2, quantize_act_avx2,
+static const pd_kernels avx2 = PD_X86_KERNELS("avx2", pdi_qmatmul_avx2, 8, pdi_qmatmul_x8_avx2, quantize_act_avx2,
                                                 key_scores_avx2, value_mix_avx2, key_scores_t_avx2);
 
-const pd_kernels *pd_kernels_avx2(void)
+const pd_kernels *pdi_kernels_avx2(void)
 {
     __builtin_cpu_init();
     unsigned eax, ebx, ecx, edx;
@@ -539,5 +539,5 @@ const pd_kernels *pd_kernels_avx2(void)
 }
 
 #else
-const pd_kernels *pd_kernels_avx2(void) { return NULL; }
+const pd_kernels *pdi_kernels_avx2(void) { return NULL; }
 #endif

@@ -2,7 +2,7 @@
  * one binary runs everywhere), a horizontal sum, the AVX2 integer products
  * (kernels_avx2_int.c) and the AVX2 float kernels (kernels_avx2.c) that the
  * AVX2 and AVX-512 VNNI tables both hold. Call them only where
- * pd_kernels_avx2() is not NULL. */
+ * pdi_kernels_avx2() is not NULL. */
 #ifndef PD_KERNELS_AVX2_H
 #define PD_KERNELS_AVX2_H
 
@@ -25,31 +25,31 @@ AVX2_INLINE float hsum256(__m256 v)
 
 /* kernels_avx2_int.c: qmatmul (rows as stored) and qmatmul_x (eight rows
  * interleaved) with AVX2. */
-AVX2 void pd_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
-                          int64_t t1, float *y, int64_t y_stride);
-AVX2 void pd_qmatmul_x8_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
-                             int64_t t0, int64_t t1, float *y, int64_t y_stride);
+AVX2 void pdi_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+                           int64_t t1, float *y, int64_t y_stride);
+AVX2 void pdi_qmatmul_x8_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                              int64_t t0, int64_t t1, float *y, int64_t y_stride);
 
 /* kernels_avx2.c: the float kernels of both x86 tables (pd_kernels' dot,
  * axpy, dot_row, fmatmul, widen, narrow, exp_sum and silu_mul). */
-AVX2 float pd_dot_avx2(const float *a, const float *b, int64_t n);
-AVX2 void pd_axpy_avx2(float *y, float s, const float *x, int64_t n);
-AVX2 float pd_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n);
-void pd_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
-                     int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
-AVX2 void pd_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n);
-AVX2 void pd_narrow_avx2(const float *src, uint16_t *dst, int64_t n);
-AVX2 float pd_exp_sum_avx2(float *s, int64_t n, float max);
-AVX2 void pd_silu_mul_avx2(float *g, const float *u, int64_t n);
+AVX2 float pdi_dot_avx2(const float *a, const float *b, int64_t n);
+AVX2 void pdi_axpy_avx2(float *y, float s, const float *x, int64_t n);
+AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n);
+void pdi_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+                      int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
+AVX2 void pdi_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n);
+AVX2 void pdi_narrow_avx2(const float *src, uint16_t *dst, int64_t n);
+AVX2 float pdi_exp_sum_avx2(float *s, int64_t n, float max);
+AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n);
 
 /* An x86 table: the AVX2 float kernels and the given integer and attention ones. */
 #define PD_X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T)            \
     {                                                                                                                  \
-        .name = NAME, .dot = pd_dot_avx2, .axpy = pd_axpy_avx2, .dot_row = pd_dot_row_avx2,                            \
-        .fmatmul = pd_fmatmul_avx2, .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X,              \
-        .widen = pd_widen_avx2, .narrow = pd_narrow_avx2, .quantize_act = QUANTIZE, .key_scores = KEY_SCORES,          \
-        .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T, .exp_sum = pd_exp_sum_avx2,                              \
-        .silu_mul = pd_silu_mul_avx2,                                                                                  \
+        .name = NAME, .dot = pdi_dot_avx2, .axpy = pdi_axpy_avx2, .dot_row = pdi_dot_row_avx2,                            \
+        .fmatmul = pdi_fmatmul_avx2, .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X,              \
+        .widen = pdi_widen_avx2, .narrow = pdi_narrow_avx2, .quantize_act = QUANTIZE, .key_scores = KEY_SCORES,          \
+        .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T, .exp_sum = pdi_exp_sum_avx2,                              \
+        .silu_mul = pdi_silu_mul_avx2,                                                                                  \
     }
 
 #endif

@@ -1,7 +1,7 @@
 /* kernels_avx2_int.c - the integer matrix products for x86-64 with AVX2:
  * qmatmul on rows as stored (4 rows x 3 tokens a tile) and qmatmul_x on
- * rows interleaved eight at a time (pd_x_pack, n = 8). Both follow their
- * reference orders (pd_qdot_reference, pd_qdot_x_reference), so they give
+ * rows interleaved eight at a time (pdi_x_pack, n = 8). Both follow their
+ * reference orders (pdi_qdot_reference, pdi_qdot_x_reference), so they give
  * the portable kernels' bits. */
 #include "kernels_avx2.h"
 
@@ -154,8 +154,8 @@ QMATMUL_VARIANT(qmatmul_q4_1_few, PD_Q4_1, true)
 QMATMUL_VARIANT(qmatmul_q4_64, PD_Q4_64, false)
 QMATMUL_VARIANT(qmatmul_q4_64_few, PD_Q4_64, true)
 
-AVX2 void pd_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
-                          int64_t t0, int64_t t1, float *y, int64_t y_stride)
+AVX2 void pdi_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+                           int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     bool few = t1 - t0 < OFFSETS_IN_TILE;
     if (t == PD_Q8_0) qmatmul_q8(w, row_bytes, n_rows, a, t0, t1, y, y_stride);
@@ -166,7 +166,7 @@ AVX2 void pd_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_
 
 /* ---------------------------------------- interleaved eight rows at a time
  *
- * (pd_x_pack, n = 8) A 32-byte piece holds four values of each of 8 rows,
+ * (pdi_x_pack, n = 8) A 32-byte piece holds four values of each of 8 rows,
  * one row a dword, so vpmaddubsw with one broadcast dword of a token's
  * activations gives every row two sums of two products. For the 4-bit
  * types the eight pieces of a block (four, each for its low and its high
@@ -175,7 +175,7 @@ AVX2 void pd_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_
  * one convert, one multiply (dw * dx) and one fma for 8 rows, where the four
  * rows a group took as many for two. Q4_0's -8 is taken out in the
  * integers (each sum starts from pd_qact's block_bias), Q4_1 and Q4_64 add
- * m * s after each block, as pd_qdot_x_reference orders them. Q8_0 goes as
+ * m * s after each block, as pdi_qdot_x_reference orders them. Q8_0 goes as
  * |w| times x with w's sign, each piece widened to int32 on its own (two
  * could pass int16). A tile is one group x up to X8_TOKS tokens. */
 #define X8_TOKS 4 /* 3 measured 5% slower, 6 the same */
@@ -282,6 +282,6 @@ AVX2_INLINE void qmatmul_x8_kind(const pd_dtype t, const uint8_t *w, size_t row_
     }
 }
 
-PD_BLOCK_TYPE_ENTRY(AVX2, , pd_qmatmul_x8_avx2, qmatmul_x8, qmatmul_x8_kind)
+PD_BLOCK_TYPE_ENTRY(AVX2, , pdi_qmatmul_x8_avx2, qmatmul_x8, qmatmul_x8_kind)
 
 #endif

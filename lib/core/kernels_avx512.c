@@ -5,7 +5,7 @@
  *
  * Two weight rows share one 512-bit vector: row r's block in the low 256
  * bits, row r+1's in the high 256 bits. Each half holds the eight int32 lane
- * sums of pd_qdot_reference for its row, from one vpdpbusd (unsigned bytes
+ * sums of pdi_qdot_reference for its row, from one vpdpbusd (unsigned bytes
  * times signed bytes, four products a lane), and is scaled and summed in the
  * reference order, so the results are the reference's bits.
  *
@@ -18,7 +18,7 @@
  * 4 rows that shares the scale conversion and prefetches the weights ahead.
  *
  * Compiled with target attributes rather than -mavx512f, so one binary runs
- * everywhere; pd_kernels_avx512() is NULL on CPUs that cannot run it. */
+ * everywhere; pdi_kernels_avx512() is NULL on CPUs that cannot run it. */
 #include "kernels_avx2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -282,7 +282,7 @@ PD_BLOCK_TYPE_ENTRY(AVX512, static, qmatmul_avx512, qmatmul, qmatmul_kind)
 
 /* ---------------------------------------- interleaved sixteen rows at a time
  *
- * (pd_x_pack, n = 16) A 64-byte piece holds four values of each of 16 rows,
+ * (pdi_x_pack, n = 16) A 64-byte piece holds four values of each of 16 rows,
  * one row a dword, so vpdpbusd with one broadcast dword of a token's
  * activations adds four products to every row's block sum: eight of them
  * (Q4: four pieces, each nibble half one) make the 16 rows' whole block dots,
@@ -444,7 +444,7 @@ AVX512_INLINE __m512 round_away16(__m512 x)
     return _mm512_add_ps(t, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(step), _mm512_castps_si512(sign))));
 }
 
-/* pd_quantize_act, a block of 32 in two vectors, with its bits: the same
+/* pdi_quantize_act, a block of 32 in two vectors, with its bits: the same
  * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
  * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
  * turns NaN into -127, and the block biases. */
@@ -699,8 +699,8 @@ static const pd_kernels avx512 = PD_X86_KERNELS("avx512-vnni", qmatmul_avx512, 1
                                                   quantize_act_avx512, key_scores_avx512, value_mix_avx512,
                                                   key_scores_t_avx512);
 
-const pd_kernels *pd_kernels_avx512(void) { return pd_kernels_avx2() && avx512vnni_supported() ? &avx512 : NULL; }
+const pd_kernels *pdi_kernels_avx512(void) { return pdi_kernels_avx2() && avx512vnni_supported() ? &avx512 : NULL; }
 
 #else
-const pd_kernels *pd_kernels_avx512(void) { return NULL; }
+const pd_kernels *pdi_kernels_avx512(void) { return NULL; }
 #endif

@@ -31,12 +31,12 @@ static void axpy_neon(float *y, float s, const float *x, int64_t n)
 }
 
 /* Float-weight rows: convert 256 at a time and dot (F16 rows via the
- * hardware conversion). Block rows go through the shared pd_dot_row_blocks:
+ * hardware conversion). Block rows go through the shared pdi_dot_row_blocks:
  * on aarch64 they take the integer path, dot_row is only their float
  * fallback. */
 static float dot_row_neon(pd_dtype t, const void *row, const float *x, int64_t n)
 {
-    if (pd_dtype_is_block(t)) return pd_dot_row_blocks(t, row, x, n);
+    if (pd_dtype_is_block(t)) return pdi_dot_row_blocks(t, row, x, n);
     const uint8_t *p = row;
     float buf[256], total = 0.0f;
     size_t size = t == PD_F32 ? 4 : 2;
@@ -49,9 +49,9 @@ static float dot_row_neon(pd_dtype t, const void *row, const float *x, int64_t n
                 memcpy(h, p + 2 * (i + j), sizeof h);
                 vst1q_f32(buf + j, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h))));
             }
-            if (j < k) pd_row_to_f32(t, p + 2 * (i + j), buf + j, k - j);
+            if (j < k) pdi_row_to_f32(t, p + 2 * (i + j), buf + j, k - j);
         } else {
-            pd_row_to_f32(t, p + size * (size_t)i, buf, k);
+            pdi_row_to_f32(t, p + size * (size_t)i, buf, k);
         }
         total += dot_neon(buf, x + i, k);
     }
@@ -134,7 +134,7 @@ static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n
             const float *s = a->s + tok;
             for (int64_t b = 0; b < nb; b++, s += a->n_cap) {
                 const uint8_t *blk = row + pd_sub_at(t, b);
-                float o = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * pd_f16_to_f32(pd_load_u16(blk));
+                float o = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * pdi_f16_to_f32(pd_load_u16(blk));
                 off = vfmaq_f32(off, vdupq_n_f32(o), vld1q_f32(s));
             }
             float v[4];
@@ -178,10 +178,10 @@ static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t
 }
 
 /* ------------------------------------------------ interleaved block weights
- * (pd_x_pack, n = 4): per block of a group, the four scales in one conversion and
+ * (pdi_x_pack, n = 4): per block of a group, the four scales in one conversion and
  * each row's values j and j + 16 as two signed 16-byte vectors (q - 8 for
  * Q4_0, q for Q4_1, Q8_0's bytes as stored), so lanes16 of the two sum to
- * pd_qdot_x_reference's lanes exactly; Q4_1 adds its offsets m * s, the
+ * pdi_qdot_x_reference's lanes exactly; Q4_1 adds its offsets m * s, the
  * four rows in one fma chain, and Q4_64 the same a sub-block at a time (its
  * halves share their block's scales). A tile is one group (4 rows) x up to X4_TOKS
  * tokens. */
@@ -287,17 +287,17 @@ static const pd_kernels neon = {
     .qmatmul = qmatmul_neon,
     .interleave = 4,
     .qmatmul_x = qmatmul_x4_neon,
-    .widen = pd_row_to_f32,
-    .narrow = pd_f32_to_f16_n,
-    .quantize_act = pd_quantize_act,
+    .widen = pdi_row_to_f32,
+    .narrow = pdi_f32_to_f16_n,
+    .quantize_act = pdi_quantize_act,
     .key_scores = key_scores_neon,
     .value_mix = value_mix_neon,
-    .exp_sum = pd_exp_sum,
-    .silu_mul = pd_silu_mul,
+    .exp_sum = pdi_exp_sum,
+    .silu_mul = pdi_silu_mul,
 };
 
-const pd_kernels *pd_kernels_neon(void) { return &neon; }
+const pd_kernels *pdi_kernels_neon(void) { return &neon; }
 
 #else
-const pd_kernels *pd_kernels_neon(void) { return NULL; }
+const pd_kernels *pdi_kernels_neon(void) { return NULL; }
 #endif

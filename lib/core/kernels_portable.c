@@ -23,7 +23,7 @@ static void axpy_portable(float *y, float s, const float *x, int64_t n)
     for (int64_t i = 0; i < n; i++) y[i] += s * x[i];
 }
 
-/* Float rows 256 elements at a time; block rows by pd_dot_row_blocks. */
+/* Float rows 256 elements at a time; block rows by pdi_dot_row_blocks. */
 static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
@@ -43,7 +43,7 @@ static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64
         float buf[256];
         for (int64_t i = 0; i < n; i += 256) {
             int64_t k = n - i < 256 ? n - i : 256;
-            pd_row_to_f32(t, p + 2 * i, buf, k);
+            pdi_row_to_f32(t, p + 2 * i, buf, k);
             total += dot_portable(buf, x + i, k);
         }
         return (float)total;
@@ -52,7 +52,7 @@ static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64
     case PD_Q4_0:
     case PD_Q4_1:
     case PD_Q4_64:
-        return pd_dot_row_blocks(t, row, x, n);
+        return pdi_dot_row_blocks(t, row, x, n);
     }
     return 0.0f;
 }
@@ -63,14 +63,14 @@ static void qmatmul_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int
 {
     for (int64_t r = 0; r < n_rows; r++)
         for (int64_t tok = t0; tok < t1; tok++)
-            y[tok * y_stride + r] = pd_qdot_reference(t, w + (size_t)r * row_bytes, a, tok);
+            y[tok * y_stride + r] = pdi_qdot_reference(t, w + (size_t)r * row_bytes, a, tok);
 }
 
 static void qmatmul_x4_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
                                 int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r++)
-        for (int64_t tok = t0; tok < t1; tok++) y[tok * y_stride + r] = pd_qdot_x_reference(t, 4, w, row_bytes, r, a, tok);
+        for (int64_t tok = t0; tok < t1; tok++) y[tok * y_stride + r] = pdi_qdot_x_reference(t, 4, w, row_bytes, r, a, tok);
 }
 
 PD_WIDENED_ATTENTION(portable)
@@ -84,14 +84,14 @@ static const pd_kernels portable = {
     .qmatmul = qmatmul_portable,
     .interleave = 4,
     .qmatmul_x = qmatmul_x4_portable,
-    .widen = pd_row_to_f32,
-    .narrow = pd_f32_to_f16_n,
-    .quantize_act = pd_quantize_act,
+    .widen = pdi_row_to_f32,
+    .narrow = pdi_f32_to_f16_n,
+    .quantize_act = pdi_quantize_act,
     .key_scores = key_scores_portable,
     .value_mix = value_mix_portable,
-    .exp_sum = pd_exp_sum,
-    .silu_mul = pd_silu_mul,
+    .exp_sum = pdi_exp_sum,
+    .silu_mul = pdi_silu_mul,
 };
 
-const pd_kernels *pd_kernels_portable(void) { return &portable; }
+const pd_kernels *pdi_kernels_portable(void) { return &portable; }
 

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-float pd_f16_to_f32(uint16_t h)
+float pdi_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h >> 15) << 31;
     uint32_t exp = (h >> 10) & 0x1f;
@@ -35,7 +35,7 @@ float pd_f16_to_f32(uint16_t h)
     return f;
 }
 
-uint16_t pd_f32_to_f16(float f)
+uint16_t pdi_f32_to_f16(float f)
 {
     uint32_t x;
     memcpy(&x, &f, 4);
@@ -59,12 +59,12 @@ uint16_t pd_f32_to_f16(float f)
     return (uint16_t)(sign | half);
 }
 
-void pd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n)
+void pdi_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n)
 {
-    for (int64_t i = 0; i < n; i++) dst[i] = pd_f32_to_f16(src[i]);
+    for (int64_t i = 0; i < n; i++) dst[i] = pdi_f32_to_f16(src[i]);
 }
 
-float pd_bf16_to_f32(uint16_t h)
+float pdi_bf16_to_f32(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;
     float f;
@@ -81,7 +81,7 @@ static void q4_min_values(float d, float m, const uint8_t *q, float *o)
     }
 }
 
-void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
+void pdi_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     switch (t) {
@@ -89,21 +89,21 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
         memcpy(dst, p, (size_t)n * 4);
         break;
     case PD_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pd_f16_to_f32(pd_load_u16(p + 2 * i));
+        for (int64_t i = 0; i < n; i++) dst[i] = pdi_f16_to_f32(pd_load_u16(p + 2 * i));
         break;
     case PD_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pd_bf16_to_f32(pd_load_u16(p + 2 * i));
+        for (int64_t i = 0; i < n; i++) dst[i] = pdi_bf16_to_f32(pd_load_u16(p + 2 * i));
         break;
     case PD_Q8_0:
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 34) {
-            float d = pd_f16_to_f32(pd_load_u16(p));
+            float d = pdi_f16_to_f32(pd_load_u16(p));
             const int8_t *q = (const int8_t *)(p + 2);
             for (int j = 0; j < PD_QBLOCK; j++) dst[b * PD_QBLOCK + j] = d * (float)q[j];
         }
         break;
     case PD_Q4_0:
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 18) {
-            float d = pd_f16_to_f32(pd_load_u16(p));
+            float d = pdi_f16_to_f32(pd_load_u16(p));
             float *o = dst + b * PD_QBLOCK;
             for (int j = 0; j < 16; j++) {
                 o[j] = d * (float)((p[2 + j] & 0x0f) - 8);
@@ -113,11 +113,11 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
         break;
     case PD_Q4_1:
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 20)
-            q4_min_values(pd_f16_to_f32(pd_load_u16(p)), pd_f16_to_f32(pd_load_u16(p + 2)), p + 4, dst + b * PD_QBLOCK);
+            q4_min_values(pdi_f16_to_f32(pd_load_u16(p)), pdi_f16_to_f32(pd_load_u16(p + 2)), p + 4, dst + b * PD_QBLOCK);
         break;
     case PD_Q4_64:
         for (int64_t b = 0; b < n / PD_QBLOCK_64; b++, p += 36) {
-            float d = pd_f16_to_f32(pd_load_u16(p)), m = pd_f16_to_f32(pd_load_u16(p + 2));
+            float d = pdi_f16_to_f32(pd_load_u16(p)), m = pdi_f16_to_f32(pd_load_u16(p + 2));
             q4_min_values(d, m, p + 4, dst + b * PD_QBLOCK_64);
             q4_min_values(d, m, p + 20, dst + b * PD_QBLOCK_64 + PD_QBLOCK);
         }
@@ -125,7 +125,7 @@ void pd_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
     }
 }
 
-void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps)
+void pdi_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps)
 {
     /* eight running sums in double, so the adds are not one chain of
      * latencies (the compiler makes vectors of them); then summed pairwise */
@@ -141,7 +141,7 @@ void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps
 
 /* ------------------------------------------------- quantized activations */
 
-void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
 {
     int64_t nb = a->cols / PD_QBLOCK;
     for (int64_t t = t0; t < t1; t++) {
@@ -166,7 +166,7 @@ void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, i
     }
 }
 
-float pd_exp_sum(float *s, int64_t n, float max)
+float pdi_exp_sum(float *s, int64_t n, float max)
 {
     double sum = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -176,15 +176,15 @@ float pd_exp_sum(float *s, int64_t n, float max)
     return (float)sum;
 }
 
-void pd_silu_mul(float *g, const float *u, int64_t n)
+void pdi_silu_mul(float *g, const float *u, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
 #define WIDEN_PIECE 256
 
-void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
-                           size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out)
+void pdi_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
+                            size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out)
 {
     float piece[WIDEN_PIECE];
     for (int64_t j = 0; j < nk; j++) {
@@ -196,15 +196,15 @@ void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), 
         float sum = 0.0f;
         for (int64_t c = 0; c < n; c += WIDEN_PIECE) {
             int64_t len = n - c < WIDEN_PIECE ? n - c : WIDEN_PIECE;
-            pd_row_to_f32(kt, row + 2 * c, piece, len);
+            pdi_row_to_f32(kt, row + 2 * c, piece, len);
             sum += dot(q + c, piece, len);
         }
         out[j] = scale * sum;
     }
 }
 
-void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
-                          size_t stride, int64_t nv, const float *p, int64_t n, float *out)
+void pdi_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
+                           size_t stride, int64_t nv, const float *p, int64_t n, float *out)
 {
     float piece[WIDEN_PIECE];
     for (int64_t j = 0; j < nv; j++) {
@@ -215,7 +215,7 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
         }
         for (int64_t c = 0; c < n; c += WIDEN_PIECE) {
             int64_t len = n - c < WIDEN_PIECE ? n - c : WIDEN_PIECE;
-            pd_row_to_f32(vt, row + 2 * c, piece, len);
+            pdi_row_to_f32(vt, row + 2 * c, piece, len);
             axpy(out + c, p[j], piece, len);
         }
     }
@@ -235,10 +235,10 @@ static float block_values(pd_dtype t, const uint8_t *blk, int64_t b, int v[PD_QB
             v[j + 16] = q[j] >> 4;
         }
     }
-    return pd_f16_to_f32(pd_load_u16(blk));
+    return pdi_f16_to_f32(pd_load_u16(blk));
 }
 
-float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
+float pdi_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;
     float lane[8] = {0}, off = 0.0f;
@@ -248,7 +248,7 @@ float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_
         int w[PD_QBLOCK];
         float dw = block_values(t, blk, b, w);
         if (t != PD_Q8_0) {
-            float o = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
+            float o = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
             off = fmaf(o, a->s[b * a->n_cap + tok], off);
         }
         float dd = dw * a->d[b * a->n_cap + tok];
@@ -323,7 +323,7 @@ static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
         memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
 }
 
-void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+void pdi_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
 {
     size_t bb = pd_block_bytes(t);
     int64_t nb = (int64_t)(row_bytes / bb);
@@ -339,18 +339,18 @@ void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t 
     }
 }
 
-void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
+void pdi_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
 {
     uint8_t blk[36];
-    const int len = pd_dtype_block_len(t);
+    const int len = pdi_dtype_block_len(t);
     for (int64_t b = 0; b < cols / len; b++) {
         x_plain_block(t, n, w, row_bytes, r, b, blk);
-        pd_row_to_f32(t, blk, dst + b * len, len);
+        pdi_row_to_f32(t, blk, dst + b * len, len);
     }
 }
 
-float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
-                          int64_t tok)
+float pdi_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
+                           int64_t tok)
 {
     float lane[4] = {0}, off = 0.0f, acc = 0.0f;
     const int bias = t == PD_Q4_0 ? 8 : 0;
@@ -361,7 +361,7 @@ float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
         x_plain_block(t, n, w, row_bytes, r, pd_sub_block(t, b), blk);
         float dw = block_values(t, blk, b, v);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
-        float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pd_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
+        float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
         if (n >= 8) {
             int32_t l = 0;
             for (int j = 0; j < PD_QBLOCK; j++) l += (v[j] - bias) * xq[j];
@@ -381,7 +381,7 @@ float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
     return has_min ? sum + off : sum;
 }
 
-float pd_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
+float pdi_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
     double total = 0.0;
@@ -390,7 +390,7 @@ float pd_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
             const int8_t *q = (const int8_t *)(p + 2);
             float s = 0.0f;
             for (int j = 0; j < PD_QBLOCK; j++) s += (float)q[j] * x[j];
-            total += pd_f16_to_f32(pd_load_u16(p)) * s;
+            total += pdi_f16_to_f32(pd_load_u16(p)) * s;
         }
         return (float)total;
     }
@@ -401,9 +401,9 @@ float pd_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
             s += (float)(q[j] & 0x0f) * x[j] + (float)(q[j] >> 4) * x[j + 16];
             xs += x[j] + x[j + 16];
         }
-        float d = pd_f16_to_f32(pd_load_u16(blk));
+        float d = pdi_f16_to_f32(pd_load_u16(blk));
         /* Q4_0: w = d*(q-8); Q4_1, Q4_64: w = d*q + m */
-        float offset = pd_dtype_has_min(t) ? pd_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
+        float offset = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
         total += d * s + offset * xs;
     }
     return (float)total;

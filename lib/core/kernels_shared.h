@@ -28,21 +28,21 @@ typedef struct pd_qact {
 
 /* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set.
  * The definition; the kernel tables carry faster equals. */
-void pd_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
+void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
 
-/* narrow's definition: pd_f32_to_f16 of each. */
-void pd_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
+/* narrow's definition: pdi_f32_to_f16 of each. */
+void pdi_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
 /* exp_sum's definition: expf of each shifted score, summed in double. */
-float pd_exp_sum(float *s, int64_t n, float max);
+float pdi_exp_sum(float *s, int64_t n, float max);
 /* silu_mul's definition, with expf. */
-void pd_silu_mul(float *g, const float *u, int64_t n);
+void pdi_silu_mul(float *g, const float *u, int64_t n);
 
 /* key_scores and value_mix for tables whose dot and axpy take floats: F16
  * rows are widened a piece at a time. */
-void pd_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
-                           size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out);
-void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
-                          size_t stride, int64_t nv, const float *p, int64_t n, float *out);
+void pdi_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
+                            size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out);
+void pdi_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
+                           size_t stride, int64_t nv, const float *p, int64_t n, float *out);
 
 /* The static key_scores_NAME, value_mix_NAME and fmatmul_NAME of a table,
  * over its dot_NAME, axpy_NAME and dot_row_NAME. */
@@ -52,13 +52,13 @@ void pd_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), 
                                   int64_t out_stride)                                                                 \
     {                                                                                                                 \
         for (int64_t h = 0; h < nh; h++)                                                                              \
-            pd_key_scores_widened(dot_##NAME, kt, k, stride, nk, q + h * q_stride, n, scale, out + h * out_stride);   \
+            pdi_key_scores_widened(dot_##NAME, kt, k, stride, nk, q + h * q_stride, n, scale, out + h * out_stride);   \
     }                                                                                                                 \
     static void value_mix_##NAME(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,              \
                                  int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)             \
     {                                                                                                                 \
         for (int64_t h = 0; h < nh; h++)                                                                              \
-            pd_value_mix_widened(axpy_##NAME, vt, v, stride, nv, p + h * p_stride, n, out + h * out_stride);          \
+            pdi_value_mix_widened(axpy_##NAME, vt, v, stride, nv, p + h * p_stride, n, out + h * out_stride);          \
     }                                                                                                                 \
     static void fmatmul_##NAME(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n,             \
                                const float *x, int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)  \
@@ -109,7 +109,7 @@ static inline bool pd_dtype_has_min(pd_dtype t) { return t == PD_Q4_1 || t == PD
  * share its d and m, so a kernel reads them as Q4_1 blocks whose scales come
  * from block b / 2. */
 static inline int64_t pd_sub_block(pd_dtype t, int64_t b) { return t == PD_Q4_64 ? b >> 1 : b; }
-/* Bytes of a plain block of a block type (pd_dtype_row_bytes of one block,
+/* Bytes of a plain block of a block type (pdi_dtype_row_bytes of one block,
  * inlined for the kernels). */
 static inline size_t pd_block_bytes(pd_dtype t) { return t == PD_Q4_64 ? 36 : t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : 20; }
 /* Where sub-block b's block starts in a plain row (its scales), and where
@@ -127,7 +127,7 @@ static inline size_t pd_sub_values(pd_dtype t, int64_t b)
  * with o_b = m (Q4_1, Q4_64) or -8*d (Q4_0); result = ((l0+l4)+(l2+l6)) +
  * ((l1+l5)+(l3+l7)) + off. A Q4_64 row gives the bits of the Q4_1 row that
  * repeats each block's d and m for both halves. */
-float pd_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
+float pdi_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok);
 
 /* Block weights interleaved n rows at a time, n = 4, 8 or 16 (the kernel
  * table's `interleave`). Group g starts n * g plain rows in (n * g *
@@ -165,9 +165,9 @@ static inline size_t pd_x4_values_at(pd_dtype t, int64_t b)
 static inline size_t pd_xd_values_bytes(pd_dtype t, int n) { return (t == PD_Q8_0 ? 32 : 16) * (size_t)n; }
 static inline size_t pd_xd_scales_bytes(pd_dtype t, int n) { return (pd_dtype_has_min(t) ? 4 : 2) * (size_t)n; }
 /* src: n_rows (a multiple of n) plain rows of type t; dst: the same bytes interleaved. */
-void pd_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
-/* Row r of a matrix interleaved n at a time as floats: pd_row_to_f32's values for the plain row. */
-void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols);
+void pdi_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
+/* Row r of a matrix interleaved n at a time as floats: pdi_row_to_f32's values for the plain row. */
+void pdi_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols);
 /* The order of qmatmul_x for row r and token tok, sub-block by sub-block. v
  * is the signed value (Q8_0), q - 8 (Q4_0) or q (Q4_1, Q4_64); Q4_0's -8 is
  * inside the integers, so it has no offset term.
@@ -177,17 +177,17 @@ void pd_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int6
  * lane3), plus off with a minimum.
  * n = 8 or 16: for each sub-block, the int32 sum L of v[j] * x[j] over it;
  * acc = fmaf(L, dw*dx, acc), then with a minimum acc = fmaf(m, s_b, acc). */
-float pd_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
-                          int64_t tok);
+float pdi_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
+                           int64_t tok);
 
 /* out = v / sqrt(mean(v^2) + eps) * w, for n elements (in place allowed). */
-void pd_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps);
+void pdi_rmsnorm(float *out, const float *v, const float *w, int64_t n, float eps);
 
 
 /* The dot of one stored row of a block type (Q8_0, Q4_0, Q4_1, Q4_64; n
  * elements) with float x, each block's integer dot scaled once by its d (and
  * m): the dot_row of the sets whose block rows take the integer path and
  * need this only as a float fallback (portable, NEON). */
-float pd_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n);
+float pdi_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n);
 
 #endif

@@ -16,17 +16,17 @@
 static pd_status matrix_from(pd_matrix *m, const pd_tensor_store *st, const char *name, const char *src,
                              pd_error *err)
 {
-    const pd_tensor *t = pd_store_find(st, name);
-    if (!t) return pd_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s", src, name);
-    if (t->n_dims != 2) return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is not a matrix", src, name);
+    const pd_tensor *t = pdi_store_find(st, name);
+    if (!t) return pdi_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s", src, name);
+    if (t->n_dims != 2) return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is not a matrix", src, name);
     m->dtype = t->dtype;
     m->rows = t->shape[0];
     m->cols = t->shape[1];
-    m->row_bytes = pd_dtype_row_bytes(t->dtype, m->cols);
+    m->row_bytes = pdi_dtype_row_bytes(t->dtype, m->cols);
     m->data = t->data;
     if (m->row_bytes == 0 || m->row_bytes * (size_t)m->rows != t->nbytes)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s: %zu bytes do not hold [%lld, %lld] %s", src, name,
-                            t->nbytes, (long long)m->rows, (long long)m->cols, pd_dtype_name(t->dtype));
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s: %zu bytes do not hold [%lld, %lld] %s", src, name,
+                             t->nbytes, (long long)m->rows, (long long)m->cols, pdi_dtype_name(t->dtype));
     return PD_OK;
 }
 
@@ -34,12 +34,12 @@ static pd_status matrix_from(pd_matrix *m, const pd_tensor_store *st, const char
 static pd_status vector_from(float *dst, int64_t n, const pd_tensor_store *st, const char *name, const char *src,
                              pd_error *err)
 {
-    const pd_tensor *t = pd_store_find(st, name);
-    if (!t) return pd_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s", src, name);
-    if (t->n_dims != 1 || t->shape[0] != n || pd_dtype_row_bytes(t->dtype, n) != t->nbytes)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s must be a vector of %lld elements", src, name,
-                            (long long)n);
-    pd_row_to_f32(t->dtype, t->data, dst, n);
+    const pd_tensor *t = pdi_store_find(st, name);
+    if (!t) return pdi_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s", src, name);
+    if (t->n_dims != 1 || t->shape[0] != n || pdi_dtype_row_bytes(t->dtype, n) != t->nbytes)
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s must be a vector of %lld elements", src, name,
+                             (long long)n);
+    pdi_row_to_f32(t->dtype, t->data, dst, n);
     return PD_OK;
 }
 
@@ -50,7 +50,7 @@ static pd_status bind_weights(pd_model *m, pd_error *err)
     const pd_tensor_store *st = &m->store;
     pd_status rc;
     if ((rc = matrix_from(&m->embed, st, "model.embed_tokens.weight", src, err))) return rc;
-    if (pd_store_find(st, "lm_head.weight")) {
+    if (pdi_store_find(st, "lm_head.weight")) {
         if ((rc = matrix_from(&m->lm_head, st, "lm_head.weight", src, err))) return rc;
     } else {
         m->lm_head = m->embed;
@@ -60,7 +60,7 @@ static pd_status bind_weights(pd_model *m, pd_error *err)
     size_t per_layer = 2 * (size_t)c->hidden + 2 * (size_t)c->head_dim;
     m->norm_storage = malloc(((size_t)c->n_layers * per_layer + (size_t)c->hidden) * sizeof(float));
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->norm_storage || !m->layers) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
+    if (!m->norm_storage || !m->layers) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", src);
 
     float *norms = m->norm_storage;
     char name[128];
@@ -109,15 +109,15 @@ static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_err
         else
             strcpy(dir, ".");
     }
-    char *path = dir ? pd_path_join(dir, "tokenizer.json") : NULL;
+    char *path = dir ? pdi_path_join(dir, "tokenizer.json") : NULL;
     free(dir);
-    if (!path) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", m->source);
+    if (!path) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", m->source);
     bool beside = stat(path, &sb) == 0;
     if (beside) m->tokenizer = pd_tokenizer_load(path, err);
     free(path);
     if (beside) return m->tokenizer ? PD_OK : err->code;
     if (vocab && vocab->n_tokens > 0) {
-        m->tokenizer = pd_tokenizer_from_parts(vocab, m->source, err);
+        m->tokenizer = pdi_tokenizer_from_parts(vocab, m->source, err);
         return m->tokenizer ? PD_OK : err->code;
     }
     return PD_OK; /* no tokenizer: ids only */
@@ -132,44 +132,44 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
     pd_error local;
     if (!err) err = &local;
     if (!path || !*path) {
-        pd_set_error(err, PD_ERR_ARG, "pd_model_load: no path given");
+        pdi_set_error(err, PD_ERR_ARG, "pd_model_load: no path given");
         return NULL;
     }
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     pd_model *m = calloc(1, sizeof *m);
     if (!m || !(m->source = strdup(path))) {
         free(m);
-        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
-    pd_store_init(&m->store);
+    pdi_store_init(&m->store);
     pd_vocab_parts vocab;
     memset(&vocab, 0, sizeof vocab);
     pd_status rc;
     if (S_ISDIR(sb.st_mode)) {
         m->format = "hf";
-        rc = pd_hf_dir_load(path, &m->store, &m->cfg, err);
+        rc = pdi_hf_dir_load(path, &m->store, &m->cfg, err);
     } else if (ends_with(path, ".gguf") || S_ISREG(sb.st_mode)) {
         m->format = "gguf";
-        rc = pd_gguf_load(path, &m->store, &m->cfg, &vocab, err);
+        rc = pdi_gguf_load(path, &m->store, &m->cfg, &vocab, err);
     } else {
-        rc = pd_set_error(err, PD_ERR_IO, "%s: neither a model directory nor a .gguf file", path);
+        rc = pdi_set_error(err, PD_ERR_IO, "%s: neither a model directory nor a .gguf file", path);
     }
     if (rc == PD_OK) rc = bind_weights(m, err);
     if (rc == PD_OK) rc = load_tokenizer(m, &vocab, err);
     if (rc == PD_OK && m->tokenizer && pd_tokenizer_n_vocab(m->tokenizer) > m->cfg.vocab)
-        rc = pd_set_error(err, PD_ERR_SHAPE, "%s: the tokenizer has %d ids but the model only %d rows", path,
-                          pd_tokenizer_n_vocab(m->tokenizer), m->cfg.vocab);
-    pd_vocab_parts_free(&vocab);
+        rc = pdi_set_error(err, PD_ERR_SHAPE, "%s: the tokenizer has %d ids but the model only %d rows", path,
+                           pd_tokenizer_n_vocab(m->tokenizer), m->cfg.vocab);
+    pdi_vocab_parts_free(&vocab);
     if (rc != PD_OK) {
         pd_model_free(m);
         return NULL;
     }
-    m->kern = pd_kernels_select();
+    m->kern = pdi_kernels_select();
     if (params && params->quantize != PD_QUANT_NONE && quantize_weights(m, params->quantize, err) != PD_OK) {
         pd_model_free(m);
         return NULL;
@@ -192,7 +192,7 @@ void pd_model_free(pd_model *m)
     for (size_t i = 0; i < m->n_owned; i++) free(m->owned[i]);
     free(m->owned);
     pd_tokenizer_free(m->tokenizer);
-    pd_store_free(&m->store);
+    pdi_store_free(&m->store);
     free(m->norm_storage);
     free(m->layers);
     free(m->source);
@@ -216,7 +216,7 @@ char *pd_model_info_json(const pd_model *m)
         for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->shape[d];
         params += n;
         bytes += t->nbytes;
-        const char *dn = pd_dtype_name(t->dtype);
+        const char *dn = pdi_dtype_name(t->dtype);
         json_int_t prev = json_integer_value(json_object_get(dtypes, dn));
         json_object_set_new(dtypes, dn, json_integer(prev + 1));
     }
@@ -281,7 +281,7 @@ static pd_matrix *matrix_at(pd_layer *layers, long index)
 static void *own(pd_model *m, void *p)
 {
     if (!p) return NULL;
-    void **o = pd_grow(m->owned, &m->cap_owned, m->n_owned + 1, sizeof *o);
+    void **o = pdi_grow(m->owned, &m->cap_owned, m->n_owned + 1, sizeof *o);
     if (!o) {
         free(p);
         return NULL;
@@ -353,13 +353,13 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end, int thread)
     const weights_quant_job *j = arg;
     const pd_matrix *x = j->x;
     float *row = j->rows + (size_t)thread * (size_t)j->max_cols;
-    const size_t rb = pd_dtype_row_bytes(j->t, x->cols);
+    const size_t rb = pdi_dtype_row_bytes(j->t, x->cols);
     const uintptr_t page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
     const uint8_t *first = x->data + (size_t)begin * x->row_bytes, *kept = first;
     for (int64_t r = begin; r < end; r++) {
         const uint8_t *src = x->data + (size_t)r * x->row_bytes;
         j->m->kern->widen(x->dtype, src, row, x->cols);
-        pd_quantize_row(j->t, row, x->cols, j->out + (size_t)r * rb);
+        pdi_quantize_row(j->t, row, x->cols, j->out + (size_t)r * rb);
         const uint8_t *done = src + x->row_bytes;
         if ((size_t)(done - kept) >= ((size_t)1 << 20) || r + 1 == end) {
             release_mapped(&j->m->store, kept, (size_t)(done - kept));
@@ -379,7 +379,7 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
     static const pd_dtype types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0, [PD_QUANT_Q4_1] = PD_Q4_1,
                                      [PD_QUANT_Q4_64] = PD_Q4_64};
     if (q < PD_QUANT_Q8_0 || q > PD_QUANT_Q4_64)
-        return pd_set_error(err, PD_ERR_ARG, "%s: unknown weight quantization %d", m->source, (int)q);
+        return pdi_set_error(err, PD_ERR_ARG, "%s: unknown weight quantization %d", m->source, (int)q);
     const pd_dtype t = types[q];
     char name[96];
     pd_matrix *x;
@@ -387,12 +387,12 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
     int64_t max_cols = 0;
     for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
         if (pd_dtype_is_block(x->dtype)) continue;
-        if (x->cols % pd_dtype_block_len(t))
-            return pd_set_error(err, PD_ERR_SHAPE, "%s: %s has %lld columns, not whole blocks of %d: it cannot be quantized",
-                                m->source, name, (long long)x->cols, pd_dtype_block_len(t));
+        if (x->cols % pdi_dtype_block_len(t))
+            return pdi_set_error(err, PD_ERR_SHAPE, "%s: %s has %lld columns, not whole blocks of %d: it cannot be quantized",
+                                 m->source, name, (long long)x->cols, pdi_dtype_block_len(t));
         size_t bytes;
-        if (!pd_mul_size((size_t)x->rows, pd_dtype_row_bytes(t, x->cols), &bytes) || total + bytes + 63 < total)
-            return pd_set_error(err, PD_ERR_NOMEM, "%s: %s is too large to quantize", m->source, name);
+        if (!pd_mul_size((size_t)x->rows, pdi_dtype_row_bytes(t, x->cols), &bytes) || total + bytes + 63 < total)
+            return pdi_set_error(err, PD_ERR_NOMEM, "%s: %s is too large to quantize", m->source, name);
         total += line_padded(bytes);
         max_cols = x->cols > max_cols ? x->cols : max_cols;
     }
@@ -400,29 +400,29 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
     char what[PD_ERROR_MESSAGE_SIZE];
     snprintf(what, sizeof what, "%s: weights quantized at load", m->source);
     uint8_t *out;
-    pd_status st = pd_store_map_anonymous(&m->store, total, what, &out, err);
+    pd_status st = pdi_store_map_anonymous(&m->store, total, what, &out, err);
     if (st != PD_OK) return st;
     pd_pool *pool = weights_pool();
-    int threads = pool ? pd_pool_size(pool) : 1;
+    int threads = pool ? pdi_pool_size(pool) : 1;
     weights_quant_job job = {m, NULL, t, out, malloc((size_t)threads * (size_t)max_cols * sizeof(float)), max_cols};
     if (!job.rows) {
-        pd_pool_free(pool);
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing", m->source);
+        pdi_pool_free(pool);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing", m->source);
     }
     for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
         if (pd_dtype_is_block(x->dtype)) continue;
         job.x = x;
-        if (pool) pd_pool_for(pool, x->rows, 1, quantize_rows, &job);
+        if (pool) pdi_pool_for(pool, x->rows, 1, quantize_rows, &job);
         else quantize_rows(&job, 0, x->rows, 0);
         release_mapped(&m->store, x->data, (size_t)x->rows * x->row_bytes);
-        size_t rb = pd_dtype_row_bytes(t, x->cols);
+        size_t rb = pdi_dtype_row_bytes(t, x->cols);
         x->dtype = t;
         x->data = job.out;
         x->row_bytes = rb;
         job.out += line_padded((size_t)x->rows * rb);
     }
     free(job.rows);
-    pd_pool_free(pool);
+    pdi_pool_free(pool);
     if (m->cfg.tied_embeddings) m->embed = m->lm_head; /* one matrix: the lookups read its blocks */
     return PD_OK;
 }
@@ -435,7 +435,7 @@ static int64_t slab_groups(const pd_matrix *x, int n) { return (int64_t)((1u << 
 static pd_pool *weights_pool(void)
 {
     int cores = pd_cpu_count();
-    return cores > 1 ? pd_pool_new(cores < 8 ? cores : 8) : NULL;
+    return cores > 1 ? pdi_pool_new(cores < 8 ? cores : 8) : NULL;
 }
 
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
@@ -460,14 +460,14 @@ static void pack_range(void *arg, int64_t begin, int64_t end, int thread)
     for (int64_t i = begin; i < end; i++) {
         const pack_slab *s = &j->slabs[i];
         size_t group = (size_t)j->n * s->x->row_bytes, at = (size_t)s->g0 * group;
-        pd_x_pack(s->x->dtype, j->n, s->x->data + at, s->x->row_bytes, j->n * s->ng, s->dst + at);
+        pdi_x_pack(s->x->dtype, j->n, s->x->data + at, s->x->row_bytes, j->n * s->ng, s->dst + at);
         release_mapped(&j->m->store, s->x->data + at, (size_t)s->ng * group);
     }
 }
 
 /* The block-quantized (Q8_0, Q4_0, Q4_1, Q4_64) matrices of the layers and the LM
  * head (the embeddings too when tied) interleaved n = kern->interleave rows
- * at a time (pd_x_pack), in slabs across the cores, each file range given
+ * at a time (pdi_x_pack), in slabs across the cores, each file range given
  * back once packed, so the peak stays near one copy. Only when every layer
  * matrix has a multiple of n rows: the fused q/k/v loop hands each matrix
  * rows from where the last one ended. Out of memory, every matrix keeps the
@@ -510,9 +510,9 @@ static void interleave_weights(pd_model *m)
     }
     pack_job job = {m, slabs, n};
     pd_pool *pool = weights_pool();
-    if (pool) pd_pool_for(pool, (int64_t)k, 1, pack_range, &job);
+    if (pool) pdi_pool_for(pool, (int64_t)k, 1, pack_range, &job);
     else pack_range(&job, 0, (int64_t)k, 0);
-    pd_pool_free(pool);
+    pdi_pool_free(pool);
     /* every slab is packed: the matrices now read the new layout */
     for (size_t i = 0; i < k; i++) {
         if (slabs[i].g0) continue; /* a matrix's first slab */
@@ -538,17 +538,17 @@ static pd_status check_update(const pd_model *base, const pd_lowrank *u, long *i
     const char *src = base->source;
     *index = u->matrix ? matrix_index(&base->cfg, u->matrix) : -1;
     if (*index < 0)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: no matrix %s to update (the %d layers' seven projections can be)",
-                            src, u->matrix ? u->matrix : "(null)", base->cfg.n_layers);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: no matrix %s to update (the %d layers' seven projections can be)",
+                             src, u->matrix ? u->matrix : "(null)", base->cfg.n_layers);
     if (!u->A || !u->B || u->rank < 1)
-        return pd_set_error(err, PD_ERR_ARG, "%s: update of %s has no data or rank %lld", src, u->matrix,
-                            (long long)u->rank);
+        return pdi_set_error(err, PD_ERR_ARG, "%s: update of %s has no data or rank %lld", src, u->matrix,
+                             (long long)u->rank);
     if (!isfinite(u->scale))
-        return pd_set_error(err, PD_ERR_ARG, "%s: update of %s has a non-finite scale", src, u->matrix);
+        return pdi_set_error(err, PD_ERR_ARG, "%s: update of %s has a non-finite scale", src, u->matrix);
     const pd_matrix *w = matrix_at(base->layers, *index);
     if (u->rows != w->rows || u->cols != w->cols)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: update of %s is [%lld, %lld], the matrix is [%lld, %lld]", src,
-                            u->matrix, (long long)u->rows, (long long)u->cols, (long long)w->rows, (long long)w->cols);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: update of %s is [%lld, %lld], the matrix is [%lld, %lld]", src,
+                             u->matrix, (long long)u->rows, (long long)u->cols, (long long)w->rows, (long long)w->cols);
     return PD_OK;
 }
 
@@ -581,12 +581,12 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
     bool merge = mode == PD_DERIVE_MERGE || (mode == PD_DERIVE_AUTO && w->dtype == PD_F32);
     if (!merge) {
         if (r > PD_LOWRANK_MAX_RANK)
-            return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: rank %lld of %s is above %d, the most applied at runtime",
-                                m->source, (long long)r, u->matrix, PD_LOWRANK_MAX_RANK);
+            return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: rank %lld of %s is above %d, the most applied at runtime",
+                                 m->source, (long long)r, u->matrix, PD_LOWRANK_MAX_RANK);
         pd_delta *d = own(m, calloc(1, sizeof *d));
         float *bt = NULL;
         if (!d || !(d->A = copy_floats(m, u->A, r, cols)) || !(d->Bt = bt = copy_floats(m, u->B, rows, r)))
-            return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the update of %s", m->source, u->matrix);
+            return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the update of %s", m->source, u->matrix);
         for (size_t i = 0; i < (size_t)rows; i++)
             for (size_t k = 0; k < (size_t)r; k++) bt[k * (size_t)rows + i] = u->B[i * (size_t)r + k];
         d->rank = r;
@@ -600,7 +600,7 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         size_t bytes;
         float *c = NULL;
         if (pd_mul_size((size_t)rows * (size_t)cols, sizeof(float), &bytes)) c = own(m, malloc(bytes));
-        if (!c) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
+        if (!c) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
         w->dtype = PD_F32;
         w->row_bytes = (size_t)cols * sizeof(float);
         if (w->interleave) m->n_interleaved--;
@@ -608,17 +608,17 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         w->data = (const uint8_t *)c;
     }
     merge_job j = {m->kern, *merged ? NULL : &src, (float *)(void *)(uintptr_t)w->data, u};
-    if (pool) pd_pool_for(pool, rows, 16, merge_range, &j);
+    if (pool) pdi_pool_for(pool, rows, 16, merge_range, &j);
     else merge_range(&j, 0, rows, 0);
     *merged = true;
     return PD_OK;
 }
 
-pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
-                          pd_error *err)
+pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
+                           pd_error *err)
 {
     if (!base || (n_updates > 0 && !updates) || mode < PD_DERIVE_AUTO || mode > PD_DERIVE_RUNTIME) {
-        pd_set_error(err, PD_ERR_ARG, "pd_model_derive: no base model, no updates or an unknown mode");
+        pdi_set_error(err, PD_ERR_ARG, "pdi_model_derive: no base model, no updates or an unknown mode");
         return NULL;
     }
     for (size_t i = 0; i < n_updates; i++) {
@@ -631,7 +631,7 @@ pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_
     bool *merged = calloc(n_mat, sizeof *merged);
     if (m) {
         *m = *base;
-        pd_store_init(&m->store);
+        pdi_store_init(&m->store);
         m->norm_storage = NULL;
         m->base = base;
         m->owned = NULL;
@@ -641,7 +641,7 @@ pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_
         if (m->layers) memcpy(m->layers, base->layers, (size_t)base->cfg.n_layers * sizeof *m->layers);
     }
     if (!m || !merged || !m->source || !m->layers) {
-        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a derived model", base->source);
+        pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a derived model", base->source);
         goto fail;
     }
     /* merging is a pass over every weight of the target matrices: spread it
@@ -652,11 +652,11 @@ pd_model *pd_model_derive(const pd_model *base, const pd_lowrank *updates, size_
         long index = matrix_index(&base->cfg, u->matrix);
         if (add_update(m, matrix_at(m->layers, index), &merged[index], u, mode, pool, err)) goto fail;
     }
-    pd_pool_free(pool);
+    pdi_pool_free(pool);
     free(merged);
     return m;
 fail:
-    pd_pool_free(pool);
+    pdi_pool_free(pool);
     free(merged);
     pd_model_free(m);
     return NULL;

@@ -16,10 +16,10 @@ typedef struct pd_delta {
 } pd_delta;
 
 /* A weight matrix [rows, cols] of any supported dtype, rows contiguous. A
- * derived model (pd_model_derive) points data at a merged copy or chains
+ * derived model (pdi_model_derive) points data at a merged copy or chains
  * low-rank terms in delta. An interleaved matrix (Q8_0, Q4_0 or Q4_1, rows a
  * multiple of the kernels' interleave) holds its rows that many at a time
- * (pd_x_pack): products go through the kernels' qmatmul_x in whole groups (a
+ * (pdi_x_pack): products go through the kernels' qmatmul_x in whole groups (a
  * single chosen row of the LM head through its group), rows through
  * pd_matrix_row. */
 typedef struct pd_matrix {
@@ -58,8 +58,8 @@ struct pd_model {
 /* Validated row access: the matrix's row r converted to F32. */
 static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 {
-    if (m->interleave) pd_x_row_to_f32(m->dtype, m->interleave, m->data, m->row_bytes, r, dst, m->cols);
-    else pd_row_to_f32(m->dtype, m->data + (size_t)r * m->row_bytes, dst, m->cols);
+    if (m->interleave) pdi_x_row_to_f32(m->dtype, m->interleave, m->data, m->row_bytes, r, dst, m->cols);
+    else pdi_row_to_f32(m->dtype, m->data + (size_t)r * m->row_bytes, dst, m->cols);
 }
 
 /* Cached rows widened at a time in attention (an F16 cache), and query heads

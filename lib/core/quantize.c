@@ -22,7 +22,7 @@ static void block_q8_0(const float *x, uint8_t *out)
     float amax = 0.0f;
     for (int j = 0; j < PD_QBLOCK; j++) amax = fmaxf(amax, fabsf(x[j]));
     const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    put16(out, pd_f32_to_f16(d));
+    put16(out, pdi_f32_to_f16(d));
     for (int j = 0; j < PD_QBLOCK; j++) out[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
 }
 
@@ -38,7 +38,7 @@ static void block_q4_0(const float *x, uint8_t *out)
             max = x[j];
         }
     const float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    put16(out, pd_f32_to_f16(d));
+    put16(out, pdi_f32_to_f16(d));
     for (int j = 0; j < PD_QBLOCK / 2; j++) {
         const float x0 = x[j] * id, x1 = x[j + 16] * id;
         int q0 = (int8_t)(x0 + 8.5f), q1 = (int8_t)(x1 + 8.5f);
@@ -60,8 +60,8 @@ static void block_q4_min(const float *x, int len, uint8_t *out)
         if (x[j] > max) max = x[j];
     }
     const float d = (max - min) / 15.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-    put16(out, pd_f32_to_f16(d));
-    put16(out + 2, pd_f32_to_f16(min));
+    put16(out, pdi_f32_to_f16(d));
+    put16(out + 2, pdi_f32_to_f16(min));
     for (int h = 0; h < len / PD_QBLOCK; h++) {
         const float *xh = x + h * PD_QBLOCK;
         for (int j = 0; j < PD_QBLOCK / 2; j++) {
@@ -74,10 +74,10 @@ static void block_q4_min(const float *x, int len, uint8_t *out)
     }
 }
 
-void pd_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
+void pdi_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
 {
-    const int len = pd_dtype_block_len(t);
-    size_t bb = pd_dtype_row_bytes(t, len);
+    const int len = pdi_dtype_block_len(t);
+    size_t bb = pdi_dtype_row_bytes(t, len);
     for (int64_t b = 0; b < n / len; b++) {
         const float *xb = x + b * len;
         uint8_t *ob = out + (size_t)b * bb;

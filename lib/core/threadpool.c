@@ -15,7 +15,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "threadpool.h"
 
-#include "pocketdec.h"
+#include "pocketdec_runtime.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -147,7 +147,7 @@ int32_t pd_cpu_count(void)
     return n > 0 ? (int)n : 1;
 }
 
-pd_pool *pd_pool_new(int n_threads)
+pd_pool *pdi_pool_new(int n_threads)
 {
     int cores = pd_cpu_count();
     if (n_threads > cores) n_threads = cores; /* more would wait on each other's time slices */
@@ -168,15 +168,15 @@ pd_pool *pd_pool_new(int n_threads)
             free(wa);
             goto fail;
         }
-        pool->n_threads = i + 1; /* threads actually started, for pd_pool_free */
+        pool->n_threads = i + 1; /* threads actually started, for pdi_pool_free */
     }
     return pool;
 fail:
-    pd_pool_free(pool);
+    pdi_pool_free(pool);
     return NULL;
 }
 
-void pd_pool_free(pd_pool *pool)
+void pdi_pool_free(pd_pool *pool)
 {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
@@ -191,14 +191,14 @@ void pd_pool_free(pd_pool *pool)
     free(pool);
 }
 
-int pd_pool_size(const pd_pool *pool) { return pool->n_threads; }
+int pdi_pool_size(const pd_pool *pool) { return pool->n_threads; }
 
-void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg)
+void pdi_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg)
 {
-    pd_pool_for_chunks(pool, n, grain, CHUNKS_PER_THREAD, fn, arg);
+    pdi_pool_for_chunks(pool, n, grain, CHUNKS_PER_THREAD, fn, arg);
 }
 
-void pd_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg)
+void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg)
 {
     if (n <= 0) return;
     if (grain < 1) grain = 1;

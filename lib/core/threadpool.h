@@ -11,19 +11,19 @@ typedef struct pd_pool pd_pool;
 typedef void (*pd_range_fn)(void *arg, int64_t begin, int64_t end, int thread);
 
 /* n_threads counts the calling thread: 1 starts no worker. More than
- * pd_cpu_count() (pocketdec.h) starts that many (pd_pool_size says how many). NULL on
+ * pd_cpu_count() (pocketdec_runtime.h) starts that many (pdi_pool_size says how many). NULL on
  * failure. */
-pd_pool *pd_pool_new(int n_threads);
-void pd_pool_free(pd_pool *pool);
-int pd_pool_size(const pd_pool *pool);
+pd_pool *pdi_pool_new(int n_threads);
+void pdi_pool_free(pd_pool *pool);
+int pdi_pool_size(const pd_pool *pool);
 
 /* Split [0, n) into contiguous chunks of whole `grain`s (a few per thread;
  * every chunk starts at a multiple of grain, the last ends at n) and run fn on
  * them across the pool, each chunk on whichever thread takes it first;
  * returns when all are done. fn may be called several times per thread, with
  * any chunks. */
-void pd_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
-/* pd_pool_for with about chunks_per_thread chunks a thread (pd_pool_for: 4). */
-void pd_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg);
+void pdi_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
+/* pdi_pool_for with about chunks_per_thread chunks a thread (pdi_pool_for: 4). */
+void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg);
 
 #endif

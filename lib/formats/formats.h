@@ -73,32 +73,32 @@ static inline bool pd_cur_str(pd_cursor *c, const char **s, size_t *len)
 /* ------------------------------------------------------- tensor store */
 
 /* Map path read-only and append it to st->maps; *index receives its slot. */
-pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err);
+pd_status pdi_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err);
 
 /* Append a tensor (name copied; data points into a mapping of st). */
-pd_status pd_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
-                              int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
-                              pd_error *err);
+pd_status pdi_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
+                               int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
+                               pd_error *err);
 
 /* Drop the tensors and mappings added after the store held n_tensors and
  * n_maps: a failed load leaves the store as it found it. */
-void pd_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps);
+void pdi_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps);
 
 /* Whether t's bytes lie in mapping m. */
-bool pd_mapping_holds(const pd_mapping *m, const pd_tensor *t);
+bool pdi_mapping_holds(const pd_mapping *m, const pd_tensor *t);
 
 /* Path of the file holding t's bytes (for messages), or "?" */
-const char *pd_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t);
+const char *pdi_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t);
 
 /* Refuse tensors first..n_tensors-1 whose bytes overlap each other. */
-pd_status pd_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
-                                  pd_error *err);
+pd_status pdi_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
+                                   pd_error *err);
 
 /* Write "[a, b, c]" into buf. */
-void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape);
+void pdi_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape);
 
 /* Elements of a shape, or false when the product overflows int64/size_t. */
-bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out);
+bool pdi_shape_elements(int n_dims, const int64_t *shape, size_t *out);
 
 
 /* -------------------------------------------------------------- GGUF */
@@ -120,10 +120,10 @@ typedef struct pd_gguf_name {
 #define PD_GGUF_N_GLOBAL 3
 #define PD_GGUF_N_BLOCK 11
 /* token_embd, output_norm, output. */
-extern const pd_gguf_name pd_gguf_global_names[PD_GGUF_N_GLOBAL];
+extern const pd_gguf_name pdi_gguf_global_names[PD_GGUF_N_GLOBAL];
 /* A layer's tensors, "blk.N.<gguf>" for "model.layers.N.<hf>", in the order
  * llama.cpp's converter (and tools/testmodels/make_model.py) writes them. */
-extern const pd_gguf_name pd_gguf_block_names[PD_GGUF_N_BLOCK];
+extern const pd_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK];
 
 /* The vocabulary of an HF tokenizer.json as a GGUF file carries it, as
  * llama.cpp's converter derives it: one token per id below n_vocab (the
@@ -132,7 +132,7 @@ extern const pd_gguf_name pd_gguf_block_names[PD_GGUF_N_BLOCK];
  * token); merges as "a b"; pre "qwen2". Errors name path: PD_ERR_IO when it
  * cannot be opened, PD_ERR_FORMAT when it is not a byte-level BPE
  * tokenizer.json, PD_ERR_RANGE for an id at or past n_vocab. */
-pd_status pd_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *parts, pd_error *err);
+pd_status pdi_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *parts, pd_error *err);
 
 /* ------------------------------------------------------------- Qwen3 */
 
@@ -149,13 +149,13 @@ pd_status pd_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_p
 
 /* Check the dimensions of cfg (positive, within limits, heads divisible by
  * kv heads, even head_dim...). Messages start with source. */
-pd_status pd_config_validate(const pd_config *cfg, const char *source, pd_error *err);
+pd_status pdi_config_validate(const pd_config *cfg, const char *source, pd_error *err);
 
 /* Check that st holds every tensor a Qwen3 model of cfg needs, with the exact
  * shape and a known dtype. lm_head.weight may be absent only when
  * cfg->tied_embeddings is set on entry; on success cfg->tied_embeddings =
  * (lm_head.weight absent). */
-pd_status pd_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
-                                 pd_error *err);
+pd_status pdi_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
+                                  pd_error *err);
 
 #endif /* PD_FORMATS_H */

@@ -79,9 +79,9 @@ static int shown(size_t len) { return len > 200 ? 200 : (int)len; }
 
 static pd_status truncated(gguf *g, const char *what, const char *name, size_t name_len)
 {
-    return pd_set_error(g->err, PD_ERR_FORMAT, "%s: truncated or malformed %s%s%.*s at offset %zu (file is %zu "
-                        "bytes)", g->path, what, name_len ? " " : "", shown(name_len), name, g->cur.pos,
-                        g->cur.size);
+    return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: truncated or malformed %s%s%.*s at offset %zu (file is %zu "
+                         "bytes)", g->path, what, name_len ? " " : "", shown(name_len), name, g->cur.pos,
+                         g->cur.size);
 }
 
 /* A length-checked name: not empty, no NUL bytes, not absurdly long. */
@@ -89,7 +89,7 @@ static pd_status read_name(gguf *g, const char *what, const char **s, size_t *le
 {
     if (!pd_cur_str(&g->cur, s, len)) return truncated(g, what, "", 0);
     if (*len == 0 || *len > GGUF_MAX_NAME || memchr(*s, 0, *len))
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: bad %s name at offset %zu", g->path, what, g->cur.pos);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: bad %s name at offset %zu", g->path, what, g->cur.pos);
     return PD_OK;
 }
 
@@ -98,36 +98,36 @@ static pd_status parse_header(gguf *g, uint64_t *n_tensors, uint64_t *n_kv)
     const uint8_t *magic = pd_cur_take(&g->cur, 4);
     uint32_t version;
     if (!magic || memcmp(magic, "GGUF", 4) != 0)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: not a GGUF file (bad magic)", g->path);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: not a GGUF file (bad magic)", g->path);
     if (!pd_cur_u32(&g->cur, &version)) return truncated(g, "header", "", 0);
     /* v1 used 32-bit counts; v2 and v3 share one layout (v3 added big-endian
      * files, which show up here as a byte-swapped version). */
     if (version != 2 && version != 3)
-        return pd_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: GGUF version %u is not supported (only 2 and 3%s)",
-                            g->path, version, (version & 0xffff) == 0 ? "; big-endian file?" : "");
+        return pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: GGUF version %u is not supported (only 2 and 3%s)",
+                             g->path, version, (version & 0xffff) == 0 ? "; big-endian file?" : "");
     if (!pd_cur_u64(&g->cur, n_tensors) || !pd_cur_u64(&g->cur, n_kv)) return truncated(g, "header", "", 0);
     /* A pair needs at least 13 bytes and a tensor info 29: bound the counts
      * by the file size before allocating for them. */
     if (*n_tensors > GGUF_MAX_COUNT || *n_tensors > pd_cur_left(&g->cur) / 29 || *n_kv > GGUF_MAX_COUNT ||
         *n_kv > pd_cur_left(&g->cur) / 13)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: implausible counts: %llu tensors, %llu metadata pairs "
-                            "in a file of %zu bytes", g->path, (unsigned long long)*n_tensors,
-                            (unsigned long long)*n_kv, g->cur.size);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: implausible counts: %llu tensors, %llu metadata pairs "
+                             "in a file of %zu bytes", g->path, (unsigned long long)*n_tensors,
+                             (unsigned long long)*n_kv, g->cur.size);
     return PD_OK;
 }
 
 static pd_status parse_metadata(gguf *g, uint64_t n)
 {
     if (!(g->kv = calloc((size_t)n + 1, sizeof *g->kv)))
-        return pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
+        return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
     for (g->n_kv = 0; g->n_kv < n; g->n_kv++) {
         gguf_kv *kv = &g->kv[g->n_kv];
         pd_status rc = read_name(g, "metadata key", &kv->key, &kv->key_len);
         if (rc) return rc;
         if (!pd_cur_u32(&g->cur, &kv->type)) return truncated(g, "metadata key", kv->key, kv->key_len);
         if (kv->type >= PD_GGUF_COUNT)
-            return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %.*s has unknown value type %u",
-                                g->path, shown(kv->key_len), kv->key, kv->type);
+            return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %.*s has unknown value type %u",
+                                 g->path, shown(kv->key_len), kv->key, kv->type);
         bool ok = true;
         if (kv->type == PD_GGUF_ARRAY) {
             ok = pd_cur_u32(&g->cur, &kv->elem_type) && pd_cur_u64(&g->cur, &kv->count);
@@ -176,10 +176,10 @@ static pd_status get_i32(gguf *g, const char *key, bool required, int32_t def, i
     int64_t v;
     *out = def;
     if (!kv)
-        return required ? pd_set_error(g->err, PD_ERR_FORMAT, "%s: missing metadata key %s", g->path, key)
+        return required ? pdi_set_error(g->err, PD_ERR_FORMAT, "%s: missing metadata key %s", g->path, key)
                         : PD_OK;
     if (!kv_integer(g, kv, &v) || v < INT32_MIN || v > INT32_MAX)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a 32-bit integer", g->path, key);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a 32-bit integer", g->path, key);
     *out = (int32_t)v;
     return PD_OK;
 }
@@ -201,7 +201,7 @@ static pd_status get_float(gguf *g, const char *key, float def, float *out)
     } else if (kv_integer(g, kv, &i)) {
         *out = (float)i;
     } else {
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a number", g->path, key);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a number", g->path, key);
     }
     return PD_OK;
 }
@@ -215,7 +215,7 @@ static pd_status get_string(gguf *g, const char *key, const char **s, size_t *le
     if (!kv) return PD_OK;
     pd_cursor c = {g->cur.data, g->cur.size, kv->at}; /* validated by parse_metadata */
     if (kv->type != PD_GGUF_STRING || !pd_cur_str(&c, s, len))
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a string", g->path, key);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a string", g->path, key);
     return PD_OK;
 }
 
@@ -225,16 +225,16 @@ static pd_status read_general(gguf *g)
     size_t len;
     pd_status rc = get_string(g, "general.architecture", &arch, &len);
     if (rc) return rc;
-    if (!arch) return pd_set_error(g->err, PD_ERR_FORMAT, "%s: no general.architecture", g->path);
+    if (!arch) return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: no general.architecture", g->path);
     if (len != 5 || memcmp(arch, "qwen3", 5) != 0)
-        return pd_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: architecture %.*s is not supported; pocketdec runs "
-                            "qwen3", g->path, shown(len), arch);
+        return pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: architecture %.*s is not supported; pocketdec runs "
+                             "qwen3", g->path, shown(len), arch);
     int32_t align;
     rc = get_i32(g, "general.alignment", false, PD_GGUF_ALIGN, &align);
     if (rc) return rc;
     if (align <= 0 || (uint64_t)align > GGUF_MAX_ALIGN || (align & (align - 1)) != 0)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: general.alignment %d is not a power of two", g->path,
-                            (int)align);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: general.alignment %d is not a power of two", g->path,
+                             (int)align);
     g->alignment = (uint64_t)align;
     return PD_OK;
 }
@@ -256,16 +256,16 @@ static pd_status read_config(gguf *g, pd_config *cfg)
                      &cfg->head_dim);
     if (rc == PD_OK) rc = get_i32(g, "qwen3.attention.value_length", false, cfg->head_dim, &value_len);
     if (rc == PD_OK && value_len != cfg->head_dim)
-        rc = pd_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: attention.value_length %d differs from key_length %d",
-                          g->path, (int)value_len, (int)cfg->head_dim);
+        rc = pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: attention.value_length %d differs from key_length %d",
+                           g->path, (int)value_len, (int)cfg->head_dim);
     /* llama.cpp's default when the key is absent, as HF's. */
     if (rc == PD_OK) rc = get_float(g, "qwen3.rope.freq_base", PD_DEFAULT_ROPE_THETA, &cfg->rope_theta);
     if (rc == PD_OK)
         rc = get_float(g, "qwen3.attention.layer_norm_rms_epsilon", PD_DEFAULT_RMS_EPS, &cfg->rms_eps);
     if (rc == PD_OK) rc = get_string(g, "qwen3.rope.scaling.type", &scaling, &len);
     if (rc == PD_OK && scaling && !(len == 4 && memcmp(scaling, "none", 4) == 0))
-        rc = pd_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: rope scaling %.*s is not supported (plain RoPE only)",
-                          g->path, shown(len), scaling);
+        rc = pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: rope scaling %.*s is not supported (plain RoPE only)",
+                           g->path, shown(len), scaling);
     if (rc == PD_OK) rc = get_i32(g, "tokenizer.ggml.bos_token_id", false, -1, &cfg->bos_id);
     if (rc == PD_OK) rc = get_i32(g, "tokenizer.ggml.eos_token_id", false, -1, &cfg->eos_id);
     return rc;
@@ -274,21 +274,21 @@ static pd_status read_config(gguf *g, pd_config *cfg)
 static pd_status parse_tensor_infos(gguf *g, uint64_t n)
 {
     if (!(g->ti = calloc((size_t)n + 1, sizeof *g->ti)))
-        return pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
+        return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
     for (g->n_ti = 0; g->n_ti < n; g->n_ti++) {
         gguf_tinfo *t = &g->ti[g->n_ti];
         pd_status rc = read_name(g, "tensor info", &t->name, &t->name_len);
         if (rc) return rc;
         if (!pd_cur_u32(&g->cur, &t->n_dims)) return truncated(g, "tensor info", t->name, t->name_len);
         if (t->n_dims < 1 || t->n_dims > 4)
-            return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s has %u dims (1 to 4 allowed)", g->path,
-                                shown(t->name_len), t->name, t->n_dims);
+            return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s has %u dims (1 to 4 allowed)", g->path,
+                                 shown(t->name_len), t->name, t->n_dims);
         for (uint32_t i = 0; i < t->n_dims; i++) {
             uint64_t d;
             if (!pd_cur_u64(&g->cur, &d)) return truncated(g, "tensor info", t->name, t->name_len);
             if (d == 0 || d > INT64_MAX)
-                return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s has dimension %llu", g->path,
-                                    shown(t->name_len), t->name, (unsigned long long)d);
+                return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s has dimension %llu", g->path,
+                                     shown(t->name_len), t->name, (unsigned long long)d);
             t->dims[i] = (int64_t)d;
         }
         if (!pd_cur_u32(&g->cur, &t->type) || !pd_cur_u64(&g->cur, &t->offset))
@@ -306,10 +306,10 @@ static const char *ggml_type_name(uint32_t t)
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
-const pd_gguf_name pd_gguf_global_names[PD_GGUF_N_GLOBAL] = {
+const pd_gguf_name pdi_gguf_global_names[PD_GGUF_N_GLOBAL] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
-const pd_gguf_name pd_gguf_block_names[PD_GGUF_N_BLOCK] = {
+const pd_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK] = {
     {"attn_norm", "input_layernorm"},   {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},     {"attn_v", "self_attn.v_proj"},
     {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
@@ -321,7 +321,7 @@ const pd_gguf_name pd_gguf_block_names[PD_GGUF_N_BLOCK] = {
 static void hf_name(const char *name, size_t len, char *buf, size_t size)
 {
     const char *p = name, *end = name + len;
-    const pd_gguf_name *table = pd_gguf_global_names;
+    const pd_gguf_name *table = pdi_gguf_global_names;
     size_t n_table = PD_GGUF_N_GLOBAL;
     int layer_len = 0; /* digits of N in "blk.N." */
     if (len > 4 && memcmp(name, "blk.", 4) == 0) {
@@ -330,7 +330,7 @@ static void hf_name(const char *name, size_t len, char *buf, size_t size)
         if (q > name + 4 && q < end && *q == '.') {
             layer_len = (int)(q - (name + 4));
             p = q + 1;
-            table = pd_gguf_block_names;
+            table = pdi_gguf_block_names;
             n_table = PD_GGUF_N_BLOCK;
         }
     }
@@ -354,34 +354,34 @@ static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UI
 static pd_status add_tensor(gguf *g, const gguf_tinfo *t, uint64_t data_start, pd_tensor_store *st)
 {
     int nl = shown(t->name_len);
-    if (!pd_dtype_known((int)t->type))
-        return pd_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: tensor %.*s has type %u (%s); pocketdec reads "
-                            "F32, F16, BF16, Q8_0, Q4_0 and Q4_1", g->path, nl, t->name, t->type,
-                            ggml_type_name(t->type));
+    if (!pdi_dtype_known((int)t->type))
+        return pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: tensor %.*s has type %u (%s); pocketdec reads "
+                             "F32, F16, BF16, Q8_0, Q4_0 and Q4_1", g->path, nl, t->name, t->type,
+                             ggml_type_name(t->type));
     pd_dtype dt = (pd_dtype)t->type;
-    size_t row = pd_dtype_row_bytes(dt, t->dims[0]), rows, nbytes;
+    size_t row = pdi_dtype_row_bytes(dt, t->dims[0]), rows, nbytes;
     if (row == 0)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s: row length %lld is not a multiple of %d, "
-                            "as %s needs", g->path, nl, t->name, (long long)t->dims[0], PD_QBLOCK,
-                            pd_dtype_name(dt));
-    if (!pd_shape_elements((int)t->n_dims - 1, t->dims + 1, &rows) || !pd_mul_size(row, rows, &nbytes))
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s is too large", g->path, nl, t->name);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s: row length %lld is not a multiple of %d, "
+                             "as %s needs", g->path, nl, t->name, (long long)t->dims[0], PD_QBLOCK,
+                             pdi_dtype_name(dt));
+    if (!pdi_shape_elements((int)t->n_dims - 1, t->dims + 1, &rows) || !pd_mul_size(row, rows, &nbytes))
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s is too large", g->path, nl, t->name);
     if (t->offset % g->alignment != 0)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s: offset %llu is not a multiple of the "
-                            "alignment %llu", g->path, nl, t->name, (unsigned long long)t->offset,
-                            (unsigned long long)g->alignment);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s: offset %llu is not a multiple of the "
+                             "alignment %llu", g->path, nl, t->name, (unsigned long long)t->offset,
+                             (unsigned long long)g->alignment);
     uint64_t end = sat_add(sat_add(data_start, t->offset), nbytes);
     if (end > g->cur.size)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s data ends at %llu, file is %zu bytes",
-                            g->path, nl, t->name, (unsigned long long)end, g->cur.size);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s data ends at %llu, file is %zu bytes",
+                             g->path, nl, t->name, (unsigned long long)end, g->cur.size);
     char name[GGUF_MAX_NAME + 64];
     hf_name(t->name, t->name_len, name, sizeof name);
-    if (pd_store_find(st, name))
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %s appears twice", g->path, name);
+    if (pdi_store_find(st, name))
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %s appears twice", g->path, name);
     int64_t shape[4]; /* HF order: outermost first */
     for (uint32_t i = 0; i < t->n_dims; i++) shape[i] = t->dims[t->n_dims - 1 - i];
-    return pd_store_add_tensor(st, name, strlen(name), dt, (int)t->n_dims, shape, g->cur.data + (end - nbytes), nbytes,
-                               g->err);
+    return pdi_store_add_tensor(st, name, strlen(name), dt, (int)t->n_dims, shape, g->cur.data + (end - nbytes), nbytes,
+                                g->err);
 }
 
 static pd_status add_tensors(gguf *g, pd_tensor_store *st)
@@ -393,12 +393,12 @@ static pd_status add_tensors(gguf *g, pd_tensor_store *st)
         pd_status rc = add_tensor(g, &g->ti[i], data_start, st);
         if (rc) return rc;
     }
-    return pd_store_check_overlaps(st, first, g->path, g->err);
+    return pdi_store_check_overlaps(st, first, g->path, g->err);
 }
 
 /* --------------------------------------------------------- vocabulary */
 
-void pd_vocab_parts_free(pd_vocab_parts *parts)
+void pdi_vocab_parts_free(pd_vocab_parts *parts)
 {
     if (!parts) return;
     for (size_t i = 0; parts->tokens && i < parts->n_tokens; i++) free(parts->tokens[i]);
@@ -425,8 +425,8 @@ static pd_status get_array(gguf *g, const char *key, uint32_t et, const gguf_kv 
 {
     *kv = find_kv(g, key);
     if (*kv && ((*kv)->type != PD_GGUF_ARRAY || (*kv)->elem_type != et))
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be an array of %s", g->path, key,
-                            et == PD_GGUF_STRING ? "strings" : "int32");
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be an array of %s", g->path, key,
+                             et == PD_GGUF_STRING ? "strings" : "int32");
     return PD_OK;
 }
 
@@ -438,14 +438,14 @@ static pd_status get_strings(gguf *g, const char *key, char ***out, size_t *n)
     if (rc || !kv) return rc;
     /* parse_metadata stepped over these, so count <= file size / 8. */
     if (!(*out = calloc((size_t)kv->count + 1, sizeof **out)))
-        return pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory reading %s", g->path, key);
+        return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory reading %s", g->path, key);
     pd_cursor c = {g->cur.data, g->cur.size, kv->at};
     for (*n = 0; *n < kv->count; (*n)++) {
         const char *s;
         size_t len;
-        if (!pd_cur_str(&c, &s, &len)) return pd_set_error(g->err, PD_ERR_INTERNAL, "%s: %s", g->path, key);
+        if (!pd_cur_str(&c, &s, &len)) return pdi_set_error(g->err, PD_ERR_INTERNAL, "%s: %s", g->path, key);
         if (!((*out)[*n] = copy_str(s, len)))
-            return pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory reading %s", g->path, key);
+            return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory reading %s", g->path, key);
     }
     return PD_OK;
 }
@@ -459,14 +459,14 @@ static pd_status read_vocab(gguf *g, pd_vocab_parts *v)
     if (rc == PD_OK) rc = get_strings(g, "tokenizer.ggml.merges", &v->merges, &v->n_merges);
     if (rc == PD_OK) rc = get_string(g, "tokenizer.ggml.pre", &pre, &pre_len);
     if (rc == PD_OK && pre && !(v->pre = copy_str(pre, pre_len)))
-        rc = pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
+        rc = pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
     if (rc == PD_OK) rc = get_array(g, "tokenizer.ggml.token_type", PD_GGUF_I32, &types);
     if (rc || !types) return rc;
     if (types->count != v->n_tokens)
-        return pd_set_error(g->err, PD_ERR_FORMAT, "%s: tokenizer.ggml.token_type has %llu entries for %zu tokens",
-                            g->path, (unsigned long long)types->count, v->n_tokens);
+        return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tokenizer.ggml.token_type has %llu entries for %zu tokens",
+                             g->path, (unsigned long long)types->count, v->n_tokens);
     if (!(v->token_types = malloc((v->n_tokens + 1) * sizeof *v->token_types)))
-        return pd_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
+        return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
     for (size_t i = 0; i < v->n_tokens; i++) v->token_types[i] = (int32_t)pd_le32(value_at(g, types) + 4 * i);
     return PD_OK;
 }
@@ -476,24 +476,24 @@ static pd_status read_vocab(gguf *g, pd_vocab_parts *v)
 /* cfg from metadata and the tensors now in st: vocab is the embedding's rows. */
 static pd_status finish_config(gguf *g, const pd_tensor_store *st, pd_config *cfg)
 {
-    const pd_tensor *emb = pd_store_find(st, "model.embed_tokens.weight");
-    if (!emb) return pd_set_error(g->err, PD_ERR_SHAPE, "%s: missing tensor token_embd.weight", g->path);
+    const pd_tensor *emb = pdi_store_find(st, "model.embed_tokens.weight");
+    if (!emb) return pdi_set_error(g->err, PD_ERR_SHAPE, "%s: missing tensor token_embd.weight", g->path);
     if (emb->n_dims != 2 || emb->shape[0] > INT32_MAX)
-        return pd_set_error(g->err, PD_ERR_SHAPE, "%s: token_embd.weight is not a [vocab, hidden] matrix", g->path);
+        return pdi_set_error(g->err, PD_ERR_SHAPE, "%s: token_embd.weight is not a [vocab, hidden] matrix", g->path);
     cfg->vocab = (int32_t)emb->shape[0];
     cfg->tied_embeddings = 1; /* GGUF has no flag: output.weight may be absent */
-    pd_status rc = pd_config_validate(cfg, g->path, g->err);
-    return rc ? rc : pd_check_qwen3_tensors(st, cfg, g->path, g->err);
+    pd_status rc = pdi_config_validate(cfg, g->path, g->err);
+    return rc ? rc : pdi_check_qwen3_tensors(st, cfg, g->path, g->err);
 }
 
-pd_status pd_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
-                       pd_error *err)
+pd_status pdi_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
+                        pd_error *err)
 {
     size_t n_tensors = st->n_tensors, n_maps = st->n_maps, mi;
     uint64_t n_ti = 0, n_kv = 0;
     memset(cfg, 0, sizeof *cfg);
     if (vocab) memset(vocab, 0, sizeof *vocab);
-    pd_status rc = pd_store_map_file(st, path, &mi, err);
+    pd_status rc = pdi_store_map_file(st, path, &mi, err);
     if (rc) return rc;
     gguf g = {.path = st->maps[mi].path, .err = err};
     g.cur = (pd_cursor){st->maps[mi].data, st->maps[mi].size, 0};
@@ -508,8 +508,8 @@ pd_status pd_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd
     free(g.kv);
     free(g.ti);
     if (rc) {
-        pd_vocab_parts_free(vocab);
-        pd_store_rollback(st, n_tensors, n_maps);
+        pdi_vocab_parts_free(vocab);
+        pdi_store_rollback(st, n_tensors, n_maps);
     }
     return rc;
 }

@@ -37,7 +37,7 @@ static void encode_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
         }
         return;
     }
-    pd_quantize_row(t, x, n, out);
+    pdi_quantize_row(t, x, n, out);
 }
 
 /* ---------------------------------------------------------- writer */
@@ -134,9 +134,9 @@ static int32_t find_token(const pd_vocab_parts *v, const char *s)
  * and the BOS and EOS ids. */
 static pd_status vocab_load(const char *dir, const pd_config *cfg, vocab *v, pd_error *err)
 {
-    char *path = pd_path_join(dir, "tokenizer.json"), *side = pd_path_join(dir, "tokenizer_config.json");
-    pd_status rc = path && side ? pd_vocab_parts_from_json(path, cfg->vocab, &v->parts, err)
-                                : pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
+    char *path = pdi_path_join(dir, "tokenizer.json"), *side = pdi_path_join(dir, "tokenizer_config.json");
+    pd_status rc = path && side ? pdi_vocab_parts_from_json(path, cfg->vocab, &v->parts, err)
+                                : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
     if (rc == PD_OK) {
         /* config.json's ids first; else Qwen's <|endoftext|> / <|im_end|>, as make_model.py and the
          * converters choose them */
@@ -146,7 +146,7 @@ static pd_status vocab_load(const char *dir, const pd_config *cfg, vocab *v, pd_
         json_error_t jerr;
         json_t *tc = json_load_file(side, 0, &jerr);
         const char *tpl = json_string_value(json_object_get(tc, "chat_template"));
-        if (tpl && !(v->chat_template = strdup(tpl))) rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", side);
+        if (tpl && !(v->chat_template = strdup(tpl))) rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", side);
         json_decref(tc);
     }
     free(path);
@@ -156,7 +156,7 @@ static pd_status vocab_load(const char *dir, const pd_config *cfg, vocab *v, pd_
 
 static void vocab_free(vocab *v)
 {
-    pd_vocab_parts_free(&v->parts);
+    pdi_vocab_parts_free(&v->parts);
     free(v->chat_template);
 }
 
@@ -192,18 +192,18 @@ typedef struct out_tensor {
 static pd_status add_tensor(const pd_tensor_store *st, const char *hf, const char *gguf, pd_dtype qt, out_tensor *t,
                             size_t *n, uint64_t *offset, pd_error *err)
 {
-    const pd_tensor *src = pd_store_find(st, hf);
+    const pd_tensor *src = pdi_store_find(st, hf);
     if (!src) /* the loader checked them: a bug if reached */
-        return pd_set_error(err, PD_ERR_INTERNAL, "missing tensor %s after loading", hf);
+        return pdi_set_error(err, PD_ERR_INTERNAL, "missing tensor %s after loading", hf);
     out_tensor *o = &t[(*n)++];
     o->src = src;
     snprintf(o->name, sizeof o->name, "%s.weight", gguf);
     o->dtype = src->n_dims == 1 ? PD_F32 : qt;
     int64_t cols = src->shape[src->n_dims - 1], rows = src->n_dims == 1 ? 1 : src->shape[0];
     if (o->dtype != PD_F32 && cols % PD_QBLOCK)
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: rows of %lld weights are not a multiple of %d; cannot quantize them",
-                            hf, (long long)cols, PD_QBLOCK);
-    o->nbytes = (uint64_t)pd_dtype_row_bytes(o->dtype, cols) * (uint64_t)rows;
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: rows of %lld weights are not a multiple of %d; cannot quantize them",
+                             hf, (long long)cols, PD_QBLOCK);
+    o->nbytes = (uint64_t)pdi_dtype_row_bytes(o->dtype, cols) * (uint64_t)rows;
     o->offset = *offset;
     *offset += o->nbytes + (-o->nbytes % PD_GGUF_ALIGN);
     return PD_OK;
@@ -213,7 +213,7 @@ static pd_status add_tensor(const pd_tensor_store *st, const char *hf, const cha
 static pd_status plan_tensors(const pd_tensor_store *st, const pd_config *cfg, pd_dtype qt, out_tensor *t, size_t *n,
                               pd_error *err)
 {
-    const pd_gguf_name *g = pd_gguf_global_names; /* token_embd, output_norm, output */
+    const pd_gguf_name *g = pdi_gguf_global_names; /* token_embd, output_norm, output */
     uint64_t offset = 0;
     char hf[96], gguf[64];
     *n = 0;
@@ -221,8 +221,8 @@ static pd_status plan_tensors(const pd_tensor_store *st, const pd_config *cfg, p
     pd_status rc = add_tensor(st, hf, g[0].gguf, qt, t, n, &offset, err);
     for (int32_t l = 0; rc == PD_OK && l < cfg->n_layers; l++)
         for (size_t k = 0; rc == PD_OK && k < PD_GGUF_N_BLOCK; k++) {
-            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, pd_gguf_block_names[k].hf);
-            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, pd_gguf_block_names[k].gguf);
+            snprintf(hf, sizeof hf, "model.layers.%d.%s.weight", l, pdi_gguf_block_names[k].hf);
+            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, pdi_gguf_block_names[k].gguf);
             rc = add_tensor(st, hf, gguf, qt, t, n, &offset, err);
         }
     for (int k = 1; rc == PD_OK && k < (cfg->tied_embeddings ? 2 : 3); k++) {
@@ -237,9 +237,9 @@ static void write_tensor(writer *w, const out_tensor *t, float *row, uint8_t *en
 {
     const pd_tensor *s = t->src;
     int64_t cols = s->shape[s->n_dims - 1], rows = s->n_dims == 1 ? 1 : s->shape[0];
-    size_t in_bytes = pd_dtype_row_bytes(s->dtype, cols), out_bytes = pd_dtype_row_bytes(t->dtype, cols);
+    size_t in_bytes = pdi_dtype_row_bytes(s->dtype, cols), out_bytes = pdi_dtype_row_bytes(t->dtype, cols);
     for (int64_t r = 0; r < rows && !w->err; r++) {
-        pd_row_to_f32(s->dtype, s->data + (size_t)r * in_bytes, row, cols);
+        pdi_row_to_f32(s->dtype, s->data + (size_t)r * in_bytes, row, cols);
         encode_row(t->dtype, row, cols, enc);
         w_bytes(w, enc, out_bytes);
     }
@@ -307,16 +307,16 @@ static pd_status write_file(const char *path, const char *dir, const pd_config *
     float *row = malloc((size_t)widest * sizeof *row);
     uint8_t *enc = malloc((size_t)widest * 4);
     writer w = {NULL, 0, 0};
-    pd_status rc = row && enc ? PD_OK : pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    pd_status rc = row && enc ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     if (rc == PD_OK && !(w.f = fopen(path, "wb")))
-        rc = pd_set_error(err, PD_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        rc = pdi_set_error(err, PD_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     if (rc == PD_OK) {
         char name[256];
         write_header(&w, cfg, q, model_name(dir, name, sizeof name), v, t, n);
         for (size_t i = 0; i < n && !w.err; i++) write_tensor(&w, &t[i], row, enc);
         if (fclose(w.f) != 0 && !w.err) w.err = errno ? errno : EIO;
         if (w.err) {
-            rc = pd_set_error(err, PD_ERR_IO, "%s: write failed: %s", path, strerror(w.err));
+            rc = pdi_set_error(err, PD_ERR_IO, "%s: write failed: %s", path, strerror(w.err));
             unlink(path); /* never leave a truncated model behind */
         }
     }
@@ -329,31 +329,31 @@ static pd_status write_file(const char *path, const char *dir, const pd_config *
 pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quant type, pd_quantize_stats *stats,
                             pd_error *err)
 {
-    if (!hf_dir || !path) return pd_set_error(err, PD_ERR_ARG, "pd_model_quantize: no model directory or no output path");
+    if (!hf_dir || !path) return pdi_set_error(err, PD_ERR_ARG, "pd_model_quantize: no model directory or no output path");
     const qtype *q = NULL;
     for (size_t i = 0; i < sizeof QTYPES / sizeof QTYPES[0]; i++)
         if (type == QTYPES[i].quant) q = &QTYPES[i];
     if (type == PD_QUANT_Q4_64)
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: Q4_64 has no GGUF type (GGUF files hold Q8_0, Q4_0 and Q4_1)",
-                            path);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: Q4_64 has no GGUF type (GGUF files hold Q8_0, Q4_0 and Q4_1)",
+                             path);
     if (!q)
-        return pd_set_error(err, PD_ERR_ARG, "%s: quantization type %d is not Q8_0, Q4_0 or Q4_1", path, (int)type);
+        return pdi_set_error(err, PD_ERR_ARG, "%s: quantization type %d is not Q8_0, Q4_0 or Q4_1", path, (int)type);
     pd_tensor_store st;
-    pd_store_init(&st);
+    pdi_store_init(&st);
     pd_config cfg;
     vocab v = {0};
     out_tensor *t = NULL;
     size_t n = 0;
     uint64_t bytes = 0;
-    pd_status rc = pd_hf_dir_load(hf_dir, &st, &cfg, err);
+    pd_status rc = pdi_hf_dir_load(hf_dir, &st, &cfg, err);
     if (rc == PD_OK) rc = vocab_load(hf_dir, &cfg, &v, err);
     if (rc == PD_OK && !(t = calloc(4 + (size_t)cfg.n_layers * PD_GGUF_N_BLOCK, sizeof *t)))
-        rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     if (rc == PD_OK) rc = plan_tensors(&st, &cfg, q->dtype, t, &n, err);
     if (rc == PD_OK) rc = write_file(path, hf_dir, &cfg, q, &v, t, n, &bytes, err);
     if (rc == PD_OK && stats) *stats = (pd_quantize_stats){(int32_t)n, bytes};
     free(t);
     vocab_free(&v);
-    pd_store_free(&st);
+    pdi_store_free(&st);
     return rc;
 }

@@ -28,13 +28,13 @@ static pd_status read_int(const cfg_reader *r, const char *key, bool required, i
     const json_t *v = get(r->root, key);
     if (!v) {
         *out = def;
-        return required ? pd_set_error(r->err, PD_ERR_FORMAT, "%s: missing %s", r->path, key) : PD_OK;
+        return required ? pdi_set_error(r->err, PD_ERR_FORMAT, "%s: missing %s", r->path, key) : PD_OK;
     }
     if (!json_is_integer(v))
-        return pd_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be an integer", r->path, key);
+        return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be an integer", r->path, key);
     json_int_t x = json_integer_value(v);
     if (x < INT32_MIN || x > INT32_MAX)
-        return pd_set_error(r->err, PD_ERR_FORMAT, "%s: %s = %lld is out of range", r->path, key, (long long)x);
+        return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: %s = %lld is out of range", r->path, key, (long long)x);
     *out = (int32_t)x;
     return PD_OK;
 }
@@ -43,7 +43,7 @@ static pd_status read_float(const cfg_reader *r, const json_t *obj, const char *
 {
     const json_t *v = get(obj, key);
     if (v && !json_is_number(v))
-        return pd_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be a number", r->path, key);
+        return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be a number", r->path, key);
     *out = v ? (float)json_number_value(v) : def;
     return PD_OK;
 }
@@ -52,7 +52,7 @@ static pd_status read_bool(const cfg_reader *r, const char *key, bool *out)
 {
     const json_t *v = get(r->root, key);
     if (v && !json_is_boolean(v))
-        return pd_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be true or false", r->path, key);
+        return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be true or false", r->path, key);
     *out = v && json_is_true(v);
     return PD_OK;
 }
@@ -65,8 +65,8 @@ static pd_status read_token_id(const cfg_reader *r, const char *key, int32_t *ou
     *out = -1;
     if (!v || json_is_null(v)) return PD_OK;
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-        return pd_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be null, a token id or a list of ids",
-                            r->path, key);
+        return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: %s must be null, a token id or a list of ids",
+                             r->path, key);
     *out = (int32_t)json_integer_value(v);
     return PD_OK;
 }
@@ -80,10 +80,10 @@ static pd_status check_architecture(const cfg_reader *r)
             strcmp(json_string_value(json_array_get(archs, i)), "Qwen3ForCausalLM") == 0)
             return PD_OK;
     if (json_is_string(mt) && strcmp(json_string_value(mt), "qwen3") == 0) return PD_OK;
-    return pd_set_error(r->err, PD_ERR_UNSUPPORTED,
-                        "%s: architecture %s (model_type %s) is not supported; pocketdec runs "
-                        "Qwen3ForCausalLM", r->path, first ? first : "(none)",
-                        json_is_string(mt) ? json_string_value(mt) : "(none)");
+    return pdi_set_error(r->err, PD_ERR_UNSUPPORTED,
+                         "%s: architecture %s (model_type %s) is not supported; pocketdec runs "
+                         "Qwen3ForCausalLM", r->path, first ? first : "(none)",
+                         json_is_string(mt) ? json_string_value(mt) : "(none)");
 }
 
 /* RoPE: plain rotation only. Newer transformers write {"rope_type": "default",
@@ -99,8 +99,8 @@ static pd_status read_rope(const cfg_reader *r, float *theta)
         if (!type && json_is_object(v)) type = get(v, "type");
         const char *t = json_string_value(type);
         if (!t || strcmp(t, "default") != 0)
-            return pd_set_error(r->err, PD_ERR_UNSUPPORTED, "%s: %s of type %s is not supported (plain RoPE "
-                                "only)", r->path, keys[i], t ? t : "(unknown)");
+            return pdi_set_error(r->err, PD_ERR_UNSUPPORTED, "%s: %s of type %s is not supported (plain RoPE "
+                                 "only)", r->path, keys[i], t ? t : "(unknown)");
         if (get(v, "rope_theta")) params = v;
     }
     /* A top-level rope_theta wins; HF's Qwen3Config defaults it to 10000. */
@@ -116,12 +116,12 @@ static pd_status check_features(const cfg_reader *r)
     if (rc == PD_OK) rc = read_bool(r, "use_sliding_window", &sliding);
     if (rc) return rc;
     if (bias || sliding)
-        return pd_set_error(r->err, PD_ERR_UNSUPPORTED, "%s: %s is true; pocketdec does not support it",
-                            r->path, bias ? "attention_bias" : "use_sliding_window");
+        return pdi_set_error(r->err, PD_ERR_UNSUPPORTED, "%s: %s is true; pocketdec does not support it",
+                             r->path, bias ? "attention_bias" : "use_sliding_window");
     const json_t *act = get(r->root, "hidden_act");
     if (act && (!json_is_string(act) || strcmp(json_string_value(act), "silu") != 0))
-        return pd_set_error(r->err, PD_ERR_UNSUPPORTED, "%s: hidden_act %s is not supported (silu only)",
-                            r->path, json_is_string(act) ? json_string_value(act) : "(not a string)");
+        return pdi_set_error(r->err, PD_ERR_UNSUPPORTED, "%s: hidden_act %s is not supported (silu only)",
+                             r->path, json_is_string(act) ? json_string_value(act) : "(not a string)");
     return PD_OK;
 }
 
@@ -146,7 +146,7 @@ static pd_status read_config(const cfg_reader *r, pd_config *cfg)
     cfg->tied_embeddings = tied;
     if (rc == PD_OK) rc = read_token_id(r, "bos_token_id", &cfg->bos_id);
     if (rc == PD_OK) rc = read_token_id(r, "eos_token_id", &cfg->eos_id);
-    if (rc == PD_OK) rc = pd_config_validate(cfg, r->path, r->err);
+    if (rc == PD_OK) rc = pdi_config_validate(cfg, r->path, r->err);
     return rc;
 }
 
@@ -155,22 +155,22 @@ static pd_status load_json(const char *path, json_t **root, pd_error *err)
 {
     char *text;
     size_t len;
-    pd_status rc = pd_read_file(path, &text, &len, err);
+    pd_status rc = pdi_read_file(path, &text, &len, err);
     if (rc) return rc;
     json_error_t je;
     *root = json_loadb(text, len, 0, &je);
     free(text);
     if (!*root)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
     if (!json_is_object(*root)) {
         json_decref(*root);
         *root = NULL;
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: the top level is not a JSON object", path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: the top level is not a JSON object", path);
     }
     return PD_OK;
 }
 
-pd_status pd_hf_config_load(const char *path, pd_config *cfg, pd_error *err)
+pd_status pdi_hf_config_load(const char *path, pd_config *cfg, pd_error *err)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->bos_id = cfg->eos_id = -1;
@@ -199,10 +199,10 @@ static pd_status load_shard(pd_tensor_store *st, const char *dir, const char *in
         if (strcmp(shards[i].file, file) == 0) return *which = i, PD_OK;
     /* Shards live next to the index: a path there could reach any file. */
     if (!*file || strchr(file, '/') || strcmp(file, ".") == 0 || strcmp(file, "..") == 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: shard name \"%s\" is not a plain file name", index, file);
-    char *path = pd_path_join(dir, file);
-    if (!path) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", index);
-    pd_status rc = pd_safetensors_add(st, path, err);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: shard name \"%s\" is not a plain file name", index, file);
+    char *path = pdi_path_join(dir, file);
+    if (!path) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", index);
+    pd_status rc = pdi_safetensors_add(st, path, err);
     free(path);
     if (rc) return rc;
     shards[*n_shards] = (shard){file, st->n_maps - 1};
@@ -219,22 +219,22 @@ static pd_status load_index(pd_tensor_store *st, const char *dir, const char *in
     shard *shards = NULL;
     size_t n_shards = 0, which = 0;
     if (!json_is_object(map))
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: no weight_map object", index);
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: no weight_map object", index);
     else if (!(shards = malloc((json_object_size(map) + 1) * sizeof *shards)))
-        rc = pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", index);
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", index);
     const char *name;
     const json_t *file;
     if (rc == PD_OK) {
         json_object_foreach((json_t *)map, name, file) {
             if (!json_is_string(file))
-                rc = pd_set_error(err, PD_ERR_FORMAT, "%s: weight_map entry %s is not a file name", index, name);
+                rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: weight_map entry %s is not a file name", index, name);
             else
                 rc = load_shard(st, dir, index, json_string_value(file), shards, &n_shards, &which, err);
             if (rc) break;
-            const pd_tensor *t = pd_store_find(st, name);
-            if (!t || !pd_mapping_holds(&st->maps[shards[which].map], t)) {
-                rc = pd_set_error(err, PD_ERR_FORMAT, "%s: weight_map puts %s in %s, which does not hold it",
-                                  index, name, json_string_value(file));
+            const pd_tensor *t = pdi_store_find(st, name);
+            if (!t || !pdi_mapping_holds(&st->maps[shards[which].map], t)) {
+                rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: weight_map puts %s in %s, which does not hold it",
+                                   index, name, json_string_value(file));
                 break;
             }
         }
@@ -244,23 +244,23 @@ static pd_status load_index(pd_tensor_store *st, const char *dir, const char *in
     return rc;
 }
 
-pd_status pd_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err)
+pd_status pdi_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err)
 {
     struct stat sb;
-    if (stat(dir, &sb) != 0) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return pd_set_error(err, PD_ERR_IO, "%s: not a directory", dir);
+    if (stat(dir, &sb) != 0) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return pdi_set_error(err, PD_ERR_IO, "%s: not a directory", dir);
     size_t n_tensors = st->n_tensors, n_maps = st->n_maps;
-    char *config = pd_path_join(dir, "config.json"), *single = pd_path_join(dir, "model.safetensors");
-    char *index = pd_path_join(dir, "model.safetensors.index.json");
-    pd_status rc = config && single && index ? pd_hf_config_load(config, cfg, err)
-                                             : pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
+    char *config = pdi_path_join(dir, "config.json"), *single = pdi_path_join(dir, "model.safetensors");
+    char *index = pdi_path_join(dir, "model.safetensors.index.json");
+    pd_status rc = config && single && index ? pdi_hf_config_load(config, cfg, err)
+                                             : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
     if (rc == PD_OK) {
-        if (access(single, F_OK) == 0) rc = pd_safetensors_add(st, single, err);
+        if (access(single, F_OK) == 0) rc = pdi_safetensors_add(st, single, err);
         else if (access(index, F_OK) == 0) rc = load_index(st, dir, index, err);
-        else rc = pd_set_error(err, PD_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
+        else rc = pdi_set_error(err, PD_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
     }
-    if (rc == PD_OK) rc = pd_check_qwen3_tensors(st, cfg, dir, err);
-    if (rc) pd_store_rollback(st, n_tensors, n_maps);
+    if (rc == PD_OK) rc = pdi_check_qwen3_tensors(st, cfg, dir, err);
+    if (rc) pdi_store_rollback(st, n_tensors, n_maps);
     free(config);
     free(single);
     free(index);

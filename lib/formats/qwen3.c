@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-pd_status pd_config_validate(const pd_config *cfg, const char *source, pd_error *err)
+pd_status pdi_config_validate(const pd_config *cfg, const char *source, pd_error *err)
 {
     const struct {
         const char *name;
@@ -22,24 +22,24 @@ pd_status pd_config_validate(const pd_config *cfg, const char *source, pd_error 
     };
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (dims[i].value < 1 || dims[i].value > dims[i].max)
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: %s = %d is out of range (1..%d)", source,
-                                dims[i].name, (int)dims[i].value, (int)dims[i].max);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: %s = %d is out of range (1..%d)", source,
+                                 dims[i].name, (int)dims[i].value, (int)dims[i].max);
     if (cfg->n_heads % cfg->n_kv_heads != 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: num_attention_heads %d is not a multiple of "
-                            "num_key_value_heads %d", source, (int)cfg->n_heads, (int)cfg->n_kv_heads);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: num_attention_heads %d is not a multiple of "
+                             "num_key_value_heads %d", source, (int)cfg->n_heads, (int)cfg->n_kv_heads);
     if (cfg->head_dim % 2 != 0) /* rotate-half RoPE splits each head in two */
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: head_dim %d is odd", source, (int)cfg->head_dim);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: head_dim %d is odd", source, (int)cfg->head_dim);
     if ((int64_t)cfg->n_heads * cfg->head_dim > PD_MAX_DIM)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: num_attention_heads * head_dim = %lld is out of range "
-                            "(limit %d)", source, (long long)cfg->n_heads * cfg->head_dim, PD_MAX_DIM);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: num_attention_heads * head_dim = %lld is out of range "
+                             "(limit %d)", source, (long long)cfg->n_heads * cfg->head_dim, PD_MAX_DIM);
     if (!isfinite(cfg->rope_theta) || cfg->rope_theta <= 0)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: rope_theta %g must be positive", source,
-                            (double)cfg->rope_theta);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: rope_theta %g must be positive", source,
+                             (double)cfg->rope_theta);
     if (!isfinite(cfg->rms_eps) || cfg->rms_eps <= 0 || cfg->rms_eps >= 1)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: rms_norm_eps %g must be in (0, 1)", source,
-                            (double)cfg->rms_eps);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: rms_norm_eps %g must be in (0, 1)", source,
+                             (double)cfg->rms_eps);
     if (cfg->bos_id < -1 || cfg->eos_id < -1)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: negative bos/eos token id", source);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: negative bos/eos token id", source);
     return PD_OK;
 }
 
@@ -47,30 +47,30 @@ pd_status pd_config_validate(const pd_config *cfg, const char *source, pd_error 
 static pd_status expect(const pd_tensor_store *st, const char *name, int n_dims, const int64_t *shape,
                         bool optional, bool *found, const char *source, pd_error *err)
 {
-    const pd_tensor *t = pd_store_find(st, name);
+    const pd_tensor *t = pdi_store_find(st, name);
     char want[96], got[96];
-    pd_shape_str(want, sizeof want, n_dims, shape);
+    pdi_shape_str(want, sizeof want, n_dims, shape);
     if (found) *found = t != NULL;
     if (!t) {
         if (optional) return PD_OK;
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s (expected shape %s)", source, name,
-                            want);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s (expected shape %s)", source, name,
+                             want);
     }
     bool same = t->n_dims == n_dims;
     for (int i = 0; same && i < n_dims; i++) same = t->shape[i] == shape[i];
     if (!same) {
-        pd_shape_str(got, sizeof got, t->n_dims, t->shape);
-        return pd_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape %s, expected %s for this config",
-                            pd_store_tensor_path(st, t), name, got, want);
+        pdi_shape_str(got, sizeof got, t->n_dims, t->shape);
+        return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape %s, expected %s for this config",
+                             pdi_store_tensor_path(st, t), name, got, want);
     }
-    if (!pd_dtype_known((int)t->dtype))
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s has unsupported type %d",
-                            pd_store_tensor_path(st, t), name, (int)t->dtype);
+    if (!pdi_dtype_known((int)t->dtype))
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s has unsupported type %d",
+                             pdi_store_tensor_path(st, t), name, (int)t->dtype);
     return PD_OK;
 }
 
-pd_status pd_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
-                                 pd_error *err)
+pd_status pdi_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
+                                  pd_error *err)
 {
     enum { H, Q, KV, F, V, HD, NONE };
     const int64_t dim[] = {cfg->hidden, (int64_t)cfg->n_heads * cfg->head_dim,

@@ -14,8 +14,8 @@ static pd_status parse_dtype(const char *path, const char *name, const char *s, 
     else if (strcmp(s, "F16") == 0) *out = PD_F16;
     else if (strcmp(s, "BF16") == 0) *out = PD_BF16;
     else
-        return pd_set_error(err, PD_ERR_UNSUPPORTED,
-                            "%s: tensor %s has dtype %s; pocketdec reads F32, F16 and BF16", path, name, s);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED,
+                             "%s: tensor %s has dtype %s; pocketdec reads F32, F16 and BF16", path, name, s);
     return PD_OK;
 }
 
@@ -35,52 +35,52 @@ static pd_status add_entry(pd_tensor_store *st, const char *path, const char *na
     const json_t *jd = json_object_get(e, "dtype"), *js = json_object_get(e, "shape");
     const json_t *jo = json_object_get(e, "data_offsets");
     if (!json_is_string(jd) || !json_is_array(js) || !json_is_array(jo) || json_array_size(jo) != 2)
-        return pd_set_error(err, PD_ERR_FORMAT,
-                            "%s: tensor %s needs dtype (a string), shape (an array) and data_offsets "
-                            "([begin, end])", path, name);
+        return pdi_set_error(err, PD_ERR_FORMAT,
+                             "%s: tensor %s needs dtype (a string), shape (an array) and data_offsets "
+                             "([begin, end])", path, name);
     pd_dtype dt = PD_F32;
     pd_status rc = parse_dtype(path, name, json_string_value(jd), &dt, err);
     if (rc) return rc;
 
     size_t n_dims = json_array_size(js);
     if (n_dims > 4)
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s has %zu dims; pocketdec handles up to 4",
-                            path, name, n_dims);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s has %zu dims; pocketdec handles up to 4",
+                             path, name, n_dims);
     int64_t shape[4];
     for (size_t i = 0; i < n_dims; i++) {
         uint64_t d;
         if (!json_uint(json_array_get(js, i), &d))
-            return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape holds something other than a "
-                                "non-negative integer", path, name);
+            return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape holds something other than a "
+                                 "non-negative integer", path, name);
         shape[i] = (int64_t)d;
     }
 
     uint64_t begin, end;
     if (!json_uint(json_array_get(jo, 0), &begin) || !json_uint(json_array_get(jo, 1), &end) || begin > end)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: data_offsets must be two integers "
-                            "0 <= begin <= end", path, name);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: data_offsets must be two integers "
+                             "0 <= begin <= end", path, name);
     if (end > data_size)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end "
-                            "of the data (%zu bytes; truncated file?)", path, name, (unsigned long long)begin,
-                            (unsigned long long)end, data_size);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end "
+                             "of the data (%zu bytes; truncated file?)", path, name, (unsigned long long)begin,
+                             (unsigned long long)end, data_size);
 
     char shape_s[96];
-    pd_shape_str(shape_s, sizeof shape_s, (int)n_dims, shape);
+    pdi_shape_str(shape_s, sizeof shape_s, (int)n_dims, shape);
     size_t elements, want;
-    if (!pd_shape_elements((int)n_dims, shape, &elements) ||
-        !pd_mul_size(elements, pd_dtype_row_bytes(dt, 1), &want))
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape %s is too large", path, name, shape_s);
+    if (!pdi_shape_elements((int)n_dims, shape, &elements) ||
+        !pd_mul_size(elements, pdi_dtype_row_bytes(dt, 1), &want))
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape %s is too large", path, name, shape_s);
     if (want != end - begin)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape %s of %s needs %zu bytes but "
-                            "data_offsets [%llu, %llu] hold %llu", path, name, shape_s, pd_dtype_name(dt), want,
-                            (unsigned long long)begin, (unsigned long long)end,
-                            (unsigned long long)(end - begin));
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape %s of %s needs %zu bytes but "
+                             "data_offsets [%llu, %llu] hold %llu", path, name, shape_s, pdi_dtype_name(dt), want,
+                             (unsigned long long)begin, (unsigned long long)end,
+                             (unsigned long long)(end - begin));
 
-    const pd_tensor *dup = pd_store_find(st, name);
+    const pd_tensor *dup = pdi_store_find(st, name);
     if (dup)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s is already loaded from %s", path, name,
-                            pd_store_tensor_path(st, dup));
-    return pd_store_add_tensor(st, name, strlen(name), dt, (int)n_dims, shape, data + begin, want, err);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s is already loaded from %s", path, name,
+                             pdi_store_tensor_path(st, dup));
+    return pdi_store_add_tensor(st, name, strlen(name), dt, (int)n_dims, shape, data + begin, want, err);
 }
 
 /* Parse the header of mapping m: *root gets the JSON object, *data and
@@ -91,32 +91,32 @@ static pd_status parse_header(const pd_mapping *m, json_t **root, const uint8_t 
     pd_cursor c = {m->data, m->size, 0};
     uint64_t n;
     if (!pd_cur_u64(&c, &n))
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header",
-                            m->path, m->size);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header",
+                             m->path, m->size);
     const uint8_t *json = pd_cur_take(&c, n);
     if (!json)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: header length %llu runs past the end of the file "
-                            "(%zu bytes; truncated file?)", m->path, (unsigned long long)n, m->size);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: header length %llu runs past the end of the file "
+                             "(%zu bytes; truncated file?)", m->path, (unsigned long long)n, m->size);
     if (n > ST_MAX_HEADER)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: header length %llu is implausibly large (limit %llu)",
-                            m->path, (unsigned long long)n, (unsigned long long)ST_MAX_HEADER);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: header length %llu is implausibly large (limit %llu)",
+                             m->path, (unsigned long long)n, (unsigned long long)ST_MAX_HEADER);
     json_error_t je;
     /* Duplicate keys would be two tensors of one name: refuse them. */
     *root = json_loadb((const char *)json, (size_t)n, JSON_REJECT_DUPLICATES, &je);
     if (!*root)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: header JSON, line %d column %d: %s", m->path, je.line,
-                            je.column, je.text);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: header JSON, line %d column %d: %s", m->path, je.line,
+                             je.column, je.text);
     if (!json_is_object(*root))
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: header JSON is not an object", m->path);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: header JSON is not an object", m->path);
     *data = c.data + c.pos;
     *data_size = pd_cur_left(&c);
     return PD_OK;
 }
 
-pd_status pd_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err)
+pd_status pdi_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err)
 {
     size_t n_tensors = st->n_tensors, n_maps = st->n_maps, mi;
-    pd_status rc = pd_store_map_file(st, path, &mi, err);
+    pd_status rc = pdi_store_map_file(st, path, &mi, err);
     if (rc) return rc;
     const pd_mapping *m = &st->maps[mi];
     json_t *root = NULL;
@@ -129,14 +129,14 @@ pd_status pd_safetensors_add(pd_tensor_store *st, const char *path, pd_error *er
         json_object_foreach(root, name, entry) {
             if (strcmp(name, "__metadata__") == 0) continue;
             if (!json_is_object(entry))
-                rc = pd_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: entry is not an object", path, name);
+                rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: entry is not an object", path, name);
             else
                 rc = add_entry(st, path, name, entry, data, data_size, err);
             if (rc) break;
         }
     }
-    if (rc == PD_OK) rc = pd_store_check_overlaps(st, n_tensors, path, err);
+    if (rc == PD_OK) rc = pdi_store_check_overlaps(st, n_tensors, path, err);
     json_decref(root);
-    if (rc) pd_store_rollback(st, n_tensors, n_maps);
+    if (rc) pdi_store_rollback(st, n_tensors, n_maps);
     return rc;
 }

@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------------- dtypes */
 
-const char *pd_dtype_name(pd_dtype t)
+const char *pdi_dtype_name(pd_dtype t)
 {
     switch (t) {
     case PD_F32: return "F32";
@@ -25,17 +25,17 @@ const char *pd_dtype_name(pd_dtype t)
     return "unknown";
 }
 
-bool pd_dtype_known(int t)
+bool pdi_dtype_known(int t)
 {
     return t == PD_F32 || t == PD_F16 || t == PD_BF16 || t == PD_Q4_0 || t == PD_Q4_1 || t == PD_Q8_0;
 }
 
-int pd_dtype_block_len(pd_dtype t)
+int pdi_dtype_block_len(pd_dtype t)
 {
     return t == PD_Q4_64 ? PD_QBLOCK_64 : t == PD_Q8_0 || t == PD_Q4_0 || t == PD_Q4_1 ? PD_QBLOCK : 1;
 }
 
-size_t pd_dtype_row_bytes(pd_dtype t, int64_t n)
+size_t pdi_dtype_row_bytes(pd_dtype t, int64_t n)
 {
     size_t per, unit; /* bytes per unit of `unit` elements */
     switch (t) {
@@ -55,7 +55,7 @@ size_t pd_dtype_row_bytes(pd_dtype t, int64_t n)
 
 /* ------------------------------------------------------------- shapes */
 
-void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape)
+void pdi_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape)
 {
     size_t used = 0;
     if (size) buf[0] = '\0';
@@ -67,7 +67,7 @@ void pd_shape_str(char *buf, size_t size, int n_dims, const int64_t *shape)
     }
 }
 
-bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out)
+bool pdi_shape_elements(int n_dims, const int64_t *shape, size_t *out)
 {
     size_t n = 1;
     for (int i = 0; i < n_dims; i++) {
@@ -81,7 +81,7 @@ bool pd_shape_elements(int n_dims, const int64_t *shape, size_t *out)
 
 /* -------------------------------------------------------------- store */
 
-void pd_store_init(pd_tensor_store *st) { memset(st, 0, sizeof *st); }
+void pdi_store_init(pd_tensor_store *st) { memset(st, 0, sizeof *st); }
 
 static void unmap(pd_mapping *m)
 {
@@ -89,24 +89,24 @@ static void unmap(pd_mapping *m)
     free(m->path);
 }
 
-void pd_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps)
+void pdi_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps)
 {
     while (st->n_tensors > n_tensors) free(st->tensors[--st->n_tensors].name);
     while (st->n_maps > n_maps) unmap(&st->maps[--st->n_maps]);
 }
 
-void pd_store_free(pd_tensor_store *st)
+void pdi_store_free(pd_tensor_store *st)
 {
     if (!st) return;
-    pd_store_rollback(st, 0, 0);
+    pdi_store_rollback(st, 0, 0);
     free(st->tensors);
     free(st->maps);
-    pd_store_init(st);
+    pdi_store_init(st);
 }
 
 /* Linear scan: a Qwen3 checkpoint has a few hundred tensors and lookups
  * happen at load time only. */
-const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name)
+const pd_tensor *pdi_store_find(const pd_tensor_store *st, const char *name)
 {
     for (size_t i = 0; i < st->n_tensors; i++)
         if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
@@ -116,25 +116,25 @@ const pd_tensor *pd_store_find(const pd_tensor_store *st, const char *name)
 /* Room for one more mapping. */
 static bool grow_maps(pd_tensor_store *st)
 {
-    pd_mapping *m = pd_grow(st->maps, &st->cap_maps, st->n_maps + 1, sizeof *m);
+    pd_mapping *m = pdi_grow(st->maps, &st->cap_maps, st->n_maps + 1, sizeof *m);
     if (m) st->maps = m;
     return m != NULL;
 }
 
-pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err)
+pd_status pdi_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err)
 {
     if (!grow_maps(st))
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return pd_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return pd_set_error(err, PD_ERR_IO, "%s: not a regular file", path);
+        return pdi_set_error(err, PD_ERR_IO, "%s: not a regular file", path);
     }
     if ((uintmax_t)sb.st_size > SIZE_MAX) {
         close(fd);
-        return pd_set_error(err, PD_ERR_IO, "%s: too large to map", path);
+        return pdi_set_error(err, PD_ERR_IO, "%s: too large to map", path);
     }
     pd_mapping m = {.path = strdup(path), .data = NULL, .size = (size_t)sb.st_size};
     /* mmap refuses a zero length; an empty file simply has no bytes. */
@@ -144,30 +144,30 @@ pd_status pd_store_map_file(pd_tensor_store *st, const char *path, size_t *index
             int e = errno;
             close(fd);
             free(m.path);
-            return pd_set_error(err, PD_ERR_IO, "%s: cannot map: %s", path, strerror(e));
+            return pdi_set_error(err, PD_ERR_IO, "%s: cannot map: %s", path, strerror(e));
         }
         m.data = p;
     }
     close(fd); /* the mapping stays valid without the descriptor */
     if (!m.path) {
         unmap(&m);
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     }
     st->maps[st->n_maps] = m;
     *index = st->n_maps++;
     return PD_OK;
 }
 
-pd_status pd_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err)
+pd_status pdi_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err)
 {
     if (!grow_maps(st))
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", name);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", name);
     pd_mapping m = {.path = strdup(name), .data = NULL, .size = size};
     void *p = size ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
     if (p == MAP_FAILED || !m.path) {
         if (p != MAP_FAILED && p) munmap(p, size);
         free(m.path);
-        return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory for %zu bytes", name, size);
+        return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for %zu bytes", name, size);
     }
     m.data = p;
     st->maps[st->n_maps++] = m;
@@ -175,16 +175,16 @@ pd_status pd_store_map_anonymous(pd_tensor_store *st, size_t size, const char *n
     return PD_OK;
 }
 
-pd_status pd_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
-                              int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
-                              pd_error *err)
+pd_status pdi_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
+                               int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
+                               pd_error *err)
 {
-    if (n_dims < 0 || n_dims > 4) return pd_set_error(err, PD_ERR_INTERNAL, "tensor with %d dims", n_dims);
+    if (n_dims < 0 || n_dims > 4) return pdi_set_error(err, PD_ERR_INTERNAL, "tensor with %d dims", n_dims);
     char *copy = malloc(name_len + 1);
-    pd_tensor *grown = copy ? pd_grow(st->tensors, &st->cap_tensors, st->n_tensors + 1, sizeof *grown) : NULL;
+    pd_tensor *grown = copy ? pdi_grow(st->tensors, &st->cap_tensors, st->n_tensors + 1, sizeof *grown) : NULL;
     if (!grown) {
         free(copy);
-        return pd_set_error(err, PD_ERR_NOMEM, "out of memory adding a tensor");
+        return pdi_set_error(err, PD_ERR_NOMEM, "out of memory adding a tensor");
     }
     st->tensors = grown;
     memcpy(copy, name, name_len);
@@ -200,17 +200,17 @@ pd_status pd_store_add_tensor(pd_tensor_store *st, const char *name, size_t name
     return PD_OK;
 }
 
-bool pd_mapping_holds(const pd_mapping *m, const pd_tensor *t)
+bool pdi_mapping_holds(const pd_mapping *m, const pd_tensor *t)
 {
     /* Compare as integers: the pointer may belong to another mapping. */
     uintptr_t a = (uintptr_t)m->data, x = (uintptr_t)t->data;
     return m->data && x >= a && x - a <= m->size;
 }
 
-const char *pd_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t)
+const char *pdi_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t)
 {
     for (size_t i = 0; i < st->n_maps; i++)
-        if (pd_mapping_holds(&st->maps[i], t)) return st->maps[i].path;
+        if (pdi_mapping_holds(&st->maps[i], t)) return st->maps[i].path;
     return "?";
 }
 
@@ -221,12 +221,12 @@ static int by_address(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-pd_status pd_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
-                                  pd_error *err)
+pd_status pdi_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
+                                   pd_error *err)
 {
     size_t n = 0;
     const pd_tensor **order = malloc((st->n_tensors - first + 1) * sizeof *order);
-    if (!order) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", source);
+    if (!order) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", source);
     for (size_t i = first; i < st->n_tensors; i++)
         if (st->tensors[i].nbytes) order[n++] = &st->tensors[i]; /* empty ones hold no bytes */
     qsort(order, n, sizeof *order, by_address);
@@ -234,7 +234,7 @@ pd_status pd_store_check_overlaps(const pd_tensor_store *st, size_t first, const
     for (size_t i = 1; i < n && rc == PD_OK; i++) {
         const pd_tensor *a = order[i - 1], *b = order[i];
         if ((uintptr_t)a->data + a->nbytes > (uintptr_t)b->data)
-            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: tensors %s and %s overlap", source, a->name, b->name);
+            rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: tensors %s and %s overlap", source, a->name, b->name);
     }
     free(order);
     return rc;

@@ -1,6 +1,6 @@
 /* vocab_export.c - an HF tokenizer.json as the vocabulary parts a GGUF file
  * carries (tokenizer.ggml.*), for the GGUF writer: the reverse of what
- * pd_tokenizer_from_parts builds a tokenizer from. */
+ * pdi_tokenizer_from_parts builds a tokenizer from. */
 #include "formats.h"
 
 #include <jansson.h>
@@ -10,7 +10,7 @@
 
 static pd_status nomem(const char *path, pd_error *err)
 {
-    return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
 }
 
 /* Put token s at id (replacing an earlier one: added tokens win). */
@@ -18,8 +18,8 @@ static pd_status set_token(pd_vocab_parts *v, json_int_t id, const char *s, int3
                            pd_error *err)
 {
     if (id < 0 || (size_t)id >= v->n_tokens)
-        return pd_set_error(err, PD_ERR_RANGE, "%s: token id %lld is outside the model's vocabulary of %zu rows", path,
-                            (long long)id, v->n_tokens);
+        return pdi_set_error(err, PD_ERR_RANGE, "%s: token id %lld is outside the model's vocabulary of %zu rows", path,
+                             (long long)id, v->n_tokens);
     char *copy = strdup(s);
     if (!copy) return nomem(path, err);
     free(v->tokens[id]);
@@ -54,13 +54,13 @@ static pd_status read_tokens(const json_t *root, const char *path, pd_vocab_part
     pd_status rc = PD_OK;
     json_object_foreach((json_t *)tv, tok, id) {
         if (rc == PD_OK && !json_is_integer(id))
-            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: model.vocab[\"%s\"] is not an integer id", path, tok);
+            rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: model.vocab[\"%s\"] is not an integer id", path, tok);
         if (rc == PD_OK) rc = set_token(v, json_integer_value(id), tok, 1, path, err);
     }
     for (size_t i = 0; rc == PD_OK && i < json_array_size(added); i++) {
         const json_t *a = json_array_get(added, i), *content = json_object_get(a, "content");
         if (!json_is_string(content) || !json_is_integer(json_object_get(a, "id")))
-            rc = pd_set_error(err, PD_ERR_FORMAT, "%s: added_tokens[%zu] needs \"id\" and \"content\"", path, i);
+            rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: added_tokens[%zu] needs \"id\" and \"content\"", path, i);
         else
             rc = set_token(v, json_integer_value(json_object_get(a, "id")), json_string_value(content),
                            json_is_true(json_object_get(a, "special")) ? 3 : 4, path, err);
@@ -80,14 +80,14 @@ static pd_status read_merges(const json_t *merges, const char *path, pd_vocab_pa
     for (v->n_merges = 0; v->n_merges < n; v->n_merges++) {
         bool bad;
         if (!(v->merges[v->n_merges] = merge_string(json_array_get(merges, v->n_merges), &bad)))
-            return bad ? pd_set_error(err, PD_ERR_FORMAT, "%s: model.merges[%zu] is neither \"a b\" nor [\"a\", \"b\"]",
-                                      path, v->n_merges)
+            return bad ? pdi_set_error(err, PD_ERR_FORMAT, "%s: model.merges[%zu] is neither \"a b\" nor [\"a\", \"b\"]",
+                                       path, v->n_merges)
                        : nomem(path, err);
     }
     return PD_OK;
 }
 
-pd_status pd_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *v, pd_error *err)
+pd_status pdi_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *v, pd_error *err)
 {
     memset(v, 0, sizeof *v);
     json_error_t jerr;
@@ -96,11 +96,11 @@ pd_status pd_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_p
     const json_t *merges = json_object_get(model, "merges");
     pd_status rc = PD_OK;
     if (!root)
-        rc = access(path, F_OK) ? pd_set_error(err, PD_ERR_IO, "%s: cannot open (a GGUF file carries the tokenizer)", path)
-                                : pd_set_error(err, PD_ERR_FORMAT, "%s: %s", path, jerr.text);
+        rc = access(path, F_OK) ? pdi_set_error(err, PD_ERR_IO, "%s: cannot open (a GGUF file carries the tokenizer)", path)
+                                : pdi_set_error(err, PD_ERR_FORMAT, "%s: %s", path, jerr.text);
     else if (!json_is_object(json_object_get(model, "vocab")) || !json_is_array(merges))
-        rc = pd_set_error(err, PD_ERR_FORMAT, "%s: model.vocab and model.merges are required (a byte-level BPE "
-                          "tokenizer)", path);
+        rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: model.vocab and model.merges are required (a byte-level BPE "
+                           "tokenizer)", path);
     v->n_tokens = rc ? 0 : (size_t)n_vocab;
     if (rc == PD_OK && (!(v->tokens = calloc(v->n_tokens, sizeof *v->tokens)) ||
                         !(v->token_types = calloc(v->n_tokens, sizeof *v->token_types)) || !(v->pre = strdup("qwen2"))))
@@ -108,6 +108,6 @@ pd_status pd_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_p
     if (rc == PD_OK) rc = read_tokens(root, path, v, err);
     if (rc == PD_OK) rc = read_merges(merges, path, v, err);
     json_decref(root);
-    if (rc) pd_vocab_parts_free(v);
+    if (rc) pdi_vocab_parts_free(v);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* text_width.c - display columns of UTF-8 text (pd_text_width), so that
  * tables of Chinese labels line up: a byte count pads a 2-column character
  * as if it took 3. */
-#include "pocketdec.h"
+#include "pocketdec_runtime.h"
 
 #include <utf8proc.h>
 

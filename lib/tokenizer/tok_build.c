@@ -15,8 +15,8 @@ const char tok_qwen2_regex[] =
 pd_tokenizer *tok_new(const char *source, int32_t n_ids, size_t n_vocab, pd_error *err)
 {
     if (n_ids < 0 || n_ids > TOK_MAX_IDS) {
-        pd_set_error(err, PD_ERR_FORMAT, "%s: %ld token ids is too many (at most %d)", source,
-                     (long)n_ids, TOK_MAX_IDS);
+        pdi_set_error(err, PD_ERR_FORMAT, "%s: %ld token ids is too many (at most %d)", source,
+                      (long)n_ids, TOK_MAX_IDS);
         return NULL;
     }
     pd_tokenizer *tok = calloc(1, sizeof *tok);
@@ -29,13 +29,13 @@ pd_tokenizer *tok_new(const char *source, int32_t n_ids, size_t n_vocab, pd_erro
     }
     if (!tok || !tok->source || !tok->flags || !tok->text || !tok->bytes) {
         pd_tokenizer_free(tok);
-        pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory", source);
+        pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", source);
         return NULL;
     }
     tok->n_ids = n_ids;
     tok->unk_id = -1;
     if (tok_vocab_init(tok, n_vocab, err) != PD_OK) {
-        pd_error_prefix(err, "%s", source);
+        pdi_error_prefix(err, "%s", source);
         pd_tokenizer_free(tok);
         return NULL;
     }
@@ -61,7 +61,7 @@ void pd_tokenizer_free(pd_tokenizer *tok)
 static pd_status check_id(const pd_tokenizer *tok, int32_t id, pd_error *err)
 {
     if (id < 0 || id >= tok->n_ids)
-        return pd_set_error(err, PD_ERR_FORMAT, "id %ld is out of range", (long)id);
+        return pdi_set_error(err, PD_ERR_FORMAT, "id %ld is out of range", (long)id);
     return PD_OK;
 }
 
@@ -69,8 +69,8 @@ pd_status tok_set_vocab(pd_tokenizer *tok, int32_t id, const char *s, size_t len
 {
     if (check_id(tok, id, err) != PD_OK) return PD_ERR_FORMAT;
     if (tok->flags[id] & TOK_VOCAB)
-        return pd_set_error(err, PD_ERR_FORMAT, "id %ld is given to both \"%s\" and \"%.*s\"",
-                            (long)id, tok_arena_at(tok, tok->text[id]), (int)len, s);
+        return pdi_set_error(err, PD_ERR_FORMAT, "id %ld is given to both \"%s\" and \"%.*s\"",
+                             (long)id, tok_arena_at(tok, tok->text[id]), (int)len, s);
     tok_span span;
     pd_status st = tok_arena_add(tok, s, len, &span, err);
     if (st != PD_OK) return st;
@@ -84,11 +84,11 @@ pd_status tok_add_added(pd_tokenizer *tok, const tok_added *a, const char *conte
                         pd_error *err)
 {
     if (check_id(tok, a->id, err) != PD_OK) return PD_ERR_FORMAT;
-    if (len == 0) return pd_set_error(err, PD_ERR_FORMAT, "empty content");
+    if (len == 0) return pdi_set_error(err, PD_ERR_FORMAT, "empty content");
     if (tok->flags[a->id] & TOK_ADDED)
-        return pd_set_error(err, PD_ERR_FORMAT, "id %ld is given to two added tokens", (long)a->id);
-    tok_added *grown = pd_grow(tok->added, &tok->cap_added, tok->n_added + 1, sizeof *grown);
-    if (!grown) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+        return pdi_set_error(err, PD_ERR_FORMAT, "id %ld is given to two added tokens", (long)a->id);
+    tok_added *grown = pdi_grow(tok->added, &tok->cap_added, tok->n_added + 1, sizeof *grown);
+    if (!grown) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     tok->added = grown;
     tok_added *dst = &tok->added[tok->n_added];
     *dst = *a;
@@ -104,20 +104,20 @@ pd_status tok_add_merge(pd_tokenizer *tok, uint32_t rank, const char *a, size_t 
                         size_t blen, pd_error *err)
 {
     int32_t left = tok_vocab_get(tok, a, alen), right = tok_vocab_get(tok, b, blen);
-    if (left < 0) return pd_set_error(err, PD_ERR_FORMAT, "unknown token \"%.*s\"", (int)alen, a);
-    if (right < 0) return pd_set_error(err, PD_ERR_FORMAT, "unknown token \"%.*s\"", (int)blen, b);
+    if (left < 0) return pdi_set_error(err, PD_ERR_FORMAT, "unknown token \"%.*s\"", (int)alen, a);
+    if (right < 0) return pdi_set_error(err, PD_ERR_FORMAT, "unknown token \"%.*s\"", (int)blen, b);
     char small[256];
     char *joined = alen + blen <= sizeof small ? small : malloc(alen + blen);
-    if (!joined) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!joined) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     memcpy(joined, a, alen);
     memcpy(joined + alen, b, blen);
     int32_t merged = tok_vocab_get(tok, joined, alen + blen);
     pd_status st = PD_OK;
     if (merged < 0)
-        st = pd_set_error(err, PD_ERR_FORMAT, "merged token \"%.*s\" is not in the vocabulary",
-                          (int)(alen + blen), joined);
+        st = pdi_set_error(err, PD_ERR_FORMAT, "merged token \"%.*s\" is not in the vocabulary",
+                           (int)(alen + blen), joined);
     else if (tok->n_pairs >= (tok->pair_mask + 1) / 2)
-        st = pd_set_error(err, PD_ERR_INTERNAL, "more merges than tok_pairs_init was told");
+        st = pdi_set_error(err, PD_ERR_INTERNAL, "more merges than tok_pairs_init was told");
     else
         tok_pairs_put(tok, left, right, rank, merged);
     if (joined != small) free(joined);
@@ -128,7 +128,7 @@ pd_status tok_add_merge_string(pd_tokenizer *tok, uint32_t rank, const char *m, 
 {
     const char *sp = strchr(m, ' '); /* byte-level tokens hold no space */
     if (!sp || sp == m || !sp[1] || strchr(sp + 1, ' '))
-        return pd_set_error(err, PD_ERR_FORMAT, "expected \"left right\", got \"%s\"", m);
+        return pdi_set_error(err, PD_ERR_FORMAT, "expected \"left right\", got \"%s\"", m);
     return tok_add_merge(tok, rank, m, (size_t)(sp - m), sp + 1, strlen(sp + 1), err);
 }
 
@@ -184,13 +184,13 @@ pd_status tok_add_split(pd_tokenizer *tok, const char *pattern, size_t len, bool
                         tok_behavior behavior, bool invert, pd_error *err)
 {
     if (tok->n_steps == TOK_MAX_STEPS)
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "more than %d pre-tokenizer steps", TOK_MAX_STEPS);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "more than %d pre-tokenizer steps", TOK_MAX_STEPS);
     int code;
     PCRE2_SIZE at;
     uint32_t options = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
     size_t spelt_len = len;
     char *spelt = literal ? NULL : spell_white_space(pattern, len, &spelt_len);
-    if (!literal && !spelt) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!literal && !spelt) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)(spelt ? spelt : pattern), spelt_len, options, &code, &at, NULL);
     free(spelt);
     if (!re && spelt) { /* report the error against the pattern as written */
@@ -200,7 +200,7 @@ pd_status tok_add_split(pd_tokenizer *tok, const char *pattern, size_t len, bool
     if (!re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);
-        return pd_set_error(err, PD_ERR_FORMAT, "bad regex at offset %zu: %s", (size_t)at, (char *)msg);
+        return pdi_set_error(err, PD_ERR_FORMAT, "bad regex at offset %zu: %s", (size_t)at, (char *)msg);
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: matching works without JIT */
     tok->steps[tok->n_steps++] = (tok_step){re, behavior, invert};
@@ -210,7 +210,7 @@ pd_status tok_add_split(pd_tokenizer *tok, const char *pattern, size_t len, bool
 pd_status tok_add_prefix_space(pd_tokenizer *tok, pd_error *err)
 {
     if (tok->n_steps == TOK_MAX_STEPS)
-        return pd_set_error(err, PD_ERR_UNSUPPORTED, "more than %d pre-tokenizer steps", TOK_MAX_STEPS);
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED, "more than %d pre-tokenizer steps", TOK_MAX_STEPS);
     tok->steps[tok->n_steps++] = (tok_step){NULL, TOK_ISOLATED, false};
     return PD_OK;
 }
@@ -223,7 +223,7 @@ static pd_status decode_vocab_string(pd_tokenizer *tok, int32_t id, pd_error *er
     tok_span s = tok->text[id];
     char small[256];
     char *buf = s.len <= sizeof small ? small : malloc(s.len);
-    if (!buf) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!buf) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     size_t n = 0;
     for (size_t i = 0; i < s.len;) {
         uint32_t cp;
@@ -260,7 +260,7 @@ static pd_status build_index(pd_tokenizer *tok, int which, pd_error *err)
     tok_added_index *ix = &tok->index[which];
     uint32_t count[257] = {0};
     ix->order = malloc((tok->n_added + 1) * sizeof *ix->order);
-    if (!ix->order) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!ix->order) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < tok->n_added; i++)
         if (tok->added[i].normalized == (which == 1))
             count[(uint8_t)tok_arena_at(tok, tok->added[i].match)[0] + 1]++;
@@ -288,8 +288,8 @@ pd_status tok_finish(pd_tokenizer *tok, pd_error *err)
     pd_status st;
     if (!tok->pairs && (st = tok_pairs_init(tok, 0, err)) != PD_OK) return st;
     if (!tok->byte_level)
-        return pd_set_error(err, PD_ERR_UNSUPPORTED,
-                            "pre_tokenizer: no ByteLevel step (only byte-level BPE is supported)");
+        return pdi_set_error(err, PD_ERR_UNSUPPORTED,
+                             "pre_tokenizer: no ByteLevel step (only byte-level BPE is supported)");
     while (tok->n_ids > 0 && !(tok->flags[tok->n_ids - 1] & (TOK_VOCAB | TOK_ADDED))) tok->n_ids--;
     for (int b = 0; b < 256; b++) {
         char s[4];
@@ -323,26 +323,26 @@ pd_status tok_finish(pd_tokenizer *tok, pd_error *err)
 
 /* ------------------------------------------------------------ from GGUF */
 
-pd_tokenizer *pd_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err)
+pd_tokenizer *pdi_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err)
 {
     if (!source) source = "gguf";
     if (!parts || !parts->tokens || parts->n_tokens == 0) {
-        pd_set_error(err, PD_ERR_FORMAT, "%s: no tokenizer vocabulary", source);
+        pdi_set_error(err, PD_ERR_FORMAT, "%s: no tokenizer vocabulary", source);
         return NULL;
     }
     if (parts->pre && strcmp(parts->pre, "qwen2") != 0) {
-        pd_set_error(err, PD_ERR_UNSUPPORTED,
-                     "%s: tokenizer.ggml.pre \"%s\" is not supported (only \"qwen2\")", source, parts->pre);
+        pdi_set_error(err, PD_ERR_UNSUPPORTED,
+                      "%s: tokenizer.ggml.pre \"%s\" is not supported (only \"qwen2\")", source, parts->pre);
         return NULL;
     }
     if (parts->n_tokens > TOK_MAX_IDS) {
-        pd_set_error(err, PD_ERR_FORMAT, "%s: %zu tokens is too many", source, parts->n_tokens);
+        pdi_set_error(err, PD_ERR_FORMAT, "%s: %zu tokens is too many", source, parts->n_tokens);
         return NULL;
     }
     pd_tokenizer *tok = tok_new(source, (int32_t)parts->n_tokens, parts->n_tokens, err);
     if (!tok) return NULL;
     pd_status st = tok_pairs_init(tok, parts->n_merges, err);
-    if (st != PD_OK) pd_error_prefix(err, "%s", source);
+    if (st != PD_OK) pdi_error_prefix(err, "%s", source);
     for (size_t i = 0; st == PD_OK && i < parts->n_tokens; i++) {
         const char *s = parts->tokens[i] ? parts->tokens[i] : "";
         int type = parts->token_types ? parts->token_types[i] : 1;
@@ -351,18 +351,18 @@ pd_tokenizer *pd_tokenizer_from_parts(const pd_vocab_parts *parts, const char *s
             st = tok_add_added(tok, &a, s, strlen(s), err);
         }
         if (st == PD_OK) st = tok_set_vocab(tok, (int32_t)i, s, strlen(s), err);
-        if (st != PD_OK) pd_error_prefix(err, "%s: tokenizer.ggml.tokens[%zu]", source, i);
+        if (st != PD_OK) pdi_error_prefix(err, "%s: tokenizer.ggml.tokens[%zu]", source, i);
     }
     for (size_t i = 0; st == PD_OK && i < parts->n_merges; i++) {
         st = tok_add_merge_string(tok, (uint32_t)i, parts->merges[i] ? parts->merges[i] : "", err);
-        if (st != PD_OK) pd_error_prefix(err, "%s: tokenizer.ggml.merges[%zu]", source, i);
+        if (st != PD_OK) pdi_error_prefix(err, "%s: tokenizer.ggml.merges[%zu]", source, i);
     }
     if (st == PD_OK) {
         tok->norm[tok->n_norm++] = TOK_NFC;
         tok->byte_level = true;
         st = tok_add_split(tok, tok_qwen2_regex, strlen(tok_qwen2_regex), false, TOK_ISOLATED, false, err);
     }
-    if (st == PD_OK && (st = tok_finish(tok, err)) != PD_OK) pd_error_prefix(err, "%s", source);
+    if (st == PD_OK && (st = tok_finish(tok, err)) != PD_OK) pdi_error_prefix(err, "%s", source);
     if (st != PD_OK) {
         pd_tokenizer_free(tok);
         return NULL;

@@ -19,19 +19,19 @@ pd_status pd_tokenizer_decode(const pd_tokenizer *tok, const int32_t *ids, size_
                               size_t *text_len, pd_error *err)
 {
     if (!tok || !text || !text_len || (!ids && n_ids))
-        return pd_set_error(err, PD_ERR_ARG, "pd_tokenizer_decode: NULL argument");
+        return pdi_set_error(err, PD_ERR_ARG, "pd_tokenizer_decode: NULL argument");
     *text = NULL;
     *text_len = 0;
     size_t total = 0;
     for (size_t i = 0; i < n_ids; i++) {
         if (!has_token(tok, ids[i]))
-            return pd_set_error(err, PD_ERR_RANGE, "%s: id %ld at position %zu is not a token (0 to %ld)",
-                                tok->source, (long)ids[i], i, (long)tok->n_ids - 1);
-        if (total > SIZE_MAX / 2) return pd_set_error(err, PD_ERR_NOMEM, "%s: decoded text too long", tok->source);
+            return pdi_set_error(err, PD_ERR_RANGE, "%s: id %ld at position %zu is not a token (0 to %ld)",
+                                 tok->source, (long)ids[i], i, (long)tok->n_ids - 1);
+        if (total > SIZE_MAX / 2) return pdi_set_error(err, PD_ERR_NOMEM, "%s: decoded text too long", tok->source);
         total += tok->bytes[ids[i]].len;
     }
     char *out = malloc(total + 1);
-    if (!out) return pd_set_error(err, PD_ERR_NOMEM, "%s: out of memory while decoding", tok->source);
+    if (!out) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory while decoding", tok->source);
     size_t n = 0;
     for (size_t i = 0; i < n_ids; i++) {
         tok_span b = tok->bytes[ids[i]];

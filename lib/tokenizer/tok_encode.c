@@ -39,12 +39,12 @@ typedef struct enc {
 
 static pd_status nomem(const enc *e)
 {
-    return pd_set_error(e->err, PD_ERR_NOMEM, "%s: out of memory while encoding", e->tok->source);
+    return pdi_set_error(e->err, PD_ERR_NOMEM, "%s: out of memory while encoding", e->tok->source);
 }
 
 static pd_status emit(enc *e, int32_t id)
 {
-    int32_t *ids = pd_grow(e->ids, &e->cap_ids, e->n_ids + 1, sizeof *ids);
+    int32_t *ids = pdi_grow(e->ids, &e->cap_ids, e->n_ids + 1, sizeof *ids);
     if (!ids) return nomem(e);
     e->ids = ids;
     e->ids[e->n_ids++] = id;
@@ -93,7 +93,7 @@ static void push_pair(enc *e, int32_t a, int32_t b)
 /* ignore_merges: a piece that is a whole vocabulary token is taken as is. */
 static int32_t whole_piece(enc *e, const uint8_t *p, size_t n)
 {
-    char *buf = pd_grow(e->buf, &e->cap_buf, 2 * n, 1);
+    char *buf = pdi_grow(e->buf, &e->cap_buf, 2 * n, 1);
     if (!buf) return -1;
     e->buf = buf;
     size_t len = 0;
@@ -110,9 +110,9 @@ static pd_status bpe(enc *e, const uint8_t *p, size_t n)
         int32_t id = whole_piece(e, p, n);
         if (id >= 0) return emit(e, id);
     }
-    sym *syms = n > INT32_MAX / 4 ? NULL : pd_grow(e->syms, &e->cap_syms, n, sizeof *syms);
+    sym *syms = n > INT32_MAX / 4 ? NULL : pdi_grow(e->syms, &e->cap_syms, n, sizeof *syms);
     if (syms) e->syms = syms;
-    cand *heap = syms ? pd_grow(e->heap, &e->cap_heap, 3 * n, sizeof *heap) : NULL;
+    cand *heap = syms ? pdi_grow(e->heap, &e->cap_heap, 3 * n, sizeof *heap) : NULL;
     if (!heap) return nomem(e);
     e->heap = heap;
     int32_t m = 0;
@@ -153,7 +153,7 @@ static pd_status bpe(enc *e, const uint8_t *p, size_t n)
 
 static pd_status add_seg(enc *e, seg **segs, size_t *n, size_t *cap, seg s)
 {
-    seg *grown = pd_grow(*segs, cap, *n + 1, sizeof *grown);
+    seg *grown = pdi_grow(*segs, cap, *n + 1, sizeof *grown);
     if (!grown) return nomem(e);
     *segs = grown;
     (*segs)[(*n)++] = s;
@@ -177,8 +177,8 @@ static pd_status find_segments(enc *e, const tok_step *sp, const char *s, size_t
         if (rc < 0) {
             PCRE2_UCHAR msg[160];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            st = pd_set_error(e->err, PD_ERR_UNSUPPORTED, "%s: pre-tokenizer regex failed: %s",
-                              e->tok->source, (char *)msg);
+            st = pdi_set_error(e->err, PD_ERR_UNSUPPORTED, "%s: pre-tokenizer regex failed: %s",
+                               e->tok->source, (char *)msg);
             break;
         }
         const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(e->md);
@@ -289,8 +289,8 @@ pd_status tok_normalize(const pd_tokenizer *tok, const char *s, size_t n, char *
                                           (utf8proc_option_t)tok->norm[k]);
         if (r < 0) {
             free(owned);
-            return pd_set_error(err, r == UTF8PROC_ERROR_NOMEM ? PD_ERR_NOMEM : PD_ERR_FORMAT,
-                                "%s: normalizer: %s", tok->source, utf8proc_errmsg(r));
+            return pdi_set_error(err, r == UTF8PROC_ERROR_NOMEM ? PD_ERR_NOMEM : PD_ERR_FORMAT,
+                                 "%s: normalizer: %s", tok->source, utf8proc_errmsg(r));
         }
         free(owned);
         owned = (char *)dst;
@@ -397,12 +397,12 @@ static pd_status encode(const pd_tokenizer *tok, const char *text, size_t text_l
                         size_t *n_ids, pd_error *err)
 {
     if (!tok || !ids || !n_ids || (!text && text_len))
-        return pd_set_error(err, PD_ERR_ARG, "%s: NULL argument", plain ? "pd_tokenizer_encode_plain" : "pd_tokenizer_encode");
+        return pdi_set_error(err, PD_ERR_ARG, "%s: NULL argument", plain ? "pd_tokenizer_encode_plain" : "pd_tokenizer_encode");
     *ids = NULL;
     *n_ids = 0;
     size_t bad = tok_utf8_check((const uint8_t *)text, text_len);
     if (bad < text_len)
-        return pd_set_error(err, PD_ERR_FORMAT, "%s: text: invalid UTF-8 at byte offset %zu", tok->source, bad);
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: text: invalid UTF-8 at byte offset %zu", tok->source, bad);
     enc e = {.tok = tok, .err = err, .plain = plain};
     pd_status st = PD_OK;
     if (tok->n_steps > 0 && !(e.md = pcre2_match_data_create(1, NULL))) st = nomem(&e);

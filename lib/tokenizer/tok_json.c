@@ -22,13 +22,13 @@ static pd_status fail(const jctx *c, pd_status code, const char *where, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return pd_set_error(c->err, code, "%s: %s: %s", c->path, where, msg);
+    return pdi_set_error(c->err, code, "%s: %s: %s", c->path, where, msg);
 }
 
 /* Put "<file>: <where>: " (where may be NULL) before a message set by a tok_* builder. */
 static pd_status located(const jctx *c, pd_status st, const char *where)
 {
-    if (st != PD_OK && c->err) pd_error_prefix(c->err, "%s%s%s", c->path, where ? ": " : "", where ? where : "");
+    if (st != PD_OK && c->err) pdi_error_prefix(c->err, "%s%s%s", c->path, where ? ": " : "", where ? where : "");
     return st;
 }
 
@@ -227,7 +227,7 @@ static pd_status read_merges(const jctx *c, pd_tokenizer *tok, const json_t *mer
             st = tok_add_merge(tok, (uint32_t)i, json_string_value(a), json_string_length(a), json_string_value(b),
                                json_string_length(b), c->err);
         else
-            st = pd_set_error(c->err, PD_ERR_FORMAT, "expected \"left right\" or [\"left\", \"right\"]");
+            st = pdi_set_error(c->err, PD_ERR_FORMAT, "expected \"left right\" or [\"left\", \"right\"]");
         if (st != PD_OK) { /* the location is only worth formatting on failure */
             char where[64];
             snprintf(where, sizeof where, "model.merges[%zu]", i);
@@ -332,17 +332,17 @@ static pd_tokenizer *read_root(const jctx *c, const json_t *root)
 pd_tokenizer *pd_tokenizer_load(const char *path, pd_error *err)
 {
     if (!path) {
-        pd_set_error(err, PD_ERR_ARG, "pd_tokenizer_load: path is NULL");
+        pdi_set_error(err, PD_ERR_ARG, "pd_tokenizer_load: path is NULL");
         return NULL;
     }
     char *data;
     size_t len;
-    if (pd_read_file(path, &data, &len, err) != PD_OK) return NULL;
+    if (pdi_read_file(path, &data, &len, err) != PD_OK) return NULL;
     json_error_t jerr;
     json_t *root = json_loadb(data, len, 0, &jerr);
     free(data);
     if (!root) {
-        pd_set_error(err, PD_ERR_FORMAT, "%s: line %d column %d: %s", path, jerr.line, jerr.column, jerr.text);
+        pdi_set_error(err, PD_ERR_FORMAT, "%s: line %d column %d: %s", path, jerr.line, jerr.column, jerr.text);
         return NULL;
     }
     jctx c = {path, err};

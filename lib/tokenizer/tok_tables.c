@@ -99,9 +99,9 @@ size_t tok_utf8_check(const uint8_t *s, size_t n)
 pd_status tok_arena_add(pd_tokenizer *tok, const void *data, size_t len, tok_span *span, pd_error *err)
 {
     if (len >= UINT32_MAX || tok->arena_len > UINT32_MAX - len - 1)
-        return pd_set_error(err, PD_ERR_FORMAT, "token strings exceed 4 GiB");
-    char *grown = pd_grow(tok->arena, &tok->arena_cap, tok->arena_len + len + 1, 1);
-    if (!grown) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+        return pdi_set_error(err, PD_ERR_FORMAT, "token strings exceed 4 GiB");
+    char *grown = pdi_grow(tok->arena, &tok->arena_cap, tok->arena_len + len + 1, 1);
+    if (!grown) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     tok->arena = grown;
     if (len) memcpy(tok->arena + tok->arena_len, data, len);
     tok->arena[tok->arena_len + len] = '\0';
@@ -139,7 +139,7 @@ pd_status tok_vocab_init(pd_tokenizer *tok, size_t n_entries, pd_error *err)
 {
     size_t cap = table_size(n_entries);
     tok->vocab = malloc(cap * sizeof *tok->vocab);
-    if (!tok->vocab) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!tok->vocab) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < cap; i++) tok->vocab[i].id = -1;
     tok->vocab_mask = cap - 1;
     return PD_OK;
@@ -174,7 +174,7 @@ pd_status tok_pairs_init(pd_tokenizer *tok, size_t n_merges, pd_error *err)
 {
     size_t cap = table_size(n_merges);
     tok->pairs = malloc(cap * sizeof *tok->pairs);
-    if (!tok->pairs) return pd_set_error(err, PD_ERR_NOMEM, "out of memory");
+    if (!tok->pairs) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < cap; i++) tok->pairs[i].merged = -1;
     tok->pair_mask = cap - 1;
     return PD_OK;

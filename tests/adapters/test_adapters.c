@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pd_internal.h" /* pd_model_derive: the library seam under the adapters */
+#include "pd_internal.h" /* pdi_model_derive: the library seam under the adapters */
+#include "pocketdec.h"
 
 /* max |got - want| over all positions, relative to the largest |want|: the
  * float64 reference against float32 arithmetic (as in test_forward). */
@@ -388,9 +389,9 @@ static void test_derive_seam(void **state)
     assert_non_null(B);
     pd_error err;
     pd_lowrank u = {"model.layers.0.self_attn.o_proj.weight", H, H, r, 1.0f, A, B};
-    assert_null(pd_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err));
+    assert_null(pdi_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err));
     assert_int_equal(err.code, PD_ERR_UNSUPPORTED);
-    pd_model *m = pd_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err); /* any rank merges */
+    pd_model *m = pdi_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err); /* any rank merges */
     assert_non_null(m);
     pd_model_free(m);
     const char *bad[] = {"model.layers.9.self_attn.o_proj.weight", "model.layers.00.self_attn.o_proj.weight",
@@ -398,12 +399,12 @@ static void test_derive_seam(void **state)
     u.rank = 1;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         u.matrix = bad[i];
-        assert_null(pd_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err));
+        assert_null(pdi_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err));
         assert_int_equal(err.code, PD_ERR_SHAPE);
         assert_non_null(strstr(err.message, bad[i]));
     }
     u.matrix = "model.layers.1.mlp.down_proj.weight"; /* [H, ffn], not [H, H] */
-    assert_null(pd_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err));
+    assert_null(pdi_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err));
     assert_int_equal(err.code, PD_ERR_SHAPE);
     assert_non_null(strstr(err.message, "the matrix is"));
 
@@ -415,8 +416,8 @@ static void test_derive_seam(void **state)
     memset(B, 0, (size_t)H * sizeof(float));
     A[1] = 1.0f;
     B[0] = 1.0f;
-    pd_model *mm = pd_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err);
-    pd_model *mr = pd_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err);
+    pd_model *mm = pdi_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err);
+    pd_model *mr = pdi_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err);
     assert_non_null(mm);
     assert_non_null(mr);
     int32_t ids[4] = {3, 1, 4, 1};

@@ -32,7 +32,7 @@ static size_t tensor_bytes(pd_dtype dt, int n_dims, const int64_t *shape)
 {
     size_t rows = 1;
     for (int i = 0; i < n_dims - 1; i++) rows *= (size_t)shape[i];
-    return n_dims ? pd_dtype_row_bytes(dt, shape[n_dims - 1]) * rows : pd_dtype_row_bytes(dt, 1);
+    return n_dims ? pdi_dtype_row_bytes(dt, shape[n_dims - 1]) * rows : pdi_dtype_row_bytes(dt, 1);
 }
 
 ttensor *tlist_add(tlist *l, const char *name, const char *gguf_name, pd_dtype dt, int n_dims,
@@ -438,7 +438,7 @@ void check_store_matches(const pd_tensor_store *st, const tlist *l)
     assert_int_equal(st->n_tensors, l->n);
     for (size_t i = 0; i < l->n; i++) {
         const ttensor *want = &l->t[i];
-        const pd_tensor *t = pd_store_find(st, want->name);
+        const pd_tensor *t = pdi_store_find(st, want->name);
         if (!t) fail_msg("tensor %s not in the store", want->name);
         assert_int_equal(t->dtype, want->dtype);
         assert_int_equal(t->n_dims, want->n_dims);

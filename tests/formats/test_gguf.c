@@ -32,7 +32,7 @@ static int setup(void **state)
     tpath(f->path, sizeof f->path, f->tmp, "model.gguf");
     f->m = tmodel_default();
     f->l = tmodel_tensors(&f->m, true);
-    pd_store_init(&f->st);
+    pdi_store_init(&f->st);
     *state = f;
     return 0;
 }
@@ -40,8 +40,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pd_store_free(&f->st);
-    pd_vocab_parts_free(&f->vocab);
+    pdi_store_free(&f->st);
+    pdi_vocab_parts_free(&f->vocab);
     tlist_free(&f->l);
     free(f->file.data);
     tdir_remove(f->tmp);
@@ -63,7 +63,7 @@ static void retensor(fx *f)
     f->l = tmodel_tensors(&f->m, true);
 }
 
-static pd_status load(fx *f) { return pd_gguf_load(f->path, &f->st, &f->cfg, &f->vocab, &f->err); }
+static pd_status load(fx *f) { return pdi_gguf_load(f->path, &f->st, &f->cfg, &f->vocab, &f->err); }
 
 /* A failed load leaves nothing behind. */
 static void check_clean(fx *f)
@@ -81,7 +81,7 @@ static void check_tensors(fx *f)
     for (size_t i = 0; i < f->st.n_tensors; i++) {
         const pd_tensor *t = &f->st.tensors[i];
         size_t rows = t->n_dims == 2 ? (size_t)t->shape[0] : 1;
-        assert_int_equal(t->nbytes, pd_dtype_row_bytes(t->dtype, t->shape[t->n_dims - 1]) * rows);
+        assert_int_equal(t->nbytes, pdi_dtype_row_bytes(t->dtype, t->shape[t->n_dims - 1]) * rows);
         assert_int_equal(((size_t)(t->data - f->st.maps[0].data) - f->lay.data_start) % 32, 0);
     }
 }
@@ -109,10 +109,10 @@ static void test_valid_tied_with_vocab(void **state)
     assert_int_equal(c->eos_id, 2);
     check_tensors(f);
     /* [out, in] in HF order: q_proj is [heads*head_dim, hidden] */
-    const pd_tensor *q = pd_store_find(&f->st, "model.layers.1.self_attn.q_proj.weight");
+    const pd_tensor *q = pdi_store_find(&f->st, "model.layers.1.self_attn.q_proj.weight");
     assert_int_equal(q->shape[0], 32);
     assert_int_equal(q->shape[1], 32);
-    const pd_tensor *down = pd_store_find(&f->st, "model.layers.0.mlp.down_proj.weight");
+    const pd_tensor *down = pdi_store_find(&f->st, "model.layers.0.mlp.down_proj.weight");
     assert_int_equal(down->shape[0], 32);
     assert_int_equal(down->shape[1], 64);
 
@@ -139,11 +139,11 @@ static void test_each_dtype(void **state)
         f->m.n_dtypes = 2;
         retensor(f);
         rebuild(f, &(gguf_opts){.version = i % 2 ? 2 : 3});
-        assert_int_equal(pd_gguf_load(f->path, &f->st, &f->cfg, NULL, &f->err), PD_OK);
+        assert_int_equal(pdi_gguf_load(f->path, &f->st, &f->cfg, NULL, &f->err), PD_OK);
         assert_int_equal(f->cfg.tied_embeddings, 0);
         check_tensors(f);
-        assert_int_equal(pd_store_find(&f->st, "lm_head.weight")->dtype, f->l.t[f->l.n - 1].dtype);
-        pd_store_free(&f->st);
+        assert_int_equal(pdi_store_find(&f->st, "lm_head.weight")->dtype, f->l.t[f->l.n - 1].dtype);
+        pdi_store_free(&f->st);
     }
 }
 
@@ -218,10 +218,10 @@ static void test_alignment(void **state)
     rebuild(f, &(gguf_opts){.alignment = 64});
     assert_int_equal(load(f), PD_OK);
     assert_int_equal(f->lay.data_start % 64, 0);
-    pd_store_free(&f->st);
+    pdi_store_free(&f->st);
     rebuild(f, &(gguf_opts){.alignment = 16, .misalign = 0});
     assert_int_equal(load(f), PD_OK);
-    pd_store_free(&f->st);
+    pdi_store_free(&f->st);
     rebuild(f, &(gguf_opts){.alignment = 48});
     check_error(load(f), &f->err, PD_ERR_FORMAT, f->path, "general.alignment 48");
 }
@@ -319,9 +319,9 @@ static void test_mutations(void **state)
         twrite(f->path, buf, f->file.len);
         if (load(f) == PD_OK) {
             for (size_t i = 0; i < f->st.n_tensors; i++)
-                assert_true(pd_mapping_holds(&f->st.maps[0], &f->st.tensors[i]));
-            pd_store_free(&f->st);
-            pd_vocab_parts_free(&f->vocab);
+                assert_true(pdi_mapping_holds(&f->st.maps[0], &f->st.tensors[i]));
+            pdi_store_free(&f->st);
+            pdi_vocab_parts_free(&f->vocab);
         } else {
             assert_true(f->err.message[0] != '\0');
             check_clean(f);

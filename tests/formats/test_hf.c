@@ -32,7 +32,7 @@ static int setup(void **state)
     tpath(f->config, sizeof f->config, f->dir, "config.json");
     f->m = tmodel_default();
     f->l = tmodel_tensors(&f->m, false);
-    pd_store_init(&f->st);
+    pdi_store_init(&f->st);
     *state = f;
     return 0;
 }
@@ -40,14 +40,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pd_store_free(&f->st);
+    pdi_store_free(&f->st);
     tlist_free(&f->l);
     tdir_remove(f->tmp);
     free(f);
     return 0;
 }
 
-static pd_status load(fx *f) { return pd_hf_dir_load(f->dir, &f->st, &f->cfg, &f->err); }
+static pd_status load(fx *f) { return pdi_hf_dir_load(f->dir, &f->st, &f->cfg, &f->err); }
 
 static void check_tensors(fx *f) { check_store_matches(&f->st, &f->l); }
 
@@ -83,7 +83,7 @@ static void test_single_tied_mixed(void **state)
     hf_write_dir(f->dir, &f->m, &f->l, true, NULL, 1);
     assert_int_equal(load(f), PD_OK);
     assert_int_equal(f->cfg.tied_embeddings, 1);
-    assert_null(pd_store_find(&f->st, "lm_head.weight"));
+    assert_null(pdi_store_find(&f->st, "lm_head.weight"));
     check_tensors(f);
 }
 
@@ -123,10 +123,10 @@ static void test_sharded(void **state)
         for (size_t i = 0; i < f->l.n; i++) {
             char want[64];
             snprintf(want, sizeof want, "model-%05zu-of-00003.safetensors", i % 3 + 1);
-            const pd_tensor *t = pd_store_find(&f->st, f->l.t[i].name);
-            assert_non_null(strstr(pd_store_tensor_path(&f->st, t), want));
+            const pd_tensor *t = pdi_store_find(&f->st, f->l.t[i].name);
+            assert_non_null(strstr(pdi_store_tensor_path(&f->st, t), want));
         }
-        pd_store_free(&f->st);
+        pdi_store_free(&f->st);
         for (int s = 1; s <= 3; s++) {
             char path[1100];
             snprintf(path, sizeof path, "%s/model-%05d-of-00003.safetensors", f->dir, s);
@@ -149,7 +149,7 @@ static void test_missing_paths(void **state)
     snprintf(path, sizeof path, "%s/model.safetensors", f->dir);
     unlink(path);
     check_error(load(f), &f->err, PD_ERR_IO, f->dir, "no model.safetensors");
-    check_error(pd_hf_dir_load(f->config, &f->st, &f->cfg, &f->err), &f->err, PD_ERR_IO, "not a directory");
+    check_error(pdi_hf_dir_load(f->config, &f->st, &f->cfg, &f->err), &f->err, PD_ERR_IO, "not a directory");
 }
 
 static void test_missing_tensor(void **state)
@@ -225,7 +225,7 @@ static pd_status load_config(fx *f, const char *json)
 {
     mkdir(f->dir, 0700);
     twrite_str(f->dir, "config.json", json);
-    return pd_hf_config_load(f->config, &f->cfg, &f->err);
+    return pdi_hf_config_load(f->config, &f->cfg, &f->err);
 }
 
 #define MINIMAL "\"architectures\": [\"Qwen3ForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 2, " \

@@ -144,16 +144,16 @@ static void test_round_trip(void **state)
     assert_int_equal(stats.n_bytes, (uint64_t)sb.st_size);
     assert_int_equal(stats.n_tensors, 3 + 11 * f->m.layers);
     pd_tensor_store st;
-    pd_store_init(&st);
+    pdi_store_init(&st);
     pd_config cfg;
     pd_vocab_parts v;
-    assert_int_equal(pd_gguf_load(f->out, &st, &cfg, &v, &f->err), PD_OK);
+    assert_int_equal(pdi_gguf_load(f->out, &st, &cfg, &v, &f->err), PD_OK);
     assert_int_equal(cfg.n_layers, f->m.layers);
     assert_int_equal(cfg.hidden, f->m.hidden);
     assert_int_equal(cfg.vocab, f->m.vocab);
     assert_false(cfg.tied_embeddings);
-    assert_int_equal(pd_store_find(&st, "model.layers.1.mlp.down_proj.weight")->dtype, PD_Q8_0);
-    assert_int_equal(pd_store_find(&st, "model.layers.1.self_attn.q_norm.weight")->dtype, PD_F32);
+    assert_int_equal(pdi_store_find(&st, "model.layers.1.mlp.down_proj.weight")->dtype, PD_Q8_0);
+    assert_int_equal(pdi_store_find(&st, "model.layers.1.self_attn.q_norm.weight")->dtype, PD_F32);
     assert_int_equal(v.n_tokens, (size_t)f->m.vocab);
     assert_string_equal(v.tokens[1], "t1");
     assert_int_equal(v.token_types[1], 1);
@@ -166,8 +166,8 @@ static void test_round_trip(void **state)
     assert_string_equal(v.pre, "qwen2");
     assert_int_equal(cfg.eos_id, 3);              /* config.json's */
     assert_int_equal(cfg.bos_id, f->m.vocab - 1); /* config.json names none, nor is <|endoftext|> a token */
-    pd_vocab_parts_free(&v);
-    pd_store_free(&st);
+    pdi_vocab_parts_free(&v);
+    pdi_store_free(&st);
 }
 
 int main(void)

@@ -24,7 +24,7 @@ static int setup(void **state)
     assert_non_null(f);
     f->dir = tdir_new();
     tpath(f->path, sizeof f->path, f->dir, "t.safetensors");
-    pd_store_init(&f->st);
+    pdi_store_init(&f->st);
     *state = f;
     return 0;
 }
@@ -32,7 +32,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *f = *state;
-    pd_store_free(&f->st);
+    pdi_store_free(&f->st);
     tdir_remove(f->dir);
     free(f);
     return 0;
@@ -41,20 +41,20 @@ static int teardown(void **state)
 static void test_dtype_helpers(void **state)
 {
     (void)state;
-    assert_int_equal(pd_dtype_row_bytes(PD_F32, 5), 20);
-    assert_int_equal(pd_dtype_row_bytes(PD_F16, 5), 10);
-    assert_int_equal(pd_dtype_row_bytes(PD_BF16, 5), 10);
-    assert_int_equal(pd_dtype_row_bytes(PD_Q8_0, 64), 68);
-    assert_int_equal(pd_dtype_row_bytes(PD_Q4_0, 64), 36);
-    assert_int_equal(pd_dtype_row_bytes(PD_Q4_1, 96), 60);
-    assert_int_equal(pd_dtype_row_bytes(PD_Q8_0, 33), 0);
-    assert_int_equal(pd_dtype_row_bytes(PD_F32, -1), 0);
-    assert_int_equal(pd_dtype_row_bytes((pd_dtype)12, 32), 0);
-    assert_string_equal(pd_dtype_name(PD_BF16), "BF16");
-    assert_string_equal(pd_dtype_name(PD_Q4_1), "Q4_1");
-    assert_string_equal(pd_dtype_name((pd_dtype)99), "unknown");
-    assert_true(pd_dtype_known(30) && pd_dtype_known(8) && pd_dtype_known(0));
-    assert_false(pd_dtype_known(12) || pd_dtype_known(-1) || pd_dtype_known(4));
+    assert_int_equal(pdi_dtype_row_bytes(PD_F32, 5), 20);
+    assert_int_equal(pdi_dtype_row_bytes(PD_F16, 5), 10);
+    assert_int_equal(pdi_dtype_row_bytes(PD_BF16, 5), 10);
+    assert_int_equal(pdi_dtype_row_bytes(PD_Q8_0, 64), 68);
+    assert_int_equal(pdi_dtype_row_bytes(PD_Q4_0, 64), 36);
+    assert_int_equal(pdi_dtype_row_bytes(PD_Q4_1, 96), 60);
+    assert_int_equal(pdi_dtype_row_bytes(PD_Q8_0, 33), 0);
+    assert_int_equal(pdi_dtype_row_bytes(PD_F32, -1), 0);
+    assert_int_equal(pdi_dtype_row_bytes((pd_dtype)12, 32), 0);
+    assert_string_equal(pdi_dtype_name(PD_BF16), "BF16");
+    assert_string_equal(pdi_dtype_name(PD_Q4_1), "Q4_1");
+    assert_string_equal(pdi_dtype_name((pd_dtype)99), "unknown");
+    assert_true(pdi_dtype_known(30) && pdi_dtype_known(8) && pdi_dtype_known(0));
+    assert_false(pdi_dtype_known(12) || pdi_dtype_known(-1) || pdi_dtype_known(4));
 }
 
 /* F32, F16, BF16, a scalar and an empty tensor, read back byte for byte. */
@@ -71,22 +71,22 @@ static void test_valid_file(void **state)
     ttensor *p[] = {&l.t[0], &l.t[1], &l.t[2], &l.t[3], &l.t[4]};
     st_write_tensors(f->path, p, 5);
 
-    assert_int_equal(pd_safetensors_add(&f->st, f->path, &f->err), PD_OK);
+    assert_int_equal(pdi_safetensors_add(&f->st, f->path, &f->err), PD_OK);
     assert_int_equal(f->st.n_tensors, 5);
     assert_int_equal(f->st.n_maps, 1);
     assert_string_equal(f->st.maps[0].path, f->path);
     check_store_matches(&f->st, &l);
     for (size_t i = 0; i < f->st.n_tensors; i++)
-        assert_true(pd_mapping_holds(&f->st.maps[0], &f->st.tensors[i]));
-    assert_null(pd_store_find(&f->st, "__metadata__"));
-    assert_null(pd_store_find(&f->st, "missing"));
+        assert_true(pdi_mapping_holds(&f->st.maps[0], &f->st.tensors[i]));
+    assert_null(pdi_store_find(&f->st, "__metadata__"));
+    assert_null(pdi_store_find(&f->st, "missing"));
     tlist_free(&l);
 }
 
 static void test_missing_file(void **state)
 {
     fx *f = *state;
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_IO, f->path);
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_IO, f->path);
     assert_int_equal(f->st.n_maps, 0);
 }
 
@@ -94,9 +94,9 @@ static void test_short_files(void **state)
 {
     fx *f = *state;
     twrite(f->path, "", 0);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "too short");
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "too short");
     twrite(f->path, "\x10\0\0", 3);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "too short");
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "too short");
     assert_int_equal(f->st.n_maps, 0);
 }
 
@@ -108,7 +108,7 @@ static void test_header_past_end(void **state)
     tb_put(&b, "{\"a\": {}}", 9);
     twrite(f->path, b.data, b.len);
     free(b.data);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path,
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path,
                 "header length 1000", "17 bytes");
     /* A length near 2^64 must not wrap around. */
     b = (tbuf){0};
@@ -116,7 +116,7 @@ static void test_header_past_end(void **state)
     tb_put(&b, "{}", 2);
     twrite(f->path, b.data, b.len);
     free(b.data);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "runs past");
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "runs past");
 }
 
 static void test_data_shorter_than_offsets(void **state)
@@ -124,13 +124,13 @@ static void test_data_shorter_than_offsets(void **state)
     fx *f = *state;
     const uint8_t data[16] = {0};
     st_write(f->path, "{\"x\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}", data, 15);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "x",
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "x",
                 "[0, 16]", "15 bytes");
     st_write(f->path, "{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [100, 108]}}", data, 16);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "x",
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "x",
                 "[100, 108]");
     st_write(f->path, "{\"x\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 4]}}", data, 16);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "x", "begin");
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "x", "begin");
 }
 
 static void test_overlap(void **state)
@@ -139,13 +139,13 @@ static void test_overlap(void **state)
     const uint8_t data[12] = {0};
     st_write(f->path, "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
              "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", data, 12);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "overlap");
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "overlap");
     assert_int_equal(f->st.n_tensors, 0);
     /* Touching is fine; an empty tensor inside another holds no bytes. */
     st_write(f->path, "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}, "
              "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}, "
              "\"e\": {\"dtype\": \"F32\", \"shape\": [0], \"data_offsets\": [6, 6]}}", data, 12);
-    assert_int_equal(pd_safetensors_add(&f->st, f->path, &f->err), PD_OK);
+    assert_int_equal(pdi_safetensors_add(&f->st, f->path, &f->err), PD_OK);
 }
 
 static void test_unsupported_dtype(void **state)
@@ -158,7 +158,7 @@ static void test_unsupported_dtype(void **state)
         snprintf(header, sizeof header,
                  "{\"pos\": {\"dtype\": \"%s\", \"shape\": [2], \"data_offsets\": [0, 16]}}", dtypes[i]);
         st_write(f->path, header, data, 16);
-        check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_UNSUPPORTED, f->path,
+        check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_UNSUPPORTED, f->path,
                     "tensor pos", dtypes[i]);
     }
 }
@@ -168,15 +168,15 @@ static void test_shape_byte_mismatch(void **state)
     fx *f = *state;
     const uint8_t data[16] = {0};
     st_write(f->path, "{\"w\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", data, 16);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "tensor w",
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, f->path, "tensor w",
                 "needs 12 bytes", "hold 8");
     st_write(f->path, "{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [0, 16]}}", data, 16);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, "needs 8 bytes",
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, "needs 8 bytes",
                 "hold 16");
     /* Dims whose product overflows. */
     st_write(f->path, "{\"w\": {\"dtype\": \"F32\", \"shape\": [4294967296, 4294967296, 4294967296], "
              "\"data_offsets\": [0, 16]}}", data, 16);
-    check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, "too large");
+    check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, PD_ERR_FORMAT, "too large");
 }
 
 static void test_malformed_header(void **state)
@@ -203,7 +203,7 @@ static void test_malformed_header(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         st_write(f->path, cases[i].header, data, 8);
-        check_error(pd_safetensors_add(&f->st, f->path, &f->err), &f->err, cases[i].code, f->path,
+        check_error(pdi_safetensors_add(&f->st, f->path, &f->err), &f->err, cases[i].code, f->path,
                     cases[i].needle);
         assert_int_equal(f->st.n_tensors, 0);
         assert_int_equal(f->st.n_maps, 0);
@@ -220,13 +220,13 @@ static void test_duplicate_across_files(void **state)
     st_write(f->path, "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", data, 8);
     st_write(second, "{\"v\": {\"dtype\": \"F16\", \"shape\": [4], \"data_offsets\": [0, 8]}, "
              "\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}", data, 16);
-    assert_int_equal(pd_safetensors_add(&f->st, f->path, &f->err), PD_OK);
-    check_error(pd_safetensors_add(&f->st, second, &f->err), &f->err, PD_ERR_FORMAT, second, "tensor w",
+    assert_int_equal(pdi_safetensors_add(&f->st, f->path, &f->err), PD_OK);
+    check_error(pdi_safetensors_add(&f->st, second, &f->err), &f->err, PD_ERR_FORMAT, second, "tensor w",
                 f->path);
     assert_int_equal(f->st.n_tensors, 1);
     assert_int_equal(f->st.n_maps, 1);
-    assert_null(pd_store_find(&f->st, "v"));
-    assert_memory_equal(pd_store_find(&f->st, "w")->data, data, 8);
+    assert_null(pdi_store_find(&f->st, "v"));
+    assert_memory_equal(pdi_store_find(&f->st, "w")->data, data, 8);
 }
 
 /* Random damage to a valid file: every load either succeeds with tensors
@@ -243,7 +243,7 @@ static void test_mutations(void **state)
     st_write_tensors(f->path, p, l.n);
     char *orig;
     size_t len;
-    assert_int_equal(pd_read_file(f->path, &orig, &len, &f->err), PD_OK);
+    assert_int_equal(pdi_read_file(f->path, &orig, &len, &f->err), PD_OK);
     uint8_t *buf = malloc(len);
     uint64_t rng = 12345;
     for (int iter = 0; iter < 300; iter++) {
@@ -257,15 +257,15 @@ static void test_mutations(void **state)
         if (iter % 5 == 0) cut = (size_t)(rng >> 40) % len;
         twrite(f->path, buf, cut);
         pd_tensor_store st;
-        pd_store_init(&st);
+        pdi_store_init(&st);
         pd_error err = {0};
-        if (pd_safetensors_add(&st, f->path, &err) == PD_OK) {
-            for (size_t i = 0; i < st.n_tensors; i++) assert_true(pd_mapping_holds(&st.maps[0], &st.tensors[i]));
+        if (pdi_safetensors_add(&st, f->path, &err) == PD_OK) {
+            for (size_t i = 0; i < st.n_tensors; i++) assert_true(pdi_mapping_holds(&st.maps[0], &st.tensors[i]));
         } else {
             assert_true(err.code != PD_OK && err.message[0]);
             assert_int_equal(st.n_maps, 0);
         }
-        pd_store_free(&st);
+        pdi_store_free(&st);
     }
     free(buf);
     free(orig);

@@ -4,6 +4,7 @@
  * modes. */
 #include "fuzz_util.h"
 #include "pd_internal.h"
+#include "pocketdec.h"
 
 static pd_model *model;
 

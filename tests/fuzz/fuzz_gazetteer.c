@@ -14,18 +14,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                               "{\"aspect\": [\"<a>\", \"</a>\"], \"opinion\": [\"<o>\", \"</o>\"]}}}",
                               0, NULL);
     pd_error err;
-    if (root && pd_gazetteer_parse(&h, root, "head.json", &err) == PD_OK) {
+    if (root && pdi_gazetteer_parse(&h, root, "head.json", &err) == PD_OK) {
         const uint8_t *nul = memchr(data, 0, size);
         const char *text = nul ? (const char *)nul + 1 : "很好用的包装";
         size_t len = nul ? size - (size_t)(nul - data) - 1 : strlen(text);
         pd_gaz_match *m = NULL;
         int32_t n = 0;
-        if (pd_gazetteer_match(t.gazetteer, text, len, &m, &n, &err) == PD_OK)
+        if (pdi_gazetteer_match(t.gazetteer, text, len, &m, &n, &err) == PD_OK)
             for (int32_t i = 1; i < n; i++)
                 if (m[i].start < m[i - 1].end || m[i].end > len) abort(); /* in order, no overlap, in bounds */
         free(m);
     }
-    pd_gazetteer_free(t.gazetteer);
+    pdi_gazetteer_free(t.gazetteer);
     json_decref(root);
     return 0;
 }

@@ -9,15 +9,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pd_config cfg;
     pd_vocab_parts vocab;
     pd_error err;
-    pd_store_init(&st);
-    if (pd_gguf_load(path, &st, &cfg, &vocab, &err) == PD_OK) {
+    pdi_store_init(&st);
+    if (pdi_gguf_load(path, &st, &cfg, &vocab, &err) == PD_OK) {
         volatile uint8_t sum = 0;
         for (size_t i = 0; i < st.n_tensors; i++)
             for (size_t b = 0; b < st.tensors[i].nbytes; b++) sum ^= st.tensors[i].data[b];
         (void)sum;
-        pd_vocab_parts_free(&vocab);
+        pdi_vocab_parts_free(&vocab);
     }
-    pd_store_free(&st);
+    pdi_store_free(&st);
     /* the whole model path too: weights bound, tokenizer built from the vocabulary */
     pd_model *m = pd_model_load(path, NULL, &err);
     if (m) {

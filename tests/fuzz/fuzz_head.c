@@ -4,6 +4,7 @@
  * PD_FUZZ_HEAD_SCHEMA when set, and extracts from one text). */
 #include "fuzz_util.h"
 #include "pd_internal.h"
+#include "pocketdec.h"
 
 static pd_model *model;
 static pd_schema *schema;

@@ -7,14 +7,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *path = fuzz_write_file(".safetensors", data, size);
     pd_tensor_store st;
     pd_error err;
-    pd_store_init(&st);
-    if (pd_safetensors_add(&st, path, &err) == PD_OK) {
+    pdi_store_init(&st);
+    if (pdi_safetensors_add(&st, path, &err) == PD_OK) {
         /* touch every byte of every tensor the loader vouched for */
         volatile uint8_t sum = 0;
         for (size_t i = 0; i < st.n_tensors; i++)
             for (size_t b = 0; b < st.tensors[i].nbytes; b++) sum ^= st.tensors[i].data[b];
         (void)sum;
     }
-    pd_store_free(&st);
+    pdi_store_free(&st);
     return 0;
 }

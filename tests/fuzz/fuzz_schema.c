@@ -2,6 +2,7 @@
  * naming line and column, never a crash. */
 #include "fuzz_util.h"
 #include "pd_internal.h"
+#include "pocketdec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "pocketdec.h"
-#include "pd_internal.h" /* pd_model_derive: merging into interleaved weights */
+#include "pd_internal.h" /* pdi_model_derive: merging into interleaved weights */
 #include "core/threadpool.h" /* the pool's chunking */
 
 static const char *fixture_dir;
@@ -620,7 +620,7 @@ static void check_interleaved(const char *name)
         for (int64_t j = 0; j < 2 * rows[k]; j++) B[j] = (float)((j * 5 + i) % 11) / 11.0f - 0.5f;
         u[i] = (pd_lowrank){names[i], rows[k], cols[k], 2, 0.01f, A, B};
     }
-    pd_model *da = pd_model_derive(ma, u, (size_t)nu, PD_DERIVE_MERGE, &err), *df = da ? pd_model_derive(mf, u, (size_t)nu, PD_DERIVE_MERGE, &err) : NULL;
+    pd_model *da = pdi_model_derive(ma, u, (size_t)nu, PD_DERIVE_MERGE, &err), *df = da ? pdi_model_derive(mf, u, (size_t)nu, PD_DERIVE_MERGE, &err) : NULL;
     if (!da || !df) fail_msg("%s", err.message);
     assert_int_equal(info_int(da, "interleaved_matrices", kern, sizeof kern), 1); /* the head */
     /* the hidden states: the layers are the same F32 and the embedding rows the same floats */
@@ -693,25 +693,25 @@ static void test_pool_chunks(void **state)
     const int chunks[] = {0, 1, 2, 4, 9};
     int seen[1152];
     for (int threads = 1; threads <= 3; threads++) {
-        pd_pool *pool = pd_pool_new(threads);
+        pd_pool *pool = pdi_pool_new(threads);
         assert_non_null(pool);
         for (size_t a = 0; a < 6; a++)
             for (size_t b = 0; b < 3; b++)
                 for (size_t k = 0; k < 5; k++) {
                     cover_job c = {grains[b], seen, false, PTHREAD_MUTEX_INITIALIZER};
                     memset(seen, 0, sizeof seen);
-                    pd_pool_for_chunks(pool, sizes[a], grains[b], chunks[k], cover_range, &c);
+                    pdi_pool_for_chunks(pool, sizes[a], grains[b], chunks[k], cover_range, &c);
                     assert_false(c.misaligned);
                     for (int64_t i = 0; i < sizes[a]; i++) assert_int_equal(seen[i], 1);
                 }
-        pd_pool_free(pool);
+        pdi_pool_free(pool);
     }
     /* more threads than cores would wait on each other's time slices: the pool runs the cores */
-    pd_pool *pool = pd_pool_new(256);
+    pd_pool *pool = pdi_pool_new(256);
     assert_non_null(pool);
     assert_true(pd_cpu_count() >= 1);
-    assert_int_equal(pd_pool_size(pool), pd_cpu_count() < 256 ? pd_cpu_count() : 256);
-    pd_pool_free(pool);
+    assert_int_equal(pdi_pool_size(pool), pd_cpu_count() < 256 ? pd_cpu_count() : 256);
+    pdi_pool_free(pool);
 }
 
 static void test_missing_model(void **state)

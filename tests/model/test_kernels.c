@@ -33,7 +33,7 @@ static void put_u16(uint8_t *p, uint16_t v)
  * once the scales are set to sane halves). */
 static size_t make_row(pd_dtype t, int64_t n, uint8_t *buf)
 {
-    size_t bytes = pd_dtype_row_bytes(t, n);
+    size_t bytes = pdi_dtype_row_bytes(t, n);
     for (size_t i = 0; i < bytes; i++) buf[i] = (uint8_t)(frand() * 127.0f + 128.0f);
     if (t == PD_F32)
         for (int64_t i = 0; i < n; i++) {
@@ -41,13 +41,13 @@ static size_t make_row(pd_dtype t, int64_t n, uint8_t *buf)
             memcpy(buf + 4 * i, &v, 4);
         }
     if (t == PD_F16)
-        for (int64_t i = 0; i < n; i++) put_u16(buf + 2 * i, pd_f32_to_f16(frand()));
+        for (int64_t i = 0; i < n; i++) put_u16(buf + 2 * i, pdi_f32_to_f16(frand()));
     if (t == PD_BF16)
         for (int64_t i = 0; i < n; i++) put_u16(buf + 2 * i, (uint16_t)(0x3f00 | (buf[2 * i] & 0x7f)) ^ (uint16_t)(buf[2 * i + 1] & 0x80) << 8);
     size_t block = t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : t == PD_Q4_1 ? 20 : t == PD_Q4_64 ? 36 : 0;
     for (size_t b = 0; block && b < bytes / block; b++) {
-        put_u16(buf + b * block, pd_f32_to_f16(0.01f + 0.02f * fabsf(frand())));
-        if (pd_dtype_has_min(t)) put_u16(buf + b * block + 2, pd_f32_to_f16(-0.1f * fabsf(frand())));
+        put_u16(buf + b * block, pdi_f32_to_f16(0.01f + 0.02f * fabsf(frand())));
+        if (pd_dtype_has_min(t)) put_u16(buf + b * block + 2, pdi_f32_to_f16(-0.1f * fabsf(frand())));
     }
     return bytes;
 }
@@ -57,12 +57,12 @@ static void check_type(const pd_kernels *k, pd_dtype t)
     const int64_t sizes[] = {32, 64, 96, 896, 2560};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int64_t n = sizes[s];
-        if (n % pd_dtype_block_len(t)) continue;
+        if (n % pdi_dtype_block_len(t)) continue;
         uint8_t *row = malloc((size_t)n * 4 + 1);
         float *w = malloc((size_t)n * sizeof(float)), *x = malloc((size_t)n * sizeof(float));
         /* an odd address: stored rows need not be aligned */
         make_row(t, n, row + 1);
-        pd_row_to_f32(t, row + 1, w, n);
+        pdi_row_to_f32(t, row + 1, w, n);
         double want = 0.0, scale = 0.0;
         for (int64_t i = 0; i < n; i++) {
             x[i] = frand();
@@ -71,7 +71,7 @@ static void check_type(const pd_kernels *k, pd_dtype t)
         }
         float got = k->dot_row(t, row + 1, x, n);
         if (fabs(got - want) > 1e-5 * scale + 1e-7)
-            fail_msg("%s dot_row %s n=%lld: got %.9g want %.9g", k->name, pd_dtype_name(t), (long long)n, got, want);
+            fail_msg("%s dot_row %s n=%lld: got %.9g want %.9g", k->name, pdi_dtype_name(t), (long long)n, got, want);
         float plain = k->dot(w, x, n);
         assert_true(fabs(plain - want) <= 1e-5 * scale + 1e-7);
         free(row);
@@ -83,31 +83,31 @@ static void check_type(const pd_kernels *k, pd_dtype t)
 static void test_dot_row_all_types(void **state)
 {
     (void)state;
-    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_select(), pd_kernels_avx2(), pd_kernels_avx512()};
+    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_select(), pdi_kernels_avx2(), pdi_kernels_avx512()};
     const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (int k = 0; k < 4; k++)
         for (size_t t = 0; impls[k] && t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
 
-/* widen gives pd_row_to_f32's values exactly, for every type, at odd
+/* widen gives pdi_row_to_f32's values exactly, for every type, at odd
  * addresses and lengths. */
 static void test_widen(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
-                                 pd_kernels_select()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+                                 pdi_kernels_select()};
     const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     uint8_t row[4 * 192 + 1];
     float want[192], got[192];
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
-        for (int64_t n = pd_dtype_block_len(types[k]), step = n > 1 ? n : 13; n <= 192; n += step) {
+        for (int64_t n = pdi_dtype_block_len(types[k]), step = n > 1 ? n : 13; n <= 192; n += step) {
             make_row(types[k], n, row + 1);
-            pd_row_to_f32(types[k], row + 1, want, n);
+            pdi_row_to_f32(types[k], row + 1, want, n);
             for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
                 if (!impls[m]) continue;
                 impls[m]->widen(types[k], row + 1, got, n);
                 if (memcmp(got, want, (size_t)n * sizeof(float)))
-                    fail_msg("%s widen %s n=%lld differs", impls[m]->name, pd_dtype_name(types[k]), (long long)n);
+                    fail_msg("%s widen %s n=%lld differs", impls[m]->name, pdi_dtype_name(types[k]), (long long)n);
             }
         }
 }
@@ -118,18 +118,18 @@ static void test_widen(void **state)
 static void test_fmatmul(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
-                                 pd_kernels_select()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+                                 pdi_kernels_select()};
     const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16};
     const int64_t n = 101, max_rows = 7, max_toks = 9, ys = 11;
     float x[9 * 101], w[7 * 101], y[9 * 11];
     for (int64_t i = 0; i < max_toks * n; i++) x[i] = frand();
     for (size_t k = 0; k < 3; k++) {
-        size_t rb = pd_dtype_row_bytes(types[k], n);
+        size_t rb = pdi_dtype_row_bytes(types[k], n);
         uint8_t *buf = malloc(rb * (size_t)max_rows + 1), *rows = buf + 1;
         for (int64_t r = 0; r < max_rows; r++) {
             make_row(types[k], n, rows + r * rb);
-            pd_row_to_f32(types[k], rows + r * rb, w + r * n, n);
+            pdi_row_to_f32(types[k], rows + r * rb, w + r * n, n);
         }
         for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
             if (!impls[m]) continue;
@@ -148,7 +148,7 @@ static void test_fmatmul(void **state)
                             }
                             if (fabs(y[t * ys + r] - want) > 1e-6 * scale)
                                 fail_msg("%s fmatmul %s rows %lld tokens [%lld, %lld): y[%lld][%lld] = %.9g, want %.9g",
-                                         impls[m]->name, pd_dtype_name(types[k]), (long long)nr, (long long)t0,
+                                         impls[m]->name, pdi_dtype_name(types[k]), (long long)nr, (long long)t0,
                                          (long long)t1, (long long)t, (long long)r, y[t * ys + r], want);
                         }
                 }
@@ -171,7 +171,7 @@ static void qact_new(qact_buf *b, int64_t n_tok, int64_t cols)
     size_t ds = (size_t)((cols / 32 + 1) * n_tok + 8) * sizeof(float);
     b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds),
                      malloc((size_t)(n_tok * cols / 32) * sizeof(int32_t))};
-    pd_quantize_act(&b->a, b->x, cols, 0, n_tok);
+    pdi_quantize_act(&b->a, b->x, cols, 0, n_tok);
 }
 
 static void qact_free(qact_buf *b)
@@ -206,18 +206,18 @@ static void test_quantize_act(void **state)
         }
     /* a block of zeros has scale 0 and zeros */
     memset(b.x, 0, 32 * sizeof(float));
-    pd_quantize_act(&b.a, b.x, 96, 0, 1);
+    pdi_quantize_act(&b.a, b.x, 96, 0, 1);
     assert_true(b.a.d[0] == 0.0f && b.a.q[5] == 0);
     qact_free(&b);
 }
 
-/* Every table's quantize_act gives pd_quantize_act's bits, including ties at
+/* Every table's quantize_act gives pdi_quantize_act's bits, including ties at
  * half a step, NaN, infinities, -0, subnormals and an all-zero block. */
 static void test_quantize_act_tables(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
-                                 pd_kernels_select()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+                                 pdi_kernels_select()};
     const int64_t n_tok = 5, cols = 160, nb = cols / 32;
     float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
     for (int64_t i = 0; i < n_tok * cols; i++) x[i] = frand() * 3.0f;
@@ -236,7 +236,7 @@ static void test_quantize_act_tables(void **state)
     size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float), bs = (size_t)(nb * n_tok) * sizeof(int32_t);
     pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
     pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
-    pd_quantize_act(&want, x, cols, 0, n_tok);
+    pdi_quantize_act(&want, x, cols, 0, n_tok);
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
         if (!impls[i]) continue;
         memset(got.q, 0x55, (size_t)(n_tok * cols));
@@ -273,15 +273,15 @@ static void test_quantize_act_tables(void **state)
 static void test_attention_kernels(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon(),
-                                 pd_kernels_select()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+                                 pdi_kernels_select()};
     enum { NK = 19, STRIDE = 160 };
     float k[NK * STRIDE], kw[NK * STRIDE], q[STRIDE], p[NK], out[NK], y[STRIDE + 1];
     uint16_t kh[NK * STRIDE];
     for (int64_t i = 0; i < NK * STRIDE; i++) {
         k[i] = frand();
-        kh[i] = pd_f32_to_f16(k[i]);
-        kw[i] = pd_f16_to_f32(kh[i]);
+        kh[i] = pdi_f32_to_f16(k[i]);
+        kw[i] = pdi_f16_to_f32(kh[i]);
     }
     for (int64_t i = 0; i < STRIDE; i++) q[i] = frand();
     float q3[3 * STRIDE]; /* three heads; the second is q */
@@ -297,7 +297,7 @@ static void test_attention_kernels(void **state)
     s[101] = -87.5f;
     s[202] = -INFINITY; /* in the tail */
     memcpy(e, s, sizeof s);
-    float want_sum = pd_exp_sum(e, 203, 0.0f);
+    float want_sum = pdi_exp_sum(e, 203, 0.0f);
     for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
         const pd_kernels *kt = impls[m];
         if (!kt) continue;
@@ -324,7 +324,7 @@ static void test_attention_kernels(void **state)
                         scale += fabs(0.5 * q[c] * kv[j * STRIDE + c]);
                     }
                     if (fabs(out[j] - want) > 1e-6 * scale)
-                        fail_msg("%s key_scores %s n=%lld key %lld: %.9g, want %.9g", kt->name, pd_dtype_name(kvt),
+                        fail_msg("%s key_scores %s n=%lld key %lld: %.9g, want %.9g", kt->name, pdi_dtype_name(kvt),
                                  (long long)n, (long long)j, out[j], want);
                 }
                 for (int64_t c = 0; c <= STRIDE; c++) y[c] = (float)c;
@@ -346,7 +346,7 @@ static void test_attention_kernels(void **state)
                         scale += fabs((double)p[j] * kv[j * STRIDE + c]);
                     }
                     if (fabs(y[c] - want) > 1e-6 * scale)
-                        fail_msg("%s value_mix %s n=%lld column %lld: %.9g, want %.9g", kt->name, pd_dtype_name(kvt),
+                        fail_msg("%s value_mix %s n=%lld column %lld: %.9g, want %.9g", kt->name, pdi_dtype_name(kvt),
                                  (long long)n, (long long)c, y[c], want);
                 }
             }
@@ -368,11 +368,11 @@ static void test_qdot_reference_value(void **state)
     (void)state;
     const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (size_t k = 0; k < 4; k++)
-        for (int64_t n = 2 * pd_dtype_block_len(types[k]); n <= 4096; n *= 4) {
+        for (int64_t n = 2 * pdi_dtype_block_len(types[k]); n <= 4096; n *= 4) {
             uint8_t *row = malloc((size_t)n * 2);
             float *w = malloc((size_t)n * sizeof(float));
             make_row(types[k], n, row);
-            pd_row_to_f32(types[k], row, w, n);
+            pdi_row_to_f32(types[k], row, w, n);
             qact_buf b;
             qact_new(&b, 1, n);
             double want = 0.0, scale = 0.0;
@@ -381,9 +381,9 @@ static void test_qdot_reference_value(void **state)
                 want += w[i] * xv;
                 scale += fabs(w[i] * xv);
             }
-            float got = pd_qdot_reference(types[k], row, &b.a, 0);
+            float got = pdi_qdot_reference(types[k], row, &b.a, 0);
             if (fabs(got - want) > 1e-5 * scale)
-                fail_msg("%s n=%lld: got %.9g want %.9g", pd_dtype_name(types[k]), (long long)n, got, want);
+                fail_msg("%s n=%lld: got %.9g want %.9g", pdi_dtype_name(types[k]), (long long)n, got, want);
             qact_free(&b);
             free(row);
             free(w);
@@ -395,16 +395,16 @@ static void test_qdot_reference_value(void **state)
  * order. */
 static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
 {
-    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
+    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
     const int64_t ys = rows + 4;
-    size_t rb = pd_dtype_row_bytes(type, cols);
+    size_t rb = pdi_dtype_row_bytes(type, cols);
     uint8_t *w = malloc(rb * (size_t)rows);
     for (int64_t r = 0; r < rows; r++) make_row(type, cols, w + r * rb);
     qact_buf b;
     qact_new(&b, toks, cols);
     float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
     for (int64_t t = 0; t < toks; t++)
-        for (int64_t r = 0; r < rows; r++) want[t * ys + r] = pd_qdot_reference(type, w + r * rb, &b.a, t);
+        for (int64_t r = 0; r < rows; r++) want[t * ys + r] = pdi_qdot_reference(type, w + r * rb, &b.a, t);
     /* uneven pieces: a single row, odd and even counts, a short tail */
     int64_t t2 = toks < 2 ? toks : 2, t3 = toks < 3 ? toks : 3;
     const int64_t rcut[] = {0, 1, rows / 2, rows - 2, rows}, tcut[] = {0, t2, t3, toks - 1 > t3 ? toks - 1 : t3, toks};
@@ -419,7 +419,7 @@ static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t tok
             for (int64_t r = 0; r < rows; r++)
                 if (memcmp(&got[t * ys + r], &want[t * ys + r], sizeof(float)))
                     fail_msg("%s %s cols %lld row %lld token %lld: %.9g, reference %.9g", impls[i]->name,
-                             pd_dtype_name(type), (long long)cols, (long long)r, (long long)t, got[t * ys + r],
+                             pdi_dtype_name(type), (long long)cols, (long long)r, (long long)t, got[t * ys + r],
                              want[t * ys + r]);
         memset(got, 0, (size_t)(toks * ys) * sizeof(float));
         for (int ri = 0; ri < 4; ri++)
@@ -429,7 +429,7 @@ static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t tok
         for (int64_t t = 0; t < toks; t++)
             for (int64_t r = 0; r < rows; r++) assert_memory_equal(&got[t * ys + r], &want[t * ys + r], sizeof(float));
         printf("  %s %s %lld x %lld x %lld: every (row, token) bitwise equal to the reference\n", impls[i]->name,
-               pd_dtype_name(type), (long long)rows, (long long)cols, (long long)toks);
+               pdi_dtype_name(type), (long long)rows, (long long)cols, (long long)toks);
     }
     assert_true(tested >= 1);
     qact_free(&b);
@@ -448,7 +448,7 @@ static void test_qmatmul_bitwise(void **state)
     const int64_t shapes[][3] = {{160, 13, 11}, {192, 13, 11}, {896, 37, 1}, {896, 37, 9}, {2560, 37, 15}};
     for (size_t k = 0; k < 4; k++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-            if (shapes[s][0] % pd_dtype_block_len(types[k]) == 0)
+            if (shapes[s][0] % pdi_dtype_block_len(types[k]) == 0)
                 check_qmatmul(types[k], shapes[s][0], shapes[s][1], shapes[s][2]);
 }
 
@@ -459,10 +459,10 @@ static void test_qmatmul_bitwise(void **state)
  * layout's product. */
 static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t toks)
 {
-    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
+    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
     const int64_t ys = rows + 4;
-    const char *name = pd_dtype_name(type);
-    size_t rb = pd_dtype_row_bytes(type, cols), bb = pd_dtype_row_bytes(type, pd_dtype_block_len(type));
+    const char *name = pdi_dtype_name(type);
+    size_t rb = pdi_dtype_row_bytes(type, cols), bb = pdi_dtype_row_bytes(type, pdi_dtype_block_len(type));
     size_t vals = pd_dtype_has_min(type) ? 4 : 2, nv = bb - vals;
     uint8_t *plain = malloc(rb * (size_t)rows), *w = malloc(rb * (size_t)rows);
     for (int64_t r = 0; r < rows; r++) make_row(type, cols, plain + r * rb);
@@ -472,11 +472,11 @@ static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t to
         memset(plain + b * bb + vals, type == PD_Q8_0 ? 0x80 : 0x00, nv);
         if (rows > 1) memset(plain + rb + b * bb + vals, type == PD_Q8_0 ? 0x7f : 0xff, nv);
     }
-    pd_x_pack(type, n, plain, rb, rows, w);
+    pdi_x_pack(type, n, plain, rb, rows, w);
     float *a = malloc((size_t)cols * sizeof(float)), *bq = malloc((size_t)cols * sizeof(float));
     for (int64_t r = 0; r < rows; r++) {
-        pd_row_to_f32(type, plain + r * rb, a, cols);
-        pd_x_row_to_f32(type, n, w, rb, r, bq, cols);
+        pdi_row_to_f32(type, plain + r * rb, a, cols);
+        pdi_x_row_to_f32(type, n, w, rb, r, bq, cols);
         assert_memory_equal(a, bq, (size_t)cols * sizeof(float));
     }
     qact_buf b;
@@ -492,8 +492,8 @@ static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t to
     float *want = calloc((size_t)(toks * ys), sizeof(float)), *got = calloc((size_t)(toks * ys), sizeof(float));
     for (int64_t t = 0; t < toks; t++)
         for (int64_t r = 0; r < rows; r++) {
-            want[t * ys + r] = pd_qdot_x_reference(type, n, w, rb, r, &b.a, t);
-            pd_row_to_f32(type, plain + r * rb, a, cols);
+            want[t * ys + r] = pdi_qdot_x_reference(type, n, w, rb, r, &b.a, t);
+            pdi_row_to_f32(type, plain + r * rb, a, cols);
             double exact = 0.0, scale = 0.0;
             for (int64_t i = 0; i < cols; i++) {
                 double xv = (double)b.a.d[(i / 32) * b.a.n_cap + t] * b.a.q[t * cols + i];
@@ -503,7 +503,7 @@ static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t to
             if (fabs(want[t * ys + r] - exact) > 1e-6 * scale)
                 fail_msg("%s x%d reference cols %lld row %lld token %lld: %.9g, float64 %.9g", name, n,
                          (long long)cols, (long long)r, (long long)t, want[t * ys + r], exact);
-            float plain_dot = pd_qdot_reference(type, plain + r * rb, &b.a, t);
+            float plain_dot = pdi_qdot_reference(type, plain + r * rb, &b.a, t);
             assert_true(fabs(plain_dot - want[t * ys + r]) <= 1.1e-5 * scale); /* the plain order: 1e-5 */
         }
     /* whole groups: the first, half of them, all but the last, the last */
@@ -533,7 +533,7 @@ static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t to
                name, n, (long long)rows, (long long)cols, (long long)toks);
     }
     /* four at a time the portable table's own; eight the AVX2 one's, sixteen where AVX-512 VNNI runs */
-    assert_true(tested >= (n == 4 || (n == 8 && pd_kernels_avx2()) || (n == 16 && pd_kernels_avx512()) ? 1 : 0));
+    assert_true(tested >= (n == 4 || (n == 8 && pdi_kernels_avx2()) || (n == 16 && pdi_kernels_avx512()) ? 1 : 0));
     qact_free(&b);
     free(plain);
     free(w);
@@ -558,7 +558,7 @@ static void test_x(void **state)
                               {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}};
     const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (size_t k = 0; k < 4; k++) {
-        int64_t len = pd_dtype_block_len(types[k]);
+        int64_t len = pdi_dtype_block_len(types[k]);
         for (size_t s = 0; s < sizeof x4 / sizeof x4[0]; s++)
             if (x4[s][0] % len == 0) check_x(types[k], 4, x4[s][0], x4[s][1], x4[s][2]);
         for (size_t s = 0; s < sizeof x8 / sizeof x8[0]; s++)
@@ -586,17 +586,17 @@ static void q4_64_as_q4_1(const uint8_t *src, int64_t cols, uint8_t *dst)
 static void test_q4_64_is_q4_1_with_shared_scales(void **state)
 {
     (void)state;
-    const pd_kernels *impls[4] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_neon(), pd_kernels_avx512()};
+    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
     const int64_t cols = 576, rows = 48, toks = 9, ys = rows;
-    size_t rb = pd_dtype_row_bytes(PD_Q4_64, cols), rb1 = pd_dtype_row_bytes(PD_Q4_1, cols);
+    size_t rb = pdi_dtype_row_bytes(PD_Q4_64, cols), rb1 = pdi_dtype_row_bytes(PD_Q4_1, cols);
     assert_true(rb == 324 && rb1 == 360);
     uint8_t *w = malloc(rb * rows), *w1 = malloc(rb1 * rows), *xw = malloc(rb * rows), *xw1 = malloc(rb1 * rows);
     float *a = malloc(cols * sizeof(float)), *a1 = malloc(cols * sizeof(float));
     for (int64_t r = 0; r < rows; r++) {
         make_row(PD_Q4_64, cols, w + r * rb);
         q4_64_as_q4_1(w + r * rb, cols, w1 + r * rb1);
-        pd_row_to_f32(PD_Q4_64, w + r * rb, a, cols);
-        pd_row_to_f32(PD_Q4_1, w1 + r * rb1, a1, cols);
+        pdi_row_to_f32(PD_Q4_64, w + r * rb, a, cols);
+        pdi_row_to_f32(PD_Q4_1, w1 + r * rb1, a1, cols);
         assert_memory_equal(a, a1, cols * sizeof(float));
     }
     qact_buf b;
@@ -604,8 +604,8 @@ static void test_q4_64_is_q4_1_with_shared_scales(void **state)
     float *got = calloc(toks * ys, sizeof(float)), *want = calloc(toks * ys, sizeof(float));
     for (int64_t t = 0; t < toks; t++)
         for (int64_t r = 0; r < rows; r++) {
-            float x = pd_qdot_reference(PD_Q4_64, w + r * rb, &b.a, t);
-            float x1 = pd_qdot_reference(PD_Q4_1, w1 + r * rb1, &b.a, t);
+            float x = pdi_qdot_reference(PD_Q4_64, w + r * rb, &b.a, t);
+            float x1 = pdi_qdot_reference(PD_Q4_1, w1 + r * rb1, &b.a, t);
             assert_memory_equal(&x, &x1, sizeof x);
         }
     int tested = 0;
@@ -620,15 +620,15 @@ static void test_q4_64_is_q4_1_with_shared_scales(void **state)
                 assert_memory_equal(got, want, toks * ys * sizeof(float));
             }
         int n = impls[i]->interleave;
-        pd_x_pack(PD_Q4_64, n, w, rb, rows, xw);
-        pd_x_pack(PD_Q4_1, n, w1, rb1, rows, xw1);
+        pdi_x_pack(PD_Q4_64, n, w, rb, rows, xw);
+        pdi_x_pack(PD_Q4_1, n, w1, rb1, rows, xw1);
         for (int64_t r = 0; r < rows; r++) {
-            pd_x_row_to_f32(PD_Q4_64, n, xw, rb, r, a, cols);
-            pd_row_to_f32(PD_Q4_1, w1 + r * rb1, a1, cols);
+            pdi_x_row_to_f32(PD_Q4_64, n, xw, rb, r, a, cols);
+            pdi_row_to_f32(PD_Q4_1, w1 + r * rb1, a1, cols);
             assert_memory_equal(a, a1, cols * sizeof(float));
             for (int64_t t = 0; t < toks; t++) {
-                float x = pd_qdot_x_reference(PD_Q4_64, n, xw, rb, r, &b.a, t);
-                float x1 = pd_qdot_x_reference(PD_Q4_1, n, xw1, rb1, r, &b.a, t);
+                float x = pdi_qdot_x_reference(PD_Q4_64, n, xw, rb, r, &b.a, t);
+                float x1 = pdi_qdot_x_reference(PD_Q4_1, n, xw1, rb1, r, &b.a, t);
                 assert_memory_equal(&x, &x1, sizeof x);
             }
         }
@@ -666,18 +666,18 @@ static void test_quantize_q4_64(void **state)
     x[0] = -1.0f;
     x[40] = 9.0f;
     x[63] = 14.0f;
-    pd_quantize_row(PD_Q4_64, x, 64, blk);
+    pdi_quantize_row(PD_Q4_64, x, 64, blk);
     assert_int_equal(pd_load_u16(blk), 0x3c00);     /* d = 1 */
     assert_int_equal(pd_load_u16(blk + 2), 0xbc00); /* m = -1 */
     assert_int_equal(blk[4], 0x30);                 /* values 0 (q 0) and 16 (q 3) */
     assert_int_equal(blk[4 + 16 + 8], 0x3a);        /* values 40 (q 10) and 56 (q 3) */
     assert_int_equal(blk[4 + 16 + 15], 0xf3);       /* values 47 (q 3) and 63 (q 15) */
-    pd_row_to_f32(PD_Q4_64, blk, back, 64);
+    pdi_row_to_f32(PD_Q4_64, blk, back, 64);
     assert_true(back[0] == -1.0f && back[40] == 9.0f && back[63] == 14.0f && back[1] == 2.0f && back[62] == 2.0f);
     /* a constant block: d = 0, every q 0, back to the value (as its F16) */
     for (int j = 0; j < 64; j++) x[j] = 0.5f;
-    pd_quantize_row(PD_Q4_64, x, 64, blk);
-    pd_row_to_f32(PD_Q4_64, blk, back, 64);
+    pdi_quantize_row(PD_Q4_64, x, 64, blk);
+    pdi_row_to_f32(PD_Q4_64, blk, back, 64);
     for (int j = 0; j < 64; j++) assert_true(back[j] == 0.5f);
     /* random rows: every value within half a step (plus the F16 roundings) */
     for (int rep = 0; rep < 20; rep++) {
@@ -687,8 +687,8 @@ static void test_quantize_q4_64(void **state)
             lo = fminf(lo, x[j]);
             hi = fmaxf(hi, x[j]);
         }
-        pd_quantize_row(PD_Q4_64, x, 64, blk);
-        pd_row_to_f32(PD_Q4_64, blk, back, 64);
+        pdi_quantize_row(PD_Q4_64, x, 64, blk);
+        pdi_row_to_f32(PD_Q4_64, blk, back, 64);
         float step = (hi - lo) / 15.0f;
         for (int j = 0; j < 64; j++)
             if (fabsf(back[j] - x[j]) > 0.5f * step + 16.0f * 1e-3f * (fabsf(lo) + step))
@@ -704,7 +704,7 @@ static void test_quantize_q4_64(void **state)
 static void test_silu_mul(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
     enum { N = 37 };
     float g0[N], u[N];
     for (int i = 0; i < N; i++) {
@@ -742,16 +742,16 @@ static void test_block_values(void **state)
     float out[32];
     put_u16(q8, 0x3800); /* 0.5 */
     q8[2] = (uint8_t)-3;
-    pd_row_to_f32(PD_Q8_0, q8, out, 32);
+    pdi_row_to_f32(PD_Q8_0, q8, out, 32);
     assert_true(out[0] == -1.5f && out[1] == 0.0f);
     put_u16(q40, 0x4000); /* 2.0 */
     q40[2] = 0xa3;        /* weight 0: 3, weight 16: 10 */
-    pd_row_to_f32(PD_Q4_0, q40, out, 32);
+    pdi_row_to_f32(PD_Q4_0, q40, out, 32);
     assert_true(out[0] == -10.0f && out[16] == 4.0f && out[1] == -16.0f);
     put_u16(q41, 0x3400); /* 0.25 */
     put_u16(q41 + 2, 0x3c00); /* 1.0 */
     q41[4] = 0x0f;
-    pd_row_to_f32(PD_Q4_1, q41, out, 32);
+    pdi_row_to_f32(PD_Q4_1, q41, out, 32);
     assert_true(out[0] == 4.75f && out[16] == 1.0f);
     /* Q4_64 d=0.25 m=1: byte 4 gives weights 0 and 16, byte 20 weights 32 and 48 */
     uint8_t q464[36] = {0};
@@ -760,40 +760,40 @@ static void test_block_values(void **state)
     put_u16(q464 + 2, 0x3c00);
     q464[4] = 0x0f;
     q464[20] = 0xa3;
-    pd_row_to_f32(PD_Q4_64, q464, out64, 64);
+    pdi_row_to_f32(PD_Q4_64, q464, out64, 64);
     assert_true(out64[0] == 4.75f && out64[16] == 1.0f && out64[32] == 1.75f && out64[48] == 3.5f && out64[63] == 1.0f);
 }
 
 static void test_half_conversions(void **state)
 {
     (void)state;
-    assert_true(pd_f16_to_f32(0x3c00) == 1.0f);
-    assert_true(pd_f16_to_f32(0xc000) == -2.0f);
-    assert_true(pd_f16_to_f32(0x0001) == ldexpf(1.0f, -24)); /* smallest subnormal */
-    assert_true(pd_f16_to_f32(0x7bff) == 65504.0f);
-    assert_true(isinf(pd_f16_to_f32(0x7c00)));
-    assert_true(isnan(pd_f16_to_f32(0x7e00)));
-    assert_int_equal(pd_f32_to_f16(1.0f), 0x3c00);
-    assert_int_equal(pd_f32_to_f16(65504.0f), 0x7bff);
-    assert_int_equal(pd_f32_to_f16(1e6f), 0x7c00);
-    assert_int_equal(pd_f32_to_f16(ldexpf(1.0f, -24)), 0x0001);
-    assert_int_equal(pd_f32_to_f16(1.0f + ldexpf(1.0f, -11)), 0x3c00); /* tie to even */
+    assert_true(pdi_f16_to_f32(0x3c00) == 1.0f);
+    assert_true(pdi_f16_to_f32(0xc000) == -2.0f);
+    assert_true(pdi_f16_to_f32(0x0001) == ldexpf(1.0f, -24)); /* smallest subnormal */
+    assert_true(pdi_f16_to_f32(0x7bff) == 65504.0f);
+    assert_true(isinf(pdi_f16_to_f32(0x7c00)));
+    assert_true(isnan(pdi_f16_to_f32(0x7e00)));
+    assert_int_equal(pdi_f32_to_f16(1.0f), 0x3c00);
+    assert_int_equal(pdi_f32_to_f16(65504.0f), 0x7bff);
+    assert_int_equal(pdi_f32_to_f16(1e6f), 0x7c00);
+    assert_int_equal(pdi_f32_to_f16(ldexpf(1.0f, -24)), 0x0001);
+    assert_int_equal(pdi_f32_to_f16(1.0f + ldexpf(1.0f, -11)), 0x3c00); /* tie to even */
     /* every half survives a round trip through float */
     for (uint32_t h = 0; h < 0x10000; h++) {
-        float f = pd_f16_to_f32((uint16_t)h);
-        if (!isnan(f)) assert_int_equal(pd_f32_to_f16(f), h);
+        float f = pdi_f16_to_f32((uint16_t)h);
+        if (!isnan(f)) assert_int_equal(pdi_f32_to_f16(f), h);
     }
-    assert_true(pd_bf16_to_f32(0x3f80) == 1.0f);
+    assert_true(pdi_bf16_to_f32(0x3f80) == 1.0f);
 }
 
-/* Every table's narrow gives pd_f32_to_f16's bits: float bit patterns over
+/* Every table's narrow gives pdi_f32_to_f16's bits: float bit patterns over
  * the whole range a prime stride apart (halves' ties, subnormals, overflow),
  * each in every position of an 8-wide step and in the tail, plus zeros,
  * infinities and NaNs with payloads of either sign. */
 static void test_narrow_tables(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
     const int64_t n = 4099; /* not a multiple of 8: a tail */
     float *x = malloc((size_t)n * sizeof(float));
     uint16_t *want = malloc((size_t)n * 2), *got = malloc((size_t)n * 2);
@@ -805,7 +805,7 @@ static void test_narrow_tables(void **state)
         for (int64_t i = 0; i < n; i++) {
             uint32_t bits = i < 16 ? special[(i + start) % 16] : (uint32_t)((uint64_t)(i + start * n) * 1048573u);
             memcpy(&x[i], &bits, 4);
-            want[i] = pd_f32_to_f16(x[i]);
+            want[i] = pdi_f32_to_f16(x[i]);
         }
         for (size_t k = 0; k < sizeof impls / sizeof impls[0]; k++) {
             if (!impls[k]) continue;
@@ -833,7 +833,7 @@ static void test_narrow_tables(void **state)
 static void test_key_scores_transposed(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pd_kernels_portable(), pd_kernels_avx2(), pd_kernels_avx512(), pd_kernels_neon()};
+    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
     enum { B = PD_KEY_BLOCK, N = 150, NH = 9 };
     float *k = malloc(B * N * sizeof(float)), *kb = malloc(N * B * sizeof(float));
     uint16_t *kh = malloc(N * B * 2);
@@ -853,8 +853,8 @@ static void test_key_scores_transposed(void **state)
                     for (int64_t d = 0; d < n; d++)
                         for (int64_t j = 0; j < B; j++) {
                             float x = j < nk ? frand() : NAN;
-                            kh[d * B + j] = pd_f32_to_f16(x);
-                            k[j * N + d] = half ? pd_f16_to_f32(kh[d * B + j]) : x;
+                            kh[d * B + j] = pdi_f32_to_f16(x);
+                            k[j * N + d] = half ? pdi_f16_to_f32(kh[d * B + j]) : x;
                             kb[d * B + j] = x;
                         }
                     const void *blk = half ? (const void *)kh : (const void *)kb;
@@ -884,7 +884,7 @@ static void test_key_scores_transposed(void **state)
                 }
         printf("  %s key_scores_t: the chain's bits for 1-9 heads, 1-64 keys, F32 and F16 blocks\n", kern->name);
     }
-    assert_true(tested >= (pd_kernels_avx512() ? 1 : 0));
+    assert_true(tested >= (pdi_kernels_avx512() ? 1 : 0));
     free(k);
     free(kb);
     free(kh);

@@ -47,10 +47,10 @@ static int setup(void **state)
     f->schema = pd_schema_parse(SCHEMA, strlen(SCHEMA), "t.yaml", &err);
     if (!f->schema) fprintf(stderr, "%s\n", err.message);
     assert_non_null(f->schema);
-    assert_int_equal(pd_trie_init(&f->vocab, N_VOCAB, &err), PD_OK);
+    assert_int_equal(pdi_trie_init(&f->vocab, N_VOCAB, &err), PD_OK);
     for (int32_t i = 0; i < N_VOCAB; i++)
-        assert_int_equal(pd_trie_add(&f->vocab, i, (const uint8_t *)VOCAB[i], strlen(VOCAB[i]), &err), PD_OK);
-    assert_int_equal(pd_constraint_init(&f->con, f->schema, TEXT, strlen(TEXT), 2, &err), PD_OK);
+        assert_int_equal(pdi_trie_add(&f->vocab, i, (const uint8_t *)VOCAB[i], strlen(VOCAB[i]), &err), PD_OK);
+    assert_int_equal(pdi_constraint_init(&f->con, f->schema, TEXT, strlen(TEXT), 2, &err), PD_OK);
     *state = f;
     return 0;
 }
@@ -58,8 +58,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    pd_constraint_free(&f->con);
-    pd_trie_free(&f->vocab);
+    pdi_constraint_free(&f->con);
+    pdi_trie_free(&f->vocab);
     pd_schema_free(f->schema);
     free(f);
     return 0;
@@ -137,17 +137,17 @@ static bool oracle(const char *out, size_t n)
 static bool commit(fixture *f, pd_cstate *s, const char *bytes)
 {
     for (const char *p = bytes; *p; p++)
-        if (!pd_cstate_step(&f->con, s, (uint8_t)*p)) return false;
+        if (!pdi_cstate_step(&f->con, s, (uint8_t)*p)) return false;
     return true;
 }
 
 /* Compare the engine's allowed set after prefix with the oracle's. */
 static void check_against_oracle(fixture *f, const char *prefix)
 {
-    pd_cstate s = pd_cstate_initial();
+    pd_cstate s = pdi_cstate_initial();
     assert_true(commit(f, &s, prefix));
     int32_t ids[N_VOCAB];
-    int32_t n = pd_constraint_allowed(&f->con, &s, &f->vocab, ids);
+    int32_t n = pdi_constraint_allowed(&f->con, &s, &f->vocab, ids);
     int32_t k = 0;
     for (int32_t id = 0; id < N_VOCAB; id++) {
         char buf[128];
@@ -163,15 +163,15 @@ static void check_against_oracle(fixture *f, const char *prefix)
 
 static void expect_set(fixture *f, const char *prefix, const char *const *want, int32_t n_want, bool can_end)
 {
-    pd_cstate s = pd_cstate_initial();
+    pd_cstate s = pdi_cstate_initial();
     assert_true(commit(f, &s, prefix));
     int32_t ids[N_VOCAB];
-    int32_t n = pd_constraint_allowed(&f->con, &s, &f->vocab, ids);
+    int32_t n = pdi_constraint_allowed(&f->con, &s, &f->vocab, ids);
     for (int32_t i = 0; i < n; i++) fprintf(stderr, "%s'%s'", i ? " " : "allowed: ", VOCAB[ids[i]]);
     fprintf(stderr, "\n");
     assert_int_equal(n, n_want);
     for (int32_t i = 0; i < n; i++) assert_string_equal(VOCAB[ids[i]], want[i]);
-    assert_int_equal(pd_cstate_can_end(&f->con, &s), can_end);
+    assert_int_equal(pdi_cstate_can_end(&f->con, &s), can_end);
 }
 
 /* ------------------------------------------------------------- tests */
@@ -226,7 +226,7 @@ static void test_invalid_steps(void **state)
     fixture *f = *state;
     static const char *const bad[] = {"x", "ca", ",", "_a", "a,ye,", "a,yes,123", "a,yes,\n", "\xA5", "c\xE5,"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        pd_cstate s = pd_cstate_initial();
+        pd_cstate s = pdi_cstate_initial();
         assert_false(commit(f, &s, bad[i]));
         assert_false(oracle(bad[i], strlen(bad[i])));
     }

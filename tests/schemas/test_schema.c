@@ -111,7 +111,7 @@ static void test_mutations(void **state)
     pd_error err;
     char *data = NULL;
     size_t len = 0;
-    assert_int_equal(pd_read_file(g_shipped, &data, &len, &err), PD_OK);
+    assert_int_equal(pdi_read_file(g_shipped, &data, &len, &err), PD_OK);
     static const char pool[] = "_:,-[]{}\"'\n #|>&*!%@`\\";
     uint32_t x = 12345;
     int refused = 0;
@@ -148,17 +148,17 @@ static void test_decide_section(void **state)
     assert_int_equal(pd_schema_n_candidates(sc), 39);
     char **c = NULL;
     int32_t n = 0;
-    assert_int_equal(pd_schema_candidates(sc, &c, &n, &err), PD_OK);
+    assert_int_equal(pdi_schema_candidates(sc, &c, &n, &err), PD_OK);
     assert_int_equal(n, 39);
     assert_string_equal(c[0], "包装/正面");
     assert_string_equal(c[1], "包装/中性");
     assert_string_equal(c[3], "成分/正面");
     assert_string_equal(c[38], "其他/负面");
     char *values[4] = {"眼霜", "好用", "功效", "正面"};
-    char *q = pd_schema_render(sc, sc->decide_question, values);
+    char *q = pdi_schema_render(sc, sc->decide_question, values);
     assert_string_equal(q, "属性：眼霜；观点：好用");
     free(q);
-    pd_schema_free_candidates(c, n);
+    pdi_schema_free_candidates(c, n);
     pd_schema_free(sc);
     /* more joint labels than the limit */
     char yaml[8192];

@@ -36,7 +36,7 @@ static pd_status load(pd_head *h, pd_tagger *t, const char *body, const char *ma
              marks_json ? marks_json : "{\"aspect\": [\"<a>\", \"</a>\"], \"opinion\": [\"<o>\", \"</o>\"]}");
     json_t *root = json_loads(doc, 0, NULL);
     assert_non_null(root);
-    pd_status rc = pd_gazetteer_parse(h, root, "head.json", err);
+    pd_status rc = pdi_gazetteer_parse(h, root, "head.json", err);
     json_decref(root);
     return rc;
 }
@@ -58,7 +58,7 @@ static void expect(const pd_tagger *t, const char *text, const pd_gaz_match *wan
     pd_gaz_match *m = NULL;
     int32_t n = -1;
     pd_error err = {0};
-    assert_int_equal(pd_gazetteer_match(t->gazetteer, text, strlen(text), &m, &n, &err), PD_OK);
+    assert_int_equal(pdi_gazetteer_match(t->gazetteer, text, strlen(text), &m, &n, &err), PD_OK);
     assert_int_equal(n, n_want);
     for (int32_t i = 0; i < n; i++) {
         assert_int_equal(m[i].start, want[i].start);
@@ -75,8 +75,8 @@ static void test_matches(void **state)
     pd_tagger t;
     pd_error err = {0};
     assert_int_equal(load(&h, &t, TERMS, NULL, &err), PD_OK);
-    assert_string_equal(pd_gazetteer_mark(t.gazetteer, 1, true), "</o>");
-    assert_null(pd_gazetteer_mark(t.gazetteer, 2, false));
+    assert_string_equal(pdi_gazetteer_mark(t.gazetteer, 1, true), "</o>");
+    assert_null(pdi_gazetteer_mark(t.gazetteer, 2, false));
     /* 包装盒 beats 包装 (longest at 0); 很好 (3-4) and 好用 (4-5) are as long:
      * the earlier wins; 不错 is both fields; 快 from a CRLF line. Bytes: 3 a character. */
     const pd_gaz_match want[] = {{0, 9, A}, {9, 15, O}, {21, 27, A | O}, {30, 33, O}};
@@ -89,7 +89,7 @@ static void test_matches(void **state)
     expect(&t, "不错不", repeat, 1);
     expect(&t, "", NULL, 0);
     expect(&t, "没有", NULL, 0);
-    pd_gazetteer_free(t.gazetteer);
+    pdi_gazetteer_free(t.gazetteer);
 }
 
 /* Overlaps resolved longest first even when the longer match starts later. */
@@ -104,7 +104,7 @@ static void test_longer_later_wins(void **state)
     expect(&t, "abcd", want, 1);
     const pd_gaz_match both[] = {{0, 2, A}, {2, 5, O}};
     expect(&t, "abbcd", both, 2);
-    pd_gazetteer_free(t.gazetteer);
+    pdi_gazetteer_free(t.gazetteer);
 }
 
 static void refuse(const char *body, const char *marks, pd_status status, const char *word)
@@ -114,7 +114,7 @@ static void refuse(const char *body, const char *marks, pd_status status, const 
     pd_error err = {0};
     assert_int_equal(load(&h, &t, body, marks, &err), status);
     if (!strstr(err.message, word)) fail_msg("'%s' not in: %s", word, err.message);
-    pd_gazetteer_free(t.gazetteer);
+    pdi_gazetteer_free(t.gazetteer);
 }
 
 static void test_refusals(void **state)

@@ -18,7 +18,7 @@ static pd_tagger tagger = {.n_spans = 2, .n_tags = T, .trans = trans, .start = s
 static void decode(const float em[N][T], const uint8_t *boundary, int32_t *tags)
 {
     pd_error err;
-    assert_int_equal(pd_tagger_viterbi(&tagger, &em[0][0], boundary, N, tags, &err), PD_OK);
+    assert_int_equal(pdi_tagger_viterbi(&tagger, &em[0][0], boundary, N, tags, &err), PD_OK);
 }
 
 static void reset(void)
@@ -38,7 +38,7 @@ static void test_ties_go_to_the_smaller_tag(void **state)
     decode(em, all, tags);
     for (int i = 0; i < N; i++) assert_int_equal(tags[i], O);
     float v[3] = {1, 1, 0};
-    assert_int_equal(pd_argmax(v, 3), 0);
+    assert_int_equal(pdi_argmax(v, 3), 0);
 }
 
 static void test_bio_rules(void **state)

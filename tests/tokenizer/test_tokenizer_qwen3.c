@@ -299,7 +299,7 @@ static void test_from_parts(void **state)
     json_decref(root);
 
     pd_error err = {0};
-    pd_tokenizer *tok = pd_tokenizer_from_parts(&parts, "model.gguf", &err);
+    pd_tokenizer *tok = pdi_tokenizer_from_parts(&parts, "model.gguf", &err);
     if (!tok) fail_msg("%s", err.message);
     assert_int_equal(pd_tokenizer_n_vocab(tok), pd_tokenizer_n_vocab(f->tok));
     check_all_lines(tok, f);
@@ -309,16 +309,16 @@ static void test_from_parts(void **state)
     /* a merge naming an unknown token, and another pre-tokenizer */
     free(parts.merges[3]);
     parts.merges[3] = strdup("\xc4\xa0 nosuchtoken");
-    assert_null(pd_tokenizer_from_parts(&parts, "model.gguf", &err));
+    assert_null(pdi_tokenizer_from_parts(&parts, "model.gguf", &err));
     assert_int_equal(err.code, PD_ERR_FORMAT);
     assert_non_null(strstr(err.message, "model.gguf: tokenizer.ggml.merges[3]: unknown token"));
     free(parts.pre);
     parts.pre = strdup("llama-bpe");
-    assert_null(pd_tokenizer_from_parts(&parts, "model.gguf", &err));
+    assert_null(pdi_tokenizer_from_parts(&parts, "model.gguf", &err));
     assert_int_equal(err.code, PD_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "llama-bpe"));
     pd_vocab_parts none = {0};
-    assert_null(pd_tokenizer_from_parts(&none, NULL, &err));
+    assert_null(pdi_tokenizer_from_parts(&none, NULL, &err));
     assert_int_equal(err.code, PD_ERR_FORMAT);
 
     pd_tokenizer_free(tok);

@@ -1,4 +1,4 @@
-/* test_grow.c - the library's one growth rule (pd_grow) and the byte
+/* test_grow.c - the library's one growth rule (pdi_grow) and the byte
  * string on it (pd_buf): capacities, the need of zero, overflow refused with
  * the array left to its owner, a failed append that sticks. */
 #include <stdarg.h>
@@ -16,21 +16,21 @@ static void test_grow_capacities(void **state)
 {
     (void)state;
     size_t cap = 0;
-    int32_t *v = pd_grow(NULL, &cap, 1, sizeof *v);
+    int32_t *v = pdi_grow(NULL, &cap, 1, sizeof *v);
     assert_non_null(v);
     assert_int_equal(cap, 16); /* the first capacity */
     v[15] = 7;
-    assert_ptr_equal(pd_grow(v, &cap, 16, sizeof *v), v); /* room already: the same array */
-    int32_t *w = pd_grow(v, &cap, 17, sizeof *w);
+    assert_ptr_equal(pdi_grow(v, &cap, 16, sizeof *v), v); /* room already: the same array */
+    int32_t *w = pdi_grow(v, &cap, 17, sizeof *w);
     assert_non_null(w);
     assert_int_equal(cap, 32); /* doubled */
     assert_int_equal(w[15], 7); /* the contents kept */
-    w = pd_grow(w, &cap, 1000, sizeof *w);
+    w = pdi_grow(w, &cap, 1000, sizeof *w);
     assert_non_null(w);
     assert_int_equal(cap, 1024); /* doubled until it holds the need */
     free(w);
     cap = 0;
-    char *z = pd_grow(NULL, &cap, 0, 1); /* a need of zero still gives an array: success is never NULL */
+    char *z = pdi_grow(NULL, &cap, 0, 1); /* a need of zero still gives an array: success is never NULL */
     assert_non_null(z);
     free(z);
 }
@@ -39,12 +39,12 @@ static void test_grow_overflow(void **state)
 {
     (void)state;
     size_t cap = 0;
-    char *p = pd_grow(NULL, &cap, 4, 1);
+    char *p = pdi_grow(NULL, &cap, 4, 1);
     assert_non_null(p);
     memcpy(p, "abc", 4);
     size_t before = cap;
-    assert_null(pd_grow(p, &cap, SIZE_MAX, 1));              /* the capacity would overflow */
-    assert_null(pd_grow(p, &cap, SIZE_MAX / 4, sizeof(double))); /* the bytes would */
+    assert_null(pdi_grow(p, &cap, SIZE_MAX, 1));              /* the capacity would overflow */
+    assert_null(pdi_grow(p, &cap, SIZE_MAX / 4, sizeof(double))); /* the bytes would */
     assert_int_equal(cap, before);                           /* untouched, and still the caller's */
     assert_string_equal(p, "abc");
     free(p);
@@ -54,14 +54,14 @@ static void test_buf(void **state)
 {
     (void)state;
     pd_buf b = {0};
-    assert_true(pd_buf_append(&b, "", 0));
+    assert_true(pdi_buf_append(&b, "", 0));
     assert_string_equal(b.data, ""); /* NUL-terminated once anything was appended */
-    for (int i = 0; i < 100; i++) assert_true(pd_buf_append(&b, "ab", 2));
+    for (int i = 0; i < 100; i++) assert_true(pdi_buf_append(&b, "ab", 2));
     assert_int_equal(b.len, 200);
     assert_int_equal(strlen(b.data), 200);
-    assert_false(pd_buf_append(&b, "x", SIZE_MAX)); /* too long: fails and sticks */
+    assert_false(pdi_buf_append(&b, "x", SIZE_MAX)); /* too long: fails and sticks */
     assert_true(b.failed);
-    assert_false(pd_buf_append(&b, "c", 1));
+    assert_false(pdi_buf_append(&b, "c", 1));
     assert_int_equal(b.len, 200);
     free(b.data);
 }

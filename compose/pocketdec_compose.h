@@ -1,0 +1,132 @@
+/*
+ * pocketdec_compose.h - what combines decision heads and schemas (compose/):
+ * extracted records relabelled by a decision head, and extraction by
+ * decisions with a tagger head. Part of libpocketdec; include pocketdec.h for
+ * all of it.
+ */
+#ifndef POCKETDEC_COMPOSE_H
+#define POCKETDEC_COMPOSE_H
+
+#include "pocketdec_heads.h"
+#include "pocketdec_schemas.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------- extraction relabelled by a head */
+
+/* Relabel x with a decision head, for a schema with a `decide` section
+ * (question and candidate templates over its fields, e.g. question
+ * "aspect: {aspect}; opinion: {opinion}", candidate "{category}/{polarity}"):
+ * the candidates are every combination of the enum fields the candidate
+ * template names; for each record of x, d is asked the question filled from
+ * the record (one pd_decide a record, text evaluated once and reused) and
+ * those fields take the values of the most probable candidate. With the
+ * schema's distinct_records, records that become equal to an earlier one are
+ * dropped. text (NUL-terminated) is the text x was extracted from; d's
+ * document is replaced by it. No records: no model call. On error x keeps
+ * the records relabelled so far. */
+PD_API pd_status pd_extraction_decide(pd_decider *d, const pd_schema *schema, const char *text, pd_extraction *x,
+                                      pd_error *err);
+
+/* -------------------------------------------- extraction by decisions (tagger) */
+
+/* Records from one forward pass, for small models: no generation. A tagger
+ * head (head.json "type": "tagger") names its prompt, e.g.
+ *   <|fim_prefix|>{text}<|fim_middle|>{text}<|fim_suffix|>
+ * (literal parts tokenized with special tokens recognised, each {text} the
+ * text alone by pd_tokenizer_encode_plain), so the last copy of the text, the
+ * read copy, is read by a causal trunk that has seen the whole text. One
+ * pd_eval keeps the final-norm hidden states h_i of the read copy; then
+ *   1. emissions e_i[t] = tag.weight[t] . h_i + tag.bias[t] over the tags
+ *      O, B-<span 1>, I-<span 1>, B-<span 2>, I-<span 2>;
+ *   2. the best tag sequence (start, emissions, transitions, end) in which I-f
+ *      follows only B-f or I-f, and a token that does not start a UTF-8
+ *      character continues its predecessor (I-f after B-f/I-f, else O); ties
+ *      go to the smaller tag index;
+ *   3. each run B-f I-f* is a span of field f (its bytes those of its tokens),
+ *      represented by h at its last token;
+ *   4. each span of the link's `from` field picks among the `to` spans (text
+ *      order) and "none": q . k / sqrt(d), ties to the earlier;
+ *   5. records: one per `from` span in text order (partner or `_`, span), then
+ *      one per `to` span that no `from` span chose (span, `_`);
+ *   6. each record's label class: argmax of label.weight [x_1; x_2] +
+ *      label.bias, x_k the hidden state of its span of field k or label.none
+ *      for `_`; the label fields take that class's values;
+ *   7. records stably sorted by the first token of their earliest span; with
+ *      the schema's distinct_records, repeats of an earlier record dropped.
+ * Fields that are neither spans nor labels are `_`. See
+ * docs/extraction-by-decisions.md for the head file format. */
+
+typedef struct pd_tag_extractor pd_tag_extractor;
+
+/* Bind a tagger head to a schema and a model, once: the head's span fields
+ * must be span fields of the schema and its label fields enum fields, every
+ * label value one of that field's values (PD_ERR_FORMAT naming the head and
+ * the field or value; fields a record leaves `_` are `_` whatever the
+ * schema's `empty` says);
+ * the head's hidden size must be the model's (PD_ERR_SHAPE); the model needs
+ * a tokenizer (PD_ERR_ARG); a head of another type gives PD_ERR_ARG.
+ * Immutable: share it between contexts and threads. model, schema and head
+ * must outlive it. */
+PD_API pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
+                                              pd_error *err);
+/* Release it (NULL is fine). */
+PD_API void pd_tag_extractor_free(pd_tag_extractor *tx);
+
+/* Extract records from text (len bytes of valid UTF-8) in one pd_eval on ctx
+ * (its cache is cleared first). An empty text gives no records without
+ * running the model; a prompt longer than the context gives PD_ERR_CONTEXT
+ * before it runs. *out is a pd_extraction as pd_extract makes (free it with
+ * pd_extraction_free): n_prompt_tokens the prompt's length, n_tokens 0, stop
+ * PD_STOP_END, no mask_us. */
+PD_API pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                                pd_extraction **out, pd_error *err);
+
+/* What one tagger pass saw and decided, for tests and debugging. */
+typedef struct pd_tag_span {
+    int32_t field;        /* index of its field in the head's spans (tag B = 1 + 2 field) */
+    const char *name;     /* that field's name */
+    int32_t first, last;  /* its first and last token, indices within the read copy */
+    char *text;           /* its bytes, NUL-terminated */
+} pd_tag_span;
+
+typedef struct pd_tag_link {
+    int32_t from;         /* index in spans of a span of the link's `from` field */
+    int32_t n_scores;     /* the `to` spans in text order, then "none" */
+    float *scores;
+    int32_t choice;       /* index in spans of the chosen `to` span, -1 for none */
+} pd_tag_link;
+
+typedef struct pd_tag_trace {
+    int32_t n_tokens;     /* the whole prompt */
+    int32_t *tokens;
+    int32_t read_start;   /* index in tokens of the read copy's first token */
+    int32_t n_read;       /* tokens of the read copy */
+    int32_t n_tags;       /* 1 + 2 x span fields */
+    char **tag_names;     /* [n_tags]: "O", "B-<field>", "I-<field>", ... */
+    float *emissions;     /* [n_read][n_tags] */
+    int32_t *tags;        /* [n_read] */
+    int32_t n_spans;      /* in text order */
+    pd_tag_span *spans;
+    int32_t n_links;      /* one per span of the `from` field, in text order */
+    pd_tag_link *links;
+    int32_t n_label_rows; /* one per record before sorting and dropping repeats; 0 without labels */
+    int32_t n_labels;     /* label classes of the head */
+    float *label_logits;  /* [n_label_rows][n_labels] */
+    int32_t forward_passes; /* pd_eval calls (1; 0 for an empty text) */
+} pd_tag_trace;
+
+/* pd_tag_extract that also fills *trace (may be NULL; free it with
+ * pd_tag_trace_free). out may be NULL when only the trace is wanted. */
+PD_API pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                                      pd_extraction **out, pd_tag_trace **trace, pd_error *err);
+/* Release a trace and its arrays (NULL is fine). */
+PD_API void pd_tag_trace_free(pd_tag_trace *trace);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POCKETDEC_COMPOSE_H */

@@ -1,0 +1,22 @@
+/*
+ * pocketdec.h - the public API of libpocketdec, all of it: include this one.
+ *
+ * It includes one header per part of the library, each of which may also be
+ * included alone:
+ *   pocketdec_runtime.h   errors, tokenizer, models, contexts, sampling, generation (lib/)
+ *   pocketdec_adapters.h  PEFT LoRA adapters (adapters/)
+ *   pocketdec_heads.h     decision heads (heads/)
+ *   pocketdec_schemas.h   extraction schemas and constrained extraction (schemas/)
+ *   pocketdec_compose.h   relabelling extractions with a head, extraction by a tagger head (compose/)
+ * The conventions of every call (errors, memory, threads) are in pocketdec_runtime.h.
+ */
+#ifndef POCKETDEC_H
+#define POCKETDEC_H
+
+#include "pocketdec_runtime.h"
+#include "pocketdec_adapters.h"
+#include "pocketdec_heads.h"
+#include "pocketdec_schemas.h"
+#include "pocketdec_compose.h"
+
+#endif /* POCKETDEC_H */

@@ -1,0 +1,99 @@
+/*
+ * pocketdec_schemas.h - extraction schemas (schemas/): read a YAML schema,
+ * extract records under its constraint, print them. Part of libpocketdec;
+ * include pocketdec.h for all of it.
+ */
+#ifndef POCKETDEC_SCHEMAS_H
+#define POCKETDEC_SCHEMAS_H
+
+#include "pocketdec_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* -------------------------------------------------------------- extraction */
+
+/* Schema-bound extraction: generation under a token mask so that the output
+ * always parses into records that obey a YAML schema (spans copied verbatim
+ * from the input text or `_`, enum values from closed sets, PCRE2 patterns),
+ * whatever the weights. See schemas/tianchi-makeup.yaml for the format. */
+
+typedef struct pd_schema pd_schema;
+
+/* Read a schema file. Errors name the file, line and column (PD_ERR_FORMAT). */
+PD_API pd_schema *pd_schema_load(const char *path, pd_error *err);
+/* Same from YAML text in memory; name is used in messages (NULL: "<memory>"). */
+PD_API pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name, pd_error *err);
+PD_API void pd_schema_free(pd_schema *schema);
+PD_API int32_t pd_schema_n_fields(const pd_schema *schema);
+PD_API const char *pd_schema_field_name(const pd_schema *schema, int32_t i); /* NULL when out of range */
+       /* Candidates of the schema's decide section (see pd_extraction_decide); 0 when it has none. */
+       PD_API int32_t pd_schema_n_candidates(const pd_schema *schema);
+
+/* A schema bound to a model's vocabulary (a trie of every token's bytes).
+ * Immutable: share it between contexts and threads. model and schema must
+ * outlive it. */
+typedef struct pd_extractor pd_extractor;
+
+PD_API pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, pd_error *err);
+PD_API void pd_extractor_free(pd_extractor *ex);
+
+typedef struct pd_extract_params {
+    pd_sampler_params sampler; /* greedy by default */
+    int32_t max_records;       /* 0: the schema's limit (limits.max_records); more: PD_ERR_LIMIT */
+    int32_t max_tokens;        /* 0: the schema's limit (limits.max_tokens); more: PD_ERR_LIMIT */
+    int32_t sparse_head;       /* -1 auto (sparse when the allowed set is small), 0 never, 1 always */
+} pd_extract_params;
+
+PD_API pd_extract_params pd_extract_default_params(void);
+
+/* One record: n_fields NUL-terminated values in schema order; "_" for an
+ * empty field. */
+typedef struct pd_record {
+    char **values;
+} pd_record;
+
+typedef enum pd_extract_stop {
+    PD_STOP_END = 0,     /* the model ended the output */
+    PD_STOP_RECORDS = 1, /* max_records reached */
+    PD_STOP_TOKENS = 2,  /* max_tokens reached (an unfinished record is dropped) */
+    PD_STOP_CONTEXT = 3, /* the context is full (an unfinished record is dropped) */
+    PD_STOP_REPEAT = 4   /* distinct_records: the model repeated a record (dropped) */
+} pd_extract_stop;
+
+typedef struct pd_extraction {
+    int32_t n_fields, n_records;
+    pd_record *records;
+    int32_t n_prompt_tokens, n_tokens; /* prompt length; tokens generated */
+    pd_extract_stop stop;
+    int32_t n_sparse;                  /* steps that used the sparse LM head */
+    double *mask_us;                   /* [n_tokens + 1] time to compute each step's token set, microseconds */
+} pd_extraction;
+
+/* Extract records from text (valid UTF-8; an empty text gives no records
+ * without running the model). The context's cache is cleared first. A
+ * prompt longer than the context gives PD_ERR_CONTEXT; params asking more
+ * records or tokens than the schema's limits give PD_ERR_LIMIT, negative ones
+ * PD_ERR_ARG, before anything runs (an empty text checks params alone).
+ * *out is freed with pd_extraction_free. */
+PD_API pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, size_t len,
+                            const pd_extract_params *params, pd_extraction **out, pd_error *err);
+PD_API void pd_extraction_free(pd_extraction *x);
+
+typedef enum pd_record_format {
+    PD_FORMAT_TIANCHI = 0, /* CSV rows "id,<print.csv fields>" (RFC 4180 quoting); "id,_,..,_" for none */
+    PD_FORMAT_JSONL = 1    /* one line {"id": id, "records": [{field: value, ...}, ...]} */
+} pd_record_format;
+
+/* Print x for input id in the given form. *text is pd_free()-able and
+ * NUL-terminated; *len (may be NULL) excludes the NUL. x may be NULL (no
+ * records). */
+PD_API pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, const char *id,
+                                      pd_record_format fmt, char **text, size_t *len, pd_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POCKETDEC_SCHEMAS_H */
