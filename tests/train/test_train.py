@@ -222,7 +222,8 @@ def test_training(tmp):
 
 
 def test_tagger_training(tmp):
-    """train_tagger.py end to end on a few reviews: a tokenizer whose tokens never cross a character
+    """train_tagger.py end to end on a few reviews, with a gazetteer (the bundled default's plain
+    template is covered by its agreement test): a tokenizer whose tokens never cross a character
     (and equal pocketdec's ids), packaged files that pocketdec loads and agrees with (test_default.py:
     hidden states, logits, the tagger's traces), and pocketdec extract's records equal to the Python
     decode's on the dev reviews the run scored."""
@@ -233,7 +234,8 @@ def test_tagger_training(tmp):
                        "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6",
                        "--extra-steps", "4", "--augment", "1",
                        "--finetune-steps", "20",
-                       "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3"])
+                       "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3",
+                       "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json")])
     tok = bpe.load(os.path.join(out, "tokenizer.json"))
     for i in range(len(tok)):
         b = tok.token_bytes(i)
