@@ -28,6 +28,7 @@ import sys
 import tempfile
 
 POCKETDEC, ROOT = sys.argv[1:3]
+SANITIZED = bool(os.environ.get("POCKETDEC_SANITIZED"))
 sys.path.insert(0, os.path.join(ROOT, "train"))
 import baseline  # noqa: E402
 import bpe  # noqa: E402
@@ -235,7 +236,9 @@ def test_tagger_training(tmp):
                        "--extra-steps", "4", "--augment", "1",
                        "--finetune-steps", "20",
                        "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3",
-                       "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json")])
+                       "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json"),
+                       # a sanitized libpocketdec cannot be loaded into an uninstrumented python3
+                       "--dev-through-pocketdec", "0" if SANITIZED else "1"])
     tok = bpe.load(os.path.join(out, "tokenizer.json"))
     for i in range(len(tok)):
         b = tok.token_bytes(i)
@@ -256,9 +259,10 @@ def test_tagger_training(tmp):
          "--input", reviews, "--output", got])
     want = open(os.path.join(out, "dev_python_Result.csv"), encoding="utf-8").read()
     assert open(got, encoding="utf-8").read() == want, "pocketdec extract and the Python decode disagree"
-    assert open(os.path.join(out, "dev_Result.csv"), encoding="utf-8").read() == want, \
-        "the trainer's dev scoring (the pocketdec package) and pocketdec extract disagree"
-    assert json.load(open(os.path.join(out, "train_log.json")))["dev"]["S"] >= 0
+    if not SANITIZED:
+        assert open(os.path.join(out, "dev_Result.csv"), encoding="utf-8").read() == want, \
+            "the trainer's dev scoring (the pocketdec package) and pocketdec extract disagree"
+        assert json.load(open(os.path.join(out, "train_log.json")))["dev"]["S"] >= 0
     print(f"ok: tagger training; {want.count(chr(10))} dev rows equal between pocketdec and Python")
 
 
