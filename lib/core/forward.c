@@ -627,6 +627,10 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
     const pd_config *c = &m->cfg;
     int64_t H = c->hidden;
     int32_t batch_kv0 = ctx->kv_len;
+    /* the plain causal run grows only from its own end; any other batch ends it at batch_kv0 */
+    bool plain = !batch->visible && ctx->kv_plain == batch_kv0;
+    for (int32_t i = 0; plain && batch->positions && i < batch->n_tokens; i++) plain = batch->positions[i] == batch_kv0 + i;
+    if (ctx->kv_plain > batch_kv0) ctx->kv_plain = batch_kv0;
     for (int32_t start = 0; start < batch->n_tokens; start += ctx->n_batch) {
         int32_t n_tok = batch->n_tokens - start < ctx->n_batch ? batch->n_tokens - start : ctx->n_batch;
         for (int32_t t = 0; t < n_tok; t++) {
@@ -645,6 +649,10 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
             if (r >= 0 && r < n_tok)
                 pdi_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)r * H, m->final_norm, H, c->rms_eps);
         }
+    }
+    if (plain) {
+        memcpy(ctx->kv_ids + batch_kv0, batch->tokens, (size_t)batch->n_tokens * sizeof(int32_t));
+        ctx->kv_plain = batch_kv0 + batch->n_tokens;
     }
     ctx->n_outputs = n_out;
     if (batch->want_logits) {

@@ -1,0 +1,164 @@
+/* test_prefix.c - prefix reuse (pd_context_kv_match): what the cache is known
+ * to hold after plain, masked, positioned, truncated and forked evaluations,
+ * and that evaluating a sequence after a reused prefix gives the bits of a
+ * whole evaluation, at every split point (or every SPLIT_STRIDE-th), for float, F16, BF16 and
+ * block-quantized weights, with one, two and three threads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pocketdec.h"
+
+static const char *fixture_dir;
+static int g_stride = 1; /* split points tried: 1, 1 + stride, ... */
+
+static pd_model *load(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s%s", fixture_dir, name, strstr(name, "gguf") ? ".gguf" : "");
+    pd_error err;
+    pd_model *m = pd_model_load(path, NULL, &err);
+    if (!m) fail_msg("%s", err.message);
+    return m;
+}
+
+static pd_context *new_ctx(const pd_model *m, int n_ctx, int threads, int n_batch)
+{
+    pd_error err;
+    pd_context_params p = {n_ctx, threads, n_batch, 0, PD_KV_AUTO};
+    pd_context *c = pd_context_new(m, &p, &err);
+    if (!c) fail_msg("%s", err.message);
+    return c;
+}
+
+static void eval(pd_context *ctx, const int32_t *ids, int n)
+{
+    pd_error err;
+    if (pd_eval_tokens(ctx, ids, n, &err)) fail_msg("%s", err.message);
+}
+
+/* What the cache is known to hold, through each kind of batch and call. */
+static void test_match_rules(void **state)
+{
+    (void)state;
+    pd_model *m = load("gqa-hf-f32");
+    pd_context *ctx = new_ctx(m, 64, 1, 16);
+    int32_t ids[12] = {5, 9, 17, 33, 2, 8, 41, 7, 3, 11, 19, 23}, other[12];
+    memcpy(other, ids, sizeof ids);
+    other[6] = 100;
+    assert_int_equal(pd_context_kv_match(ctx, ids, 12), 0); /* empty cache */
+    eval(ctx, ids, 4);
+    eval(ctx, ids + 4, 4); /* a causal continuation extends the run */
+    assert_int_equal(pd_context_kv_match(ctx, ids, 12), 8);
+    assert_int_equal(pd_context_kv_match(ctx, ids, 5), 5);
+    assert_int_equal(pd_context_kv_match(ctx, other, 12), 6);
+    assert_int_equal(pd_context_kv_match(ctx, ids + 1, 11), 0);
+    assert_int_equal(pd_context_kv_match(NULL, ids, 12), 0);
+    assert_int_equal(pd_context_kv_match(ctx, NULL, 12), 0);
+    assert_int_equal(pd_context_kv_match(ctx, ids, 0), 0);
+    assert_int_equal(pd_context_kv_match(ctx, ids, -3), 0);
+
+    pd_error err;
+    /* explicit positions equal to the causal ones still extend it */
+    int32_t pos[2] = {8, 9};
+    pd_batch b = {ids + 8, 2, pos, NULL, NULL, 0, 0};
+    assert_int_equal(pd_eval(ctx, &b, &err), PD_OK);
+    assert_int_equal(pd_context_kv_match(ctx, ids, 12), 10);
+    /* truncation keeps what it keeps; a fork copies it */
+    assert_int_equal(pd_context_kv_truncate(ctx, 7, &err), PD_OK);
+    assert_int_equal(pd_context_kv_match(ctx, ids, 12), 7);
+    pd_context *fork = pd_context_fork(ctx, &err);
+    assert_non_null(fork);
+    assert_int_equal(pd_context_kv_match(fork, ids, 12), 7);
+    /* other positions, or a mask, end the run where the batch starts */
+    pos[0] = 20;
+    pos[1] = 21;
+    b = (pd_batch){ids + 7, 2, pos, NULL, NULL, 0, 0};
+    assert_int_equal(pd_eval(ctx, &b, &err), PD_OK);
+    assert_int_equal(pd_context_kv_match(ctx, ids, 12), 7);
+    eval(ctx, ids + 9, 1); /* not after the run's end: nothing added */
+    assert_int_equal(pd_context_kv_match(ctx, ids, 12), 7);
+    const uint8_t vis[4] = {1, 0, 1, 1};
+    b = (pd_batch){ids + 7, 2, NULL, vis, NULL, 0, 0};
+    assert_int_equal(pd_eval(fork, &b, &err), PD_OK);
+    assert_int_equal(pd_context_kv_match(fork, ids, 12), 7);
+    /* a refused batch changes nothing */
+    int32_t bad = 1 << 30;
+    assert_int_equal(pd_context_kv_truncate(fork, 7, &err), PD_OK);
+    assert_int_equal(pd_eval_tokens(fork, &bad, 1, &err), PD_ERR_RANGE);
+    eval(fork, ids + 7, 5);
+    assert_int_equal(pd_context_kv_match(fork, ids, 12), 12);
+    pd_context_free(fork);
+    pd_context_free(ctx);
+    pd_model_free(m);
+}
+
+/* ids evaluated whole, and after each prefix the cache keeps (the prefix
+ * evaluated once, truncated back to after every other use): the same last
+ * hidden state and logits, bit for bit. */
+static void test_split_bitwise(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"gqa-hf-f32", "gqa-gguf-f16", "gqa-gguf-bf16", "gqa-gguf-q8_0",
+                                         "gqa-gguf-q4_0", "gqa-gguf-q4_1", "tiny-hf-bf16-untied"};
+    enum { N = 40 };
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        pd_model *m = load(models[mi]);
+        const pd_config *c = pd_model_config(m);
+        int32_t ids[N], other[N];
+        for (int i = 0; i < N; i++) {
+            ids[i] = (int32_t)((i * 37 + 11) % c->vocab);
+            other[i] = (int32_t)((i * 53 + 5) % c->vocab);
+        }
+        for (int threads = 1; threads <= 3; threads++) {
+            /* n_batch 16: whole evaluations take several chunks, reuse starts mid-chunk */
+            pd_context *whole = new_ctx(m, 64, threads, 16), *reuse = new_ctx(m, 64, threads, 16);
+            eval(whole, ids, N);
+            const float *want = pd_context_logits(whole, 0);
+            float *want_h = malloc(sizeof(float) * (size_t)c->hidden);
+            memcpy(want_h, pd_context_hidden(whole, 0), sizeof(float) * (size_t)c->hidden);
+            pd_error err;
+            for (int k = 1; k < N; k += g_stride) {
+                /* the cache holds ids[0..k) then something else */
+                assert_int_equal(pd_context_kv_truncate(reuse, 0, &err), PD_OK);
+                eval(reuse, ids, k);
+                eval(reuse, other, N - k);
+                int32_t keep = pd_context_kv_match(reuse, ids, N), expect = k;
+                while (expect < N && other[expect - k] == ids[expect]) expect++;
+                assert_int_equal(keep, expect);
+                if (keep == N) keep--;
+                assert_int_equal(pd_context_kv_truncate(reuse, keep, &err), PD_OK);
+                eval(reuse, ids + keep, N - keep);
+                assert_memory_equal(pd_context_hidden(reuse, 0), want_h, sizeof(float) * (size_t)c->hidden);
+                assert_memory_equal(pd_context_logits(reuse, 0), want, sizeof(float) * (size_t)c->vocab);
+            }
+            free(want_h);
+            pd_context_free(whole);
+            pd_context_free(reuse);
+        }
+        printf("  %s: %d split points x 1, 2, 3 threads: bitwise equal to the whole evaluation\n", models[mi],
+               (N - 2) / g_stride + 1);
+        pd_model_free(m);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    fixture_dir = argc > 1 ? argv[1] : getenv("PD_MODEL_FIXTURES");
+    if (!fixture_dir) {
+        fprintf(stderr, "usage: test_prefix FIXTURE_DIR [SPLIT_STRIDE]\n");
+        return 2;
+    }
+    if (argc > 2 && atoi(argv[2]) > 0) g_stride = atoi(argv[2]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_match_rules),
+        cmocka_unit_test(test_split_bitwise),
+    };
+    return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
+}
