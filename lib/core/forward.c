@@ -301,6 +301,31 @@ static float row_max(const float *s, int64_t n)
     return m[0];
 }
 
+/* Whether chunk token i (seeing kv0 + i keys) sees none of the keys in
+ * [t0, t0 + PD_ATTN_BLOCK): all in the batch and all hidden by its mask (the
+ * candidate blocks of a parallel layout hide most of the batch from each
+ * other). Such a block is skipped: its scores would be set to -inf below and
+ * its weights would be exp(-inf) = 0, and adding 0 * v to the sums changes
+ * no bit of them, so the results are those of computing it. */
+static bool block_hidden(const attn_job *a, int32_t i, int64_t t0, int64_t kv0)
+{
+    const uint8_t *visible = a->batch->visible;
+    if (!visible || t0 < a->batch_kv0) return false;
+    int64_t i_batch = (int64_t)a->chunk_start + i, end = t0 + PD_ATTN_BLOCK < kv0 + i ? t0 + PD_ATTN_BLOCK : kv0 + i;
+    const uint8_t *vis = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
+    for (int64_t j = t0; j < end; j++)
+        if (vis[j - a->batch_kv0]) return false;
+    return true;
+}
+
+/* Whether some token of the tile [i0, i1) sees a key of the block at t0. */
+static bool block_seen(const attn_job *a, int32_t i0, int32_t i1, int64_t t0, int64_t kv0)
+{
+    for (int32_t i = i0; i < i1; i++)
+        if (t0 < kv0 + i && !block_hidden(a, i, t0, kv0)) return true;
+    return false;
+}
+
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
@@ -330,6 +355,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int64_t keys_max = kv0 + i1 - 1;
         const uint8_t *v = vc + (size_t)(g * hd) * elt;
         for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
+            if (visible && !block_seen(a, i0, i1, t0, kv0)) continue;
             /* the KV head's keys from position t0: blocked, its rows of the
              * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
             const uint8_t *k = (const uint8_t *)ctx->k_cache + pd_key_at(ctx, kvd, a->layer, t0, g * hd) * elt;
@@ -339,7 +365,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
                                                             keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK,
                                                             hd, block, &stride);
             for (int32_t i = i0; i < i1; i++) {
-                if (t0 >= kv0 + i) continue; /* past what this token sees */
+                if (t0 >= kv0 + i || block_hidden(a, i, t0, kv0)) continue; /* past or hidden from this token */
                 int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
                 const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
                 float *out = scores + (size_t)(i - i0) * per_token + t0;
@@ -370,12 +396,13 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
                 memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
             }
             for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
+                if (visible && !block_seen(a, i0, i1, t0, kv0)) continue;
                 size_t stride;
                 const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row,
                                                keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd,
                                                block, &stride);
                 for (int32_t i = i0; i < i1; i++) {
-                    if (t0 >= kv0 + i) continue;
+                    if (t0 >= kv0 + i || block_hidden(a, i, t0, kv0)) continue;
                     int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
                     float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
                     kern->value_mix(PD_F32, rows, stride, nb, scores + (size_t)(i - i0) * per_token + h0 * n_ctx + t0,

@@ -148,6 +148,52 @@ static void test_split_bitwise(void **state)
     }
 }
 
+/* Masked batches skip the blocks of keys a token cannot see (attention in
+ * blocks of 64): a prefix, then 128 tokens that the last ones do not see,
+ * then those tokens (positions following the prefix) give the bits of the
+ * prefix and the last tokens alone, 128 positions earlier in the cache (a
+ * whole number of blocks, so the sums keep their order). */
+static void test_hidden_blocks(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"gqa-hf-f32", "gqa-gguf-q4_0"};
+    enum { P = 40, F = 128, T = 9, N = P + F + T };
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        pd_model *m = load(models[mi]);
+        const pd_config *c = pd_model_config(m);
+        int32_t ids[N], pos[N], plain[P + T], rows[T];
+        uint8_t *vis = calloc((size_t)N * N, 1);
+        for (int i = 0; i < N; i++) {
+            ids[i] = (int32_t)((i * 29 + 3) % c->vocab);
+            pos[i] = i < P + F ? i : i - F;
+            for (int j = 0; j <= i; j++) vis[i * N + j] = i < P + F || j < P || j >= P + F;
+        }
+        for (int i = 0; i < P; i++) plain[i] = ids[i];
+        for (int i = 0; i < T; i++) {
+            plain[P + i] = ids[P + F + i];
+            rows[i] = P + F + i;
+        }
+        for (int threads = 1; threads <= 2; threads++) {
+            pd_context *masked = new_ctx(m, 256, threads, 256), *alone = new_ctx(m, 256, threads, 256);
+            pd_batch b = {ids, N, pos, vis, rows, T, 0};
+            pd_error err;
+            assert_int_equal(pd_eval(masked, &b, &err), PD_OK);
+            int32_t plain_rows[T];
+            for (int i = 0; i < T; i++) plain_rows[i] = P + i;
+            pd_batch pb = {plain, P + T, NULL, NULL, plain_rows, T, 0};
+            assert_int_equal(pd_eval(alone, &pb, &err), PD_OK);
+            for (int i = 0; i < T; i++)
+                assert_memory_equal(pd_context_hidden(masked, i), pd_context_hidden(alone, i),
+                                    sizeof(float) * (size_t)c->hidden);
+            pd_context_free(masked);
+            pd_context_free(alone);
+        }
+        printf("  %s: %d tokens behind %d hidden ones: bitwise those evaluated without them\n", models[mi], T, F);
+        free(vis);
+        pd_model_free(m);
+    }
+}
+
 int main(int argc, char **argv)
 {
     fixture_dir = argc > 1 ? argv[1] : getenv("PD_MODEL_FIXTURES");
@@ -159,6 +205,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match_rules),
         cmocka_unit_test(test_split_bitwise),
+        cmocka_unit_test(test_hidden_blocks),
     };
     return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
 }
