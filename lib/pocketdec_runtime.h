@@ -296,7 +296,10 @@ PD_API int32_t pd_context_kv_match(const pd_context *ctx, const int32_t *ids, in
  * Within the batch it sees the tokens that `visible` allows (row-major
  * n_tokens x n_tokens bytes, visible[i*n+j] != 0 when token i may attend to
  * token j; j == i must be allowed) or, when visible is NULL, itself and the
- * tokens before it (causal). positions NULL means kv_len, kv_len+1, ... */
+ * tokens before it (causal). positions NULL means kv_len, kv_len+1, ...
+ * Only the kept rows go through the last layer's attention and MLP (every
+ * token's keys and values still reach the cache), so keeping fewer rows
+ * costs less; a kept row has the same bits whichever other rows are kept. */
 typedef struct pd_batch {
     const int32_t *tokens;
     int32_t n_tokens;

@@ -106,6 +106,7 @@ struct pd_context {
     float *scores; /* per thread: attention scores [pd_attn_tokens][heads per KV head][n_ctx], then [PD_ATTN_BLOCK][head_dim] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;
+    int32_t *keep, *slot; /* [n_batch]: the chunk's kept rows, ascending; each row's place among them or -1 */
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */
 
     /* results of the last pd_eval */

@@ -1,8 +1,10 @@
-/* test_prefix.c - prefix reuse (pd_context_kv_match): what the cache is known
+/* test_prefix.c - what evaluates less with the same bits. Prefix reuse
+ * (pd_context_kv_match): what the cache is known
  * to hold after plain, masked, positioned, truncated and forked evaluations,
  * and that evaluating a sequence after a reused prefix gives the bits of a
  * whole evaluation, at every split point (or every SPLIT_STRIDE-th), for float, F16, BF16 and
- * block-quantized weights, with one, two and three threads. */
+ * block-quantized weights, with one, two and three threads. Masked key
+ * blocks skipped, and the last layer carrying the kept rows only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,6 +196,55 @@ static void test_hidden_blocks(void **state)
     }
 }
 
+/* The last layer carries only the rows a batch keeps: any subset of rows
+ * (in any order, repeated, none in some chunks), causal or under a mask,
+ * gives the bits those rows have when every row is kept. */
+static void test_kept_rows(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"gqa-hf-f32", "gqa-gguf-bf16", "gqa-gguf-q4_0", "gqa-gguf-q8_0"};
+    enum { N = 40 };
+    const int32_t some[] = {39, 3, 17, 17, 20, 0};
+    int32_t all[N];
+    uint8_t vis[N * N];
+    for (int i = 0; i < N; i++) {
+        all[i] = i;
+        for (int j = 0; j < N; j++) vis[i * N + j] = j <= i && (j < 10 || (i - j) % 3 == 0);
+    }
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        pd_model *m = load(models[mi]);
+        const pd_config *c = pd_model_config(m);
+        int32_t ids[N];
+        for (int i = 0; i < N; i++) ids[i] = (int32_t)((i * 41 + 7) % c->vocab);
+        for (int threads = 1; threads <= 3; threads++)
+            for (int masked = 0; masked < 2; masked++) {
+                pd_context *whole = new_ctx(m, 64, threads, 8), *part = new_ctx(m, 64, threads, 8); /* 5 chunks, 2 with no kept row */
+                pd_batch b = {ids, N, NULL, masked ? vis : NULL, all, N, 1};
+                pd_error err;
+                assert_int_equal(pd_eval(whole, &b, &err), PD_OK);
+                b.outputs = some;
+                b.n_outputs = 6;
+                assert_int_equal(pd_eval(part, &b, &err), PD_OK);
+                for (int k = 0; k < 6; k++) {
+                    assert_memory_equal(pd_context_hidden(part, k), pd_context_hidden(whole, some[k]),
+                                        sizeof(float) * (size_t)c->hidden);
+                    assert_memory_equal(pd_context_logits(part, k), pd_context_logits(whole, some[k]),
+                                        sizeof(float) * (size_t)c->vocab);
+                }
+                /* the cache got every row's keys and values: a continuation agrees too */
+                assert_int_equal(pd_eval_tokens(whole, ids, 3, &err), PD_OK);
+                assert_int_equal(pd_eval_tokens(part, ids, 3, &err), PD_OK);
+                assert_memory_equal(pd_context_logits(part, 0), pd_context_logits(whole, 0),
+                                    sizeof(float) * (size_t)c->vocab);
+                pd_context_free(whole);
+                pd_context_free(part);
+            }
+        printf("  %s: 6 kept rows of 40, causal and masked, 1-3 threads: bitwise those of all rows kept\n",
+               models[mi]);
+        pd_model_free(m);
+    }
+}
+
 int main(int argc, char **argv)
 {
     fixture_dir = argc > 1 ? argv[1] : getenv("PD_MODEL_FIXTURES");
@@ -206,6 +257,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_match_rules),
         cmocka_unit_test(test_split_bitwise),
         cmocka_unit_test(test_hidden_blocks),
+        cmocka_unit_test(test_kept_rows),
     };
     return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
 }
