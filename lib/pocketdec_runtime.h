@@ -278,6 +278,17 @@ PD_API pd_kv_type pd_context_kv_type(const pd_context *ctx);
 /* Forget the cache past its first n tokens (n <= kv_len). */
 PD_API pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err);
 
+/* Prefix reuse: how many leading tokens of ids[0..n_ids) the cache already
+ * holds, evaluated causally from position 0 (batches with no positions, or
+ * positions kv_len, kv_len+1, ..., and no visibility mask). A batch with a
+ * mask or other positions ends the reusable run where it starts; truncation
+ * and forks keep what they keep of it. To evaluate ids from an empty cache,
+ * truncate to the match (at most n_ids - 1, so that one token is evaluated
+ * for its logits) and evaluate the rest: each row's sums are those of a
+ * whole evaluation, so the results have the same bits. 0 for a NULL ctx or
+ * ids, or n_ids <= 0. */
+PD_API int32_t pd_context_kv_match(const pd_context *ctx, const int32_t *ids, int32_t n_ids);
+
 /* One evaluation step: tokens appended to the KV cache and run through the
  * trunk. A batch longer than the free part of the cache gives PD_ERR_CONTEXT;
  * more kept rows than tokens gives PD_ERR_LIMIT. Every token sees the whole
@@ -285,7 +296,10 @@ PD_API pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *er
  * Within the batch it sees the tokens that `visible` allows (row-major
  * n_tokens x n_tokens bytes, visible[i*n+j] != 0 when token i may attend to
  * token j; j == i must be allowed) or, when visible is NULL, itself and the
- * tokens before it (causal). positions NULL means kv_len, kv_len+1, ... */
+ * tokens before it (causal). positions NULL means kv_len, kv_len+1, ...
+ * Only the kept rows go through the last layer's attention and MLP (every
+ * token's keys and values still reach the cache), so keeping fewer rows
+ * costs less; a kept row has the same bits whichever other rows are kept. */
 typedef struct pd_batch {
     const int32_t *tokens;
     int32_t n_tokens;

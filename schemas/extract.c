@@ -300,7 +300,13 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
     }
     if ((rc = pdi_constraint_init(&d.con, sc, text, len, d.p.max_records, err))) goto done;
     x->n_prompt_tokens = (int32_t)n_ids;
-    if (!(rc = pd_context_kv_truncate(ctx, 0, err)) && !(rc = run(&d, x, ids, (int32_t)n_ids, &complete, err)) &&
+    /* the prompt's tokens the cache already holds (the schema's text before
+     * {text}, from the last extraction on ctx) are not evaluated again: the
+     * rest, evaluated after them, has the bits of a whole evaluation */
+    x->n_cached_tokens = pd_context_kv_match(ctx, ids, (int32_t)n_ids);
+    if (x->n_cached_tokens == (int32_t)n_ids) x->n_cached_tokens--; /* one token evaluated for the logits */
+    if (!(rc = pd_context_kv_truncate(ctx, x->n_cached_tokens, err)) &&
+        !(rc = run(&d, x, ids + x->n_cached_tokens, (int32_t)n_ids - x->n_cached_tokens, &complete, err)) &&
         add_records(x, sc, (const char *)d.con.buf, complete))
         rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
 done:

@@ -69,10 +69,15 @@ typedef struct pd_extraction {
     pd_extract_stop stop;
     int32_t n_sparse;                  /* steps that used the sparse LM head */
     double *mask_us;                   /* [n_tokens + 1] time to compute each step's token set, microseconds */
+    int32_t n_cached_tokens;           /* prompt tokens the context's cache already held (not evaluated again) */
 } pd_extraction;
 
 /* Extract records from text (valid UTF-8; an empty text gives no records
- * without running the model). The context's cache is cleared first. A
+ * without running the model). The prompt's leading tokens that ctx's cache
+ * already holds (pd_context_kv_match: the schema's prompt before {text},
+ * after an earlier extraction on ctx) are kept and not evaluated again; the
+ * rest of the cache is dropped. The records are the bits a cleared cache
+ * gives (pd_context_kv_truncate(ctx, 0) first to evaluate it all). A
  * prompt longer than the context gives PD_ERR_CONTEXT; params asking more
  * records or tokens than the schema's limits give PD_ERR_LIMIT, negative ones
  * PD_ERR_ARG, before anything runs (an empty text checks params alone).

@@ -106,6 +106,8 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
            add_floats(scratch, T, (size_t)pd_attn_tokens(p->n_batch) * G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
+           add_floats(scratch, (size_t)p->n_ctx, 1, 1) /* kv_ids: int32 */ &&
+           add_floats(scratch, 2 * B, 1, 1) /* keep, slot: int32 */ &&
            /* quantized activations: int8 q, then d and s (with padding) */
            add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
            add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * qact_cap(B) + 8, 1) &&
@@ -209,10 +211,14 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->chunk_pos = calloc(B, sizeof(int32_t));
+    ctx->kv_ids = calloc((size_t)p.n_ctx, sizeof(int32_t));
+    ctx->keep = calloc(B, sizeof(int32_t));
+    ctx->slot = calloc(B, sizeof(int32_t));
     ctx->pool = pdi_pool_new(p.n_threads);
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
-        !ctx->rope_sin || !ctx->chunk_pos || !ctx->pool || !reserve_qact(ctx, p.n_batch))
+        !ctx->rope_sin || !ctx->chunk_pos || !ctx->kv_ids || !ctx->keep || !ctx->slot || !ctx->pool ||
+        !reserve_qact(ctx, p.n_batch))
         goto nomem;
     return ctx;
 nomem:
@@ -240,6 +246,9 @@ void pd_context_free(pd_context *ctx)
     free(ctx->rope_cos);
     free(ctx->rope_sin);
     free(ctx->chunk_pos);
+    free(ctx->kv_ids);
+    free(ctx->keep);
+    free(ctx->slot);
     free(ctx->qact.q);
     free(ctx->qact.d);
     free(ctx->qact.s);
@@ -270,6 +279,8 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
         memcpy((char *)ctx->v_cache + l * v_layer, (const char *)src->v_cache + l * v_layer, v_used);
     }
     ctx->kv_len = src->kv_len;
+    memcpy(ctx->kv_ids, src->kv_ids, (size_t)src->kv_plain * sizeof(int32_t));
+    ctx->kv_plain = src->kv_plain;
     return ctx;
 }
 
@@ -282,7 +293,16 @@ pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err)
     if (n < 0 || n > ctx->kv_len)
         return pdi_set_error(err, PD_ERR_RANGE, "pd_context_kv_truncate: %d is outside [0, %d]", n, ctx->kv_len);
     ctx->kv_len = n;
+    if (ctx->kv_plain > n) ctx->kv_plain = n;
     return PD_OK;
+}
+
+int32_t pd_context_kv_match(const pd_context *ctx, const int32_t *ids, int32_t n_ids)
+{
+    if (!ctx || !ids || n_ids <= 0) return 0;
+    int32_t n = n_ids < ctx->kv_plain ? n_ids : ctx->kv_plain, k = 0;
+    while (k < n && ctx->kv_ids[k] == ids[k]) k++;
+    return k;
 }
 
 int32_t pd_context_n_outputs(const pd_context *ctx) { return ctx->n_outputs; }

@@ -267,7 +267,12 @@ typedef struct {
     int32_t chunk_start;  /* index of the chunk's first token in the batch */
     int32_t batch_kv0;    /* cache length before the batch */
     const pd_batch *batch;
+    const int32_t *rows;  /* NULL: every token of the chunk; else these (ascending) only */
+    int32_t n_rows;
 } attn_job;
+
+/* The chunk index of the tile's k-th token. */
+static inline int32_t tok_at(const attn_job *a, int32_t k) { return a->rows ? a->rows[k] : k; }
 
 /* One work item: one token of the chunk and one KV head, with every query
  * head that shares it (grouped-query attention): the group's cached keys and
@@ -301,6 +306,31 @@ static float row_max(const float *s, int64_t n)
     return m[0];
 }
 
+/* Whether chunk token i (seeing kv0 + i keys) sees none of the keys in
+ * [t0, t0 + PD_ATTN_BLOCK): all in the batch and all hidden by its mask (the
+ * candidate blocks of a parallel layout hide most of the batch from each
+ * other). Such a block is skipped: its scores would be set to -inf below and
+ * its weights would be exp(-inf) = 0, and adding 0 * v to the sums changes
+ * no bit of them, so the results are those of computing it. */
+static bool block_hidden(const attn_job *a, int32_t i, int64_t t0, int64_t kv0)
+{
+    const uint8_t *visible = a->batch->visible;
+    if (!visible || t0 < a->batch_kv0) return false;
+    int64_t i_batch = (int64_t)a->chunk_start + i, end = t0 + PD_ATTN_BLOCK < kv0 + i ? t0 + PD_ATTN_BLOCK : kv0 + i;
+    const uint8_t *vis = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
+    for (int64_t j = t0; j < end; j++)
+        if (vis[j - a->batch_kv0]) return false;
+    return true;
+}
+
+/* Whether some token of the tile [k0, k1) sees a key of the block at t0. */
+static bool block_seen(const attn_job *a, int32_t k0, int32_t k1, int64_t t0, int64_t kv0)
+{
+    for (int32_t k = k0; k < k1; k++)
+        if (t0 < kv0 + tok_at(a, k) && !block_hidden(a, tok_at(a, k), t0, kv0)) return true;
+    return false;
+}
+
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
@@ -324,12 +354,14 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         /* a tile of up to tq tokens and one KV head: each block of cached rows
          * is widened once for the tile; every token's sums are those it
          * would have alone */
-        int32_t i0 = (int32_t)(item / nkv * tq), g = (int32_t)(item % nkv);
-        int32_t i1 = i0 + (int32_t)tq < a->n_tok ? i0 + (int32_t)tq : a->n_tok;
+        int32_t n_items = a->rows ? a->n_rows : a->n_tok;
+        int32_t k0 = (int32_t)(item / nkv * tq), g = (int32_t)(item % nkv);
+        int32_t k1 = k0 + (int32_t)tq < n_items ? k0 + (int32_t)tq : n_items;
         int64_t kv0 = (int64_t)a->batch_kv0 + a->chunk_start + 1; /* token i sees kv0 + i keys */
-        int64_t keys_max = kv0 + i1 - 1;
+        int64_t keys_max = kv0 + tok_at(a, k1 - 1); /* the tile's last token sees the most */
         const uint8_t *v = vc + (size_t)(g * hd) * elt;
         for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
+            if (visible && !block_seen(a, k0, k1, t0, kv0)) continue;
             /* the KV head's keys from position t0: blocked, its rows of the
              * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
             const uint8_t *k = (const uint8_t *)ctx->k_cache + pd_key_at(ctx, kvd, a->layer, t0, g * hd) * elt;
@@ -338,11 +370,12 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
                                               : widen_block(kern, kvt, k, row,
                                                             keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK,
                                                             hd, block, &stride);
-            for (int32_t i = i0; i < i1; i++) {
-                if (t0 >= kv0 + i) continue; /* past what this token sees */
+            for (int32_t k = k0; k < k1; k++) {
+                int32_t i = tok_at(a, k);
+                if (t0 >= kv0 + i || block_hidden(a, i, t0, kv0)) continue; /* past or hidden from this token */
                 int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
                 const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
-                float *out = scores + (size_t)(i - i0) * per_token + t0;
+                float *out = scores + (size_t)(k - k0) * per_token + t0;
                 if (ctx->k_blocked)
                     kern->key_scores_t(kvt, rows, nb, q, hd, group, hd, inv_sqrt, out, n_ctx);
                 else
@@ -350,10 +383,11 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             }
         }
         if (visible)
-            for (int32_t i = i0; i < i1; i++) {
+            for (int32_t k = k0; k < k1; k++) {
+                int32_t i = tok_at(a, k);
                 int32_t i_batch = a->chunk_start + i;
                 const uint8_t *vis = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
-                float *s = scores + (size_t)(i - i0) * per_token + a->batch_kv0;
+                float *s = scores + (size_t)(k - k0) * per_token + a->batch_kv0;
                 for (int64_t jb = 0; jb <= i_batch; jb++)
                     if (!vis[jb])
                         for (int64_t h = 0; h < group; h++) s[h * n_ctx + jb] = -INFINITY;
@@ -361,31 +395,35 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         for (int64_t h0 = 0; h0 < group; h0 += PD_ATTN_BLOCK) { /* inv holds a block of heads */
             int64_t nh0 = group - h0 < PD_ATTN_BLOCK ? group - h0 : PD_ATTN_BLOCK;
             float inv[PD_ATTN_TOKENS][PD_ATTN_BLOCK];
-            for (int32_t i = i0; i < i1; i++) {
+            for (int32_t k = k0; k < k1; k++) {
+                int32_t i = tok_at(a, k);
                 float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
                 for (int64_t h = h0; h < h0 + nh0; h++) {
-                    float *s = scores + (size_t)(i - i0) * per_token + h * n_ctx;
-                    inv[i - i0][h - h0] = 1.0f / kern->exp_sum(s, kv0 + i, row_max(s, kv0 + i));
+                    float *s = scores + (size_t)(k - k0) * per_token + h * n_ctx;
+                    inv[k - k0][h - h0] = 1.0f / kern->exp_sum(s, kv0 + i, row_max(s, kv0 + i));
                 }
                 memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
             }
             for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
+                if (visible && !block_seen(a, k0, k1, t0, kv0)) continue;
                 size_t stride;
                 const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row,
                                                keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd,
                                                block, &stride);
-                for (int32_t i = i0; i < i1; i++) {
-                    if (t0 >= kv0 + i) continue;
+                for (int32_t k = k0; k < k1; k++) {
+                    int32_t i = tok_at(a, k);
+                    if (t0 >= kv0 + i || block_hidden(a, i, t0, kv0)) continue;
                     int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
                     float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
-                    kern->value_mix(PD_F32, rows, stride, nb, scores + (size_t)(i - i0) * per_token + h0 * n_ctx + t0,
+                    kern->value_mix(PD_F32, rows, stride, nb, scores + (size_t)(k - k0) * per_token + h0 * n_ctx + t0,
                                     n_ctx, nh0, hd, out + h0 * hd, hd);
                 }
             }
-            for (int32_t i = i0; i < i1; i++) {
+            for (int32_t k = k0; k < k1; k++) {
+                int32_t i = tok_at(a, k);
                 float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
                 for (int64_t h = h0; h < h0 + nh0; h++)
-                    for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[i - i0][h - h0];
+                    for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[k - k0][h - h0];
             }
         }
     }
@@ -500,11 +538,27 @@ static void rope_store_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
+/* Rows k of ctx->att and ctx->x become rows rows[k] (ascending, so each
+ * moves down or stays). */
+static void gather_rows(pd_context *ctx, const int32_t *rows, int32_t n_rows)
+{
+    const pd_config *c = &ctx->model->cfg;
+    size_t Q = (size_t)c->n_heads * (size_t)c->head_dim, H = (size_t)c->hidden;
+    for (int32_t k = 0; k < n_rows; k++)
+        if (rows[k] != k) {
+            memcpy(ctx->att + (size_t)k * Q, ctx->att + (size_t)rows[k] * Q, Q * sizeof(float));
+            memcpy(ctx->x + (size_t)k * H, ctx->x + (size_t)rows[k] * H, H * sizeof(float));
+        }
+}
+
 /* One layer on the chunk; ctx->xn holds RMSNorm(x) with the layer's
  * attention norm on entry, and the next layer's (or nothing, after the last)
- * on return. */
+ * on return. With rows (the last layer: the rows the caller keeps, ascending),
+ * every token's keys and values go to the cache, but only those rows go on
+ * through attention and the MLP, into rows 0..n_rows-1 of x: no other row's
+ * output is read, and each row's sums are those it has in the whole chunk. */
 static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_start, int32_t batch_kv0,
-                          const pd_batch *batch)
+                          const pd_batch *batch, const int32_t *rows, int32_t n_rows)
 {
     const pd_model *m = ctx->model;
     const pd_config *c = &m->cfg;
@@ -519,9 +573,14 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     token_job rj = {ctx, L, NULL, l, (int64_t)batch_kv0 + chunk_start};
     pdi_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
-    attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch};
+    attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch, rows, n_rows};
     int64_t tq = pd_attn_tokens(ctx->n_batch);
+    if (rows) {
+        n_tok = n_rows;
+        if (n_tok == 0) return; /* the keys and values were all the chunk had to give */
+    }
     pdi_pool_for(ctx->pool, (n_tok + tq - 1) / tq * c->n_kv_heads, 1, attention_range, &aj);
+    if (rows) gather_rows(ctx, rows, n_rows);
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
     token_job ffn = {ctx, L, L->ffn_norm, 0, 0};
     pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
@@ -627,6 +686,10 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
     const pd_config *c = &m->cfg;
     int64_t H = c->hidden;
     int32_t batch_kv0 = ctx->kv_len;
+    /* the plain causal run grows only from its own end; any other batch ends it at batch_kv0 */
+    bool plain = !batch->visible && ctx->kv_plain == batch_kv0;
+    for (int32_t i = 0; plain && batch->positions && i < batch->n_tokens; i++) plain = batch->positions[i] == batch_kv0 + i;
+    if (ctx->kv_plain > batch_kv0) ctx->kv_plain = batch_kv0;
     for (int32_t start = 0; start < batch->n_tokens; start += ctx->n_batch) {
         int32_t n_tok = batch->n_tokens - start < ctx->n_batch ? batch->n_tokens - start : ctx->n_batch;
         for (int32_t t = 0; t < n_tok; t++) {
@@ -638,13 +701,32 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
             token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0, 0};
             pdi_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
         }
-        for (int l = 0; l < c->n_layers; l++) layer_forward(ctx, l, n_tok, start, batch_kv0, batch);
+        /* the chunk's kept rows, ascending (slot: a row's place among them, -1 for none) */
+        int32_t n_keep = 0;
+        for (int32_t t = 0; t < n_tok; t++) ctx->slot[t] = -1;
+        for (int32_t k = 0; k < n_out; k++)
+            if (outputs[k] >= start && outputs[k] < start + n_tok) ctx->slot[outputs[k] - start] = 0;
+        for (int32_t t = 0; t < n_tok; t++)
+            if (ctx->slot[t] == 0) {
+                ctx->slot[t] = n_keep;
+                ctx->keep[n_keep++] = t;
+            }
+        bool trim = n_keep < n_tok; /* the last layer carries the kept rows only */
+        for (int l = 0; l < c->n_layers; l++)
+            layer_forward(ctx, l, n_tok, start, batch_kv0, batch, trim && l + 1 == c->n_layers ? ctx->keep : NULL,
+                          n_keep);
         ctx->kv_len = batch_kv0 + start + n_tok;
         for (int32_t k = 0; k < n_out; k++) {
             int32_t r = outputs[k] - start;
-            if (r >= 0 && r < n_tok)
-                pdi_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)r * H, m->final_norm, H, c->rms_eps);
+            if (r >= 0 && r < n_tok) {
+                int32_t at = trim && c->n_layers > 0 ? ctx->slot[r] : r;
+                pdi_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)at * H, m->final_norm, H, c->rms_eps);
+            }
         }
+    }
+    if (plain) {
+        memcpy(ctx->kv_ids + batch_kv0, batch->tokens, (size_t)batch->n_tokens * sizeof(int32_t));
+        ctx->kv_plain = batch_kv0 + batch->n_tokens;
     }
     ctx->n_outputs = n_out;
     if (batch->want_logits) {

@@ -89,6 +89,11 @@ struct pd_context {
      * (pd_key_at), n_ctx rounded up to a whole block a layer. */
     void *k_cache, *v_cache;
     bool kv_f16, k_blocked;
+    /* The cache's first kv_plain positions hold kv_ids[0..kv_plain) as a
+     * causal evaluation from position 0 (no positions, no mask) left them:
+     * what pd_context_kv_match compares with. [n_ctx] */
+    int32_t *kv_ids;
+    int32_t kv_plain;
 
     /* scratch for one chunk of up to n_batch tokens */
     float *x;      /* residual stream [n_batch][hidden] */
@@ -101,6 +106,7 @@ struct pd_context {
     float *scores; /* per thread: attention scores [pd_attn_tokens][heads per KV head][n_ctx], then [PD_ATTN_BLOCK][head_dim] */
     float *rope_cos, *rope_sin; /* [n_batch][head_dim/2] */
     int32_t *chunk_pos;
+    int32_t *keep, *slot; /* [n_batch]: the chunk's kept rows, ascending; each row's place among them or -1 */
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */
 
     /* results of the last pd_eval */

@@ -1,0 +1,152 @@
+/* Prompt prefix reuse in pd_extract: a model extracts the first N reviews on
+ * one context, each prompt keeping the cached tokens it shares with the last
+ * one (at least MIN_CACHED from the second review on: the schema's prompt
+ * before {text}), with the records, tokens and stops of a cleared cache, at
+ * 1, 2 and 3 threads, which agree with each other too. Run on the random
+ * real-vocabulary model, and on the bundled generative model
+ * (models/tianchi-gen: BF16 base with its LoRA adapter at runtime, and the
+ * same base quantized to Q4_0 at load, whose KV cache is F16).
+ *
+ * Usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0] */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "pocketdec.h"
+#include "te_csv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *g_base, *g_adapter, *g_schema, *g_csv;
+static int g_n, g_min_cached, g_q4;
+
+/* The second field of the first n rows after the header. */
+static char **read_reviews(int n)
+{
+    FILE *f = fopen(g_csv, "rb");
+    assert_non_null(f);
+    te_error terr;
+    te_csv *csv = te_csv_open(g_csv, f, &terr);
+    assert_non_null(csv);
+    char **out = calloc((size_t)n, sizeof *out);
+    int k = -1; /* the header first */
+    while (k < n && te_csv_next(csv, &terr) == TE_CSV_ROW) {
+        assert_int_equal(te_csv_n_fields(csv), 2);
+        if (k >= 0) out[k] = strdup(te_csv_field(csv, 1, NULL));
+        k++;
+    }
+    assert_int_equal(k, n);
+    te_csv_free(csv);
+    fclose(f);
+    return out;
+}
+
+static char *describe(const pd_extraction *x)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *out = open_memstream(&s, &n);
+    fprintf(out, "%d %d %d %d %d|", x->n_records, x->n_tokens, (int)x->stop, x->n_sparse, x->n_prompt_tokens);
+    for (int32_t r = 0; r < x->n_records; r++)
+        for (int32_t j = 0; j < x->n_fields; j++)
+            fprintf(out, "%s%c", x->records[r].values[j], j + 1 < x->n_fields ? ',' : '\n');
+    fclose(out);
+    return s;
+}
+
+static void check_model(pd_weight_quant quant, char **reviews)
+{
+    pd_error err;
+    pd_model_params mp = {.quantize = quant};
+    pd_model *base = pd_model_load(g_base, &mp, &err);
+    if (!base) fail_msg("%s", err.message);
+    pd_model *m = base;
+    if (strcmp(g_adapter, "-")) {
+        pd_adapter *ad = pd_adapter_load(g_adapter, &err);
+        if (!ad) fail_msg("%s", err.message);
+        m = pd_model_apply_adapters(base, (const pd_adapter *const *)&ad, NULL, 1, PD_APPLY_AUTO, &err);
+        if (!m) fail_msg("%s", err.message);
+        pd_adapter_free(ad);
+    }
+    pd_schema *sc = pd_schema_load(g_schema, &err);
+    assert_non_null(sc);
+    pd_extractor *ex = pd_extractor_new(m, sc, &err);
+    assert_non_null(ex);
+    char **first = calloc((size_t)g_n, sizeof *first);
+    long records = 0;
+    for (int threads = 1; threads <= 3; threads++) {
+        pd_context_params cp = pd_context_default_params();
+        cp.n_ctx = 512;
+        cp.n_threads = threads;
+        pd_context *reuse = pd_context_new(m, &cp, &err), *fresh = pd_context_new(m, &cp, &err);
+        assert_true(reuse && fresh);
+        long cached = 0;
+        for (int i = 0; i < g_n; i++) {
+            pd_extraction *a = NULL, *b = NULL;
+            const char *text = reviews[i];
+            assert_int_equal(pd_context_kv_truncate(fresh, 0, &err), PD_OK);
+            assert_int_equal(pd_extract(fresh, ex, text, strlen(text), NULL, &a, &err), PD_OK);
+            assert_int_equal(pd_extract(reuse, ex, text, strlen(text), NULL, &b, &err), PD_OK);
+            assert_int_equal(a->n_cached_tokens, 0);
+            if (i > 0 && *text) assert_true(b->n_cached_tokens >= g_min_cached);
+            cached += b->n_cached_tokens;
+            records += threads == 1 ? a->n_records : 0;
+            char *da = describe(a), *db = describe(b);
+            assert_string_equal(db, da);
+            if (threads == 1) first[i] = da;
+            else {
+                assert_string_equal(da, first[i]);
+                free(da);
+            }
+            free(db);
+            pd_extraction_free(a);
+            pd_extraction_free(b);
+        }
+        printf("  %s, %d threads: %d reviews identical with prefix reuse (%ld prompt tokens reused)\n",
+               quant == PD_QUANT_Q4_0 ? "Q4_0 at load" : "as stored", threads, g_n, cached);
+        pd_context_free(reuse);
+        pd_context_free(fresh);
+    }
+    assert_true(records > 0);
+    for (int i = 0; i < g_n; i++) free(first[i]);
+    free(first);
+    pd_extractor_free(ex);
+    pd_schema_free(sc);
+    if (m != base) pd_model_free(m);
+    pd_model_free(base);
+}
+
+static void test_prefix_reuse(void **state)
+{
+    (void)state;
+    char **reviews = read_reviews(g_n);
+    check_model(PD_QUANT_NONE, reviews);
+    if (g_q4) check_model(PD_QUANT_Q4_0, reviews);
+    for (int i = 0; i < g_n; i++) free(reviews[i]);
+    free(reviews);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 7) {
+        fprintf(stderr, "usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0]\n");
+        return 2;
+    }
+    g_base = argv[1];
+    g_adapter = argv[2];
+    g_schema = argv[3];
+    g_csv = argv[4];
+    g_n = atoi(argv[5]);
+    g_min_cached = atoi(argv[6]);
+    g_q4 = argc > 7 && strcmp(argv[7], "q4_0") == 0;
+    if (g_n <= 0) {
+        fprintf(stderr, "test_extract_prefix: N must be positive\n");
+        return 2;
+    }
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_prefix_reuse)};
+    return cmocka_run_group_tests_name("extract-prefix", tests, NULL, NULL);
+}
