@@ -113,9 +113,11 @@ typedef struct pd_tag_trace {
     int32_t n_links;      /* one per span of the `from` field, in text order */
     pd_tag_link *links;
     int32_t n_label_rows; /* one per record before sorting and dropping repeats; 0 without labels */
-    int32_t n_labels;     /* label classes of the head */
+    int32_t n_labels;     /* label classes of the head, its no-record class included */
     float *label_logits;  /* [n_label_rows][n_labels] */
     int32_t forward_passes; /* pd_eval calls (1; 0 for an empty text) */
+    int32_t no_record;    /* 1 when the head has the no-record class: the last of n_labels, a record
+                             whose argmax it is is not written */
 } pd_tag_trace;
 
 /* pd_tag_extract that also fills *trace (may be NULL; free it with

@@ -425,13 +425,15 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
     const pd_schema *sc = ps->tx->schema;
     int32_t *label = calloc((size_t)n_recs + 1, sizeof *label);
     const char **values = calloc((size_t)pd_schema_n_fields(sc) + 1, sizeof *values);
-    if (!label || !values || (t->n_labels && !(tr->label_logits = malloc(sizeof(float) * (size_t)t->n_labels *
-                                                                          ((size_t)n_recs + 1))))) {
+    int32_t classes = t->n_labels + t->no_record; /* the no-record class last */
+    if (!label || !values || (classes && !(tr->label_logits = malloc(sizeof(float) * (size_t)classes *
+                                                                      ((size_t)n_recs + 1))))) {
         free(label);
         free(values);
         return nomem(err);
     }
-    tr->n_labels = t->n_labels;
+    tr->n_labels = classes;
+    tr->no_record = t->no_record;
     for (int32_t r = 0; r < n_recs; r++) {
         recs[r].order = r;
         recs[r].key = INT32_MAX;
@@ -444,15 +446,16 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
                     ps->rows[t->label_states[j] == PD_SPAN_FIRST ? tr->spans[s].first : tr->spans[s].last];
             if (tr->spans[s].first < recs[r].key) recs[r].key = tr->spans[s].first;
         }
-        if (!t->n_labels) continue;
-        float *logits = tr->label_logits + (size_t)r * (size_t)t->n_labels;
+        if (!classes) continue;
+        float *logits = tr->label_logits + (size_t)r * (size_t)classes;
         pdi_tagger_label_logits(ps->head, xs, logits);
-        label[r] = pdi_argmax(logits, t->n_labels);
+        label[r] = pdi_argmax(logits, classes);
         tr->n_label_rows++;
     }
     qsort(recs, (size_t)n_recs, sizeof *recs, by_key); /* stable: order breaks ties */
     pd_status rc = PD_OK;
     for (int32_t r = 0; !rc && r < n_recs; r++) {
+        if (classes && label[recs[r].order] == t->n_labels) continue; /* no record */
         memset(values, 0, sizeof *values * (size_t)pd_schema_n_fields(sc));
         for (int32_t k = 0; k < t->n_spans; k++)
             if (recs[r].span[k] >= 0) values[ps->tx->span_field[k]] = tr->spans[recs[r].span[k]].text;

@@ -45,11 +45,13 @@ typedef struct pd_tagger {
     char **label_fields;   /* enum field names */
     char **label_values;   /* [n_labels][n_label_fields] */
     int32_t n_label_states; /* 1 or 2; ["last"] when head.json names none */
+    bool no_record;        /* head.json "no_record": one more label row, last, that drops the record */
     pd_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */
     float *lq_w, *lq_b, *lk_w, *lk_b, *l_none; /* [d][hidden], [d], [d][hidden], [d], [d] */
-    float *lab_w, *lab_b, *lab_none; /* [n_labels][n_spans * n_label_states * hidden], [n_labels], [hidden] */
+    float *lab_w, *lab_b, *lab_none; /* [n_labels + no_record][n_spans * n_label_states * hidden],
+                                        [n_labels + no_record], [hidden] */
 } pd_tagger;
 
 struct pd_head {
@@ -98,7 +100,7 @@ void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *
                             float *out);
 /* Label logits of a record: x[k * n_label_states + j] is the hidden state at
  * token label_states[j] (first or last) of its span of field spans[k], or
- * NULL for `_`; out[n_labels]. */
+ * NULL for `_`; out[n_labels + no_record] (the no-record class last). */
 void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
 /* head.json's "gazetteer" ({"file", "marks": {span field: [open, close]}})
  * and its file (one `field<TAB>term` a line; `#` comments, blank lines; a

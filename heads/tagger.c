@@ -109,12 +109,25 @@ static pd_status parse_label_states(pd_tagger *t, json_t *root, const char *path
     return PD_OK;
 }
 
+/* "no_record": true adds a label class, after the labels, that means "no record here". */
+static pd_status parse_no_record(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+{
+    json_t *v = json_object_get(root, "no_record");
+    if (!v) return PD_OK;
+    if (!json_is_boolean(v)) return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"no_record\" must be true or false", path);
+    if (json_is_true(v) && t->n_labels == 0)
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"no_record\" without \"labels\"", path);
+    t->no_record = json_is_true(v);
+    return PD_OK;
+}
+
 static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
     if (!fields && !labels) {
         if (json_object_get(root, "label_states"))
             return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" without \"labels\"", path);
+        return parse_no_record(t, root, path, err);
         return PD_OK;
     }
     if (!fields || !labels)
@@ -151,7 +164,8 @@ static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_e
             if (j == nf) return pdi_set_error(err, PD_ERR_FORMAT, "%s: labels[%zu] repeats labels[%zu]", path, i, k);
         }
     }
-    return parse_label_states(t, root, path, err);
+    rc = parse_label_states(t, root, path, err);
+    return rc ? rc : parse_no_record(t, root, path, err);
 }
 
 pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
@@ -191,9 +205,10 @@ pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *
         if (!rc) rc = pdi_head_take_tensor(st, "link.none", d, 0, false, &t->l_none, path, err);
     }
     if (!rc && t->n_labels > 0) {
-        rc = pdi_head_take_tensor(st, "label.weight", t->n_labels, t->n_spans * t->n_label_states * H, false, &t->lab_w,
-                                  path, err);
-        if (!rc) rc = pdi_head_take_tensor(st, "label.bias", t->n_labels, 0, false, &t->lab_b, path, err);
+        int64_t rows = t->n_labels + t->no_record;
+        rc = pdi_head_take_tensor(st, "label.weight", rows, t->n_spans * t->n_label_states * H, false, &t->lab_w, path,
+                                  err);
+        if (!rc) rc = pdi_head_take_tensor(st, "label.bias", rows, 0, false, &t->lab_b, path, err);
         if (!rc) rc = pdi_head_take_tensor(st, "label.none", H, 0, false, &t->lab_none, path, err);
     }
     return rc;
@@ -303,7 +318,7 @@ void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out
     const pd_tagger *t = h->tagger;
     int32_t inputs = t->n_spans * t->n_label_states;
     int64_t H = h->hidden, width = inputs * H;
-    for (int32_t l = 0; l < t->n_labels; l++) {
+    for (int32_t l = 0; l < t->n_labels + t->no_record; l++) {
         double s = (double)t->lab_b[l];
         for (int32_t k = 0; k < inputs; k++)
             s += pdi_head_dot(t->lab_w + l * width + k * H, x[k] ? x[k] : t->lab_none, H);

@@ -68,7 +68,16 @@ def merged_copy(model):
 def save_peft(model, path, base_name):
     """Write adapter_config.json and adapter_model.safetensors (PEFT names, F32)."""
     os.makedirs(path, exist_ok=True)
-    c = model.lora_config
+    write_peft_config(model.lora_config, path, base_name)
+    tensors = {}
+    for name, m in wrapped(model):
+        tensors[f"base_model.model.{name}.lora_A.weight"] = m.lora_A.detach().numpy()
+        tensors[f"base_model.model.{name}.lora_B.weight"] = m.lora_B.detach().numpy()
+    qwen3.write_safetensors(os.path.join(path, "adapter_model.safetensors"), tensors, {"format": "pt"})
+
+
+def write_peft_config(c, path, base_name):
+    """adapter_config.json of a plain LoRA: c holds r, lora_alpha and target_modules."""
     cfg = {"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": c["r"], "lora_alpha": c["lora_alpha"],
            "lora_dropout": 0.0, "use_rslora": False, "use_dora": False, "bias": "none",
            "fan_in_fan_out": False, "init_lora_weights": True, "inference_mode": True,
@@ -76,10 +85,21 @@ def save_peft(model, path, base_name):
            "target_modules": c["target_modules"], "base_model_name_or_path": base_name}
     with open(os.path.join(path, "adapter_config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
+
+
+def save_soup(models, path, base_name):
+    """One PEFT adapter whose delta is the mean of the models' adapter deltas (same r, alpha, targets):
+    their A matrices stacked and their B matrices side by side at 1/N, rank N x r, alpha N x alpha
+    (the same scale alpha / r), so sum_k s B_k A_k / N is exact."""
+    n, c = len(models), models[0].lora_config
+    os.makedirs(path, exist_ok=True)
+    write_peft_config(dict(c, r=n * c["r"], lora_alpha=n * c["lora_alpha"]), path, base_name)
     tensors = {}
-    for name, m in wrapped(model):
-        tensors[f"base_model.model.{name}.lora_A.weight"] = m.lora_A.detach().numpy()
-        tensors[f"base_model.model.{name}.lora_B.weight"] = m.lora_B.detach().numpy()
+    for parts in zip(*[wrapped(m) for m in models]):
+        name = parts[0][0]
+        tensors[f"base_model.model.{name}.lora_A.weight"] = torch.cat([m.lora_A.detach() for _, m in parts]).numpy()
+        tensors[f"base_model.model.{name}.lora_B.weight"] = torch.cat([m.lora_B.detach() / n for _, m in parts],
+                                                                      1).numpy()
     qwen3.write_safetensors(os.path.join(path, "adapter_model.safetensors"), tensors, {"format": "pt"})
 
 

@@ -21,6 +21,7 @@ import qwen3
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE = os.path.join(HERE, "tagger_template.json")
 NEG = -1e4  # a forbidden transition (finite: keeps logsumexp free of NaN)
+NO_RECORD_BIAS = -4.0  # a new no-record class's starting bias: rarely chosen before training
 
 
 def load_template(path=TEMPLATE):
@@ -151,10 +152,11 @@ LABEL_STATES = ("first", "last")  # the token states of a span that head.json's 
 
 
 class TaggerHead(nn.Module):
-    def __init__(self, hidden, spans, head_dim, n_labels, gen, label_states=("last",)):
+    def __init__(self, hidden, spans, head_dim, n_labels, gen, label_states=("last",), no_record=False):
         super().__init__()
         self.spans, self.head_dim = list(spans), head_dim
         self.label_states = list(label_states)
+        self.n_labels, self.no_record = n_labels, bool(no_record)  # no_record: one more class, last
         self.tags = tag_names(spans)
         T = len(self.tags)
         self.tag = nn.Linear(hidden, T)
@@ -164,7 +166,7 @@ class TaggerHead(nn.Module):
         self.link_q = nn.Linear(hidden, head_dim)
         self.link_k = nn.Linear(hidden, head_dim)
         self.link_none = nn.Parameter(torch.zeros(head_dim))
-        self.label = nn.Linear(len(spans) * len(label_states) * hidden, n_labels)
+        self.label = nn.Linear(len(spans) * len(label_states) * hidden, n_labels + self.no_record)
         self.label_none = nn.Parameter(torch.zeros(hidden))
         with torch.no_grad():
             for name, p in self.named_parameters():
@@ -231,23 +233,37 @@ class TaggerHead(nn.Module):
                              for r in spans])
                 for k in range(len(self.spans)) for st in self.label_states]
 
-    def with_label_states(self, states):
-        """A copy whose label classifier reads `states`; a state it already read keeps its weights, a
-        new one starts at zero (the same logits until training moves it)."""
-        new = TaggerHead(self.label_none.shape[0], self.spans, self.head_dim, self.label.out_features,
-                         torch.Generator(), states)
-        sd = {k: v for k, v in self.state_dict().items() if k != "label.weight"}
+    def with_label_states(self, states, no_record=None):
+        """A copy whose label classifier reads `states` (and has the no-record class when no_record);
+        a state it already read keeps its weights, a new one starts at zero, and a new no-record
+        class starts with zero weights and bias NO_RECORD_BIAS (almost the same decisions until
+        training moves it)."""
+        no_record = self.no_record if no_record is None else bool(no_record)
+        new = TaggerHead(self.label_none.shape[0], self.spans, self.head_dim, self.n_labels,
+                         torch.Generator(), states, no_record)
+        sd = {k: v for k, v in self.state_dict().items() if k not in ("label.weight", "label.bias")}
         H = self.label_none.shape[0]
+        rows = min(self.label.out_features, new.label.out_features)
         w = torch.zeros(new.label.weight.shape)
+        b = torch.full(new.label.bias.shape, NO_RECORD_BIAS)
+        b[:rows] = self.label.bias.detach()[:rows]
         for k in range(len(self.spans)):
             for j, st in enumerate(states):
                 if st in self.label_states:
                     i = self.label_states.index(st)
                     old = (k * len(self.label_states) + i) * H
-                    w[:, (k * len(states) + j) * H:][:, :H] = self.label.weight.detach()[:, old:old + H]
-        sd["label.weight"] = w
+                    w[:rows, (k * len(states) + j) * H:][:, :H] = self.label.weight.detach()[:rows, old:old + H]
+        sd["label.weight"], sd["label.bias"] = w, b
         new.load_state_dict(sd)
         return new
+
+
+def average(heads):
+    """A head whose parameters are the mean of heads' (the same shapes): a soup's head."""
+    out = heads[0].with_label_states(heads[0].label_states)
+    sd = {k: sum(h.state_dict()[k] for h in heads) / len(heads) for k in heads[0].state_dict()}
+    out.load_state_dict(sd)
+    return out
 
 
 def viterbi(head, e, mid):
@@ -328,7 +344,10 @@ def decode(head, meta, h, text, byte_ranges, labels):
         ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
         lg = head.label_logits(head.label_parts(h, [ends]))[0]
         logits.append(lg.tolist())
-        lab = labels[int(torch.argmax(lg.double()))]
+        best = int(torch.argmax(lg.double()))
+        if best == len(labels):  # the no-record class: the record is not written
+            continue
+        lab = labels[best]
         q = ()
         for f in head.spans:
             q += (stext[r[f]], *coffs[r[f]]) if r[f] >= 0 else ("_", None, None)
@@ -359,6 +378,9 @@ def save(head, meta, labels, path, terms=None):
     doc["link"] = dict(meta["link"], head_dim=head.head_dim)
     doc["labels"] = [list(x) for x in labels]
     doc["label_states"] = head.label_states
+    doc.pop("no_record", None)
+    if head.no_record:
+        doc["no_record"] = True
     with open(os.path.join(path, "head.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=2)
     t = {"tag.weight": head.tag.weight, "tag.bias": head.tag.bias, "tag.transitions": head.transitions,
@@ -375,7 +397,7 @@ def load(path, hidden):
         meta = json.load(f)
     sd = qwen3.read_safetensors(os.path.join(path, "head.safetensors"))
     head = TaggerHead(hidden, meta["spans"], meta["link"]["head_dim"], len(meta["labels"]), torch.Generator(),
-                      meta.get("label_states", ["last"]))
+                      meta.get("label_states", ["last"]), meta.get("no_record", False))
     names = {"tag.weight": "tag.weight", "tag.bias": "tag.bias", "tag.transitions": "transitions",
              "tag.start": "start", "tag.end": "end", "link.q.weight": "link_q.weight",
              "link.q.bias": "link_q.bias", "link.k.weight": "link_k.weight", "link.k.bias": "link_k.bias",

@@ -13,7 +13,8 @@ Stages (each saved, a finished stage is skipped on a rerun with the same --out: 
   3. self-training: the base and its head decode the teacher-tagged reviews; where their spans are
      the teacher's, their links and labels become training records;
   4. adapter + head: LoRA on q/k/v/o/gate/up/down and the tagger head (its label classifier widened
-     to the first and last token states of each span), on the task alone.
+     to the first and last token states of each span, with a no-record class for an aspect that no
+     opinion links to), on the task alone; with --soup N, N times, shipping their uniform average.
 Writes DIR/base/ (HF), DIR/adapter/ (PEFT), DIR/head/ (heads/ tagger format), DIR/merged/,
 DIR/dev_Result.csv (the dev split through pocketdec itself, python/: what users get; skipped with a
 message when the library is not built), DIR/dev_python_Result.csv (the Python decode of compose/'s
@@ -68,11 +69,11 @@ class Example:
     """One review as tensors for the task loss: tags always; links and labels when quads (gold
     quadruples) are given, not for a review the teacher tagged (spans only)."""
 
-    def __init__(self, tok, meta, head_tags, labels, text, quads=None, spans=None, terms=None):
+    def __init__(self, tok, meta, head_tags, labels, text, quads=None, spans=None, terms=None, orphans=True):
         self.ids, self.read, ranges = tagging.prompt(tok, meta, text, terms)
         self.n = len(ranges)
         self.mid = tagging.midchar(text, ranges)
-        if quads is not None:
+        if spans is None and quads is not None:
             spans = sorted({(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]), ("opinion", q[4], q[5]))
                             if s is not None})
         starts = tagging.char_starts(text)
@@ -89,6 +90,16 @@ class Example:
             if o is not None:
                 self.links.append((o[1], [x[1] for x in aspects], aspects.index(a) if a else len(aspects)))
             self.labels.append((a, o, labels.index((q[6], q[7]))))
+        # for a head with the no-record class: the aspects that no quadruple holds without an
+        # opinion, what decode would write as (aspect, _) when no opinion links to them
+        alone = {where[("aspect", q[1])] for q in quads or () if q[1] is not None and q[4] is None}
+        self.orphans = [(a, None) for a in aspects if a not in alone] if quads is not None and orphans else []
+        # and (with --no-record 2) the pairs of a review's spans that no quadruple holds
+        held = {(where[("aspect", q[1])] if q[1] is not None else None, where[("opinion", q[4])])
+                for q in quads or () if q[4] is not None}
+        opinions = sorted({o for _, o in held})
+        self.wrong_pairs = [(a, o) for o in opinions for a in aspects + [None] if (a, o) not in held] \
+            if quads is not None and orphans else []
 
 
 def augment(train, rng, copies, p=0.5):
@@ -154,7 +165,7 @@ def teach(train, texts, epochs, seed):
 
 
 @torch.no_grad()
-def self_train(model, head, meta, tok, labels, head_tags, taught, terms):
+def self_train(model, head, meta, tok, labels, head_tags, taught, terms, no_record):
     """Self-training: the trunk and its head decode the teacher-tagged reviews; where the trunk's
     spans are exactly the teacher's, its links and labels make a full training review, elsewhere the
     teacher's spans alone stay (tags only)."""
@@ -168,14 +179,18 @@ def self_train(model, head, meta, tok, labels, head_tags, taught, terms):
             quads = tagging.decode(head, meta, h, text, ranges, labels)[2]
         mine = {(f, q[k + 1], q[k + 2]) for q in quads for f, k in (("aspect", 0), ("opinion", 3)) if q[k + 1] is not None}
         if quads and mine == set(spans):
-            out.append(Example(tok, meta, head_tags, labels, text, quads, terms=terms))
+            # records of a lone aspect are left out: a head without the no-record class writes one
+            # for every aspect no opinion links to, and most of those are wrong
+            quads = [q for q in quads if q[4] is not None or not no_record]
+            out.append(Example(tok, meta, head_tags, labels, text, quads, spans=sorted(mine), terms=terms,
+                               orphans=False))
         else:
             out.append(Example(tok, meta, head_tags, labels, text, spans=spans, terms=terms))
     model.train()
     return out
 
 
-def task_loss(model, head, batch, drop):
+def task_loss(model, head, batch, drop, no_record=1):
     """CRF + link + label losses of a batch of Examples (mean of the three terms)."""
     B = len(batch)
     L = max(len(x.ids) for x in batch)
@@ -201,11 +216,14 @@ def task_loss(model, head, batch, drop):
             s = head.link_scores(hr[b, o][None], hr[b, cands] if cands else hr[b, :0])
             link = link + F.cross_entropy(s, torch.tensor([g]))
             n_link += 1
-        if x.labels:
-            parts = head.label_parts(hr[b], [r[:2] for r in x.labels])
-            lab = lab + F.cross_entropy(head.label_logits(parts), torch.tensor([r[2] for r in x.labels]),
+        rows = x.labels
+        if head.no_record:
+            rows = rows + [(a, o, head.n_labels) for a, o in x.orphans + (x.wrong_pairs if no_record > 1 else [])]
+        if rows:
+            parts = head.label_parts(hr[b], [r[:2] for r in rows])
+            lab = lab + F.cross_entropy(head.label_logits(parts), torch.tensor([r[2] for r in rows]),
                                         reduction="sum")
-            n_lab += len(x.labels)
+            n_lab += len(rows)
     return crf + link / max(1, n_link) + lab / max(1, n_lab), sum(len(x.ids) for x in batch)
 
 
@@ -311,6 +329,15 @@ def main(argv=None):
     ap.add_argument("--lora-alpha", type=float, default=32)
     ap.add_argument("--lora-lr", type=float, default=3e-4)
     ap.add_argument("--link-dim", type=int, default=64)
+    ap.add_argument("--soup", type=int, default=1,
+                    help="train the adapter stage this many times (other random draws for batches, LoRA init "
+                         "and dropout) and ship their uniform soup: the adapters side by side at 1/N each "
+                         "(rank N x r, the same sum of deltas) and the mean of the heads")
+    ap.add_argument("--no-record", type=int, default=1,
+                    help="the adapter stage's label classifier gets a no-record class (head.json no_record), "
+                         "trained on the aspects of the labelled reviews that no quadruple holds without an "
+                         "opinion, so an aspect no opinion links to is written only when it stands alone; 2 = "
+                         "also on the (aspect or _, opinion) pairs of gold spans that no quadruple holds; 0 = off")
     ap.add_argument("--label-states", default="first,last",
                     help="the span token states the adapter stage's label classifier reads (head.json "
                          "label_states; the base stage's head reads the last); first,last or last")
@@ -372,18 +399,18 @@ def main(argv=None):
         record["teacher"] = {"reviews": len(pseudo), "seconds": round(time.time() - t0, 1)}
     log(f"{len(texts)} texts, {len(exs)} labelled reviews, {len(pseudo)} teacher-tagged, vocab {len(tok)}")
 
-    def task_batch():
-        return rng.sample(exs, a.batch) + (rng.sample(pseudo, min(a.pseudo_batch, len(pseudo))) if pseudo else [])
+    def task_batch(r):
+        return r.sample(exs, a.batch) + (r.sample(pseudo, min(a.pseudo_batch, len(pseudo))) if pseudo else [])
 
     base_dir = os.path.join(a.out, "base")
     text_terms = {t: own(i) for i, t, _ in train}
     echo = [tagging.prompt(tok, meta, t, text_terms.get(t, terms))[0] for t in texts]
 
-    def mixed_batch(model, head, lm_weight):
+    def mixed_batch(model, head, lm_weight, r=rng):
         """A step's loss: the task's, plus lm_weight x the next-token loss on the echo prompts."""
         def batch(step):
-            l1, n1 = lm_loss(model, echo, rng, a.batch) if lm_weight else (0.0, 0)
-            l2, n2 = task_loss(model, head, task_batch(), a.drop)
+            l1, n1 = lm_loss(model, echo, r, a.batch) if lm_weight else (0.0, 0)
+            l2, n2 = task_loss(model, head, task_batch(r), a.drop, a.no_record)
             return lm_weight * l1 + l2, n1 + n2
         return batch
 
@@ -425,20 +452,37 @@ def main(argv=None):
     if a.self_train and taught:
         t0 = time.time()
         pseudo = self_train(model, tagging.load(os.path.join(a.out, "head0"), a.hidden)[0], meta, tok, labels,
-                            head_tags, taught, terms)
+                            head_tags, taught, terms, a.no_record)
         record["self_train"] = {"agreed": sum(1 for x in pseudo if x.labels), "reviews": len(pseudo),
                                 "seconds": round(time.time() - t0, 1)}
         log(f"self-training: the trunk agrees with the teacher on {record['self_train']['agreed']} of "
             f"{len(pseudo)} unlabelled reviews")
-    head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].with_label_states(a.label_states.split(","))
-    head.train()
 
-    for p in model.parameters():
-        p.requires_grad_(False)
-    params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 1))
-    params += list(head.parameters())
-    fit(params, a.finetune_steps, a.lora_lr, mixed_batch(model, head, a.finetune_lm_weight), "finetune", record)
-    lora.save_peft(model, os.path.join(a.out, "adapter"), "base")
+    def adapter_stage(k):
+        """Adapter k of the soup on a fresh copy of the base (k = 0: the run's own random draws)."""
+        m, r = model, rng
+        if k:
+            m, r = qwen3.load_hf(base_dir), random.Random(a.seed + 1000 * k)
+            torch.manual_seed(a.seed + 1000 * k)
+        head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].with_label_states(a.label_states.split(","),
+                                                                                     a.no_record)
+        head.train()
+        params = lora.add_lora(m, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 1 + 1000 * k))
+        params += list(head.parameters())
+        fit(params, a.finetune_steps, a.lora_lr, mixed_batch(m, head, a.finetune_lm_weight, r),
+            "finetune" + (str(k) if k else ""), record)
+        return m, head
+
+    stages = [adapter_stage(k) for k in range(a.soup)]
+    if a.soup == 1:
+        (model, head), = stages
+        lora.save_peft(model, os.path.join(a.out, "adapter"), "base")
+    else:  # the uniform soup: the mean of the adapters' deltas and of the heads
+        lora.save_soup([m for m, _ in stages], os.path.join(a.out, "adapter"), "base")
+        head = tagging.average([h for _, h in stages])
+        model = lora.load_peft(qwen3.load_hf(base_dir), os.path.join(a.out, "adapter"))
+        log(f"soup of {a.soup} adapter stages: adapter rank {a.soup * a.lora_r}")
+    head.eval()
     tagging.save(head, meta, labels, os.path.join(a.out, "head"), terms)
     gold = os.path.join(a.data, "dev_labels.csv")
     t0 = time.time()

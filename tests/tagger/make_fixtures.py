@@ -126,6 +126,15 @@ def write_bad_heads(out):
     d = head("states-alone", labels=False)
     edit_json(d, label_states=["first"])
     add("label_states without labels", d, "format", "label_states")
+    d = head("norecord-bool")
+    edit_json(d, no_record="yes")
+    add("no_record not a boolean", d, "format", "no_record")
+    d = head("norecord-labels", labels=False)
+    edit_json(d, no_record=True)
+    add("no_record without labels", d, "format", "no_record")
+    d = head("norecord-rows")
+    edit_json(d, no_record=True)
+    add("no_record with label.weight of the labels' rows only", d, "shape", "label.weight")
     d = head("states-width", label_states=["first", "last"])
     edit_json(d, label_states=["last"])
     add("label.weight narrower than label_states", d, "shape", "label.weight")
@@ -207,7 +216,8 @@ def main():
              "pair-ends": dict(seed=5, label_states=["first", "last"]),
              "single-ends": dict(seed=6, spans=["opinion"], label_states=["last", "first"]),
              "single": dict(seed=3, spans=["opinion"]), "plain": dict(seed=4, labels=False, transitions=False),
-             "pair-gazetteer": dict(seed=7, label_states=["first", "last"], prompt=MARKED_PROMPT, gazetteer=GAZETTEER)}
+             "pair-gazetteer": dict(seed=7, label_states=["first", "last"], prompt=MARKED_PROMPT, gazetteer=GAZETTEER),
+             "pair-norecord": dict(seed=8, label_states=["first", "last"], no_record=True)}
     fields, distinct = schema_fields()
     cases = []
     for name, kw in heads.items():
@@ -231,6 +241,11 @@ def main():
     n_links = sum(1 for c in cases for l in c["links"] if l["choice"] >= 0)
     if n_spans < 10 or n_links < 2:
         raise SystemExit(f"make_fixtures: the random heads find too little ({n_spans} spans, {n_links} links)")
+    decided = [max(range(len(l)), key=l.__getitem__) == len(l) - 1
+               for c in cases if c["name"].startswith("pair-norecord:") for l in c["label_logits"]]
+    if not 0 < sum(decided) < len(decided):
+        raise SystemExit(f"make_fixtures: the no-record head drops {sum(decided)} of {len(decided)} records; "
+                         "the test needs some dropped and some kept")
     doc = {"model": mpath, "schema": SCHEMA, "fields": fields, "cases": cases, "bad_heads": write_bad_heads(out),
            "pointer_head": None}
     ptr = os.path.join(out, "head-pointer")

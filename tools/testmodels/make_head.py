@@ -130,9 +130,11 @@ def schema_enum_values(path, name):
 
 
 def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
-                 prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None, gazetteer=None):
+                 prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None, gazetteer=None,
+                 no_record=False):
     """A random tagger head. B and I tags get a positive bias so that spans appear. label_states
     (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state).
+    no_record adds the no-record class (head.json "no_record"), biased so that it wins now and then.
     gazetteer: (marks, lines) writes gazetteer.tsv (lines `field<TAB>term`) and head.json's key."""
     rng = np.random.default_rng([seed, 0x7A66])
     os.makedirs(out, exist_ok=True)
@@ -162,6 +164,10 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
         t.update({"label.weight": rng.standard_normal((n, width)) * s,
                   "label.bias": rng.standard_normal(n) * 0.1,
                   "label.none": rng.standard_normal(hidden)})
+        if no_record:
+            meta["no_record"] = True
+            t["label.weight"] = np.vstack([t["label.weight"], rng.standard_normal((1, width)) * s])
+            t["label.bias"] = np.append(t["label.bias"], 4.0)
     if gazetteer is not None:
         meta["gazetteer"] = {"file": "gazetteer.tsv", "marks": gazetteer[0]}
         with open(os.path.join(out, "gazetteer.tsv"), "w", encoding="utf-8") as f:
@@ -434,7 +440,10 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
                                 for k in range(len(spans_f)) for state in meta.get("label_states", ["last"])])
             logits = t["label.weight"] @ x + t["label.bias"]
             label_logits.append([float(v) for v in logits])
-            for f, v in zip(meta["label_fields"], meta["labels"][int(np.argmax(logits))]):
+            best = int(np.argmax(logits))
+            if best == len(meta["labels"]):  # the no-record class
+                continue
+            for f, v in zip(meta["label_fields"], meta["labels"][best]):
                 vals[f] = v
         key = min(spans[s]["first"] for s in r.values() if s >= 0)
         out.append((key, len(out), vals))
