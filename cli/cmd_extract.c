@@ -106,7 +106,7 @@ typedef struct run_state {
     pd_extract_params params;
     pd_record_format fmt;
     FILE *out;
-    long reviews, records, broken, failed, tokens;
+    long reviews, records, broken, failed, tokens, forward, drafted, accepted;
     bool bar;          /* stderr is a terminal: a bar redrawn in place */
     double every;      /* --progress S: a line every S seconds instead (< 0: none) */
 } run_state;
@@ -152,6 +152,9 @@ static int one_row(run_state *s, reader *r, row *w)
     if (x) {
         s->records += x->n_records;
         s->tokens += x->n_tokens;
+        s->forward += x->n_forward;
+        s->drafted += x->n_drafted;
+        s->accepted += x->n_accepted;
     }
     int rc = write_result(s, w, x);
     pd_extraction_free(x);
@@ -209,8 +212,11 @@ static int stream(run_state *s, reader *r)
         fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed in %.2f s (%.1f reviews/s)\n",
                 s->reviews, s->records, s->broken, s->failed, dt, (double)s->reviews / (dt > 0 ? dt : 1));
     else
-        fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s)\n",
-                s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1));
+        fprintf(stderr,
+                "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s); "
+                "%ld forward passes, %ld of %ld drafted tokens kept (%.1f%%)\n",
+                s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1),
+                s->forward, s->accepted, s->drafted, s->drafted ? 100.0 * (double)s->accepted / (double)s->drafted : 0.0);
     return (s->broken || s->failed) ? 1 : 0;
 }
 
@@ -242,7 +248,7 @@ static int open_files(cli_args *a, reader *r, FILE **out)
 /* Options of generation that a tagger head (no generation) cannot honour: a usage error. */
 static int tagger_options(cli_args *a, const char *head_dir)
 {
-    static const char *const gen[] = {"--max-records", "--max-tokens", "--temperature", "--seed"};
+    static const char *const gen[] = {"--max-records", "--max-tokens", "--temperature", "--seed", "--speculate"};
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
         if (cli_opt(a, gen[i])) {
             char what[256];
@@ -268,6 +274,7 @@ int cmd_extract(cli_args *a)
     if ((rc = cli_threads_opt(a, &threads)) ||
         (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &s.params.max_records)) ||
         (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &s.params.max_tokens)) ||
+        (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &s.params.speculate)) ||
         (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)))
         return rc;

@@ -26,7 +26,7 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--progress S]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--progress S]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
@@ -36,7 +36,10 @@ static const cli_command commands[] = {
      "row was broken or failed (after all others were written) or when the input holds no review.\n"
      "--head DIR: a decision head then picks each record's labels (the schema's decide section); a tagger\n"
      "head instead extracts each review's records in one forward pass (no generation; --max-records,\n"
-     "--max-tokens, --temperature and --seed do not apply).\n"
+     "--max-tokens, --speculate, --temperature and --seed do not apply).\n"
+     "--speculate K (0-16, default 4): copy speculation in greedy generation: inside a span, the review's\n"
+     "next K tokens are verified with the next token in one forward pass, the same output with fewer passes\n"
+     "(0 = off; sampling with --temperature turns it off). The summary line gives passes and drafts kept.\n"
      "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"
      "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
      cmd_extract},
@@ -46,8 +49,8 @@ static const cli_command commands[] = {
      "{\"tokens\":[prompt ids],\"read_start\":k,\"tags\":[one per read-copy token],\"emissions\":[[n_tags] per\n"
      "read-copy token],\"spans\":[{\"field\",\"text\",\"first\",\"last\"}] (token indices within the read copy,\n"
      "text order),\"links\":[{\"from\":span index,\"scores\":[to spans in text order, none last],\"choice\":span\n"
-     "index or -1}],\"labels\":[{\"logits\":[n_labels]}] (one per record before sorting and dropping repeats,\n"
-     "in the order made: from spans, then unchosen to spans),\"records\":[{field: value}],\"forward_passes\":1}.",
+     "index or -1}],\"labels\":[{\"logits\":[n_labels, then no-record with a no_record head]}] (one per record\n"
+     "before sorting and dropping repeats, in the order made: from spans, then unchosen to spans),\"records\":[{field: value}],\"forward_passes\":1}.",
      cmd_tag},
     {"score",
      "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",

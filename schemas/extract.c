@@ -67,7 +67,7 @@ void pd_extractor_free(pd_extractor *ex)
 
 pd_extract_params pd_extract_default_params(void)
 {
-    pd_extract_params p = {pd_sampler_default_params(), 0, 0, -1};
+    pd_extract_params p = {pd_sampler_default_params(), 0, 0, -1, PD_SPECULATE_DEFAULT};
     return p;
 }
 
@@ -125,7 +125,16 @@ typedef struct decoder {
     int32_t *allowed; /* [n_vocab + 1]: the step's candidates (the end token last) */
     float *cand;      /* their logits */
     uint64_t rng;
+    const int32_t *prompt; /* the whole prompt, where drafts are looked up */
+    int32_t n_prompt;
+    int32_t *out;     /* [max_tokens + 1]: the tokens generated so far, then a draft */
+    int32_t *scratch; /* [n_vocab + 1]: allowed sets while drafting */
+    int32_t *batch;   /* [1 + PD_SPECULATE_MAX]: the last evaluation's tokens (a token, then its draft) */
+    int32_t row, n_rows; /* the row of the last evaluation whose logits decide next, and its rows */
+    bool full;        /* the last evaluation computed full logits */
 } decoder;
+
+#define DRAFT_CONTEXT 3 /* generated tokens a draft's source must repeat, at most */
 
 /* Candidates for the next token in state s: allowed text tokens, then the end
  * token when the output may end here. */
@@ -148,6 +157,72 @@ static bool use_sparse(const decoder *d, int32_t n)
 static pd_status eval(decoder *d, const int32_t *ids, int32_t n, bool full, pd_error *err)
 {
     pd_batch b = {ids, n, NULL, NULL, NULL, 0, full};
+    d->row = 0;
+    d->n_rows = 1;
+    d->full = full;
+    return pd_eval(d->ctx, &b, err);
+}
+
+/* Copy speculation, the review's side: the token that follows, in the
+ * prompt, the latest place that ends with the same tokens as the output (up
+ * to DRAFT_CONTEXT of them; out[0..n) is the output with the draft so far),
+ * or -1 when the output's last token is not in the prompt. */
+static int32_t copy_next(const decoder *d, int32_t n)
+{
+    int32_t best = -1, best_len = 0;
+    for (int32_t p = d->n_prompt - 2; p >= 0; p--) {
+        int32_t m = 0;
+        while (m < DRAFT_CONTEXT && m < n && m <= p && d->prompt[p - m] == d->out[n - 1 - m]) m++;
+        if (m > best_len) best = p, best_len = m;
+    }
+    if (best < 0 || pd_tokenizer_is_special(pd_model_tokenizer(d->ex->model), d->prompt[best + 1])) return -1;
+    return d->prompt[best + 1];
+}
+
+/* A draft of at most k_max tokens after the output out[0..n_out), state s,
+ * into d->batch[1..]: inside a span value the review's continuation
+ * (copy_next), elsewhere the token the schema forces (the only one allowed:
+ * a separator, the rest of an enum value). Stops at the first state that
+ * allows a choice outside a span, or at a record's end. Returns its length. */
+static int32_t draft(decoder *d, pd_cstate s, int32_t n_out, int32_t k_max)
+{
+    int32_t k = 0;
+    const pd_tokenizer *tok = pd_model_tokenizer(d->ex->model);
+    while (k < k_max && s.phase != PD_PH_DONE) {
+        int32_t t = -1;
+        if (s.phase == PD_PH_VALUE && d->ex->schema->fields[s.field].kind == PD_FIELD_SPAN) {
+            t = copy_next(d, n_out + k);
+        } else if (!pdi_cstate_can_end(&d->con, &s) &&
+                   pdi_constraint_allowed(&d->con, &s, &d->ex->vocab, d->scratch) == 1) {
+            t = d->scratch[0];
+        }
+        size_t len = 0;
+        const char *b = t >= 0 ? pd_tokenizer_token_bytes(tok, t, &len) : NULL;
+        if (!b || len == 0) break;
+        for (size_t i = 0; i < len && t >= 0; i++)
+            if (!pdi_cstate_step(&d->con, &s, (uint8_t)b[i])) t = -1;
+        if (t < 0) break;
+        d->batch[1 + k] = d->out[n_out + k] = t;
+        k++;
+        if (s.phase == PD_PH_START && s.field == 0) break; /* a record ended: a repeat may end the output */
+    }
+    return k;
+}
+
+/* Evaluate d->batch[0] and a draft after it, keeping every row: row j's
+ * logits verify draft token j + 1. No draft: eval() as without speculation. */
+static pd_status eval_draft(decoder *d, int32_t k, bool full, pd_extraction *x, pd_error *err)
+{
+    x->n_forward++;
+    if (k == 0) return eval(d, d->batch, 1, full, err);
+    int32_t rows[1 + PD_SPECULATE_MAX];
+    for (int32_t j = 0; j <= k; j++) rows[j] = j;
+    /* the sparse head reads only the allowed rows of each (unless the caller said never) */
+    d->full = d->p.sparse_head == 0;
+    pd_batch b = {d->batch, 1 + k, NULL, NULL, rows, 1 + k, d->full};
+    d->row = 0;
+    d->n_rows = 1 + k;
+    x->n_drafted += k;
     return pd_eval(d->ctx, &b, err);
 }
 
@@ -159,11 +234,11 @@ static pd_status choose(decoder *d, int32_t n, bool sparse, int32_t *id, pd_erro
         *id = d->allowed[0];
         return PD_OK;
     }
-    if (sparse) {
-        pd_status rc = pd_context_logits_rows(d->ctx, 0, d->allowed, n, d->cand, err);
+    if (sparse || !d->full) {
+        pd_status rc = pd_context_logits_rows(d->ctx, d->row, d->allowed, n, d->cand, err);
         if (rc) return rc;
     } else {
-        const float *logits = pd_context_logits(d->ctx, 0);
+        const float *logits = pd_context_logits(d->ctx, d->row);
         for (int32_t k = 0; k < n; k++) d->cand[k] = logits[d->allowed[k]];
     }
     int32_t k = pd_sample(d->cand, n, NULL, &d->p.sampler, &d->rng);
@@ -213,6 +288,13 @@ static bool keep_record(decoder *d, pd_extraction *x, const pd_cstate *s, size_t
     return true;
 }
 
+/* Tokens of the cache that the output has used: the rows after d->row hold
+ * draft tokens not (yet) accepted. */
+static int32_t kv_used(const decoder *d)
+{
+    return pd_context_kv_len(d->ctx) - (d->n_rows - 1 - d->row);
+}
+
 static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n_ids, size_t *complete,
                      pd_error *err)
 {
@@ -220,13 +302,15 @@ static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n
     int32_t n = candidates(d, &s, &x->mask_us[0]);
     bool sparse = use_sparse(d, n);
     pd_status rc = eval(d, ids, n_ids, !sparse, err);
+    x->n_forward = 1;
     x->stop = PD_STOP_END;
     while (!rc) {
-        int32_t id;
+        int32_t id = -1;
         if (n == 0 || (n == 1 && d->allowed[0] == d->ex->end_id)) break; /* nothing but the end */
         if ((rc = choose(d, n, sparse, &id, err))) break;
-        x->n_sparse += sparse && n > 1;
+        x->n_sparse += (sparse || !d->full) && n > 1;
         if (id == d->ex->end_id) break;
+        d->out[x->n_tokens] = id;
         size_t blen = 0;
         const char *bytes = pd_tokenizer_token_bytes(pd_model_tokenizer(d->ex->model), id, &blen);
         bool repeated = false;
@@ -247,14 +331,25 @@ static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n
             x->stop = PD_STOP_TOKENS;
             break;
         }
-        if (pd_context_kv_len(d->ctx) >= pd_context_n_ctx(d->ctx)) {
+        if (kv_used(d) >= pd_context_n_ctx(d->ctx)) {
             x->stop = PD_STOP_CONTEXT;
             break;
         }
         n = candidates(d, &s, &x->mask_us[x->n_tokens]);
         sparse = use_sparse(d, n);
-        rc = eval(d, &id, 1, !sparse, err);
+        if (d->row + 1 < d->n_rows && d->batch[d->row + 1] == id) { /* the draft was right: its row is next */
+            d->row++;
+            x->n_accepted++;
+            continue;
+        }
+        if (d->row + 1 < d->n_rows && (rc = pd_context_kv_truncate(d->ctx, kv_used(d), err))) break;
+        int32_t room = pd_context_n_ctx(d->ctx) - pd_context_kv_len(d->ctx) - 1, left = d->p.max_tokens - x->n_tokens;
+        int32_t k_max = d->p.speculate < room ? d->p.speculate : room;
+        d->batch[0] = id;
+        rc = eval_draft(d, d->p.speculate ? draft(d, s, x->n_tokens, k_max < left ? k_max : left) : 0, !sparse, x, err);
     }
+    /* the cache ends with what the output used (rejected drafts dropped) */
+    if (!rc && d->row + 1 < d->n_rows) rc = pd_context_kv_truncate(d->ctx, kv_used(d), err);
     return rc;
 }
 
@@ -264,11 +359,14 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
     if (out) *out = NULL;
     if (!ctx || !ex || (!text && len) || !out) return pdi_set_error(err, PD_ERR_ARG, "pd_extract: NULL argument");
     const pd_schema *sc = ex->schema;
-    decoder d = {ctx, ex, params ? *params : pd_extract_default_params(), {0}, NULL, NULL, 0};
+    decoder d = {.ctx = ctx, .ex = ex, .p = params ? *params : pd_extract_default_params()};
     /* checked before anything is allocated or evaluated (an empty text too) */
     if (d.p.max_records < 0 || d.p.max_tokens < 0)
         return pdi_set_error(err, PD_ERR_ARG, "pd_extract: max_records %d or max_tokens %d is negative", d.p.max_records,
                              d.p.max_tokens);
+    if (d.p.speculate < 0 || d.p.speculate > PD_SPECULATE_MAX)
+        return pdi_set_error(err, PD_ERR_ARG, "pd_extract: speculate %d is not within 0..%d", d.p.speculate,
+                             PD_SPECULATE_MAX);
     if (d.p.max_records > sc->max_records)
         return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_records %d is over the schema's limit of %d (limits.max_records)",
                              sc->path, d.p.max_records, sc->max_records);
@@ -278,6 +376,7 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
     if (d.p.max_records == 0) d.p.max_records = sc->max_records;
     if (d.p.max_tokens == 0) d.p.max_tokens = sc->max_tokens;
     d.rng = d.p.sampler.seed;
+    if (d.p.sampler.temperature > 0) d.p.speculate = 0; /* verification keeps what greedy decoding picks */
     pd_extraction *x = calloc(1, sizeof *x);
     if (!x) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
     x->n_fields = sc->n_fields;
@@ -293,8 +392,13 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
     }
     d.allowed = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
     d.cand = malloc(sizeof(float) * ((size_t)ex->n_vocab + 1));
+    d.out = malloc(sizeof(int32_t) * ((size_t)d.p.max_tokens + 1));
+    d.scratch = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
+    d.batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
+    d.prompt = ids;
+    d.n_prompt = (int32_t)n_ids;
     x->mask_us = calloc((size_t)d.p.max_tokens + 1, sizeof *x->mask_us);
-    if (!d.allowed || !d.cand || !x->mask_us) {
+    if (!d.allowed || !d.cand || !d.out || !d.scratch || !d.batch || !x->mask_us) {
         rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
         goto done;
     }
@@ -314,6 +418,9 @@ done:
     free(ids);
     free(d.allowed);
     free(d.cand);
+    free(d.out);
+    free(d.scratch);
+    free(d.batch);
     if (rc) {
         pd_extraction_free(x);
         return rc;

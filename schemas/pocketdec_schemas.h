@@ -44,7 +44,15 @@ typedef struct pd_extract_params {
     int32_t max_records;       /* 0: the schema's limit (limits.max_records); more: PD_ERR_LIMIT */
     int32_t max_tokens;        /* 0: the schema's limit (limits.max_tokens); more: PD_ERR_LIMIT */
     int32_t sparse_head;       /* -1 auto (sparse when the allowed set is small), 0 never, 1 always */
+    int32_t speculate;         /* copy speculation: draft tokens a forward pass verifies, 0..PD_SPECULATE_MAX
+                                  (0 off; PD_SPECULATE_DEFAULT by default). Greedy sampling only: inside a
+                                  span value, the prompt tokens after the latest place that ends like the
+                                  output are evaluated with the next token in one pass, and those that greedy
+                                  decoding under the mask picks are kept: the output is the same as with 0 */
 } pd_extract_params;
+
+#define PD_SPECULATE_MAX 16
+#define PD_SPECULATE_DEFAULT 4
 
 PD_API pd_extract_params pd_extract_default_params(void);
 
@@ -70,6 +78,8 @@ typedef struct pd_extraction {
     int32_t n_sparse;                  /* steps that used the sparse LM head */
     double *mask_us;                   /* [n_tokens + 1] time to compute each step's token set, microseconds */
     int32_t n_cached_tokens;           /* prompt tokens the context's cache already held (not evaluated again) */
+    int32_t n_forward;                 /* pd_eval calls: the prompt's, then one per verified draft or token */
+    int32_t n_drafted, n_accepted;     /* copy speculation: draft tokens evaluated, and kept */
 } pd_extraction;
 
 /* Extract records from text (valid UTF-8; an empty text gives no records

@@ -132,7 +132,7 @@ class SamplerParams(Structure):
 
 class ExtractParams(Structure):
     _fields_ = [("sampler", SamplerParams), ("max_records", c_int32), ("max_tokens", c_int32),
-                ("sparse_head", c_int32)]
+                ("sparse_head", c_int32), ("speculate", c_int32)]
 
 
 class Record(Structure):
@@ -142,7 +142,8 @@ class Record(Structure):
 class Extraction(Structure):
     _fields_ = [("n_fields", c_int32), ("n_records", c_int32), ("records", POINTER(Record)),
                 ("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("stop", c_int), ("n_sparse", c_int32),
-                ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32)]
+                ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32), ("n_forward", c_int32),
+                ("n_drafted", c_int32), ("n_accepted", c_int32)]
 
 
 class Quad(Structure):  # te_quad

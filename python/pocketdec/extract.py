@@ -34,11 +34,12 @@ class Extractor(Owner):
     any number of threads at once: each call takes a context of its own from a pool."""
 
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
-                 temperature=0.0, seed=0):
+                 temperature=0.0, seed=0, speculate=None):
         """schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
-        max_tokens (0: the schema's limits), temperature (0: greedy) and seed apply to
-        generation only."""
+        max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
+        (draft tokens of copy speculation a pass verifies, 0-16; None: the library's
+        default; the same records either way) apply to generation only."""
         self.model = check_model(model)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")
         self._ctx = _lib.positive(ctx, "ctx", 0)
@@ -46,6 +47,8 @@ class Extractor(Owner):
         self.params.max_records = _lib.positive(max_records, "max_records", 0)
         self.params.max_tokens = _lib.positive(max_tokens, "max_tokens", 0)
         self.params.sampler.seed = _lib.positive(seed, "seed", 0, 2**64 - 1)
+        if speculate is not None:
+            self.params.speculate = _lib.positive(speculate, "speculate", 0, 16)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
             raise arg_error(f"temperature must be a number >= 0, got {temperature!r}")
         self.params.sampler.temperature = temperature
@@ -55,7 +58,8 @@ class Extractor(Owner):
         self._lock = threading.Lock()
         self._free = []
         try:
-            self._bind(model, head_dir(model, head), schema, max_records or max_tokens or temperature or seed)
+            self._bind(model, head_dir(model, head), schema,
+                       max_records or max_tokens or temperature or seed or speculate is not None)
         except BaseException:
             self.close()
             raise
@@ -70,7 +74,7 @@ class Extractor(Owner):
         kind = head_type(self._head) if self._head else None
         if kind == "tagger":
             if generation_options:
-                raise arg_error(f"max_records, max_tokens, temperature and seed do not apply to the tagger head "
+                raise arg_error(f"max_records, max_tokens, temperature, seed and speculate do not apply to the tagger head "
                                 f"{head} (no generation)")
             self.mode = "tagger"
             self._ex = Handle.make("Extractor", pd.pd_tag_extractor_free, pd.pd_tag_extractor_new,

@@ -158,7 +158,7 @@ static void test_errors(void **state)
     assert_int_equal(pd_extraction_decide(f->d, sc, TEXT, x, &err), PD_ERR_ARG);
     x->n_fields = 3;
     /* no records: no model call */
-    pd_extraction empty = {3, 0, NULL, 0, 0, PD_STOP_END, 0, NULL, 0};
+    pd_extraction empty = {.n_fields = 3, .stop = PD_STOP_END};
     int64_t before = pd_decider_forward_passes(f->d);
     assert_int_equal(pd_extraction_decide(f->d, sc, TEXT, &empty, &err), PD_OK);
     assert_int_equal(pd_decider_forward_passes(f->d), before);

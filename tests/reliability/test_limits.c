@@ -199,10 +199,21 @@ static void test_extraction_limits(void **state)
     assert_int_equal(pd_extract(ctx, ex, "", 0, &xp, &x, &err), PD_ERR_ARG);
     assert_null(x);
     assert_int_equal(pd_context_kv_len(ctx), 0); /* nothing ran */
+    xp.max_tokens = 0;
+    xp.speculate = PD_SPECULATE_MAX + 1;
+    assert_int_equal(pd_extract(ctx, ex, "", 0, &xp, &x, &err), PD_ERR_ARG);
+    expect_message(&err, "speculate 17 is not within 0..16");
+    xp.speculate = -1;
+    assert_int_equal(pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, &err), PD_ERR_ARG);
+    assert_null(x);
     xp.max_tokens = 4;
-    assert_int_equal(pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, &err), PD_OK);
-    assert_true(x->n_tokens <= 4);
-    pd_extraction_free(x);
+    for (int k = 0; k <= PD_SPECULATE_MAX; k += PD_SPECULATE_MAX) { /* drafts stop at max_tokens too */
+        xp.speculate = k;
+        assert_int_equal(pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, &err), PD_OK);
+        assert_true(x->n_tokens <= 4);
+        assert_true(pd_context_kv_len(ctx) <= x->n_prompt_tokens + 4);
+        pd_extraction_free(x);
+    }
     pd_context_free(ctx);
     pd_extractor_free(ex);
     pd_schema_free(schema);

@@ -264,7 +264,7 @@ static void test_writers(void **state)
     fixture *f = *state;
     char *vals[2][4] = {{"a,b", "say \"hi\"", "整体", "正面"}, {"_", "好", "价格", "负面"}};
     pd_record recs[2] = {{vals[0]}, {vals[1]}};
-    pd_extraction x = {4, 2, recs, 0, 0, PD_STOP_END, 0, NULL, 0};
+    pd_extraction x = {.n_fields = 4, .n_records = 2, .records = recs, .stop = PD_STOP_END};
     char *text = NULL;
     pd_error err;
     assert_int_equal(pd_extraction_format(f->schema, &x, "12", PD_FORMAT_TIANCHI, &text, NULL, &err), PD_OK);

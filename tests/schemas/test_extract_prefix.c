@@ -1,8 +1,10 @@
-/* Prompt prefix reuse in pd_extract: a model extracts the first N reviews on
- * one context, each prompt keeping the cached tokens it shares with the last
- * one (at least MIN_CACHED from the second review on: the schema's prompt
- * before {text}), with the records, tokens and stops of a cleared cache, at
- * 1, 2 and 3 threads, which agree with each other too. Run on the random
+/* Prompt prefix reuse and copy speculation in pd_extract: a model extracts
+ * the first N reviews on one context, each prompt keeping the cached tokens it
+ * shares with the last one (at least MIN_CACHED from the second review on: the
+ * schema's prompt before {text}) and drafting 4, 1 or 16 tokens a pass (at 1,
+ * 2 and 3 threads), with the records, tokens, stops and final cache length of
+ * a cleared cache without speculation, which agree across threads too; some
+ * drafts are kept. Run on the random
  * real-vocabulary model, and on the bundled generative model
  * (models/tianchi-gen: BF16 base with its LoRA adapter at runtime, and the
  * same base quantized to Q4_0 at load, whose KV cache is F16).
@@ -50,7 +52,7 @@ static char *describe(const pd_extraction *x)
     char *s = NULL;
     size_t n = 0;
     FILE *out = open_memstream(&s, &n);
-    fprintf(out, "%d %d %d %d %d|", x->n_records, x->n_tokens, (int)x->stop, x->n_sparse, x->n_prompt_tokens);
+    fprintf(out, "%d %d %d %d|", x->n_records, x->n_tokens, (int)x->stop, x->n_prompt_tokens);
     for (int32_t r = 0; r < x->n_records; r++)
         for (int32_t j = 0; j < x->n_fields; j++)
             fprintf(out, "%s%c", x->records[r].values[j], j + 1 < x->n_fields ? ',' : '\n');
@@ -84,14 +86,25 @@ static void check_model(pd_weight_quant quant, char **reviews)
         cp.n_threads = threads;
         pd_context *reuse = pd_context_new(m, &cp, &err), *fresh = pd_context_new(m, &cp, &err);
         assert_true(reuse && fresh);
-        long cached = 0;
+        long cached = 0, drafted = 0, kept = 0, passes = 0, plain_passes = 0, tokens = 0;
+        pd_extract_params plain = pd_extract_default_params(), spec = plain;
+        plain.speculate = 0;
+        spec.speculate = threads == 1 ? 4 : threads == 2 ? 1 : PD_SPECULATE_MAX;
         for (int i = 0; i < g_n; i++) {
             pd_extraction *a = NULL, *b = NULL;
             const char *text = reviews[i];
             assert_int_equal(pd_context_kv_truncate(fresh, 0, &err), PD_OK);
-            assert_int_equal(pd_extract(fresh, ex, text, strlen(text), NULL, &a, &err), PD_OK);
-            assert_int_equal(pd_extract(reuse, ex, text, strlen(text), NULL, &b, &err), PD_OK);
+            assert_int_equal(pd_extract(fresh, ex, text, strlen(text), &plain, &a, &err), PD_OK);
+            assert_int_equal(pd_extract(reuse, ex, text, strlen(text), &spec, &b, &err), PD_OK);
             assert_int_equal(a->n_cached_tokens, 0);
+            assert_int_equal(a->n_drafted, 0);
+            assert_true(b->n_accepted <= b->n_drafted && b->n_drafted <= spec.speculate * b->n_forward);
+            assert_int_equal(pd_context_kv_len(reuse), pd_context_kv_len(fresh));
+            drafted += b->n_drafted;
+            kept += b->n_accepted;
+            passes += b->n_forward;
+            plain_passes += a->n_forward;
+            tokens += b->n_tokens;
             if (i > 0 && *text) assert_true(b->n_cached_tokens >= g_min_cached);
             cached += b->n_cached_tokens;
             records += threads == 1 ? a->n_records : 0;
@@ -106,8 +119,11 @@ static void check_model(pd_weight_quant quant, char **reviews)
             pd_extraction_free(a);
             pd_extraction_free(b);
         }
-        printf("  %s, %d threads: %d reviews identical with prefix reuse (%ld prompt tokens reused)\n",
-               quant == PD_QUANT_Q4_0 ? "Q4_0 at load" : "as stored", threads, g_n, cached);
+        printf("  %s, %d threads: %d reviews identical with prefix reuse (%ld prompt tokens reused) and "
+               "speculation of %d (%ld of %ld drafted tokens kept, %ld tokens in %ld passes, %ld without)\n",
+               quant == PD_QUANT_Q4_0 ? "Q4_0 at load" : "as stored", threads, g_n, cached, spec.speculate, kept,
+               drafted, tokens, passes, plain_passes);
+        assert_true(kept > 0);
         pd_context_free(reuse);
         pd_context_free(fresh);
     }
