@@ -67,13 +67,7 @@ def merged_copy(model):
 
 def save_peft(model, path, base_name):
     """Write adapter_config.json and adapter_model.safetensors (PEFT names, F32)."""
-    os.makedirs(path, exist_ok=True)
-    write_peft_config(model.lora_config, path, base_name)
-    tensors = {}
-    for name, m in wrapped(model):
-        tensors[f"base_model.model.{name}.lora_A.weight"] = m.lora_A.detach().numpy()
-        tensors[f"base_model.model.{name}.lora_B.weight"] = m.lora_B.detach().numpy()
-    qwen3.write_safetensors(os.path.join(path, "adapter_model.safetensors"), tensors, {"format": "pt"})
+    save_soup([model], path, base_name)
 
 
 def write_peft_config(c, path, base_name):

@@ -7,6 +7,7 @@ and a classifier over the records' span states for the label fields. The templat
 train/tagger_template.json and travels in head.json, so training and inference build one prompt.
 """
 
+import copy
 import json
 import math
 import os
@@ -260,8 +261,8 @@ class TaggerHead(nn.Module):
 
 def average(heads):
     """A head whose parameters are the mean of heads' (the same shapes): a soup's head."""
-    out = heads[0].with_label_states(heads[0].label_states)
-    sd = {k: sum(h.state_dict()[k] for h in heads) / len(heads) for k in heads[0].state_dict()}
+    out = copy.deepcopy(heads[0])
+    sd = {k: sum(h.state_dict()[k] for h in heads) / len(heads) for k in out.state_dict()}
     out.load_state_dict(sd)
     return out
 
