@@ -1,6 +1,7 @@
 /* cmd_extract.c - `pocketdec extract`: schema-bound extraction over a stream
- * of reviews (Tianchi CSV `id,Reviews` or JSONL {"id","text"}), one review at
- * a time in constant memory, so batch engines can shard a corpus through it. */
+ * of reviews (Tianchi CSV `id,Reviews` or JSONL {"id","text"}) in constant
+ * memory (one review at a time, or a window of them with --parallel, written
+ * in input order), so batch engines can shard a corpus through it. */
 #include "cli.h"
 #include "jsonl.h"
 #include "te_csv.h"
@@ -99,6 +100,8 @@ static bool next_row(reader *r, row *w)
 typedef struct run_state {
     cli_args *a;
     pd_context *ctx;
+    pd_context **slots;  /* --parallel N: ctx, then N - 1 contexts with a cache each */
+    int32_t parallel;
     pd_decider *decider; /* --head: relabels each extraction (NULL: none) */
     const pd_extractor *ex;
     const pd_tag_extractor *tx; /* --head with a tagger head: extraction in one pass instead */
@@ -127,25 +130,26 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
     return 0;
 }
 
-static int one_row(run_state *s, reader *r, row *w)
+/* A broken row: reported, and its id written with no records when it has one. */
+static int broken_row(run_state *s, reader *r, row *w)
 {
-    if (w->problem[0]) {
-        s->broken++;
-        if (!w->keep_id) {
-            fprintf(stderr, "pocketdec: %s%s\n", w->problem, r->jsonl ? "" : "; nothing written for it");
-            return 0;
-        }
-        /* the id stays in the output with no records, so that none is lost */
-        fprintf(stderr, "pocketdec: %s; id %s written with no records\n", w->problem, w->id);
-        return write_result(s, w, NULL);
+    s->broken++;
+    if (!w->keep_id) {
+        fprintf(stderr, "pocketdec: %s%s\n", w->problem, r->jsonl ? "" : "; nothing written for it");
+        return 0;
     }
-    pd_extraction *x = NULL;
-    pd_error err;
-    if (s->tx ? pd_tag_extract(s->ctx, s->tx, w->text, w->text_len, &x, &err)
-              : pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err) ||
-        (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, &err))) {
+    /* the id stays in the output with no records, so that none is lost */
+    fprintf(stderr, "pocketdec: %s; id %s written with no records\n", w->problem, w->id);
+    return write_result(s, w, NULL);
+}
+
+/* A review's extraction x (NULL with failed set when it failed: err says
+ * why), relabelled with --head, counted and written; takes x. */
+static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, bool failed, pd_error *err)
+{
+    if (failed || (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, err))) {
         /* the id stays in the output (no quadruple), so nothing is lost */
-        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, cli_message(&err));
+        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, cli_message(err));
         s->failed++;
     }
     s->reviews++;
@@ -158,6 +162,107 @@ static int one_row(run_state *s, reader *r, row *w)
     }
     int rc = write_result(s, w, x);
     pd_extraction_free(x);
+    return rc;
+}
+
+static int one_row(run_state *s, reader *r, row *w)
+{
+    if (w->problem[0]) return broken_row(s, r, w);
+    pd_extraction *x = NULL;
+    pd_error err;
+    bool failed = s->tx ? pd_tag_extract(s->ctx, s->tx, w->text, w->text_len, &x, &err)
+                        : pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err);
+    return finish_row(s, r, w, x, failed, &err);
+}
+
+/* --parallel: rows gathered WINDOW_PER_SLOT a context at a time (their id
+ * and text copied), extracted together, then written in input order. */
+#define WINDOW_PER_SLOT 32
+
+typedef struct window {
+    row *rows;
+    char **copies; /* [2 n]: each row's id and text */
+    const char **texts;
+    size_t *lens;
+    pd_extraction **outs;
+    pd_error *errs;
+    int32_t n, cap;
+} window;
+
+static bool window_init(window *win, int32_t cap)
+{
+    win->cap = cap;
+    win->rows = calloc((size_t)cap, sizeof *win->rows);
+    win->copies = calloc(2 * (size_t)cap, sizeof *win->copies);
+    win->texts = calloc((size_t)cap, sizeof *win->texts);
+    win->lens = calloc((size_t)cap, sizeof *win->lens);
+    win->outs = calloc((size_t)cap, sizeof *win->outs);
+    win->errs = calloc((size_t)cap, sizeof *win->errs);
+    return win->rows && win->copies && win->texts && win->lens && win->outs && win->errs;
+}
+
+static void window_clear(window *win)
+{
+    for (int32_t i = 0; i < 2 * win->n; i++) {
+        free(win->copies[i]);
+        win->copies[i] = NULL;
+    }
+    win->n = 0;
+}
+
+static void window_free(window *win)
+{
+    window_clear(win);
+    free(win->rows);
+    free(win->copies);
+    free(win->texts);
+    free(win->lens);
+    free(win->outs);
+    free(win->errs);
+}
+
+/* Row w into the window, its id and text copied (the reader reuses its record). */
+static bool window_add(window *win, const row *w)
+{
+    row *c = &win->rows[win->n];
+    *c = *w;
+    c->json = NULL;
+    char **id = &win->copies[2 * win->n], **text = id + 1;
+    win->n++;
+    if (w->id && !(*id = strdup(w->id))) return false;
+    if (w->text && !(*text = malloc(w->text_len + 1))) return false;
+    if (w->text) {
+        memcpy(*text, w->text, w->text_len);
+        (*text)[w->text_len] = 0;
+    }
+    c->id = *id;
+    c->text = *text;
+    return true;
+}
+
+/* The window's reviews extracted together and written in order. */
+static int window_flush(run_state *s, reader *r, window *win)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < win->n; i++)
+        if (!win->rows[i].problem[0]) {
+            win->texts[n] = win->rows[i].text;
+            win->lens[n++] = win->rows[i].text_len;
+        }
+    pd_error err;
+    pd_extract_many(s->slots, s->parallel, s->ex, win->texts, win->lens, n, &s->params, win->outs, win->errs, &err);
+    int rc = 0;
+    for (int32_t i = 0, k = 0; i < win->n; i++) {
+        row *w = &win->rows[i];
+        if (w->problem[0]) {
+            if (!rc) rc = broken_row(s, r, w);
+            continue;
+        }
+        if (rc) pd_extraction_free(win->outs[k]);
+        else rc = finish_row(s, r, w, win->outs[k], win->outs[k] == NULL, &win->errs[k]);
+        k++;
+    }
+    window_clear(win);
     return rc;
 }
 
@@ -189,12 +294,22 @@ static int stream(run_state *s, reader *r)
     double t0 = cli_seconds(), shown = t0;
     row w;
     int rc = 0;
+    window win = {0};
+    bool many = s->ex && s->parallel > 1;
+    if (many && !window_init(&win, WINDOW_PER_SLOT * s->parallel)) rc = cli_failf("out of memory");
     while (rc == 0 && next_row(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
-            return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
+            if (many) rc = window_flush(s, r, &win); /* what was read before is still written */
+            window_free(&win);
+            return rc ? rc : r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
         }
-        if (!w.header || w.problem[0]) rc = one_row(s, r, &w);
+        if (many && (!w.header || w.problem[0])) {
+            if (!window_add(&win, &w)) rc = cli_failf("out of memory");
+            else if (win.n == win.cap) rc = window_flush(s, r, &win);
+        } else if (!w.header || w.problem[0]) {
+            rc = one_row(s, r, &w);
+        }
         json_decref(w.json);
         double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
         if (!w.header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
@@ -202,6 +317,8 @@ static int stream(run_state *s, reader *r)
             shown = now;
         }
     }
+    if (many && rc == 0) rc = window_flush(s, r, &win);
+    window_free(&win);
     if (s->bar) fprintf(stderr, "\n");
     if (rc) return rc;
     if (s->reviews == 0 && s->broken == 0)
@@ -248,13 +365,35 @@ static int open_files(cli_args *a, reader *r, FILE **out)
 /* Options of generation that a tagger head (no generation) cannot honour: a usage error. */
 static int tagger_options(cli_args *a, const char *head_dir)
 {
-    static const char *const gen[] = {"--max-records", "--max-tokens", "--temperature", "--seed", "--speculate"};
+    static const char *const gen[] = {"--max-records", "--max-tokens", "--temperature", "--seed", "--speculate",
+                                      "--parallel"};
     for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
         if (cli_opt(a, gen[i])) {
             char what[256];
             snprintf(what, sizeof what, "%s does not apply to the tagger head %s (no generation)", gen[i], head_dir);
             return cli_usage(a, what);
         }
+    return 0;
+}
+
+/* Reviews in flight in generation: enough rows a pass to read the weights
+ * once for several reviews, few enough that their caches stay small. */
+#define PARALLEL_DEFAULT 8
+#define PARALLEL_MAX 256
+
+/* The contexts of --parallel N beyond ctx: a cache each (one thread, a
+ * batch of a draft's rows: the passes run on ctx's scratch and threads). */
+static int open_slots(run_state *s, const pd_model *model, int32_t n_ctx)
+{
+    if (!(s->slots = calloc((size_t)s->parallel, sizeof *s->slots)))
+        return cli_failf("out of memory for %d contexts", s->parallel);
+    s->slots[0] = s->ctx;
+    pd_context_params cp = pd_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = 1 + PD_SPECULATE_MAX;
+    pd_error err;
+    for (int32_t k = 1; k < s->parallel; k++)
+        if (!(s->slots[k] = pd_context_new(model, &cp, &err))) return cli_fail(&err);
     return 0;
 }
 
@@ -275,6 +414,7 @@ int cmd_extract(cli_args *a)
         (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &s.params.max_records)) ||
         (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &s.params.max_tokens)) ||
         (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &s.params.speculate)) ||
+        (rc = cli_int_opt(a, "--parallel", PARALLEL_DEFAULT, 1, PARALLEL_MAX, &s.parallel)) ||
         (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)))
         return rc;
@@ -321,6 +461,7 @@ int cmd_extract(cli_args *a)
         }
     }
     s.ex = ex;
+    if (ex && s.parallel > 1 && (rc = open_slots(&s, m.model, pd_context_n_ctx(s.ctx)))) goto done;
     /* the limits of --max-records and --max-tokens, once before any input (an empty text runs no model) */
     pd_extraction *probe = NULL;
     if (ex && pd_extract(s.ctx, ex, "", 0, &s.params, &probe, &err)) {
@@ -337,6 +478,8 @@ int cmd_extract(cli_args *a)
 done:
     te_csv_free(r.csv);
     cli_jsonl_free(&r.jl);
+    for (int32_t k = 1; s.slots && k < s.parallel; k++) pd_context_free(s.slots[k]);
+    free(s.slots);
     pd_context_free(s.ctx);
     pd_decider_free(s.decider);
     pd_tag_extractor_free(tx);

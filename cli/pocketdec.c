@@ -26,20 +26,23 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--progress S]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--progress S]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
-     "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; one review\n"
-     "at a time in constant memory. CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
+     "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
+     "memory. CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
      "is a character); a broken row is reported with its line and its id still written as id,_,_,_,_, and\n"
      "reading resumes at the next well-formed row. A summary line ends stderr; the exit status is 1 when a\n"
      "row was broken or failed (after all others were written) or when the input holds no review.\n"
      "--head DIR: a decision head then picks each record's labels (the schema's decide section); a tagger\n"
      "head instead extracts each review's records in one forward pass (no generation; --max-records,\n"
-     "--max-tokens, --speculate, --temperature and --seed do not apply).\n"
+     "--max-tokens, --speculate, --parallel, --temperature and --seed do not apply).\n"
      "--speculate K (0-16, default 4): copy speculation in greedy generation: inside a span, the review's\n"
      "next K tokens are verified with the next token in one forward pass, the same output with fewer passes\n"
      "(0 = off; sampling with --temperature turns it off). The summary line gives passes and drafts kept.\n"
+     "--parallel N (1-256, default 8): reviews in flight in generation, advanced together in joint forward\n"
+     "passes (the weights read once a pass for all); the same records as one at a time (1), written in\n"
+     "input order; reads ahead 32 x N reviews, and each review in flight holds a KV cache.\n"
      "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"
      "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
      cmd_extract},

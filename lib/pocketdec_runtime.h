@@ -312,6 +312,26 @@ typedef struct pd_batch {
 
 PD_API pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err);
 
+/* Several sequences in joint passes: batches[i] evaluated on ctxs[i], for
+ * n distinct contexts of one model. The rows of all the batches go through
+ * each weight matrix together, so the weights are read once a pass and not
+ * once a context (decoding n sequences a token each costs about what one
+ * does while the weights' bytes are the bound); attention, the caches and the
+ * outputs stay each context's own. The passes run on pass's scratch and
+ * threads (pass may be one of ctxs, or a context that evaluates nothing
+ * itself): a pass holds at most its n_batch rows (a batch goes whole into
+ * one pass when it fits in one, else it is split across passes), so ctxs
+ * need only their caches (n_threads 1 and a small n_batch do; their n_ctx
+ * may not exceed pass's). Each context ends as pd_eval of its batch leaves
+ * it, outputs and logits included; a row's values are those of pd_eval up
+ * to the rounding of float weights' products, which the number of rows in a
+ * pass may change (block-quantized weights give the same bits). Every batch
+ * is checked, and every output buffer reserved, before anything is
+ * evaluated: an error (naming the context) leaves every cache as it was.
+ * None of the contexts may be in use elsewhere during the call. */
+PD_API pd_status pd_eval_many(pd_context *pass, pd_context *const *ctxs, const pd_batch *batches, int32_t n,
+                              pd_error *err);
+
 /* Convenience: causal evaluation of ids, keeping logits of the last token. */
 PD_API pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err);
 
@@ -319,11 +339,11 @@ PD_API pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_i
  * Pointers stay valid until the next pd_eval on ctx. */
 PD_API int32_t pd_context_n_outputs(const pd_context *ctx);
 PD_API const float *pd_context_hidden(const pd_context *ctx, int32_t i);  /* [hidden], final-norm */
-       PD_API const float *pd_context_logits(const pd_context *ctx, int32_t i);  /* [vocab] or NULL */
-       
-       /* Logits of chosen vocabulary rows only, from the i-th kept hidden state: out[k]
-        * = logit of rows[k]. Reads just those rows of the LM head (sparse head). */
-       PD_API pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows,
+PD_API const float *pd_context_logits(const pd_context *ctx, int32_t i);  /* [vocab] or NULL */
+
+/* Logits of chosen vocabulary rows only, from the i-th kept hidden state: out[k]
+ * = logit of rows[k]. Reads just those rows of the LM head (sparse head). */
+PD_API pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows,
                                         float *out, pd_error *err);
 
 /* -------------------------------------------------------------- generation */
@@ -336,11 +356,11 @@ typedef struct pd_sampler_params {
 } pd_sampler_params;
 
 PD_API pd_sampler_params pd_sampler_default_params(void); /* greedy */
-       
-       /* Pick a token from logits[n_vocab] (mask: NULL or n_vocab bytes, 0 = banned).
-        * *rng_state carries the random stream between calls (seed it with
-        * params->seed). Returns the id, or -1 when every token is banned. */
-       PD_API int32_t pd_sample(const float *logits, int32_t n_vocab, const uint8_t *mask,
+
+/* Pick a token from logits[n_vocab] (mask: NULL or n_vocab bytes, 0 = banned).
+ * *rng_state carries the random stream between calls (seed it with
+ * params->seed). Returns the id, or -1 when every token is banned. */
+PD_API int32_t pd_sample(const float *logits, int32_t n_vocab, const uint8_t *mask,
                          const pd_sampler_params *params, uint64_t *rng_state);
 
 typedef struct pd_generate_params {

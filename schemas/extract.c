@@ -132,6 +132,16 @@ typedef struct decoder {
     int32_t *batch;   /* [1 + PD_SPECULATE_MAX]: the last evaluation's tokens (a token, then its draft) */
     int32_t row, n_rows; /* the row of the last evaluation whose logits decide next, and its rows */
     bool full;        /* the last evaluation computed full logits */
+    /* between evaluations (the loop is resumed after each, alone or with other decoders) */
+    pd_extraction *x;
+    pd_cstate s;      /* the constraint's state after the output so far */
+    int32_t n;        /* candidates of the next token (in allowed) */
+    bool sparse;      /* they are few enough for the sparse head */
+    size_t complete;  /* bytes of the output's complete records */
+    int32_t *ids;     /* the prompt's tokens */
+    size_t n_ids;
+    int32_t rows[1 + PD_SPECULATE_MAX];
+    pd_batch next;    /* the evaluation the decoder waits for */
 } decoder;
 
 #define DRAFT_CONTEXT 3 /* generated tokens a draft's source must repeat, at most */
@@ -153,14 +163,13 @@ static bool use_sparse(const decoder *d, int32_t n)
     return (int64_t)n * 8 < d->ex->n_vocab; /* the head's cost is linear in the rows it reads */
 }
 
-/* Evaluate tokens; keep full logits only when the next step needs them. */
-static pd_status eval(decoder *d, const int32_t *ids, int32_t n, bool full, pd_error *err)
+/* The next evaluation: tokens, with full logits only when the next step needs them. */
+static void prepare(decoder *d, const int32_t *ids, int32_t n, bool full)
 {
-    pd_batch b = {ids, n, NULL, NULL, NULL, 0, full};
+    d->next = (pd_batch){ids, n, NULL, NULL, NULL, 0, full};
     d->row = 0;
     d->n_rows = 1;
     d->full = full;
-    return pd_eval(d->ctx, &b, err);
 }
 
 /* Copy speculation, the review's side: the token that follows, in the
@@ -209,21 +218,23 @@ static int32_t draft(decoder *d, pd_cstate s, int32_t n_out, int32_t k_max)
     return k;
 }
 
-/* Evaluate d->batch[0] and a draft after it, keeping every row: row j's
- * logits verify draft token j + 1. No draft: eval() as without speculation. */
-static pd_status eval_draft(decoder *d, int32_t k, bool full, pd_extraction *x, pd_error *err)
+/* The next evaluation: d->batch[0] and a draft after it, keeping every row:
+ * row j's logits verify draft token j + 1. No draft: prepare() as without
+ * speculation. */
+static void prepare_draft(decoder *d, int32_t k, bool full, pd_extraction *x)
 {
     x->n_forward++;
-    if (k == 0) return eval(d, d->batch, 1, full, err);
-    int32_t rows[1 + PD_SPECULATE_MAX];
-    for (int32_t j = 0; j <= k; j++) rows[j] = j;
+    if (k == 0) {
+        prepare(d, d->batch, 1, full);
+        return;
+    }
+    for (int32_t j = 0; j <= k; j++) d->rows[j] = j;
     /* the sparse head reads only the allowed rows of each (unless the caller said never) */
     d->full = d->p.sparse_head == 0;
-    pd_batch b = {d->batch, 1 + k, NULL, NULL, rows, 1 + k, d->full};
+    d->next = (pd_batch){d->batch, 1 + k, NULL, NULL, d->rows, 1 + k, d->full};
     d->row = 0;
     d->n_rows = 1 + k;
     x->n_drafted += k;
-    return pd_eval(d->ctx, &b, err);
 }
 
 /* Pick among d->allowed[0..n): the same logits reach pd_sample whichever head
@@ -295,35 +306,45 @@ static int32_t kv_used(const decoder *d)
     return pd_context_kv_len(d->ctx) - (d->n_rows - 1 - d->row);
 }
 
-static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n_ids, size_t *complete,
-                     pd_error *err)
+/* The first evaluation: the prompt's tokens past the cached ones. */
+static void start(decoder *d)
 {
-    pd_cstate s = pdi_cstate_initial();
-    int32_t n = candidates(d, &s, &x->mask_us[0]);
-    bool sparse = use_sparse(d, n);
-    pd_status rc = eval(d, ids, n_ids, !sparse, err);
+    pd_extraction *x = d->x;
+    d->s = pdi_cstate_initial();
+    d->n = candidates(d, &d->s, &x->mask_us[0]);
+    d->sparse = use_sparse(d, d->n);
+    prepare(d, d->ids + x->n_cached_tokens, (int32_t)d->n_ids - x->n_cached_tokens, !d->sparse);
     x->n_forward = 1;
     x->stop = PD_STOP_END;
-    while (!rc) {
-        int32_t id = -1;
+}
+
+/* After an evaluation: choose tokens (several when a draft was right) until
+ * the next evaluation is prepared (*more) or the output ends. */
+static pd_status advance(decoder *d, bool *more, pd_error *err)
+{
+    pd_extraction *x = d->x;
+    pd_status rc = PD_OK;
+    *more = false;
+    for (;;) {
+        int32_t id = -1, n = d->n;
         if (n == 0 || (n == 1 && d->allowed[0] == d->ex->end_id)) break; /* nothing but the end */
-        if ((rc = choose(d, n, sparse, &id, err))) break;
-        x->n_sparse += (sparse || !d->full) && n > 1;
+        if ((rc = choose(d, n, d->sparse, &id, err))) return rc;
+        x->n_sparse += (d->sparse || !d->full) && n > 1;
         if (id == d->ex->end_id) break;
         d->out[x->n_tokens] = id;
         size_t blen = 0;
         const char *bytes = pd_tokenizer_token_bytes(pd_model_tokenizer(d->ex->model), id, &blen);
         bool repeated = false;
         for (size_t i = 0; i < blen && !repeated; i++) {
-            if (!pdi_cstate_step(&d->con, &s, (uint8_t)bytes[i]))
+            if (!pdi_cstate_step(&d->con, &d->s, (uint8_t)bytes[i]))
                 return pdi_set_error(err, PD_ERR_INTERNAL, "pd_extract: token %d left the schema", id);
             /* a token may end one record and start the next: check at each boundary */
-            if ((s.phase == PD_PH_START && s.field == 0) || s.phase == PD_PH_DONE)
-                repeated = !keep_record(d, x, &s, complete);
+            if ((d->s.phase == PD_PH_START && d->s.field == 0) || d->s.phase == PD_PH_DONE)
+                repeated = !keep_record(d, x, &d->s, &d->complete);
         }
         x->n_tokens++;
         if (repeated) break;
-        if (s.phase == PD_PH_DONE) {
+        if (d->s.phase == PD_PH_DONE) {
             x->stop = PD_STOP_RECORDS;
             break;
         }
@@ -335,21 +356,104 @@ static pd_status run(decoder *d, pd_extraction *x, const int32_t *ids, int32_t n
             x->stop = PD_STOP_CONTEXT;
             break;
         }
-        n = candidates(d, &s, &x->mask_us[x->n_tokens]);
-        sparse = use_sparse(d, n);
+        d->n = candidates(d, &d->s, &x->mask_us[x->n_tokens]);
+        d->sparse = use_sparse(d, d->n);
         if (d->row + 1 < d->n_rows && d->batch[d->row + 1] == id) { /* the draft was right: its row is next */
             d->row++;
             x->n_accepted++;
             continue;
         }
-        if (d->row + 1 < d->n_rows && (rc = pd_context_kv_truncate(d->ctx, kv_used(d), err))) break;
+        if (d->row + 1 < d->n_rows && (rc = pd_context_kv_truncate(d->ctx, kv_used(d), err))) return rc;
         int32_t room = pd_context_n_ctx(d->ctx) - pd_context_kv_len(d->ctx) - 1, left = d->p.max_tokens - x->n_tokens;
         int32_t k_max = d->p.speculate < room ? d->p.speculate : room;
         d->batch[0] = id;
-        rc = eval_draft(d, d->p.speculate ? draft(d, s, x->n_tokens, k_max < left ? k_max : left) : 0, !sparse, x, err);
+        prepare_draft(d, d->p.speculate ? draft(d, d->s, x->n_tokens, k_max < left ? k_max : left) : 0, !d->sparse, x);
+        *more = true;
+        return PD_OK;
     }
     /* the cache ends with what the output used (rejected drafts dropped) */
-    if (!rc && d->row + 1 < d->n_rows) rc = pd_context_kv_truncate(d->ctx, kv_used(d), err);
+    if (d->row + 1 < d->n_rows) rc = pd_context_kv_truncate(d->ctx, kv_used(d), err);
+    return rc;
+}
+
+/* Check params against the schema and resolve its defaults, before anything
+ * is allocated or evaluated (an empty text too). */
+static pd_status resolve_params(const pd_extractor *ex, pd_extract_params *p, const char *fn, pd_error *err)
+{
+    const pd_schema *sc = ex->schema;
+    if (p->max_records < 0 || p->max_tokens < 0)
+        return pdi_set_error(err, PD_ERR_ARG, "%s: max_records %d or max_tokens %d is negative", fn, p->max_records,
+                             p->max_tokens);
+    if (p->speculate < 0 || p->speculate > PD_SPECULATE_MAX)
+        return pdi_set_error(err, PD_ERR_ARG, "%s: speculate %d is not within 0..%d", fn, p->speculate,
+                             PD_SPECULATE_MAX);
+    if (p->max_records > sc->max_records)
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_records %d is over the schema's limit of %d (limits.max_records)",
+                             sc->path, p->max_records, sc->max_records);
+    if (p->max_tokens > sc->max_tokens)
+        return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_tokens %d is over the schema's limit of %d (limits.max_tokens)",
+                             sc->path, p->max_tokens, sc->max_tokens);
+    if (p->max_records == 0) p->max_records = sc->max_records;
+    if (p->max_tokens == 0) p->max_tokens = sc->max_tokens;
+    if (p->sampler.temperature > 0) p->speculate = 0; /* verification keeps what greedy decoding picks */
+    return PD_OK;
+}
+
+/* A decoder for text on ctx (params resolved), its first evaluation prepared
+ * in d->next; *done when there is nothing to evaluate (an empty text). */
+static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *ex, const char *text, size_t len,
+                              const pd_extract_params *p, bool *done, pd_error *err)
+{
+    const pd_schema *sc = ex->schema;
+    *d = (decoder){.ctx = ctx, .ex = ex, .p = *p, .rng = p->sampler.seed};
+    *done = true;
+    if (!(d->x = calloc(1, sizeof *d->x))) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    d->x->n_fields = sc->n_fields;
+    if (len == 0) return PD_OK; /* nothing to extract from: no records, no model call */
+    pd_status rc = prompt_ids(ex, text, len, &d->ids, &d->n_ids, err);
+    if (rc) return rc;
+    if (d->n_ids >= (size_t)pd_context_n_ctx(ctx))
+        return pdi_set_error(err, PD_ERR_CONTEXT, "%s: the prompt for a text of %zu bytes has %zu tokens, the context %d",
+                             sc->path, len, d->n_ids, pd_context_n_ctx(ctx));
+    d->allowed = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
+    d->cand = malloc(sizeof(float) * ((size_t)ex->n_vocab + 1));
+    d->out = malloc(sizeof(int32_t) * ((size_t)d->p.max_tokens + 1));
+    d->scratch = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
+    d->batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
+    d->prompt = d->ids;
+    d->n_prompt = (int32_t)d->n_ids;
+    d->x->mask_us = calloc((size_t)d->p.max_tokens + 1, sizeof *d->x->mask_us);
+    if (!d->allowed || !d->cand || !d->out || !d->scratch || !d->batch || !d->x->mask_us)
+        return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    if ((rc = pdi_constraint_init(&d->con, sc, text, len, d->p.max_records, err))) return rc;
+    d->x->n_prompt_tokens = (int32_t)d->n_ids;
+    /* the prompt's tokens the cache already holds (the schema's text before
+     * {text}, from the last extraction on ctx) are not evaluated again: the
+     * rest, evaluated after them, has the bits of a whole evaluation */
+    d->x->n_cached_tokens = pd_context_kv_match(ctx, d->ids, (int32_t)d->n_ids);
+    if (d->x->n_cached_tokens == (int32_t)d->n_ids) d->x->n_cached_tokens--; /* one token evaluated for the logits */
+    if ((rc = pd_context_kv_truncate(ctx, d->x->n_cached_tokens, err))) return rc;
+    start(d);
+    *done = false;
+    return PD_OK;
+}
+
+/* The decoder's extraction (its records split out of the output) into *out,
+ * or NULL when rc is an error; frees the rest. */
+static pd_status decoder_close(decoder *d, pd_status rc, pd_extraction **out, pd_error *err)
+{
+    if (!rc && d->x && add_records(d->x, d->ex->schema, (const char *)d->con.buf, d->complete))
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    pdi_constraint_free(&d->con);
+    free(d->ids);
+    free(d->allowed);
+    free(d->cand);
+    free(d->out);
+    free(d->scratch);
+    free(d->batch);
+    if (rc) pd_extraction_free(d->x);
+    *out = rc ? NULL : d->x;
+    d->x = NULL;
     return rc;
 }
 
@@ -358,73 +462,132 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
 {
     if (out) *out = NULL;
     if (!ctx || !ex || (!text && len) || !out) return pdi_set_error(err, PD_ERR_ARG, "pd_extract: NULL argument");
-    const pd_schema *sc = ex->schema;
-    decoder d = {.ctx = ctx, .ex = ex, .p = params ? *params : pd_extract_default_params()};
-    /* checked before anything is allocated or evaluated (an empty text too) */
-    if (d.p.max_records < 0 || d.p.max_tokens < 0)
-        return pdi_set_error(err, PD_ERR_ARG, "pd_extract: max_records %d or max_tokens %d is negative", d.p.max_records,
-                             d.p.max_tokens);
-    if (d.p.speculate < 0 || d.p.speculate > PD_SPECULATE_MAX)
-        return pdi_set_error(err, PD_ERR_ARG, "pd_extract: speculate %d is not within 0..%d", d.p.speculate,
-                             PD_SPECULATE_MAX);
-    if (d.p.max_records > sc->max_records)
-        return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_records %d is over the schema's limit of %d (limits.max_records)",
-                             sc->path, d.p.max_records, sc->max_records);
-    if (d.p.max_tokens > sc->max_tokens)
-        return pdi_set_error(err, PD_ERR_LIMIT, "%s: max_tokens %d is over the schema's limit of %d (limits.max_tokens)",
-                             sc->path, d.p.max_tokens, sc->max_tokens);
-    if (d.p.max_records == 0) d.p.max_records = sc->max_records;
-    if (d.p.max_tokens == 0) d.p.max_tokens = sc->max_tokens;
-    d.rng = d.p.sampler.seed;
-    if (d.p.sampler.temperature > 0) d.p.speculate = 0; /* verification keeps what greedy decoding picks */
-    pd_extraction *x = calloc(1, sizeof *x);
-    if (!x) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
-    x->n_fields = sc->n_fields;
-    int32_t *ids = NULL;
-    size_t n_ids = 0, complete = 0;
-    pd_status rc = PD_OK;
-    if (len == 0) goto done; /* nothing to extract from: no records, no model call */
-    if ((rc = prompt_ids(ex, text, len, &ids, &n_ids, err))) goto done;
-    if (n_ids >= (size_t)pd_context_n_ctx(ctx)) {
-        rc = pdi_set_error(err, PD_ERR_CONTEXT, "%s: the prompt for a text of %zu bytes has %zu tokens, the context %d",
-                           sc->path, len, n_ids, pd_context_n_ctx(ctx));
+    pd_extract_params p = params ? *params : pd_extract_default_params();
+    pd_status rc = resolve_params(ex, &p, "pd_extract", err);
+    if (rc) return rc;
+    decoder d;
+    bool done, more = true;
+    rc = decoder_open(&d, ctx, ex, text, len, &p, &done, err);
+    while (!rc && !done && more && !(rc = pd_eval(ctx, &d.next, err))) rc = advance(&d, &more, err);
+    return decoder_close(&d, rc, out, err);
+}
+
+/* ----------------------------------------------------- several in flight */
+
+typedef struct many {
+    pd_context *const *ctxs;
+    const pd_extractor *ex;
+    const char *const *texts;
+    const size_t *lens;
+    int32_t n_texts, next_text; /* the texts, and the first not yet started */
+    pd_extract_params p;
+    pd_extraction **outs;
+    pd_error *errs;            /* may be NULL */
+    decoder *slot;             /* [n_slots]: a text in flight on ctxs[k] */
+    int32_t *text_of;          /* [n_slots]: its index, -1 for a free slot */
+    pd_status first_rc;        /* the first failed text's status, */
+    pd_error first_err;        /* and its message */
+    int32_t first_failed;
+} many;
+
+/* Text i's result: its extraction, or its error (counted). */
+static void finish_text(many *m, int32_t k, pd_status rc, pd_error *e)
+{
+    int32_t i = m->text_of[k];
+    rc = decoder_close(&m->slot[k], rc, &m->outs[i], e);
+    if (m->errs) m->errs[i] = rc ? *e : (pd_error){PD_OK, ""};
+    if (rc && (m->first_failed < 0 || i < m->first_failed)) {
+        m->first_failed = i;
+        m->first_rc = rc;
+        m->first_err = *e;
+    }
+    m->text_of[k] = -1;
+}
+
+/* The next texts onto slot k until one needs the model (empty texts and
+ * texts that fail to start are finished on the way). */
+static void fill_slot(many *m, int32_t k)
+{
+    while (m->text_of[k] < 0 && m->next_text < m->n_texts) {
+        pd_error e = {0};
+        bool done;
+        int32_t i = m->next_text++;
+        m->text_of[k] = i;
+        pd_status rc = decoder_open(&m->slot[k], m->ctxs[k], m->ex, m->texts[i], m->lens[i], &m->p, &done, &e);
+        if (rc || done) finish_text(m, k, rc, &e);
+    }
+}
+
+pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex, const char *const *texts,
+                          const size_t *lens, int32_t n_texts, const pd_extract_params *params, pd_extraction **outs,
+                          pd_error *errs, pd_error *err)
+{
+    if (!ctxs || n_ctxs <= 0 || !ex || n_texts < 0 || (n_texts > 0 && (!texts || !lens || !outs)))
+        return pdi_set_error(err, PD_ERR_ARG, "pd_extract_many: NULL argument, no contexts or a negative count");
+    for (int32_t k = 0; k < n_ctxs; k++)
+        if (!ctxs[k]) return pdi_set_error(err, PD_ERR_ARG, "pd_extract_many: context %d is NULL", k);
+    for (int32_t i = 0; i < n_texts; i++) {
+        outs[i] = NULL;
+        if (!texts[i] && lens[i]) return pdi_set_error(err, PD_ERR_ARG, "pd_extract_many: text %d is NULL", i);
+    }
+    many m = {ctxs, ex, texts, lens, n_texts, 0, params ? *params : pd_extract_default_params(), outs, errs,
+              .first_failed = -1};
+    pd_status rc = resolve_params(ex, &m.p, "pd_extract_many", err);
+    if (rc) return rc;
+    int32_t n_slots = n_ctxs < n_texts ? n_ctxs : n_texts;
+    m.slot = calloc((size_t)n_slots + 1, sizeof *m.slot);
+    m.text_of = malloc(((size_t)n_slots + 1) * sizeof *m.text_of);
+    pd_context **on = malloc(((size_t)n_slots + 1) * sizeof *on);
+    pd_batch *batches = malloc(((size_t)n_slots + 1) * sizeof *batches);
+    int32_t *busy = malloc(((size_t)n_slots + 1) * sizeof *busy);
+    if (!m.slot || !m.text_of || !on || !batches || !busy) {
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract_many: out of memory for %d slots", n_slots);
         goto done;
     }
-    d.allowed = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
-    d.cand = malloc(sizeof(float) * ((size_t)ex->n_vocab + 1));
-    d.out = malloc(sizeof(int32_t) * ((size_t)d.p.max_tokens + 1));
-    d.scratch = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
-    d.batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
-    d.prompt = ids;
-    d.n_prompt = (int32_t)n_ids;
-    x->mask_us = calloc((size_t)d.p.max_tokens + 1, sizeof *x->mask_us);
-    if (!d.allowed || !d.cand || !d.out || !d.scratch || !d.batch || !x->mask_us) {
-        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
-        goto done;
+    for (int32_t k = 0; k < n_slots; k++) {
+        m.text_of[k] = -1;
+        fill_slot(&m, k);
     }
-    if ((rc = pdi_constraint_init(&d.con, sc, text, len, d.p.max_records, err))) goto done;
-    x->n_prompt_tokens = (int32_t)n_ids;
-    /* the prompt's tokens the cache already holds (the schema's text before
-     * {text}, from the last extraction on ctx) are not evaluated again: the
-     * rest, evaluated after them, has the bits of a whole evaluation */
-    x->n_cached_tokens = pd_context_kv_match(ctx, ids, (int32_t)n_ids);
-    if (x->n_cached_tokens == (int32_t)n_ids) x->n_cached_tokens--; /* one token evaluated for the logits */
-    if (!(rc = pd_context_kv_truncate(ctx, x->n_cached_tokens, err)) &&
-        !(rc = run(&d, x, ids + x->n_cached_tokens, (int32_t)n_ids - x->n_cached_tokens, &complete, err)) &&
-        add_records(x, sc, (const char *)d.con.buf, complete))
-        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    for (;;) {
+        int32_t n_busy = 0;
+        for (int32_t k = 0; k < n_slots; k++)
+            if (m.text_of[k] >= 0) {
+                on[n_busy] = ctxs[k];
+                batches[n_busy] = m.slot[k].next;
+                busy[n_busy++] = k;
+            }
+        if (n_busy == 0) break;
+        pd_error e = {0};
+        /* one joint pass; should it fail, each alone, so that a failure is its text's only */
+        bool joint = pd_eval_many(ctxs[0], on, batches, n_busy, &e) == PD_OK;
+        for (int32_t j = 0; j < n_busy; j++) {
+            int32_t k = busy[j];
+            bool more = false;
+            pd_status r = joint ? PD_OK : pd_eval(on[j], &batches[j], &e);
+            if (!r) r = advance(&m.slot[k], &more, &e);
+            if (r || !more) {
+                finish_text(&m, k, r, &e);
+                fill_slot(&m, k);
+            }
+        }
+    }
+    if (m.first_failed >= 0) {
+        rc = m.first_rc;
+        if (err) {
+            *err = m.first_err;
+            pdi_error_prefix(err, "pd_extract_many: text %d", m.first_failed);
+        }
+    }
 done:
-    pdi_constraint_free(&d.con);
-    free(ids);
-    free(d.allowed);
-    free(d.cand);
-    free(d.out);
-    free(d.scratch);
-    free(d.batch);
-    if (rc) {
-        pd_extraction_free(x);
-        return rc;
-    }
-    *out = x;
-    return PD_OK;
+    for (int32_t k = 0; m.slot && m.text_of && k < n_slots; k++)
+        if (m.text_of[k] >= 0) { /* only after running out of memory above: nothing started */
+            pd_extraction *x;
+            decoder_close(&m.slot[k], PD_ERR_NOMEM, &x, NULL);
+        }
+    free(m.slot);
+    free(m.text_of);
+    free(on);
+    free(batches);
+    free(busy);
+    return rc;
 }

@@ -96,6 +96,28 @@ PD_API pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char 
                             const pd_extract_params *params, pd_extraction **out, pd_error *err);
 PD_API void pd_extraction_free(pd_extraction *x);
 
+/* Extraction from n_texts texts with up to n_ctxs of them in flight, one on
+ * each context. The texts in flight advance together, a token (and its
+ * draft) each, in joint passes (pd_eval_many: the weights are read once a
+ * pass for all of them); when one ends, the next text takes its context (the
+ * schema's prompt before {text} stays cached there, as with pd_extract).
+ * ctxs[0] lends its scratch and threads to the passes; the other contexts
+ * need only their caches (pd_context_new with n_threads 1 and a small
+ * n_batch: each then costs its KV cache and little more). outs[i] receives
+ * text i's extraction, the records pd_extract gives it (greedy decoding: the
+ * same tokens, up to the float rounding pd_eval_many notes; sampling: each
+ * text's own stream from params->sampler.seed), or NULL when it fails, with
+ * the reason in errs[i] (errs may be NULL; a success leaves code PD_OK
+ * there): one text's failure (a prompt longer than the context, say) loses no
+ * other. Returns PD_OK when every text has its extraction, else the status of
+ * the first failed text, with its message in err prefixed by its index.
+ * params are checked first, as pd_extract checks them, before anything runs.
+ * Memory: the texts' results, and per context its KV cache. */
+PD_API pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex,
+                                 const char *const *texts, const size_t *lens, int32_t n_texts,
+                                 const pd_extract_params *params, pd_extraction **outs, pd_error *errs,
+                                 pd_error *err);
+
 typedef enum pd_record_format {
     PD_FORMAT_TIANCHI = 0, /* CSV rows "id,<print.csv fields>" (RFC 4180 quoting); "id,_,..,_" for none */
     PD_FORMAT_JSONL = 1    /* one line {"id": id, "records": [{field: value, ...}, ...]} */

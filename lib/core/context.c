@@ -108,6 +108,7 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
            add_floats(scratch, (size_t)p->n_ctx, 1, 1) /* kv_ids: int32 */ &&
            add_floats(scratch, 2 * B, 1, 1) /* keep, slot: int32 */ &&
+           add_bytes(scratch, B, sizeof(pd_seq_part)) &&
            /* quantized activations: int8 q, then d and s (with padding) */
            add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
            add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * qact_cap(B) + 8, 1) &&
@@ -214,10 +215,11 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->kv_ids = calloc((size_t)p.n_ctx, sizeof(int32_t));
     ctx->keep = calloc(B, sizeof(int32_t));
     ctx->slot = calloc(B, sizeof(int32_t));
+    ctx->parts = calloc(B, sizeof(pd_seq_part));
     ctx->pool = pdi_pool_new(p.n_threads);
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
-        !ctx->rope_sin || !ctx->chunk_pos || !ctx->kv_ids || !ctx->keep || !ctx->slot || !ctx->pool ||
+        !ctx->rope_sin || !ctx->chunk_pos || !ctx->kv_ids || !ctx->keep || !ctx->slot || !ctx->parts || !ctx->pool ||
         !reserve_qact(ctx, p.n_batch))
         goto nomem;
     return ctx;
@@ -249,6 +251,7 @@ void pd_context_free(pd_context *ctx)
     free(ctx->kv_ids);
     free(ctx->keep);
     free(ctx->slot);
+    free(ctx->parts);
     free(ctx->qact.q);
     free(ctx->qact.d);
     free(ctx->qact.s);

@@ -258,177 +258,6 @@ static void matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, floa
             ctx->model->kern->silu_mul(y[0] + t * y_stride[0], y[1] + t * y_stride[1], w[0]->rows);
 }
 
-/* --------------------------------------------------------------- attention */
-
-typedef struct {
-    pd_context *ctx;
-    int layer;
-    int32_t n_tok;        /* tokens in this chunk */
-    int32_t chunk_start;  /* index of the chunk's first token in the batch */
-    int32_t batch_kv0;    /* cache length before the batch */
-    const pd_batch *batch;
-    const int32_t *rows;  /* NULL: every token of the chunk; else these (ascending) only */
-    int32_t n_rows;
-} attn_job;
-
-/* The chunk index of the tile's k-th token. */
-static inline int32_t tok_at(const attn_job *a, int32_t k) { return a->rows ? a->rows[k] : k; }
-
-/* One work item: one token of the chunk and one KV head, with every query
- * head that shares it (grouped-query attention): the group's cached keys and
- * values stay in cache while each head runs over them. A token sees the cache before the
- * batch and the batch up to itself (the mask, if any, is lower-triangular and
- * may hide more of the batch). */
-/* nb cached rows (row bytes apart, hd elements each) as floats: the rows
- * themselves for an F32 cache, else widened into block ([nb][hd]); *stride
- * gets the bytes from one returned row to the next. */
-static const void *widen_block(const pd_kernels *kern, pd_dtype kvt, const uint8_t *rows, size_t row, int64_t nb,
-                               int64_t hd, float *block, size_t *stride)
-{
-    *stride = row;
-    if (kvt == PD_F32) return rows;
-    for (int64_t j = 0; j < nb; j++) kern->widen(kvt, rows + (size_t)j * row, block + j * hd, hd);
-    *stride = (size_t)hd * sizeof(float);
-    return block;
-}
-
-/* The largest of s[0..n) (NaN skipped, -INFINITY when none): eight running
- * maxima, so the compares are not one chain of latencies; max is exact, so
- * the order does not change the result. */
-static float row_max(const float *s, int64_t n)
-{
-    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int64_t t = 0;
-    for (; t + 8 <= n; t += 8)
-        for (int k = 0; k < 8; k++) m[k] = s[t + k] > m[k] ? s[t + k] : m[k];
-    for (; t < n; t++) m[0] = s[t] > m[0] ? s[t] : m[0];
-    for (int k = 1; k < 8; k++) m[0] = m[k] > m[0] ? m[k] : m[0];
-    return m[0];
-}
-
-/* Whether chunk token i (seeing kv0 + i keys) sees none of the keys in
- * [t0, t0 + PD_ATTN_BLOCK): all in the batch and all hidden by its mask (the
- * candidate blocks of a parallel layout hide most of the batch from each
- * other). Such a block is skipped: its scores would be set to -inf below and
- * its weights would be exp(-inf) = 0, and adding 0 * v to the sums changes
- * no bit of them, so the results are those of computing it. */
-static bool block_hidden(const attn_job *a, int32_t i, int64_t t0, int64_t kv0)
-{
-    const uint8_t *visible = a->batch->visible;
-    if (!visible || t0 < a->batch_kv0) return false;
-    int64_t i_batch = (int64_t)a->chunk_start + i, end = t0 + PD_ATTN_BLOCK < kv0 + i ? t0 + PD_ATTN_BLOCK : kv0 + i;
-    const uint8_t *vis = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
-    for (int64_t j = t0; j < end; j++)
-        if (vis[j - a->batch_kv0]) return false;
-    return true;
-}
-
-/* Whether some token of the tile [k0, k1) sees a key of the block at t0. */
-static bool block_seen(const attn_job *a, int32_t k0, int32_t k1, int64_t t0, int64_t kv0)
-{
-    for (int32_t k = k0; k < k1; k++)
-        if (t0 < kv0 + tok_at(a, k) && !block_hidden(a, tok_at(a, k), t0, kv0)) return true;
-    return false;
-}
-
-static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
-{
-    const attn_job *a = arg;
-    pd_context *ctx = a->ctx;
-    const pd_config *c = &ctx->model->cfg;
-    const pd_kernels *kern = ctx->model->kern;
-    int64_t hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, group = nh / nkv, n_ctx = ctx->n_ctx;
-    int64_t kvd = nkv * hd, tq = pd_attn_tokens(ctx->n_batch);
-    pd_dtype kvt = ctx->kv_f16 ? PD_F16 : PD_F32;
-    size_t elt = ctx->kv_f16 ? 2 : 4, layer_off = (size_t)a->layer * (size_t)n_ctx * (size_t)kvd * elt;
-    const uint8_t *vc = (const uint8_t *)ctx->v_cache + layer_off;
-    size_t row = (size_t)kvd * elt; /* bytes from one position to the next */
-    /* per thread: each tile token's group rows of n_ctx scores, then a block of widened rows */
-    size_t per_token = (size_t)(group * n_ctx);
-    float *scores = ctx->scores + (size_t)thread * ((size_t)tq * per_token + (size_t)(PD_ATTN_BLOCK * hd));
-    float *block = scores + (size_t)tq * per_token;
-    float inv_sqrt = 1.0f / sqrtf((float)hd);
-    const uint8_t *visible = a->batch->visible;
-
-    for (int64_t item = begin; item < end; item++) {
-        /* a tile of up to tq tokens and one KV head: each block of cached rows
-         * is widened once for the tile; every token's sums are those it
-         * would have alone */
-        int32_t n_items = a->rows ? a->n_rows : a->n_tok;
-        int32_t k0 = (int32_t)(item / nkv * tq), g = (int32_t)(item % nkv);
-        int32_t k1 = k0 + (int32_t)tq < n_items ? k0 + (int32_t)tq : n_items;
-        int64_t kv0 = (int64_t)a->batch_kv0 + a->chunk_start + 1; /* token i sees kv0 + i keys */
-        int64_t keys_max = kv0 + tok_at(a, k1 - 1); /* the tile's last token sees the most */
-        const uint8_t *v = vc + (size_t)(g * hd) * elt;
-        for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
-            if (visible && !block_seen(a, k0, k1, t0, kv0)) continue;
-            /* the KV head's keys from position t0: blocked, its rows of the
-             * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
-            const uint8_t *k = (const uint8_t *)ctx->k_cache + pd_key_at(ctx, kvd, a->layer, t0, g * hd) * elt;
-            size_t stride = 0;
-            const void *rows = ctx->k_blocked ? (const void *)k
-                                              : widen_block(kern, kvt, k, row,
-                                                            keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK,
-                                                            hd, block, &stride);
-            for (int32_t k = k0; k < k1; k++) {
-                int32_t i = tok_at(a, k);
-                if (t0 >= kv0 + i || block_hidden(a, i, t0, kv0)) continue; /* past or hidden from this token */
-                int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
-                const float *q = ctx->q + (size_t)i * nh * hd + (size_t)g * group * hd;
-                float *out = scores + (size_t)(k - k0) * per_token + t0;
-                if (ctx->k_blocked)
-                    kern->key_scores_t(kvt, rows, nb, q, hd, group, hd, inv_sqrt, out, n_ctx);
-                else
-                    kern->key_scores(PD_F32, rows, stride, nb, q, hd, group, hd, inv_sqrt, out, n_ctx);
-            }
-        }
-        if (visible)
-            for (int32_t k = k0; k < k1; k++) {
-                int32_t i = tok_at(a, k);
-                int32_t i_batch = a->chunk_start + i;
-                const uint8_t *vis = visible + (size_t)i_batch * (size_t)a->batch->n_tokens;
-                float *s = scores + (size_t)(k - k0) * per_token + a->batch_kv0;
-                for (int64_t jb = 0; jb <= i_batch; jb++)
-                    if (!vis[jb])
-                        for (int64_t h = 0; h < group; h++) s[h * n_ctx + jb] = -INFINITY;
-            }
-        for (int64_t h0 = 0; h0 < group; h0 += PD_ATTN_BLOCK) { /* inv holds a block of heads */
-            int64_t nh0 = group - h0 < PD_ATTN_BLOCK ? group - h0 : PD_ATTN_BLOCK;
-            float inv[PD_ATTN_TOKENS][PD_ATTN_BLOCK];
-            for (int32_t k = k0; k < k1; k++) {
-                int32_t i = tok_at(a, k);
-                float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
-                for (int64_t h = h0; h < h0 + nh0; h++) {
-                    float *s = scores + (size_t)(k - k0) * per_token + h * n_ctx;
-                    inv[k - k0][h - h0] = 1.0f / kern->exp_sum(s, kv0 + i, row_max(s, kv0 + i));
-                }
-                memset(out + h0 * hd, 0, (size_t)(nh0 * hd) * sizeof(float));
-            }
-            for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
-                if (visible && !block_seen(a, k0, k1, t0, kv0)) continue;
-                size_t stride;
-                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row,
-                                               keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd,
-                                               block, &stride);
-                for (int32_t k = k0; k < k1; k++) {
-                    int32_t i = tok_at(a, k);
-                    if (t0 >= kv0 + i || block_hidden(a, i, t0, kv0)) continue;
-                    int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
-                    float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
-                    kern->value_mix(PD_F32, rows, stride, nb, scores + (size_t)(k - k0) * per_token + h0 * n_ctx + t0,
-                                    n_ctx, nh0, hd, out + h0 * hd, hd);
-                }
-            }
-            for (int32_t k = k0; k < k1; k++) {
-                int32_t i = tok_at(a, k);
-                float *out = ctx->att + (size_t)i * nh * hd + (size_t)g * group * hd;
-                for (int64_t h = h0; h < h0 + nh0; h++)
-                    for (int64_t d = 0; d < hd; d++) out[h * hd + d] *= inv[k - k0][h - h0];
-            }
-        }
-    }
-}
-
 /* ------------------------------------------------------------------- RoPE */
 
 static void rope_tables(pd_context *ctx, int32_t n_tok)
@@ -492,9 +321,9 @@ static void store_kv(pd_context *ctx, int l, int64_t pos, const float *k, const 
 typedef struct {
     pd_context *ctx;
     const pd_layer *L;
-    const float *norm; /* residual_range: the norm's weights */
-    int layer;         /* rope_store_range: the layer, */
-    int64_t pos0;      /* and the chunk's first position in the cache */
+    const float *norm;         /* residual_range: the norm's weights */
+    int layer;                 /* rope_store_range: the layer, */
+    const pd_seq_part *parts;  /* and the pass's parts (whose caches the rows go to) */
 } token_job;
 
 /* x += delta (when add), then xn = RMSNorm(x) for tokens [begin, end). */
@@ -530,11 +359,14 @@ static void rope_store_range(void *arg, int64_t begin, int64_t end, int thread)
     pd_context *ctx = j->ctx;
     const pd_config *c = &ctx->model->cfg;
     int64_t hd = c->head_dim, Q = (int64_t)c->n_heads * hd, KV = (int64_t)c->n_kv_heads * hd;
+    const pd_seq_part *p = j->parts;
     for (int64_t t = begin; t < end; t++) {
+        while (t >= p->row0 + p->n_tok) p++; /* the part that holds row t */
         const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
         norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, j->L->q_norm, c->rms_eps, cs, sn);
         norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, j->L->k_norm, c->rms_eps, cs, sn);
-        store_kv(ctx, j->layer, j->pos0 + t, ctx->k + t * KV, ctx->v + t * KV, KV);
+        store_kv(p->seq, j->layer, (int64_t)p->batch_kv0 + p->chunk_start + (t - p->row0), ctx->k + t * KV,
+                 ctx->v + t * KV, KV);
     }
 }
 
@@ -551,14 +383,15 @@ static void gather_rows(pd_context *ctx, const int32_t *rows, int32_t n_rows)
         }
 }
 
-/* One layer on the chunk; ctx->xn holds RMSNorm(x) with the layer's
- * attention norm on entry, and the next layer's (or nothing, after the last)
- * on return. With rows (the last layer: the rows the caller keeps, ascending),
- * every token's keys and values go to the cache, but only those rows go on
- * through attention and the MLP, into rows 0..n_rows-1 of x: no other row's
- * output is read, and each row's sums are those it has in the whole chunk. */
-static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_start, int32_t batch_kv0,
-                          const pd_batch *batch, const int32_t *rows, int32_t n_rows)
+/* One layer on the pass's n_tok rows; ctx->xn holds RMSNorm(x) with the
+ * layer's attention norm on entry, and the next layer's (or nothing, after
+ * the last) on return. With trim (the last layer: the n_keep rows ctx->keep
+ * lists, ascending), every row's keys and values go to its cache, but only
+ * the kept rows go on through attention and the MLP, into rows 0..n_keep-1
+ * of x: no other row's output is read, and each row's sums are those it has
+ * in the whole pass. */
+static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int32_t n_parts, int32_t n_tok, bool trim,
+                          int32_t n_keep)
 {
     const pd_model *m = ctx->model;
     const pd_config *c = &m->cfg;
@@ -570,19 +403,17 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
     matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
 
-    token_job rj = {ctx, L, NULL, l, (int64_t)batch_kv0 + chunk_start};
+    token_job rj = {ctx, L, NULL, l, parts};
     pdi_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
-    attn_job aj = {ctx, l, n_tok, chunk_start, batch_kv0, batch, rows, n_rows};
-    int64_t tq = pd_attn_tokens(ctx->n_batch);
-    if (rows) {
-        n_tok = n_rows;
-        if (n_tok == 0) return; /* the keys and values were all the chunk had to give */
+    pdi_attention(ctx, l, parts, n_parts, trim);
+    if (trim) {
+        n_tok = n_keep;
+        if (n_tok == 0) return; /* the keys and values were all the pass had to give */
+        gather_rows(ctx, ctx->keep, n_keep);
     }
-    pdi_pool_for(ctx->pool, (n_tok + tq - 1) / tq * c->n_kv_heads, 1, attention_range, &aj);
-    if (rows) gather_rows(ctx, rows, n_rows);
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
-    token_job ffn = {ctx, L, L->ffn_norm, 0, 0};
+    token_job ffn = {ctx, L, L->ffn_norm, 0, NULL};
     pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
@@ -590,7 +421,7 @@ static void layer_forward(pd_context *ctx, int l, int32_t n_tok, int32_t chunk_s
     matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true);
     matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
-        token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0, 0};
+        token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0, NULL};
         pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
     } else {
         for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
@@ -670,70 +501,162 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
 
 /* ------------------------------------------------------------------- eval */
 
-pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
+/* The batch rows whose hidden states are kept: its outputs, or its last row
+ * (stored in *last). */
+static const int32_t *kept_outputs(const pd_batch *b, int32_t *last, int32_t *n)
 {
-    if (!ctx) return pdi_set_error(err, PD_ERR_ARG, "pd_eval: no context");
-    pd_status rc = check_batch(ctx, batch, err);
-    if (rc) return rc;
-    int32_t last = batch->n_tokens - 1;
-    const int32_t *outputs = batch->n_outputs > 0 ? batch->outputs : &last;
-    int32_t n_out = batch->n_outputs > 0 ? batch->n_outputs : 1;
-    if ((rc = reserve_outputs(ctx, n_out, batch->want_logits, err))) return rc;
-    ctx->n_outputs = 0;
-    ctx->have_logits = 0;
+    *last = b->n_tokens - 1;
+    *n = b->n_outputs > 0 ? b->n_outputs : 1;
+    return b->n_outputs > 0 ? b->outputs : last;
+}
 
+/* One pass: the parts' rows (at most ctx->n_batch together) through the
+ * trunk on ctx's scratch and threads. Each part's cache grows by its rows,
+ * and its kept rows' final-norm hidden states go to its context's outputs. */
+static void run_pass(pd_context *ctx, pd_seq_part *parts, int32_t n_parts)
+{
     const pd_model *m = ctx->model;
     const pd_config *c = &m->cfg;
     int64_t H = c->hidden;
-    int32_t batch_kv0 = ctx->kv_len;
-    /* the plain causal run grows only from its own end; any other batch ends it at batch_kv0 */
-    bool plain = !batch->visible && ctx->kv_plain == batch_kv0;
-    for (int32_t i = 0; plain && batch->positions && i < batch->n_tokens; i++) plain = batch->positions[i] == batch_kv0 + i;
-    if (ctx->kv_plain > batch_kv0) ctx->kv_plain = batch_kv0;
-    for (int32_t start = 0; start < batch->n_tokens; start += ctx->n_batch) {
-        int32_t n_tok = batch->n_tokens - start < ctx->n_batch ? batch->n_tokens - start : ctx->n_batch;
-        for (int32_t t = 0; t < n_tok; t++) {
-            pd_matrix_row(&m->embed, batch->tokens[start + t], ctx->x + t * H);
-            ctx->chunk_pos[t] = batch->positions ? batch->positions[start + t] : batch_kv0 + start + t;
+    int32_t n_tok = 0, last, n_out;
+    for (int32_t i = 0; i < n_parts; i++) {
+        pd_seq_part *p = &parts[i];
+        const pd_batch *b = p->batch;
+        p->row0 = n_tok;
+        for (int32_t t = 0; t < p->n_tok; t++, n_tok++) {
+            pd_matrix_row(&m->embed, b->tokens[p->chunk_start + t], ctx->x + n_tok * H);
+            ctx->chunk_pos[n_tok] = b->positions ? b->positions[p->chunk_start + t] : p->batch_kv0 + p->chunk_start + t;
         }
-        rope_tables(ctx, n_tok);
-        if (c->n_layers > 0) {
-            token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0, 0};
-            pdi_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
-        }
-        /* the chunk's kept rows, ascending (slot: a row's place among them, -1 for none) */
-        int32_t n_keep = 0;
-        for (int32_t t = 0; t < n_tok; t++) ctx->slot[t] = -1;
+    }
+    rope_tables(ctx, n_tok);
+    if (c->n_layers > 0) {
+        token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0, NULL};
+        pdi_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
+    }
+    /* the pass's kept rows, ascending (slot: a row's place among them, -1 for none) */
+    int32_t n_keep = 0;
+    for (int32_t t = 0; t < n_tok; t++) ctx->slot[t] = -1;
+    for (int32_t i = 0; i < n_parts; i++) {
+        pd_seq_part *p = &parts[i];
+        const int32_t *outputs = kept_outputs(p->batch, &last, &n_out);
         for (int32_t k = 0; k < n_out; k++)
-            if (outputs[k] >= start && outputs[k] < start + n_tok) ctx->slot[outputs[k] - start] = 0;
-        for (int32_t t = 0; t < n_tok; t++)
+            if (outputs[k] >= p->chunk_start && outputs[k] < p->chunk_start + p->n_tok)
+                ctx->slot[p->row0 + outputs[k] - p->chunk_start] = 0;
+        p->keep0 = n_keep;
+        for (int32_t t = p->row0; t < p->row0 + p->n_tok; t++)
             if (ctx->slot[t] == 0) {
                 ctx->slot[t] = n_keep;
                 ctx->keep[n_keep++] = t;
             }
-        bool trim = n_keep < n_tok; /* the last layer carries the kept rows only */
-        for (int l = 0; l < c->n_layers; l++)
-            layer_forward(ctx, l, n_tok, start, batch_kv0, batch, trim && l + 1 == c->n_layers ? ctx->keep : NULL,
-                          n_keep);
-        ctx->kv_len = batch_kv0 + start + n_tok;
+        p->n_keep = n_keep - p->keep0;
+    }
+    bool trim = n_keep < n_tok; /* the last layer carries the kept rows only */
+    for (int l = 0; l < c->n_layers; l++)
+        layer_forward(ctx, l, parts, n_parts, n_tok, trim && l + 1 == c->n_layers, n_keep);
+    for (int32_t i = 0; i < n_parts; i++) {
+        const pd_seq_part *p = &parts[i];
+        p->seq->kv_len = p->batch_kv0 + p->chunk_start + p->n_tok;
+        const int32_t *outputs = kept_outputs(p->batch, &last, &n_out);
         for (int32_t k = 0; k < n_out; k++) {
-            int32_t r = outputs[k] - start;
-            if (r >= 0 && r < n_tok) {
-                int32_t at = trim && c->n_layers > 0 ? ctx->slot[r] : r;
-                pdi_rmsnorm(ctx->out_hidden + (size_t)k * H, ctx->x + (size_t)at * H, m->final_norm, H, c->rms_eps);
+            int32_t r = outputs[k] - p->chunk_start;
+            if (r >= 0 && r < p->n_tok) {
+                int32_t at = trim && c->n_layers > 0 ? ctx->slot[p->row0 + r] : p->row0 + r;
+                pdi_rmsnorm(p->seq->out_hidden + (size_t)k * H, ctx->x + (size_t)at * H, m->final_norm, H, c->rms_eps);
             }
         }
     }
-    if (plain) {
-        memcpy(ctx->kv_ids + batch_kv0, batch->tokens, (size_t)batch->n_tokens * sizeof(int32_t));
-        ctx->kv_plain = batch_kv0 + batch->n_tokens;
+}
+
+/* The contexts and batches of pd_eval_many, checked before anything is
+ * evaluated or allocated (a message names the context when there are several). */
+static pd_status check_many(const pd_context *lead, pd_context *const *ctxs, const pd_batch *batches, int32_t n,
+                            pd_error *err)
+{
+    if (!lead || !ctxs || !batches || n <= 0)
+        return pdi_set_error(err, PD_ERR_ARG, "%s: no context or no batch", n == 1 ? "pd_eval" : "pd_eval_many");
+    for (int32_t i = 0; i < n; i++) {
+        if (!ctxs[i]) return pdi_set_error(err, PD_ERR_ARG, "pd_eval_many: context %d is NULL", i);
+        if (ctxs[i]->model != lead->model)
+            return pdi_set_error(err, PD_ERR_ARG, "pd_eval_many: context %d is of another model than the pass context", i);
+        if (ctxs[i]->n_ctx > lead->n_ctx)
+            return pdi_set_error(err, PD_ERR_ARG,
+                                 "pd_eval_many: context %d holds %d tokens, more than the pass context's %d (whose "
+                                 "scratch the passes use)", i, ctxs[i]->n_ctx, lead->n_ctx);
+        for (int32_t j = 0; j < i; j++)
+            if (ctxs[j] == ctxs[i])
+                return pdi_set_error(err, PD_ERR_ARG, "pd_eval_many: contexts %d and %d are the same context", j, i);
+        pd_status rc = check_batch(ctxs[i], &batches[i], err);
+        if (rc && n > 1) pdi_error_prefix(err, "pd_eval_many: context %d", i);
+        if (rc) return rc;
     }
-    ctx->n_outputs = n_out;
-    if (batch->want_logits) {
-        matmul(ctx, &m->lm_head, ctx->out_hidden, H, ctx->out_logits, c->vocab, n_out);
-        ctx->have_logits = 1;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t last, n_out;
+        kept_outputs(&batches[i], &last, &n_out);
+        pd_status rc = reserve_outputs(ctxs[i], n_out, batches[i].want_logits, err);
+        if (rc && n > 1) pdi_error_prefix(err, "pd_eval_many: context %d", i);
+        if (rc) return rc;
     }
     return PD_OK;
+}
+
+/* What a finished batch leaves on its context: the plain causal run (kv_ids),
+ * the count of outputs, and the logits (computed with lead's threads). */
+static void finish_batch(pd_context *lead, pd_context *ctx, const pd_batch *b, int32_t kv0)
+{
+    const pd_config *c = &ctx->model->cfg;
+    /* the plain causal run grows only from its own end; any other batch ends it at kv0 */
+    bool plain = !b->visible && ctx->kv_plain == kv0;
+    for (int32_t i = 0; plain && b->positions && i < b->n_tokens; i++) plain = b->positions[i] == kv0 + i;
+    if (ctx->kv_plain > kv0) ctx->kv_plain = kv0;
+    if (plain) {
+        memcpy(ctx->kv_ids + kv0, b->tokens, (size_t)b->n_tokens * sizeof(int32_t));
+        ctx->kv_plain = kv0 + b->n_tokens;
+    }
+    int32_t last;
+    kept_outputs(b, &last, &ctx->n_outputs);
+    if (b->want_logits) {
+        matmul(lead, &ctx->model->lm_head, ctx->out_hidden, c->hidden, ctx->out_logits, c->vocab, ctx->n_outputs);
+        ctx->have_logits = 1;
+    }
+}
+
+pd_status pd_eval_many(pd_context *lead, pd_context *const *ctxs, const pd_batch *batches, int32_t n, pd_error *err)
+{
+    pd_status rc = check_many(lead, ctxs, batches, n, err);
+    if (rc) return rc;
+    for (int32_t i = 0; i < n; i++) {
+        ctxs[i]->n_outputs = 0;
+        ctxs[i]->have_logits = 0;
+    }
+    /* passes of at most n_batch rows: a batch goes whole into one pass when
+     * it fits in one, else it is split across passes */
+    int32_t i = 0, start = 0;
+    while (i < n) {
+        int32_t n_parts = 0, rows = 0;
+        while (i < n && rows < lead->n_batch) {
+            int32_t left = batches[i].n_tokens - start, take = left;
+            if (rows + left > lead->n_batch) {
+                if (rows > 0 && left <= lead->n_batch) break; /* whole, in the next pass */
+                take = lead->n_batch - rows;
+            }
+            lead->parts[n_parts++] = (pd_seq_part){ctxs[i], &batches[i], 0, take, start, ctxs[i]->kv_len - start, 0, 0};
+            rows += take;
+            start += take;
+            if (start == batches[i].n_tokens) {
+                i++;
+                start = 0;
+            }
+        }
+        run_pass(lead, lead->parts, n_parts);
+    }
+    for (int32_t k = 0; k < n; k++) finish_batch(lead, ctxs[k], &batches[k], ctxs[k]->kv_len - batches[k].n_tokens);
+    return PD_OK;
+}
+
+pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
+{
+    if (!ctx) return pdi_set_error(err, PD_ERR_ARG, "pd_eval: no context");
+    return pd_eval_many(ctx, &ctx, batch, 1, err);
 }
 
 pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err)

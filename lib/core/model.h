@@ -76,6 +76,8 @@ static inline size_t pd_key_positions(int64_t n_ctx, bool blocked)
 }
 
 
+typedef struct pd_seq_part pd_seq_part;
+
 struct pd_context {
     const pd_model *model;
     int32_t n_ctx, n_batch;
@@ -108,6 +110,7 @@ struct pd_context {
     int32_t *chunk_pos;
     int32_t *keep, *slot; /* [n_batch]: the chunk's kept rows, ascending; each row's place among them or -1 */
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */
+    pd_seq_part *parts; /* [n_batch]: the sequences of a pass */
 
     /* results of the last pd_eval */
     int32_t n_outputs, cap_outputs;
@@ -115,6 +118,23 @@ struct pd_context {
     float *out_logits; /* [n_outputs][vocab], NULL rows when not asked */
     int have_logits;
 };
+
+/* One sequence's share of a pass (pd_eval: one; pd_eval_many: one a
+ * context): its rows of the pass context's scratch, and the context whose
+ * cache they read and extend and whose outputs they fill. */
+struct pd_seq_part {
+    pd_context *seq;
+    const pd_batch *batch;
+    int32_t row0, n_tok;   /* its rows of the pass: row0 .. row0 + n_tok */
+    int32_t chunk_start;   /* the batch index of its first row */
+    int32_t batch_kv0;     /* the cache's length before the batch */
+    int32_t keep0, n_keep; /* its rows kept through the last layer: keep[keep0 ..] of the pass context */
+};
+
+/* Attention of layer `layer` for the pass's rows (trim: only the kept rows),
+ * queries from ctx->q, keys and values from each part's cache, into ctx->att
+ * (attention.c). */
+void pdi_attention(pd_context *ctx, int layer, const pd_seq_part *parts, int32_t n_parts, bool trim);
 
 /* The element index of key element e (< kv_dim) of position pos in layer l
  * of the key cache. Blocked: block pos / PD_KEY_BLOCK, row e, column pos %

@@ -91,6 +91,9 @@ class _Error(Structure):  # pd_error and te_error have the same layout
     _fields_ = [("code", c_int), ("message", c_char * _MESSAGE_SIZE)]
 
 
+PdError = _Error  # the C struct, for arrays of errors (pd_extract_many)
+
+
 # ------------------------------------------------------------------ structures of pocketdec.h
 
 class Config(Structure):
@@ -197,6 +200,8 @@ _PD_PROTOTYPES = {
     "pd_extractor_free": (None, [P]),
     "pd_extract_default_params": (ExtractParams, []),
     "pd_extract": (c_int, [P, P, c_char_p, c_size_t, POINTER(ExtractParams), POINTER(POINTER(Extraction)), E]),
+    "pd_extract_many": (c_int, [POINTER(P), c_int32, P, POINTER(c_char_p), POINTER(c_size_t), c_int32,
+                                POINTER(ExtractParams), POINTER(POINTER(Extraction)), E, E]),
     "pd_extraction_free": (None, [POINTER(Extraction)]),
     "pd_extraction_decide": (c_int, [P, P, c_char_p, POINTER(Extraction), E]),
     "pd_tag_extractor_new": (P, [P, P, P, E]),

@@ -5,6 +5,7 @@ import collections
 import concurrent.futures
 import contextlib
 import ctypes
+import itertools
 import threading
 
 from . import _lib
@@ -146,21 +147,85 @@ class Extractor(Owner):
                 if not status and decider:
                     status = pd.pd_extraction_decide(decider, schema, data, out, byref(err))
             check(status, err)
-            x = out.contents
-            return [{self.fields[j]: x.records[r].values[j].decode("utf-8", "replace") for j in range(x.n_fields)}
-                    for r in range(x.n_records)]
+            return self._records(out)
         finally:
             pd.pd_extraction_free(out)
 
+    def _records(self, out):
+        x = out.contents
+        return [{self.fields[j]: x.records[r].values[j].decode("utf-8", "replace") for j in range(x.n_fields)}
+                for r in range(x.n_records)]
+
     def extract_many(self, texts, parallel=1):
         """extract() over an iterable of texts, yielding each text's records in input
-        order as they are done; parallel texts at a time (threads sharing the model, each
-        with a context of its own; threads x parallel should not pass the cores). Reads
-        ahead at most 2 x parallel texts, so memory does not grow with the input. A text
-        that fails raises its Error when its turn to be yielded comes."""
+        order; parallel texts at a time. Generation: the texts in flight advance together
+        in joint forward passes on one context's threads (pd_extract_many: the weights
+        are read once a pass for all of them), each with a KV cache of its own, reading
+        ahead 32 x parallel texts; the records are those of extract(). A tagger head:
+        threads sharing the model, each with a context of its own (threads x parallel
+        should not pass the cores), reading ahead 2 x parallel texts. Memory does not grow
+        with the input. A text that fails raises its Error when its turn to be yielded
+        comes."""
         parallel = _lib.positive(parallel, "parallel")
         self._check_open()
-        return self._many(iter(texts), parallel) if parallel > 1 else map(self.extract, texts)
+        if parallel == 1:
+            return map(self.extract, texts)
+        return self._many(iter(texts), parallel) if self.mode == "tagger" else self._joint(iter(texts), parallel)
+
+    def _joint(self, texts, parallel):
+        w = self._worker()
+        cp = pd.pd_context_default_params()
+        cp.n_threads, cp.n_ctx, cp.n_batch = 1, self._ctx, 17  # a cache each: the passes run on w.ctx
+        slots = []
+        try:
+            for _ in range(parallel - 1):
+                slots.append(Handle.make("Extractor", pd.pd_context_free,
+                                         lambda m, err: pd.pd_context_new(m, byref(cp), err), [self.model._h]))
+            while True:
+                window = list(itertools.islice(texts, 32 * parallel))
+                if not window:
+                    return
+                yield from self._window(w, slots, window)
+        finally:
+            for h in slots:
+                h.close()
+            self._give_back(w)
+
+    def _window(self, w, slots, window):
+        """The window's records (or the Error of a text), in order."""
+        data, results = [], [None] * len(window)
+        for i, text in enumerate(window):
+            try:
+                data.append((i, cstr(text, "text")))
+            except _lib.Error as e:
+                results[i] = e
+        n = len(data)
+        outs, errs, err = (ctypes.POINTER(_lib.Extraction) * max(n, 1))(), (_lib.PdError * max(n, 1))(), _lib.new_error()
+        texts = (ctypes.c_char_p * max(n, 1))(*[d for _, d in data])
+        lens = (ctypes.c_size_t * max(n, 1))(*[len(d) for _, d in data])
+        try:
+            with contextlib.ExitStack() as stack:
+                _, ctx, ex, schema = (stack.enter_context(h.use()) for h in (self.model._h, w.ctx, self._ex,
+                                                                             self._schema))
+                ctxs = (ctypes.c_void_p * (1 + len(slots)))(ctx, *[stack.enter_context(h.use()) for h in slots])
+                decider = stack.enter_context(w.decider.use()) if w.decider else None
+                pd.pd_extract_many(ctxs, len(ctxs), ex, texts, lens, n, byref(self.params), outs, errs, byref(err))
+                for k, (i, d) in enumerate(data):
+                    try:
+                        if not outs[k]:
+                            _lib.raise_error(errs[k])
+                        if decider:
+                            check(pd.pd_extraction_decide(decider, schema, d, outs[k], byref(err)), err)
+                        results[i] = self._records(outs[k])
+                    except _lib.Error as e:
+                        results[i] = e
+        finally:
+            for k in range(n):
+                pd.pd_extraction_free(outs[k])
+        for r in results:
+            if isinstance(r, _lib.Error):
+                raise r
+            yield r
 
     def _many(self, texts, parallel):
         pool = concurrent.futures.ThreadPoolExecutor(parallel, thread_name_prefix="pocketdec-extract")

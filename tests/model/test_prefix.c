@@ -4,13 +4,15 @@
  * and that evaluating a sequence after a reused prefix gives the bits of a
  * whole evaluation, at every split point (or every SPLIT_STRIDE-th), for float, F16, BF16 and
  * block-quantized weights, with one, two and three threads. Masked key
- * blocks skipped, and the last layer carrying the kept rows only. */
+ * blocks skipped, and the last layer carrying the kept rows only. Several
+ * contexts evaluated in joint passes (pd_eval_many) as each alone. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +247,120 @@ static void test_kept_rows(void **state)
     }
 }
 
+/* pd_eval_many: five contexts, each with a prefix of its own, then one
+ * batch each in joint passes (one token; three with every row kept; a
+ * masked pair; explicit positions; twenty tokens, which n_batch 8 splits
+ * across passes), on a pass context that is one of them or none of them:
+ * every context's outputs and a continuation's logits are those of pd_eval
+ * on its own, bit for bit for block-quantized weights and within 1e-5 of
+ * the largest logit for float ones (whose products may round in another
+ * order when a pass has more rows). */
+static void test_eval_many(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"gqa-hf-f32", "gqa-gguf-bf16", "gqa-gguf-f16", "gqa-gguf-q8_0",
+                                         "gqa-gguf-q4_0", "gqa-gguf-q4_1"};
+    enum { S = 5 };
+    static const int prefix[S] = {3, 11, 1, 7, 16}, len[S] = {1, 3, 2, 2, 20};
+    static const int32_t all[3] = {0, 1, 2};
+    static const uint8_t vis[4] = {1, 0, 1, 1};
+    static const int32_t pos[2] = {30, 31};
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++) {
+        pd_model *m = load(models[mi]);
+        const pd_config *c = pd_model_config(m);
+        int exact = strstr(models[mi], "q4") || strstr(models[mi], "q8");
+        int32_t ids[S][40];
+        pd_batch b[S];
+        for (int s = 0; s < S; s++) {
+            for (int i = 0; i < 40; i++) ids[s][i] = (int32_t)((i * 31 + s * 7 + 1) % c->vocab);
+            b[s] = (pd_batch){ids[s] + prefix[s], len[s], NULL, NULL, NULL, 0, 1};
+        }
+        b[1].outputs = all;
+        b[1].n_outputs = 3;
+        b[2].visible = vis;
+        b[3].positions = pos;
+        for (int threads = 1; threads <= 3; threads++)
+            for (int lead_in = 0; lead_in < 2; lead_in++) {
+                pd_context *alone[S], *joint[S], *pass = new_ctx(m, 64, threads, 8);
+                pd_error err;
+                for (int s = 0; s < S; s++) {
+                    alone[s] = new_ctx(m, 64, 1, 64);
+                    joint[s] = lead_in && s == 2 ? pass : new_ctx(m, 48, 1, 1);
+                    eval(alone[s], ids[s], prefix[s]);
+                    eval(joint[s], ids[s], prefix[s]);
+                    assert_int_equal(pd_eval(alone[s], &b[s], &err), PD_OK);
+                }
+                assert_int_equal(pd_eval_many(pass, joint, b, S, &err), PD_OK);
+                for (int s = 0; s < S; s++) {
+                    assert_int_equal(pd_context_kv_len(joint[s]), pd_context_kv_len(alone[s]));
+                    assert_int_equal(pd_context_n_outputs(joint[s]), pd_context_n_outputs(alone[s]));
+                    for (int k = 0; k < pd_context_n_outputs(alone[s]); k++) {
+                        const float *want = pd_context_logits(alone[s], k), *got = pd_context_logits(joint[s], k);
+                        float top = 0;
+                        for (int v = 0; v < c->vocab; v++) top = fabsf(want[v]) > top ? fabsf(want[v]) : top;
+                        if (exact) assert_memory_equal(got, want, sizeof(float) * (size_t)c->vocab);
+                        for (int v = 0; v < c->vocab; v++) assert_true(fabsf(got[v] - want[v]) <= 1e-5f * top);
+                    }
+                    /* the caches agree: so does a continuation */
+                    eval(alone[s], ids[s] + 30, 2);
+                    eval(joint[s], ids[s] + 30, 2);
+                    const float *want = pd_context_logits(alone[s], 0), *got = pd_context_logits(joint[s], 0);
+                    for (int v = 0; v < c->vocab; v++)
+                        assert_true(fabsf(got[v] - want[v]) <= 1e-5f * (fabsf(want[v]) + 1.0f));
+                    if (exact) assert_memory_equal(got, want, sizeof(float) * (size_t)c->vocab);
+                }
+                for (int s = 0; s < S; s++) {
+                    pd_context_free(alone[s]);
+                    if (joint[s] != pass) pd_context_free(joint[s]);
+                }
+                pd_context_free(pass);
+            }
+        printf("  %s: 5 contexts in joint passes, 1-3 threads: %s those of each alone\n", models[mi],
+               exact ? "bitwise" : "within 1e-5 of");
+        pd_model_free(m);
+    }
+}
+
+/* pd_eval_many's refusals, each before anything is evaluated. */
+static void test_eval_many_errors(void **state)
+{
+    (void)state;
+    pd_model *m = load("gqa-gguf-q8_0"), *other = load("gqa-hf-f32");
+    pd_context *pass = new_ctx(m, 32, 2, 8), *a = new_ctx(m, 32, 1, 1), *b = new_ctx(m, 32, 1, 1);
+    pd_context *longer = new_ctx(m, 40, 1, 1), *foreign = new_ctx(other, 32, 1, 1);
+    int32_t ids[3] = {1, 2, 3}, bad = 1 << 20;
+    eval(a, ids, 2);
+    eval(b, ids, 3);
+    pd_batch ok = {ids, 1, NULL, NULL, NULL, 0, 1}, wrong = {&bad, 1, NULL, NULL, NULL, 0, 1};
+    pd_batch two[2] = {ok, wrong};
+    pd_error err;
+    pd_context *ab[2] = {a, b}, *aa[2] = {a, a}, *al[2] = {a, longer}, *af[2] = {a, foreign};
+    assert_int_equal(pd_eval_many(pass, ab, two, 2, &err), PD_ERR_RANGE);
+    assert_non_null(strstr(err.message, "context 1"));
+    assert_int_equal(pd_context_kv_len(a), 2); /* nothing evaluated: a's batch was fine */
+    assert_int_equal(pd_context_kv_len(b), 3);
+    two[1] = ok;
+    assert_int_equal(pd_eval_many(pass, aa, two, 2, &err), PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "the same context"));
+    assert_int_equal(pd_eval_many(pass, al, two, 2, &err), PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "more than the pass context"));
+    assert_int_equal(pd_eval_many(pass, af, two, 2, &err), PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "another model"));
+    assert_int_equal(pd_eval_many(NULL, ab, two, 2, &err), PD_ERR_ARG);
+    assert_int_equal(pd_eval_many(pass, ab, two, 0, &err), PD_ERR_ARG);
+    assert_int_equal(pd_context_kv_len(a), 2);
+    assert_int_equal(pd_eval_many(pass, ab, two, 2, &err), PD_OK);
+    assert_int_equal(pd_context_kv_len(a), 3);
+    assert_int_equal(pd_context_kv_len(b), 4);
+    pd_context_free(pass);
+    pd_context_free(a);
+    pd_context_free(b);
+    pd_context_free(longer);
+    pd_context_free(foreign);
+    pd_model_free(m);
+    pd_model_free(other);
+}
+
 int main(int argc, char **argv)
 {
     fixture_dir = argc > 1 ? argv[1] : getenv("PD_MODEL_FIXTURES");
@@ -258,6 +374,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_split_bitwise),
         cmocka_unit_test(test_hidden_blocks),
         cmocka_unit_test(test_kept_rows),
+        cmocka_unit_test(test_eval_many),
+        cmocka_unit_test(test_eval_many_errors),
     };
     return cmocka_run_group_tests_name("prefix", tests, NULL, NULL);
 }

@@ -51,6 +51,11 @@ def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):
     with pocketdec.Model(TIANCHI_GEN, threads=1) as m, pocketdec.Extractor(m, SCHEMA, head=False) as ex:
         assert ex.mode == "generate"
         got = [ex.extract(t) for _, t in reviews[:3]]
+        assert list(ex.extract_many((t for _, t in reviews[:3]), parallel=4)) == got  # joint passes
+    with pocketdec.Model(TIANCHI_GEN, threads=1) as m, pocketdec.Extractor(m, SCHEMA, head=False, ctx=256) as ex:
+        many = ex.extract_many(["很好", "好" * 1000, "很好"], parallel=2)
+        assert next(many) == ex.extract("很好")
+        assert error(next, many).status == "context full"  # its turn; the text before it was kept
     assert got == extract_cli(tmp_path, reviews[:3], "--model", os.path.join(TIANCHI_GEN, "base"), "--adapter",
                               os.path.join(TIANCHI_GEN, "adapter"), "--schema", SCHEMA, "--threads", "1")
 

@@ -3,6 +3,7 @@
 json modules (independent readers): every train review gives valid Tianchi
 rows (spans `_` or substrings, labels in the closed sets, every id in order),
 three shards run apart and concatenated equal one run (files and stdin/stdout),
+1, 3, 8 (the default) and 16 reviews in flight give the same output,
 a LoRA adapter applied,
 JSONL in and out, broken rows (crafted CSV files: test_extract_csv.py), an empty review, a review longer than the
 context, a bad schema and bad options.
@@ -115,6 +116,13 @@ def main():
         parts.append(out)
     check(b"".join(parts) == one, "three shards concatenated equal one run")
 
+    # reviews in flight (--parallel, default 8): the records of one at a time, in input order
+    for p in ("1", "3", "16"):
+        rc, out, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-", "--parallel", p])
+        check(rc == 0 and out == one, f"--parallel {p} writes the output of the default run: {err[-200:]}")
+    rc, _, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-", "--parallel", "0"])
+    check(rc == 2 and "--parallel" in err, "--parallel 0 is a usage error: " + err)
+
     # with a LoRA adapter: still valid, and the adapter changes what is extracted
     rc, adapted, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-",
                             "--adapter", os.path.join(FIX, "adapter")])
@@ -159,6 +167,10 @@ def main():
     # a review longer than the context (--ctx 128): reported, its id still written
     check("broken.csv:9: id 7:" in err and "context" in err, "long review reported: " + err)
     check(b"7,_,_,_,_\n" in out, "the long review keeps its id")
+    # the same run one review at a time (--parallel 1; the default has 8 in flight): the same output and reports
+    rc1, out1, err1 = run(["--schema", SCHEMA, "--input", broken, "--output", "-", "--ctx", "128", "--parallel", "1"])
+    check(rc1 == rc and out1 == out and err1.splitlines()[:-1] == err.splitlines()[:-1],
+          f"--parallel 1 gives the default run's output and reports: {err1}")
 
     # broken JSON lines: each reported as FILE:LINE: what is wrong, the good ones all written
     jbroken = os.path.join(TMP, "broken.jsonl")

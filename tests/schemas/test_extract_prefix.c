@@ -1,4 +1,5 @@
-/* Prompt prefix reuse and copy speculation in pd_extract: a model extracts
+/* Prompt prefix reuse, copy speculation, and several texts in flight
+ * (pd_extract_many) in pd_extract: a model extracts
  * the first N reviews on one context, each prompt keeping the cached tokens it
  * shares with the last one (at least MIN_CACHED from the second review on: the
  * schema's prompt before {text}) and drafting 4, 1 or 16 tokens a pass (at 1,
@@ -7,7 +8,9 @@
  * drafts are kept. Run on the random
  * real-vocabulary model, and on the bundled generative model
  * (models/tianchi-gen: BF16 base with its LoRA adapter at runtime, and the
- * same base quantized to Q4_0 at load, whose KV cache is F16).
+ * same base quantized to Q4_0 at load, whose KV cache is F16). The same
+ * reviews through pd_extract_many, 1, 3, 8 and 16 in flight at 1-3
+ * threads, give the records of pd_extract.
  *
  * Usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0] */
 #include <setjmp.h>
@@ -58,6 +61,69 @@ static char *describe(const pd_extraction *x)
             fprintf(out, "%s%c", x->records[r].values[j], j + 1 < x->n_fields ? ',' : '\n');
     fclose(out);
     return s;
+}
+
+/* pd_extract_many with `parallel` texts in flight (the pass context at
+ * `threads` threads, the others at 1 with a small batch) gives every review
+ * the records, tokens and stop of pd_extract (want[i]); an empty text and a
+ * text too long for the context are finished on the way, alone. */
+static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews, char **want, int threads,
+                       int parallel, int speculate)
+{
+    pd_error err;
+    pd_context **ctxs = calloc((size_t)parallel, sizeof *ctxs);
+    for (int k = 0; k < parallel; k++) {
+        pd_context_params cp = pd_context_default_params();
+        cp.n_ctx = 512;
+        cp.n_threads = k ? 1 : threads;
+        cp.n_batch = k ? 1 + PD_SPECULATE_MAX : 256;
+        ctxs[k] = pd_context_new(m, &cp, &err);
+        assert_non_null(ctxs[k]);
+    }
+    /* the reviews, with an empty text and one too long for the context among them */
+    int n = g_n + 2, at_empty = g_n / 3, at_long = g_n / 2;
+    const char **texts = calloc((size_t)n, sizeof *texts);
+    size_t *lens = calloc((size_t)n, sizeof *lens);
+    char *big = malloc(4001);
+    memset(big, 'a', 4000);
+    big[4000] = 0;
+    for (int i = 0, r = 0; i < n; i++) {
+        texts[i] = i == at_empty ? "" : i == at_long ? big : reviews[r++];
+        lens[i] = strlen(texts[i]);
+    }
+    pd_extraction **outs = calloc((size_t)n, sizeof *outs);
+    pd_error *errs = calloc((size_t)n, sizeof *errs);
+    pd_extract_params p = pd_extract_default_params();
+    p.speculate = speculate;
+    assert_int_equal(pd_extract_many(ctxs, parallel, ex, texts, lens, n, &p, outs, errs, &err), PD_ERR_CONTEXT);
+    assert_non_null(strstr(err.message, "text "));
+    for (int i = 0, r = 0; i < n; i++) {
+        if (i == at_long) {
+            assert_null(outs[i]);
+            assert_int_equal(errs[i].code, PD_ERR_CONTEXT);
+            continue;
+        }
+        assert_int_equal(errs[i].code, PD_OK);
+        assert_non_null(outs[i]);
+        if (i == at_empty) {
+            assert_int_equal(outs[i]->n_records, 0);
+            assert_int_equal(outs[i]->n_forward, 0);
+        } else {
+            char *d = describe(outs[i]);
+            assert_string_equal(d, want[r++]);
+            free(d);
+        }
+        pd_extraction_free(outs[i]);
+    }
+    printf("  %d threads, %d in flight, speculation of %d: %d reviews identical to pd_extract\n", threads, parallel,
+           speculate, g_n);
+    free(outs);
+    free(errs);
+    free(big);
+    free(texts);
+    free(lens);
+    for (int k = 0; k < parallel; k++) pd_context_free(ctxs[k]);
+    free(ctxs);
 }
 
 static void check_model(pd_weight_quant quant, char **reviews)
@@ -128,6 +194,10 @@ static void check_model(pd_weight_quant quant, char **reviews)
         pd_context_free(fresh);
     }
     assert_true(records > 0);
+    check_many(m, ex, reviews, first, 1, 8, 4);
+    check_many(m, ex, reviews, first, 2, 3, 0);
+    check_many(m, ex, reviews, first, 3, 16, PD_SPECULATE_MAX);
+    check_many(m, ex, reviews, first, 2, 1, 4);
     for (int i = 0; i < g_n; i++) free(first[i]);
     free(first);
     pd_extractor_free(ex);
