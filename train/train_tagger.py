@@ -14,7 +14,8 @@ Stages (each saved, a finished stage is skipped on a rerun with the same --out: 
      the teacher's, their links and labels become training records;
   4. adapter + head: LoRA on q/k/v/o/gate/up/down and the tagger head (its label classifier widened
      to the first and last token states of each span, with a no-record class for an aspect that no
-     opinion links to), on the task alone; with --soup N, N times, shipping their uniform average.
+     opinion links to), on the task alone; with --soup N, N times (each saved as DIR/stage<k>/),
+     shipping their uniform average.
 Writes DIR/base/ (HF), DIR/adapter/ (PEFT), DIR/head/ (heads/ tagger format), DIR/merged/,
 DIR/dev_Result.csv (the dev split through pocketdec itself, python/: what users get; skipped with a
 message when the library is not built), DIR/dev_python_Result.csv (the Python decode of compose/'s
@@ -459,7 +460,14 @@ def main(argv=None):
             f"{len(pseudo)} unlabelled reviews")
 
     def adapter_stage(k):
-        """Adapter k of the soup on a fresh copy of the base (k = 0: the run's own random draws)."""
+        """Adapter k of the soup on a fresh copy of the base (k = 0: the run's own random draws), saved
+        under stage<k>/ so that an interrupted or longer soup run loads the stages it already has."""
+        saved = os.path.join(a.out, f"stage{k}")
+        if os.path.exists(os.path.join(saved, "stage_log.json")):
+            m = lora.load_peft(model if k == 0 else qwen3.load_hf(base_dir), os.path.join(saved, "adapter"))
+            record.update(json.load(open(os.path.join(saved, "stage_log.json"))))
+            log(f"adapter stage {k}: loaded from an earlier run")
+            return m, tagging.load(os.path.join(saved, "head"), a.hidden)[0]
         m, r = model, rng
         if k:
             m, r = qwen3.load_hf(base_dir), random.Random(a.seed + 1000 * k)
@@ -471,6 +479,10 @@ def main(argv=None):
         params += list(head.parameters())
         fit(params, a.finetune_steps, a.lora_lr, mixed_batch(m, head, a.finetune_lm_weight, r),
             "finetune" + (str(k) if k else ""), record)
+        lora.save_peft(m, os.path.join(saved, "adapter"), "base")
+        tagging.save(head, meta, labels, os.path.join(saved, "head"), terms)
+        with open(os.path.join(saved, "stage_log.json"), "w") as f:
+            json.dump({n: record[n] for n in ("finetune" + (str(k) if k else ""),)}, f)
         return m, head
 
     stages = [adapter_stage(k) for k in range(a.soup)]

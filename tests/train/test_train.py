@@ -227,18 +227,26 @@ def test_tagger_training(tmp):
     template is covered by its agreement test): a tokenizer whose tokens never cross a character
     (and equal pocketdec's ids), packaged files that pocketdec loads and agrees with (test_default.py:
     hidden states, logits, the tagger's traces), and pocketdec extract's records equal to the Python
-    decode's on the dev reviews the run scored."""
+    decode's on the dev reviews the run scored; a soup of two adapter stages, and a rerun that loads
+    every stage and writes the same adapter and head."""
     import train_tagger
     out, pkg = os.path.join(tmp, "tagger"), os.path.join(tmp, "tagger-pkg")
-    train_tagger.main(["--out", out, "--seed", "3", "--threads", "1", "--limit", "40", "--hidden", "64",
-                       "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96",
-                       "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6",
-                       "--extra-steps", "4", "--augment", "1",
-                       "--finetune-steps", "20",
-                       "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3",
-                       "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json"),
-                       # a sanitized libpocketdec cannot be loaded into an uninstrumented python3
-                       "--dev-through-pocketdec", "0" if SANITIZED else "1"])
+    args = ["--out", out, "--seed", "3", "--threads", "1", "--limit", "40", "--hidden", "64",
+            "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96",
+            "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6",
+            "--extra-steps", "4", "--augment", "1",
+            "--finetune-steps", "20", "--soup", "2",
+            "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3",
+            "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json"),
+            # a sanitized libpocketdec cannot be loaded into an uninstrumented python3
+            "--dev-through-pocketdec", "0" if SANITIZED else "1"]
+    train_tagger.main(args)
+    shipped = {f: open(os.path.join(out, f), "rb").read()
+               for f in ("adapter/adapter_model.safetensors", "head/head.safetensors")}
+    # a rerun resumes: every stage (the soup's two adapter stages too) is loaded, the same files come out
+    train_tagger.main(args)
+    for f, b in shipped.items():
+        assert open(os.path.join(out, f), "rb").read() == b, f"{f} differs after a resumed run"
     tok = bpe.load(os.path.join(out, "tokenizer.json"))
     for i in range(len(tok)):
         b = tok.token_bytes(i)
