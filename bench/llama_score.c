@@ -14,6 +14,13 @@
  *       What llama-bench's pp P / tg G tests time, without building its tools:
  *       P random tokens in one llama_decode, then G single-token decodes from
  *       an empty cache; medians of tokens/s over N repetitions after a warm-up.
+ *   llama_score MODEL --batched N,P,G [--threads N] [--reps N]
+ *       Batched decoding, as llama-batched-bench's S_TG: N sequences of P
+ *       random prompt tokens (prefilled in one llama_decode), then G steps
+ *       that each decode one token of every sequence in one llama_decode;
+ *       medians over N repetitions after a warm-up of the generated tokens/s
+ *       (N x G over the steps' time). Unconstrained: no grammar, no sampling
+ *       beyond the logits, the best a constrained run could reach.
  *   llama_score MODEL --load
  *       Model load time (mmapped), JSON.
  */
@@ -193,6 +200,17 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* MAX_TOKENS ids drawn from the model's vocabulary, the same ones every run. */
+static void random_ids(const struct llama_model *m, llama_token *ids)
+{
+    int nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
+    uint64_t rng = 42;
+    for (int i = 0; i < MAX_TOKENS; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (llama_token)((rng >> 33) % (uint64_t)nv);
+    }
+}
+
 /* One pp (n_p tokens in one batch) and one tg (n_g single tokens) run; tokens/s into pp, tg. */
 static int bench_once(struct llama_context *ctx, llama_token *ids, int n_p, int n_g, double *pp, double *tg)
 {
@@ -216,12 +234,7 @@ static int run_bench(struct llama_model *m, const char *spec, int threads, int r
     if (sscanf(spec, "%d,%d", &n_p, &n_g) != 2 || n_p < 1 || n_g < 1 || n_p > MAX_TOKENS || n_g > MAX_TOKENS)
         return die("--bench needs P,G (prompt and generated tokens)");
     static llama_token ids[MAX_TOKENS];
-    int nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
-    uint64_t rng = 42;
-    for (int i = 0; i < MAX_TOKENS; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        ids[i] = (llama_token)((rng >> 33) % (uint64_t)nv);
-    }
+    random_ids(m, ids);
     struct llama_context *ctx = new_context(m, n_p > n_g ? n_p : n_g, n_p, 1, threads);
     double *pp = calloc((size_t)reps + 1, sizeof *pp), *tg = calloc((size_t)reps + 1, sizeof *tg);
     if (!ctx || !pp || !tg) return die("cannot create a context");
@@ -236,20 +249,80 @@ static int run_bench(struct llama_model *m, const char *spec, int threads, int r
     return 0;
 }
 
+/* One batched run: n sequences prefilled (p tokens each), then g steps of n
+ * tokens; *tg gets the steps' generated tokens/s. */
+static int batched_once(struct llama_context *ctx, struct llama_batch *b, const llama_token *ids, int n, int p, int g,
+                        double *tg)
+{
+    llama_memory_clear(llama_get_memory(ctx), true);
+    b->n_tokens = 0;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < p; i++) {
+            int t = b->n_tokens++;
+            b->token[t] = ids[(k * p + i) % MAX_TOKENS];
+            b->pos[t] = i;
+            b->n_seq_id[t] = 1;
+            b->seq_id[t][0] = k;
+            b->logits[t] = i == p - 1;
+        }
+    if (llama_decode(ctx, *b)) return -1;
+    llama_synchronize(ctx);
+    double t0 = now_ms();
+    for (int step = 0; step < g; step++) {
+        b->n_tokens = n;
+        for (int k = 0; k < n; k++) {
+            b->token[k] = ids[(k * 7 + step) % MAX_TOKENS];
+            b->pos[k] = p + step;
+            b->n_seq_id[k] = 1;
+            b->seq_id[k][0] = k;
+            b->logits[k] = 1;
+        }
+        if (llama_decode(ctx, *b)) return -1;
+    }
+    llama_synchronize(ctx);
+    *tg = (double)n * g / ((now_ms() - t0) * 1e-3);
+    return 0;
+}
+
+static int run_batched(struct llama_model *m, const char *spec, int threads, int reps)
+{
+    int n = 0, p = 0, g = 0;
+    if (sscanf(spec, "%d,%d,%d", &n, &p, &g) != 3 || n < 1 || n > MAX_SEQS || p < 1 || g < 1 || n * p > MAX_TOKENS ||
+        p + g > MAX_TOKENS)
+        return die("--batched needs N,P,G (sequences, prompt and generated tokens of each)");
+    static llama_token ids[MAX_TOKENS];
+    random_ids(m, ids);
+    struct llama_context *ctx = new_context(m, n * (p + g), n * p, n, threads);
+    struct llama_batch b = llama_batch_init(n * p > n ? n * p : n, 0, n);
+    double *tg = calloc((size_t)reps + 1, sizeof *tg);
+    if (!ctx || !tg) return die("cannot create a context");
+    for (int r = 0; r <= reps; r++) /* run 0 warms up */
+        if (batched_once(ctx, &b, ids, n, p, g, &tg[r])) return die("llama_decode failed");
+    printf("{\"threads\": %d, \"reps\": %d, \"sequences\": %d, \"prompt_tokens\": %d, \"gen_tokens\": %d,"
+           " \"batched_decode_tokens_per_s\": %.2f}\n",
+           threads, reps, n, p, g, median(tg + 1, reps));
+    free(tg);
+    llama_batch_free(b);
+    llama_free(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fputs("usage: llama_score MODEL (--seqs FILE | --bench P,G | --logits IDS | --load) [--threads N] [--reps N]\n",
+        fputs("usage: llama_score MODEL (--seqs FILE | --bench P,G | --batched N,P,G | --logits IDS | --load) [--threads N] "
+              "[--reps N]\n",
               stderr);
         return 2;
     }
-    const char *seq_file = NULL, *logit_ids = NULL, *bench = NULL;
+    const char *seq_file = NULL, *logit_ids = NULL, *bench = NULL, *batched = NULL;
     int threads = 2, reps = 5;
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(argv[i], "--seqs") && v) seq_file = argv[++i];
         else if (!strcmp(argv[i], "--logits") && v) logit_ids = argv[++i];
         else if (!strcmp(argv[i], "--bench") && v) bench = argv[++i];
+        else if (!strcmp(argv[i], "--batched") && v) batched = argv[++i];
         else if (!strcmp(argv[i], "--threads") && v) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && v) reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--load") != 0) return die("unknown argument (see the header of llama_score.c)");
@@ -266,6 +339,7 @@ int main(int argc, char **argv)
     if (seq_file) rc = run_seqs(m, seq_file, threads, reps < 1 ? 1 : reps, load_ms);
     else if (logit_ids) rc = run_logits(m, logit_ids, threads);
     else if (bench) rc = run_bench(m, bench, threads, reps < 1 ? 1 : reps, load_ms);
+    else if (batched) rc = run_batched(m, batched, threads, reps < 1 ? 1 : reps);
     else printf("{\"load_ms\": %.3f}\n", load_ms);
     llama_model_free(m);
     llama_backend_free();

@@ -5,6 +5,7 @@
   report.py table RESULTS.jsonl     the throughput table (medians over rounds)
   report.py decision PD.json LL.json
   report.py interop TYPE PD_LOGITS.json LL_LOGITS.json
+  report.py extract MODEL PD.jsonl [LL.jsonl]   batch extraction rows (bench_extract_many, llama_score --batched)
 """
 import json
 import os
@@ -92,6 +93,23 @@ def interop(ty, pd_path, ll_path):
     print(f"| {ty} | yes | {diff:.2e} | {'yes' if top else 'no'} |")
 
 
+def extract(model, pd_path, ll_path=None):
+    """One table row per configuration; llama.cpp's batched decode at the same N beside the rows with N in flight."""
+    with open(pd_path, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    ll = {}
+    if ll_path and os.path.exists(ll_path):
+        with open(ll_path, encoding="utf-8") as f:
+            ll = {r["sequences"]: r["batched_decode_tokens_per_s"] for r in map(json.loads, f) if r}
+    for r in rows:
+        n = r["in_flight"]
+        peer = ll.get(n if n else 1)
+        ratio = f"{r['gen_tok_s'] / peer:.2f}x" if peer else ""
+        print(f"| {model} | {r['config']} | {n or ''} | {r['speculate'] or ''} | {r['reviews_s']:.2f} | {r['gen_tok_s']:.1f} "
+              f"| {r['speedup']:.2f}x | {r['peak_rss_mb']:.0f} | {'yes' if r['same_records'] else 'NO'} "
+              f"| {f'{peer:.1f}' if peer else ''} | {ratio} |")
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"collect": collect, "table": table, "decision": decision, "interop": interop}[cmd](*args)
+    {"collect": collect, "table": table, "decision": decision, "interop": interop, "extract": extract}[cmd](*args)

@@ -5,6 +5,7 @@
 # Usage: bench/run.sh [--formats q4_0,q4_1,q8_0,f16,q4_64] [--reps N] [--rounds N] [--threads N]
 #                     [--decision] [--decision-only] [--decision-format FMT] [--interop]
 #                     [--llama-tool bench|score] [--isa native|avx2] [--pocketdec PATH]
+#                     [--extract] [--reviews N]
 #
 #   throughput (default): prefill 512 and decode 128 tokens/s (medians), peak RSS,
 #       load time; pocketdec `bench` and `llama-bench` alternate on each file,
@@ -24,6 +25,14 @@
 #   --interop (instead of the throughput table): `pocketdec quantize` writes Q4_0, Q4_1
 #       and Q8_0 GGUF from an HF directory; llama.cpp loads each, and its last-position
 #       logits are compared with pocketdec's.
+#   --extract (instead of the throughput table): batch extraction of the first --reviews N
+#       (default 100) dev reviews under the Tianchi schema, greedy, on each --formats file and
+#       on models/tianchi-gen (bench/extract_many.c): pocketdec one review at a time with the
+#       whole prompt each time, then with the prompt prefix reused, then N = 1, 4, 8, 16 in
+#       flight (pd_extract_many), then the same with copy speculation (K = 4), best of --reps
+#       runs; every configuration must give the records of the first. Beside it, llama.cpp's
+#       unconstrained batched decode at the same N (llama_score --batched N,64,48: one token
+#       of each of N sequences a llama_decode, no grammar: the best a constrained run reaches).
 #
 # Everything built or generated is cached in $PD_BENCH_CACHE (default build-bench/,
 # ignored by git): a release build of pocketdec, llama.cpp v0.4.0 from the source
@@ -33,6 +42,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${PD_BENCH_CACHE:-$ROOT/build-bench}
 PY=/usr/bin/python3 # numpy lives here
 FORMATS=q4_0,q4_1,q8_0,f16 REPS=3 ROUNDS=1 THREADS=2 DECISION=0 THROUGHPUT=1 INTEROP=0 DEC_FORMAT=q8_0 PD= LLAMA_TOOL=bench
+EXTRACT=0 REVIEWS=100
 ISA=native
 NPM_PKG=node-llama-cpp@3.21.1
 
@@ -47,6 +57,8 @@ while [ $# -gt 0 ]; do
     --decision-only) DECISION=1 THROUGHPUT=0 ;;
     --decision-format) DEC_FORMAT=$2; shift ;;
     --interop) INTEROP=1 THROUGHPUT=0 ;;
+    --extract) EXTRACT=1 THROUGHPUT=0 ;;
+    --reviews) REVIEWS=$2; shift ;;
     --pocketdec) PD=$(realpath "$2"); shift ;;
     --llama-tool) LLAMA_TOOL=$2; shift ;;
     --isa) ISA=$2; shift ;;
@@ -186,6 +198,41 @@ decision() {
   $PY "$ROOT/bench/report.py" decision "$TMP/pd_decision.json" "$TMP/ll_decision.json"
 }
 
+# ----------------------------------------------------------------- extract
+
+extract() {
+  # the benchmark program beside the pocketdec that runs (--pocketdec: its build directory)
+  local bdir=$CACHE/pocketdec
+  [ -f "$bdir/build.ninja" ] || bdir=$(dirname "$PD")/..
+  nice -n 10 meson compile -C "$bdir" bench_extract_many >/dev/null
+  local bx=$bdir/bench_extract_many
+  local schema=$ROOT/schemas/tianchi-makeup.yaml reviews=$ROOT/data/tianchi/dev_reviews.csv
+  echo
+  echo "Batch extraction: first $REVIEWS dev reviews, Tianchi schema, greedy, $THREADS threads, best of $REPS" \
+    "($(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+  echo
+  echo "| model | pocketdec | N in flight | K | reviews/s | generated tok/s | vs one at a time | peak RSS MB | same records | llama.cpp batched decode tok/s (same N) | pocketdec / llama.cpp |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  for fmt in ${FORMATS//,/ } gen; do
+    local args=() lfile=
+    if [ "$fmt" = gen ]; then
+      args=("$ROOT/models/tianchi-gen/base" "$schema" "$reviews" "$REVIEWS" "$THREADS" "$REPS" 4 - \
+            "$ROOT/models/tianchi-gen/adapter")
+    else
+      lfile=$(model "$fmt")
+      args=("$lfile" "$schema" "$reviews" "$REVIEWS" "$THREADS" "$REPS" 4)
+      : >"$TMP/ll_batched.jsonl"
+      for n in 1 4 8 16; do
+        log "extract $fmt: llama.cpp batched decode, N = $n"
+        "$LLAMA_SCORE" "$lfile" --batched "$n,64,48" --threads "$THREADS" --reps "$REPS" >>"$TMP/ll_batched.jsonl"
+      done
+    fi
+    log "extract $fmt: pocketdec"
+    "$bx" "${args[@]}" >"$TMP/pd_extract.jsonl"
+    $PY "$ROOT/bench/report.py" extract "$fmt" "$TMP/pd_extract.jsonl" "${lfile:+$TMP/ll_batched.jsonl}"
+  done
+}
+
 # ----------------------------------------------------------------- interop
 
 interop() {
@@ -218,4 +265,5 @@ build_llama "$([ "$THROUGHPUT$LLAMA_TOOL" = 1bench ] && echo bench)"
 [ "$THROUGHPUT" = 1 ] && throughput
 [ "$DECISION" = 1 ] && decision
 [ "$INTEROP" = 1 ] && interop
+[ "$EXTRACT" = 1 ] && extract
 exit 0

@@ -1,0 +1,198 @@
+/* extract_many.c (bench_extract_many) - batch extraction throughput (a benchmark, not a test):
+ * the same reviews extracted by greedy generation under a schema, in turn by
+ *   sequential   pd_extract one review at a time, the whole prompt evaluated
+ *                each time (the cache cleared first), no speculation;
+ *   prefix       the same, the schema's prompt prefix kept in the cache;
+ *   many N       pd_extract_many with N reviews in flight (N = 1, 4, 8, 16),
+ *                no speculation, then with speculation K;
+ * best of R runs each. Prints one JSON line per configuration: reviews/s,
+ * generated tokens/s, the speedup over sequential, peak RSS so far, and
+ * whether every review's records and tokens are those of sequential (they
+ * must be).
+ *
+ * Usage: bench_extract_many MODEL SCHEMA REVIEWS.csv [N_REVIEWS=100] [THREADS=2] [RUNS=1] [K=4] [quantize: q4_0|q8_0|-] [ADAPTER] */
+#include "pocketdec.h"
+#include "te_csv.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The Reviews field of the first max rows of a Tianchi CSV (id,Reviews), read
+ * as tianchi-eval reads it. */
+static int read_reviews(const char *path, char ***texts, int max)
+{
+    FILE *f = fopen(path, "rb");
+    te_error terr;
+    te_csv *csv = f ? te_csv_open(path, f, &terr) : NULL;
+    if (!csv) {
+        if (f) fclose(f);
+        return -1;
+    }
+    int n = 0;
+    *texts = calloc((size_t)max, sizeof **texts);
+    bool header = true;
+    while (n < max && te_csv_next(csv, &terr) == TE_CSV_ROW) {
+        if (!header && te_csv_n_fields(csv) == 2) (*texts)[n++] = strdup(te_csv_field(csv, 1, NULL));
+        header = false;
+    }
+    te_csv_free(csv);
+    fclose(f);
+    return n;
+}
+
+/* A review's outcome as text: records, tokens, stop. */
+static char *describe(const pd_extraction *x)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *out = open_memstream(&s, &n);
+    fprintf(out, "%d %d %d|", x->n_records, x->n_tokens, (int)x->stop);
+    for (int32_t r = 0; r < x->n_records; r++)
+        for (int32_t j = 0; j < x->n_fields; j++) fprintf(out, "%s%c", x->records[r].values[j], j + 1 < x->n_fields ? ',' : ';');
+    fclose(out);
+    return s;
+}
+
+typedef struct bench {
+    const pd_model *m;
+    const pd_extractor *ex;
+    const char **texts;
+    size_t *lens;
+    int n, threads, runs;
+    char **want; /* sequential's outcomes */
+    double base_s;
+} bench;
+
+static pd_context *new_ctx(const pd_model *m, int threads, int n_batch)
+{
+    pd_error err;
+    pd_context_params cp = pd_context_default_params();
+    cp.n_ctx = 1024;
+    cp.n_threads = threads;
+    cp.n_batch = n_batch;
+    pd_context *c = pd_context_new(m, &cp, &err);
+    if (!c) {
+        fprintf(stderr, "bench_extract_many: %s\n", err.message);
+        exit(1);
+    }
+    return c;
+}
+
+/* One configuration: parallel 0 = pd_extract (clear: the cache cleared before each). */
+static void run(bench *b, const char *name, int parallel, bool clear, int speculate)
+{
+    pd_extract_params p = pd_extract_default_params();
+    p.speculate = speculate;
+    int slots = parallel ? parallel : 1;
+    pd_context **ctxs = calloc((size_t)slots, sizeof *ctxs);
+    for (int k = 0; k < slots; k++) ctxs[k] = new_ctx(b->m, k ? 1 : b->threads, k ? 1 + PD_SPECULATE_MAX : 256);
+    pd_extraction **outs = calloc((size_t)b->n, sizeof *outs);
+    double best = 1e30;
+    long tokens = 0, passes = 0;
+    bool same = true;
+    pd_error err;
+    for (int r = 0; r < b->runs; r++) {
+        for (int k = 0; k < slots; k++) pd_context_kv_truncate(ctxs[k], 0, &err);
+        double t0 = now_s();
+        if (parallel) {
+            if (pd_extract_many(ctxs, parallel, b->ex, b->texts, b->lens, b->n, &p, outs, NULL, &err)) {
+                fprintf(stderr, "bench_extract_many: %s\n", err.message);
+                exit(1);
+            }
+        } else {
+            for (int i = 0; i < b->n; i++) {
+                if (clear) pd_context_kv_truncate(ctxs[0], 0, &err);
+                if (pd_extract(ctxs[0], b->ex, b->texts[i], b->lens[i], &p, &outs[i], &err)) {
+                    fprintf(stderr, "bench_extract_many: %s\n", err.message);
+                    exit(1);
+                }
+            }
+        }
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+        tokens = passes = 0;
+        for (int i = 0; i < b->n; i++) {
+            char *d = describe(outs[i]);
+            if (!b->want[i]) b->want[i] = d;
+            else {
+                same = same && strcmp(d, b->want[i]) == 0;
+                free(d);
+            }
+            tokens += outs[i]->n_tokens;
+            passes += outs[i]->n_forward;
+            pd_extraction_free(outs[i]);
+        }
+    }
+    if (b->base_s == 0) b->base_s = best;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"config\": \"%s\", \"in_flight\": %d, \"speculate\": %d, \"reviews\": %d, \"threads\": %d, \"seconds\": %.3f,"
+           " \"reviews_s\": %.2f, \"gen_tok_s\": %.1f, \"evaluations\": %ld, \"speedup\": %.2f, \"peak_rss_mb\": %.1f,"
+           " \"same_records\": %s}\n",
+           name, parallel, speculate, b->n, b->threads, best, b->n / best, (double)tokens / best, passes,
+           b->base_s / best, (double)ru.ru_maxrss / 1024.0, same ? "true" : "false");
+    fflush(stdout);
+    for (int k = 0; k < slots; k++) pd_context_free(ctxs[k]);
+    free(ctxs);
+    free(outs);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_extract_many MODEL SCHEMA REVIEWS.csv [N] [THREADS] [RUNS] [K] [q4_0|q8_0|-] [ADAPTER]\n");
+        return 2;
+    }
+    int n_rev = argc > 4 ? atoi(argv[4]) : 100, threads = argc > 5 ? atoi(argv[5]) : 2;
+    int runs = argc > 6 ? atoi(argv[6]) : 1, k = argc > 7 ? atoi(argv[7]) : 4;
+    const char *quant = argc > 8 ? argv[8] : "-";
+    pd_error err;
+    pd_model_params mp = {0};
+    mp.quantize = strcmp(quant, "q4_0") == 0 ? PD_QUANT_Q4_0 : strcmp(quant, "q8_0") == 0 ? PD_QUANT_Q8_0 : PD_QUANT_NONE;
+    pd_model *base = pd_model_load(argv[1], &mp, &err), *m = base;
+    if (base && argc > 9) {
+        pd_adapter *ad = pd_adapter_load(argv[9], &err);
+        m = ad ? pd_model_apply_adapters(base, (const pd_adapter *const *)&ad, NULL, 1, PD_APPLY_AUTO, &err) : NULL;
+        pd_adapter_free(ad);
+    }
+    pd_schema *sc = m ? pd_schema_load(argv[2], &err) : NULL;
+    pd_extractor *ex = sc ? pd_extractor_new(m, sc, &err) : NULL;
+    char **texts = NULL;
+    int n = ex ? read_reviews(argv[3], &texts, n_rev) : -1;
+    if (n <= 0) {
+        fprintf(stderr, "bench_extract_many: %s\n", ex ? "no reviews" : err.message);
+        return 1;
+    }
+    bench b = {m, ex, (const char **)texts, calloc((size_t)n, sizeof(size_t)), n, threads, runs > 0 ? runs : 1,
+               calloc((size_t)n, sizeof(char *)), 0};
+    for (int i = 0; i < n; i++) b.lens[i] = strlen(texts[i]);
+    run(&b, "sequential", 0, true, 0);
+    run(&b, "prefix", 0, false, 0);
+    static const int in_flight[] = {1, 4, 8, 16};
+    for (int s = 0; s < 2; s++)
+        for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++)
+            run(&b, s ? "many+speculation" : "many", in_flight[j], false, s ? k : 0);
+    for (int i = 0; i < n; i++) {
+        free(texts[i]);
+        free(b.want[i]);
+    }
+    free(texts);
+    free(b.want);
+    free(b.lens);
+    pd_extractor_free(ex);
+    pd_schema_free(sc);
+    if (m != base) pd_model_free(m);
+    pd_model_free(base);
+    return 0;
+}
