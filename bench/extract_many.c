@@ -5,7 +5,9 @@
  *   prefix       the same, the schema's prompt prefix kept in the cache;
  *   many N       pd_extract_many with N reviews in flight (N = 1, 4, 8, 16),
  *                no speculation, then with speculation K;
- * best of R runs each. Prints one JSON line per configuration: reviews/s,
+ * best of R runs each; then, as llama_score --batched times llama.cpp, N
+ * contexts decoding a token each a pd_eval_many (no schema, full LM head).
+ * Prints one JSON line per configuration: reviews/s,
  * generated tokens/s, the speedup over sequential, peak RSS so far, and
  * whether every review's records and tokens are those of sequential (they
  * must be).
@@ -148,6 +150,47 @@ static void run(bench *b, const char *name, int parallel, bool clear, int specul
     free(outs);
 }
 
+/* What llama_score --batched times, on pocketdec: n contexts with 64 ids each,
+ * then 48 steps that each evaluate one id of every context in one
+ * pd_eval_many (logits of each: the full LM head); generated tokens/s. */
+static void batched_decode(bench *b, int n)
+{
+    enum { P = 64, G = 48 };
+    int32_t vocab = pd_model_config(b->m)->vocab;
+    pd_context *pass = new_ctx(b->m, b->threads, 256), **ctxs = calloc((size_t)n, sizeof *ctxs);
+    pd_batch *batches = calloc((size_t)n, sizeof *batches);
+    int32_t *ids = calloc((size_t)n * (P + G), sizeof *ids);
+    for (int i = 0; i < n * (P + G); i++) ids[i] = (int32_t)(((uint64_t)i * 2654435761u) % (uint64_t)vocab);
+    pd_error err;
+    double best = 1e30;
+    for (int r = 0; r < b->runs; r++) {
+        for (int k = 0; k < n; k++) {
+            if (!ctxs[k]) ctxs[k] = new_ctx(b->m, 1, 1 + PD_SPECULATE_MAX);
+            pd_context_kv_truncate(ctxs[k], 0, &err);
+            batches[k] = (pd_batch){ids + k * (P + G), P, NULL, NULL, NULL, 0, 1};
+        }
+        pd_eval_many(pass, ctxs, batches, n, &err);
+        double t0 = now_s();
+        for (int step = 0; step < G; step++) {
+            for (int k = 0; k < n; k++) batches[k] = (pd_batch){ids + k * (P + G) + P + step, 1, NULL, NULL, NULL, 0, 1};
+            if (pd_eval_many(pass, ctxs, batches, n, &err)) {
+                fprintf(stderr, "bench_extract_many: %s\n", err.message);
+                exit(1);
+            }
+        }
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    printf("{\"config\": \"batched decode\", \"in_flight\": %d, \"speculate\": 0, \"threads\": %d,"
+           " \"gen_tok_s\": %.1f}\n", n, b->threads, (double)n * G / best);
+    fflush(stdout);
+    for (int k = 0; k < n; k++) pd_context_free(ctxs[k]);
+    pd_context_free(pass);
+    free(ctxs);
+    free(batches);
+    free(ids);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -183,6 +226,7 @@ int main(int argc, char **argv)
     for (int s = 0; s < 2; s++)
         for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++)
             run(&b, s ? "many+speculation" : "many", in_flight[j], false, s ? k : 0);
+    for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++) batched_decode(&b, in_flight[j]);
     for (int i = 0; i < n; i++) {
         free(texts[i]);
         free(b.want[i]);

@@ -103,6 +103,12 @@ def extract(model, pd_path, ll_path=None):
             ll = {r["sequences"]: r["batched_decode_tokens_per_s"] for r in map(json.loads, f) if r}
     for r in rows:
         n = r["in_flight"]
+        if r["config"] == "batched decode":  # the engine alone, as llama_score --batched
+            peer = ll.get(n)
+            ratio = f"{r['gen_tok_s'] / peer:.2f}x" if peer else ""
+            print(f"| {model} | batched decode, no schema | {n} | | | {r['gen_tok_s']:.1f} | | | "
+                  f"| {f'{peer:.1f}' if peer else ''} | {ratio} |")
+            continue
         peer = ll.get(n if n else 1)
         ratio = f"{r['gen_tok_s'] / peer:.2f}x" if peer else ""
         print(f"| {model} | {r['config']} | {n or ''} | {r['speculate'] or ''} | {r['reviews_s']:.2f} | {r['gen_tok_s']:.1f} "

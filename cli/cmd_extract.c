@@ -376,9 +376,11 @@ static int tagger_options(cli_args *a, const char *head_dir)
     return 0;
 }
 
-/* Reviews in flight in generation: enough rows a pass to read the weights
- * once for several reviews, few enough that their caches stay small. */
-#define PARALLEL_DEFAULT 8
+/* Reviews in flight in generation, by default 2 a thread: enough rows a pass
+ * to read the weights once for several reviews, few enough that the passes
+ * stay short of the cores' arithmetic roof (2 threads: 4 in flight measured
+ * best, with or without speculation; bench/run.sh --extract). */
+#define PARALLEL_DEFAULT_MAX 16
 #define PARALLEL_MAX 256
 
 /* The contexts of --parallel N beyond ctx: a cache each (one thread, a
@@ -414,7 +416,8 @@ int cmd_extract(cli_args *a)
         (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &s.params.max_records)) ||
         (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &s.params.max_tokens)) ||
         (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &s.params.speculate)) ||
-        (rc = cli_int_opt(a, "--parallel", PARALLEL_DEFAULT, 1, PARALLEL_MAX, &s.parallel)) ||
+        (rc = cli_int_opt(a, "--parallel", 2 * threads < PARALLEL_DEFAULT_MAX ? 2 * threads : PARALLEL_DEFAULT_MAX, 1,
+                          PARALLEL_MAX, &s.parallel)) ||
         (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)))
         return rc;

@@ -40,7 +40,7 @@ static const cli_command commands[] = {
      "--speculate K (0-16, default 4): copy speculation in greedy generation: inside a span, the review's\n"
      "next K tokens are verified with the next token in one forward pass, the same output with fewer passes\n"
      "(0 = off; sampling with --temperature turns it off). The summary line gives passes and drafts kept.\n"
-     "--parallel N (1-256, default 8): reviews in flight in generation, advanced together in joint forward\n"
+     "--parallel N (1-256, default 2 x --threads, at most 16): reviews in flight in generation, advanced together in joint forward\n"
      "passes (the weights read once a pass for all); the same records as one at a time (1), written in\n"
      "input order; reads ahead 32 x N reviews, and each review in flight holds a KV cache.\n"
      "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"

@@ -3,7 +3,7 @@
 json modules (independent readers): every train review gives valid Tianchi
 rows (spans `_` or substrings, labels in the closed sets, every id in order),
 three shards run apart and concatenated equal one run (files and stdin/stdout),
-1, 3, 8 (the default) and 16 reviews in flight give the same output,
+1, 3, 16 and the default number of reviews in flight give the same output,
 a LoRA adapter applied,
 JSONL in and out, broken rows (crafted CSV files: test_extract_csv.py), an empty review, a review longer than the
 context, a bad schema and bad options.
@@ -116,7 +116,7 @@ def main():
         parts.append(out)
     check(b"".join(parts) == one, "three shards concatenated equal one run")
 
-    # reviews in flight (--parallel, default 8): the records of one at a time, in input order
+    # reviews in flight (--parallel, default 2 x --threads): the records of one at a time, in input order
     for p in ("1", "3", "16"):
         rc, out, err = run(["--schema", SCHEMA, "--input", whole, "--output", "-", "--parallel", p])
         check(rc == 0 and out == one, f"--parallel {p} writes the output of the default run: {err[-200:]}")
@@ -167,7 +167,7 @@ def main():
     # a review longer than the context (--ctx 128): reported, its id still written
     check("broken.csv:9: id 7:" in err and "context" in err, "long review reported: " + err)
     check(b"7,_,_,_,_\n" in out, "the long review keeps its id")
-    # the same run one review at a time (--parallel 1; the default has 8 in flight): the same output and reports
+    # the same run one review at a time (--parallel 1; the default has 2 x --threads in flight): the same output and reports
     rc1, out1, err1 = run(["--schema", SCHEMA, "--input", broken, "--output", "-", "--ctx", "128", "--parallel", "1"])
     check(rc1 == rc and out1 == out and err1.splitlines()[:-1] == err.splitlines()[:-1],
           f"--parallel 1 gives the default run's output and reports: {err1}")
