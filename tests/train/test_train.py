@@ -227,15 +227,15 @@ def test_tagger_training(tmp):
     template is covered by its agreement test): a tokenizer whose tokens never cross a character
     (and equal pocketdec's ids), packaged files that pocketdec loads and agrees with (test_default.py:
     hidden states, logits, the tagger's traces), and pocketdec extract's records equal to the Python
-    decode's on the dev reviews the run scored; a soup of two adapter stages, and a rerun that loads
-    every stage and writes the same adapter and head."""
+    decode's on the dev reviews the run scored; a soup of two adapter stages (the second with a teacher
+    of its own), and a rerun that loads every stage and writes the same adapter and head."""
     import train_tagger
     out, pkg = os.path.join(tmp, "tagger"), os.path.join(tmp, "tagger-pkg")
     args = ["--out", out, "--seed", "3", "--threads", "1", "--limit", "40", "--hidden", "64",
             "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96",
             "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6",
             "--extra-steps", "4", "--augment", "1",
-            "--finetune-steps", "20", "--soup", "2",
+            "--finetune-steps", "20", "--soup", "2", "--soup-teachers", "1",
             "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3",
             "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json"),
             # a sanitized libpocketdec cannot be loaded into an uninstrumented python3
