@@ -125,8 +125,6 @@ typedef struct decoder {
     int32_t *allowed; /* [n_vocab + 1]: the step's candidates (the end token last) */
     float *cand;      /* their logits */
     uint64_t rng;
-    const int32_t *prompt; /* the whole prompt, where drafts are looked up */
-    int32_t n_prompt;
     int32_t *out;     /* [max_tokens + 1]: the tokens generated so far, then a draft */
     int32_t *scratch; /* [n_vocab + 1]: allowed sets while drafting */
     int32_t *batch;   /* [1 + PD_SPECULATE_MAX]: the last evaluation's tokens (a token, then its draft) */
@@ -138,7 +136,7 @@ typedef struct decoder {
     int32_t n;        /* candidates of the next token (in allowed) */
     bool sparse;      /* they are few enough for the sparse head */
     size_t complete;  /* bytes of the output's complete records */
-    int32_t *ids;     /* the prompt's tokens */
+    int32_t *ids;     /* the prompt's tokens (where drafts are looked up) */
     size_t n_ids;
     int32_t rows[1 + PD_SPECULATE_MAX];
     pd_batch next;    /* the evaluation the decoder waits for */
@@ -179,13 +177,13 @@ static void prepare(decoder *d, const int32_t *ids, int32_t n, bool full)
 static int32_t copy_next(const decoder *d, int32_t n)
 {
     int32_t best = -1, best_len = 0;
-    for (int32_t p = d->n_prompt - 2; p >= 0; p--) {
+    for (int32_t p = (int32_t)d->n_ids - 2; p >= 0; p--) {
         int32_t m = 0;
-        while (m < DRAFT_CONTEXT && m < n && m <= p && d->prompt[p - m] == d->out[n - 1 - m]) m++;
+        while (m < DRAFT_CONTEXT && m < n && m <= p && d->ids[p - m] == d->out[n - 1 - m]) m++;
         if (m > best_len) best = p, best_len = m;
     }
-    if (best < 0 || pd_tokenizer_is_special(pd_model_tokenizer(d->ex->model), d->prompt[best + 1])) return -1;
-    return d->prompt[best + 1];
+    if (best < 0 || pd_tokenizer_is_special(pd_model_tokenizer(d->ex->model), d->ids[best + 1])) return -1;
+    return d->ids[best + 1];
 }
 
 /* A draft of at most k_max tokens after the output out[0..n_out), state s,
@@ -420,8 +418,6 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
     d->out = malloc(sizeof(int32_t) * ((size_t)d->p.max_tokens + 1));
     d->scratch = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
     d->batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
-    d->prompt = d->ids;
-    d->n_prompt = (int32_t)d->n_ids;
     d->x->mask_us = calloc((size_t)d->p.max_tokens + 1, sizeof *d->x->mask_us);
     if (!d->allowed || !d->cand || !d->out || !d->scratch || !d->batch || !d->x->mask_us)
         return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
