@@ -42,9 +42,12 @@ PD_API size_t pd_adapter_n_targets(const pd_adapter *adapter);
 PD_API const char *pd_adapter_base_model(const pd_adapter *adapter);
 
 typedef enum pd_apply_mode {
-    /* merge into F32 copies the matrices stored as F32; add the others' B (A x)
-     * at runtime (16-bit and quantized bases: no copy, no re-rounding of
-     * weights, e.g. of quantization-aware-trained 4-bit ones) */
+    /* merge into F32 copies the matrices stored as F32, and 16-bit ones whose
+     * update is large for them (rank x (rows + cols) > rows x cols / 8: at
+     * runtime it would add more than an eighth of the product's work;
+     * widening BF16/F16 is exact); add the others' B (A x) at runtime
+     * (quantized bases and small updates of 16-bit ones: no copy, no
+     * re-rounding of weights, e.g. of quantization-aware-trained 4-bit ones) */
     PD_APPLY_AUTO = 0,
     PD_APPLY_MERGE = 1,   /* every adapted matrix becomes an F32 copy W + scale B A */
     PD_APPLY_RUNTIME = 2  /* no copies: y = W x + scale B (A x) */

@@ -85,8 +85,9 @@ const char *cli_head_dir(cli_args *a, const cli_model *m)
 }
 
 /* Apply the bundle's adapter/ (when --model is a bundle folder), then every
- * --adapter DIR[:WEIGHT] (PD_APPLY_AUTO: merged on F32 bases, at runtime on
- * 16-bit and quantized ones; --adapter-mode overrides). */
+ * --adapter DIR[:WEIGHT] (PD_APPLY_AUTO: merged on F32 bases and where the
+ * rank is large for a 16-bit matrix, else at runtime; --adapter-mode
+ * overrides). */
 static int apply_adapters(cli_args *a, cli_model *m, const char *bundle_adapter)
 {
     int n = 0, given = 0, first = bundle_adapter ? 1 : 0;

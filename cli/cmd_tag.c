@@ -37,7 +37,8 @@ static void print_trace(const pd_tag_trace *tr, const pd_schema *schema, const p
         print_string(tr->spans[s].name);
         printf(",\"text\":");
         print_string(tr->spans[s].text);
-        printf(",\"first\":%d,\"last\":%d}", tr->spans[s].first, tr->spans[s].last);
+        printf(",\"first\":%d,\"last\":%d,\"probability\":%.9g}", tr->spans[s].first, tr->spans[s].last,
+               tr->spans[s].probability);
     }
     printf("],\"links\":[");
     for (int32_t l = 0; l < tr->n_links; l++) {

@@ -41,10 +41,14 @@ PD_API pd_status pd_extraction_decide(pd_decider *d, const pd_schema *schema, co
  * pd_eval keeps the final-norm hidden states h_i of the read copy; then
  *   1. emissions e_i[t] = tag.weight[t] . h_i + tag.bias[t] over the tags
  *      O, B-<span 1>, I-<span 1>, B-<span 2>, I-<span 2>;
- *   2. the best tag sequence (start, emissions, transitions, end) in which I-f
- *      follows only B-f or I-f, and a token that does not start a UTF-8
- *      character continues its predecessor (I-f after B-f/I-f, else O); ties
- *      go to the smaller tag index;
+ *   2. the tags, under a linear-chain CRF (start, emissions, transitions,
+ *      end) in which I-f follows only B-f or I-f, and a token that does not
+ *      start a UTF-8 character continues its predecessor (I-f after B-f/I-f,
+ *      else O). head.json "span_decoding" chooses the rule: "viterbi" (the
+ *      default), the best sequence, ties to the smaller tag index; or
+ *      "posterior", every span (B-f I-f*, ending where the next token is not
+ *      I-f) whose marginal probability is at least the threshold (0.5 by
+ *      default), most probable first, unless it overlaps one kept before;
  *   3. each run B-f I-f* is a span of field f (its bytes those of its tokens),
  *      represented by h at its last token;
  *   4. each span of the link's `from` field picks among the `to` spans (text
@@ -90,6 +94,7 @@ typedef struct pd_tag_span {
     const char *name;     /* that field's name */
     int32_t first, last;  /* its first and last token, indices within the read copy */
     char *text;           /* its bytes, NUL-terminated */
+    double probability;   /* P(these tokens are one span of this field) under the head's CRF */
 } pd_tag_span;
 
 typedef struct pd_tag_link {

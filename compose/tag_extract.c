@@ -6,6 +6,7 @@
 #include "heads.h"
 #include "records.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,7 +334,7 @@ static pd_status read_bytes(pass *ps, pd_error *err)
 }
 
 /* Each run B-f I-f* of the tags is a span of field f. */
-static pd_status find_spans(pass *ps, pd_error *err)
+static pd_status find_spans(pass *ps, const pd_tag_lattice *lattice, pd_error *err)
 {
     pd_tag_trace *tr = ps->tr;
     if (!(tr->spans = calloc((size_t)tr->n_read, sizeof *tr->spans))) return nomem(err);
@@ -347,6 +348,7 @@ static pd_status find_spans(pass *ps, pd_error *err)
         s->name = ps->t->spans[f];
         s->first = i;
         s->last = j;
+        s->probability = exp(pdi_tag_lattice_span_logprob(lattice, f, i, j));
         if (!(s->text = strndup(ps->bytes + ps->offset[i], ps->offset[j + 1] - ps->offset[i]))) return nomem(err);
     }
     return PD_OK;
@@ -492,9 +494,15 @@ static pd_status run(pass *ps, pd_context *ctx, pd_extraction *x, pd_error *err)
         !(tr->tags = malloc(sizeof *tr->tags * (size_t)n)))
         return nomem(err);
     pdi_tagger_emissions(ps->head, ps->rows, n, tr->emissions);
-    if ((rc = read_bytes(ps, err)) || (rc = pdi_tagger_viterbi(ps->t, tr->emissions, ps->boundary, n, tr->tags, err)) ||
-        (rc = find_spans(ps, err)))
-        return rc;
+    if ((rc = read_bytes(ps, err))) return rc;
+    pd_tag_lattice lattice;
+    rc = pdi_tag_lattice_init(&lattice, ps->t, tr->emissions, ps->boundary, n, err);
+    if (!rc)
+        rc = ps->t->posterior_spans ? pdi_tag_lattice_posterior_tags(&lattice, ps->t->span_threshold, tr->tags, err)
+                                    : pdi_tagger_viterbi(ps->t, tr->emissions, ps->boundary, n, tr->tags, err);
+    if (!rc) rc = find_spans(ps, &lattice, err);
+    pdi_tag_lattice_free(&lattice);
+    if (rc) return rc;
     rec *recs = malloc(sizeof *recs * ((size_t)tr->n_spans + 1));
     int32_t n_recs = 0;
     if (!recs) return nomem(err);

@@ -46,8 +46,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "extract_tagged: %s\n", err.message);
     } else {
         for (int32_t s = 0; s < trace->n_spans; s++)
-            printf("span %s \"%s\" (tokens %d-%d of the read copy)\n", trace->spans[s].name, trace->spans[s].text,
-                   trace->spans[s].first, trace->spans[s].last);
+            printf("span %s \"%s\" (tokens %d-%d of the read copy, probability %.3f)\n", trace->spans[s].name,
+                   trace->spans[s].text, trace->spans[s].first, trace->spans[s].last, trace->spans[s].probability);
         for (int32_t r = 0; r < x->n_records; r++) {
             for (int32_t f = 0; f < x->n_fields; f++)
                 printf("%s%s=%s", f ? " " : "", pd_schema_field_name(schema, f), x->records[r].values[f]);

@@ -46,6 +46,8 @@ typedef struct pd_tagger {
     char **label_values;   /* [n_labels][n_label_fields] */
     int32_t n_label_states; /* 1 or 2; ["last"] when head.json names none */
     bool no_record;        /* head.json "no_record": one more label row, last, that drops the record */
+    bool posterior_spans;  /* head.json "span_decoding" "posterior": spans by their marginal probability */
+    double span_threshold; /* with it, the least probability of a kept span, in (0, 1] */
     pd_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */
@@ -94,6 +96,38 @@ void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n,
  * double. PD_ERR_NOMEM is the only failure. */
 pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
                              int32_t *tags, pd_error *err);
+/* Whether tag `next` may follow tag `prev` (-1: nothing, the first token) at
+ * a token that starts a character (boundary) or continues one. */
+bool pdi_tagger_allowed(int32_t prev, int32_t next, bool boundary);
+
+/* The tagger's CRF over the tag sequences of n tokens allowed as for the
+ * Viterbi (start, emissions, transitions, end): forward and backward tables
+ * in log space, double. */
+typedef struct pd_tag_lattice {
+    const pd_tagger *t;
+    const float *emissions; /* [n][n_tags], borrowed */
+    const uint8_t *boundary;
+    int32_t n;
+    double *alpha, *beta; /* [n][n_tags] each: prefix and suffix log-sums */
+    double log_z;         /* log of the sum over every allowed sequence */
+} pd_tag_lattice;
+
+/* Fill L (emissions and boundary stay borrowed). PD_ERR_NOMEM is the only failure. */
+pd_status pdi_tag_lattice_init(pd_tag_lattice *L, const pd_tagger *t, const float *emissions, const uint8_t *boundary,
+                               int32_t n, pd_error *err);
+void pdi_tag_lattice_free(pd_tag_lattice *L);
+/* log P(tokens first..last are one span of field `field`): tags B-f I-f ...
+ * I-f there and the token after last (if any) not I-f. -inf when impossible
+ * or out of range. */
+double pdi_tag_lattice_span_logprob(const pd_tag_lattice *L, int32_t field, int32_t first, int32_t last);
+/* The posterior span rule: every span whose probability is at least
+ * threshold, most probable first (ties: earlier, smaller field, shorter),
+ * kept unless it overlaps one kept before; tags B-f I-f... for the kept
+ * spans, O elsewhere. At threshold >= 0.5 the kept spans are exactly those
+ * at least that probable (two overlapping spans exclude each other, so both
+ * cannot pass 0.5). PD_ERR_NOMEM is the only failure. */
+pd_status pdi_tag_lattice_posterior_tags(const pd_tag_lattice *L, double threshold, int32_t *tags, pd_error *err);
+
 /* Link scores of one `from` span (hidden state h_from) against the `to`
  * spans to[0..n_to) then "none": out[n_to + 1]; work holds 2 link_dim floats. */
 void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,

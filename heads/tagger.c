@@ -121,6 +121,34 @@ static pd_status parse_no_record(pd_tagger *t, json_t *root, const char *path, p
     return PD_OK;
 }
 
+/* "span_decoding": "viterbi" (the default: the best tag sequence),
+ * "posterior" or {"rule": "posterior", "threshold": p} (the spans at least
+ * p probable, 0 < p <= 1, 0.5 when not given). */
+static pd_status parse_span_decoding(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+{
+    json_t *v = json_object_get(root, "span_decoding");
+    if (!v) return PD_OK;
+    json_t *th = NULL;
+    const char *rule = json_string_value(v);
+    if (json_is_object(v)) {
+        rule = json_string_value(json_object_get(v, "rule"));
+        th = json_object_get(v, "threshold");
+        if (json_object_size(v) != 1u + (th != NULL)) rule = NULL; /* an unknown key */
+    }
+    bool viterbi = rule && strcmp(rule, "viterbi") == 0;
+    if (!rule || (!viterbi && strcmp(rule, "posterior") != 0) || (viterbi && th))
+        return pdi_set_error(err, PD_ERR_FORMAT,
+                             "%s: \"span_decoding\" must be \"viterbi\", \"posterior\" or {\"rule\": \"posterior\", "
+                             "\"threshold\": p}",
+                             path);
+    double p = th ? json_number_value(th) : 0.5;
+    if (th && (!json_is_number(th) || !(p > 0.0 && p <= 1.0)))
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: span_decoding.threshold must be a number in (0, 1]", path);
+    t->posterior_spans = !viterbi;
+    t->span_threshold = p;
+    return PD_OK;
+}
+
 static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
@@ -182,6 +210,7 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
     t->n_tags = 1 + 2 * t->n_spans;
     if (!rc) rc = parse_link(t, root, path, err);
     if (!rc) rc = parse_labels(t, root, path, err);
+    if (!rc) rc = parse_span_decoding(t, root, path, err);
     if (!rc) rc = pdi_gazetteer_parse(h, root, path, err);
     return rc;
 }
@@ -225,9 +254,7 @@ void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n,
                 (float)(pdi_head_dot(t->tag_w + (int64_t)k * h->hidden, rows[i], h->hidden) + (double)t->tag_b[k]);
 }
 
-/* Whether tag `next` may follow tag `prev` (-1: nothing, the first token) at
- * a token that starts a character (boundary) or continues one. */
-static bool allowed(int32_t prev, int32_t next, bool boundary)
+bool pdi_tagger_allowed(int32_t prev, int32_t next, bool boundary)
 {
     int32_t prev_field = prev > 0 ? (prev - 1) / 2 : -1;
     if (!boundary) return next == (prev_field >= 0 ? 2 + 2 * prev_field : 0);
@@ -249,7 +276,7 @@ pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const u
     }
     double *cur = score, *next = score + T;
     for (int32_t k = 0; k < T; k++) {
-        cur[k] = allowed(-1, k, boundary[0]) ? (double)t->start[k] + (double)emissions[k] : -INFINITY;
+        cur[k] = pdi_tagger_allowed(-1, k, boundary[0]) ? (double)t->start[k] + (double)emissions[k] : -INFINITY;
         back[k] = -1;
     }
     for (int32_t i = 1; i < n; i++) {
@@ -258,7 +285,7 @@ pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const u
             double best = -INFINITY;
             int32_t arg = -1;
             for (int32_t p = 0; p < T; p++) {
-                if (cur[p] == -INFINITY || !allowed(p, k, boundary[i])) continue;
+                if (cur[p] == -INFINITY || !pdi_tagger_allowed(p, k, boundary[i])) continue;
                 double s = cur[p] + (double)t->trans[p * T + k];
                 if (arg < 0 || s > best) {
                     best = s;

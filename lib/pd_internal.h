@@ -183,9 +183,10 @@ typedef struct pd_lowrank {
 
 /* How pdi_model_derive applies the updates of a matrix: MERGE makes an owned
  * F32 copy W + sum scale*B*A; RUNTIME keeps W and adds scale*B(Ax) after
- * each product; AUTO merges F32 matrices and keeps every other dtype
- * (16-bit and quantized) as stored, adding the updates at runtime, so no
- * weight is ever re-rounded. */
+ * each product; AUTO merges F32 matrices, and 16-bit ones whose update is
+ * large for them (rank x (rows + cols) > rows x cols / 8), and keeps the
+ * others (16-bit with a small update, quantized) as stored, adding the
+ * updates at runtime, so no weight is ever re-rounded. */
 typedef enum pd_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIVE_RUNTIME = 2 } pd_derive_mode;
 
 /* Largest rank applied at runtime (the per-token product A x lives on the stack). */

@@ -1,8 +1,9 @@
 """Extraction by decisions: the tagger head of heads/ in PyTorch, its prompt, and its decoding.
 
 The contract is docs/extraction-by-decisions.md (what pocketdec's compose/ runs): the review written
-twice in the head's `prompt` template, BIO tags on the last copy decoded by constrained Viterbi
-with CRF transitions, a pointer from each `from` span (opinion) to a `to` span (aspect) or none,
+twice in the head's `prompt` template, BIO tags on the last copy decoded under a linear-chain CRF
+(constrained Viterbi, or the spans whose marginal probability passes a threshold: head.json
+"span_decoding"), a pointer from each `from` span (opinion) to a `to` span (aspect) or none,
 and a classifier over the records' span states for the label fields. The template comes from
 train/tagger_template.json and travels in head.json, so training and inference build one prompt.
 """
@@ -300,6 +301,108 @@ def viterbi(head, e, mid):
     return out[::-1]
 
 
+def _log_add(a, b):
+    if a == -math.inf:
+        return b
+    if b == -math.inf:
+        return a
+    return a + math.log1p(math.exp(b - a)) if a > b else b + math.log1p(math.exp(a - b))
+
+
+class Lattice:
+    """The CRF over the allowed tag sequences of one review (compose/'s heads/tag_lattice.c): forward
+    and backward log-sums in float64, span probabilities, and the posterior span rule."""
+
+    def __init__(self, head, e, mid):
+        e = e.double().tolist()
+        self.e, self.n, self.T = e, len(e), len(head.tags)
+        n, T = self.n, self.T
+        first = (head.start + torch.where(head.first, 0.0, NEG)).double().tolist()
+        self.end = head.end.double().tolist()
+        self.tr = [None] + [head._trans(torch.tensor(mid[i])).double().tolist() for i in range(1, n)]
+        self.first = first
+        self.alpha = [[first[k] + e[0][k] for k in range(T)]]
+        for i in range(1, n):
+            prev = self.alpha[-1]
+            row = []
+            for k in range(T):
+                acc = -math.inf
+                for p in range(T):
+                    acc = _log_add(acc, prev[p] + self.tr[i][p][k])
+                row.append(acc + e[i][k])
+            self.alpha.append(row)
+        self.beta = [None] * n
+        self.beta[n - 1] = list(self.end)
+        for i in range(n - 2, -1, -1):
+            nxt = self.beta[i + 1]
+            row = []
+            for p in range(T):
+                acc = -math.inf
+                for k in range(T):
+                    acc = _log_add(acc, self.tr[i + 1][p][k] + e[i + 1][k] + nxt[k])
+                row.append(acc)
+            self.beta[i] = row
+        z = -math.inf
+        for k in range(T):
+            z = _log_add(z, self.alpha[n - 1][k] + self.beta[n - 1][k])
+        self.log_z = z
+
+    def _end(self, prev, inside, i):
+        """log-sum of the sequences that leave the span after token i (the next tag is not I-f)."""
+        if i == self.n - 1:
+            return self.end[prev]
+        acc = -math.inf
+        for k in range(self.T):
+            if k != inside:
+                acc = _log_add(acc, self.tr[i + 1][prev][k] + self.e[i + 1][k] + self.beta[i + 1][k])
+        return acc
+
+    def spans_from(self, k, first, floor=-math.inf):
+        """(last, log P(first..last is one span of field k)) for every last, stopping once the prefix
+        (tags first..last fixed) is less probable than exp(floor)."""
+        b, inside = 1 + 2 * k, 2 + 2 * k
+        head, prev, i = self.alpha[first][b], b, first
+        while True:
+            if head + self.beta[i][prev] - self.log_z < floor:
+                return
+            yield i, head + self._end(prev, inside, i) - self.log_z
+            if i + 1 >= self.n:
+                return
+            i += 1
+            head += self.tr[i][prev][inside] + self.e[i][inside]
+            prev = inside
+
+    def span_logprob(self, k, first, last):
+        for i, lp in self.spans_from(k, first):
+            if i == last:
+                return lp
+        return -math.inf
+
+    def posterior_tags(self, threshold):
+        """Every span at least threshold probable, most probable first (ties: earlier, smaller field,
+        shorter), kept unless it overlaps one kept before; its B/I tags, O elsewhere."""
+        floor, cands = math.log(threshold), []
+        for k in range((self.T - 1) // 2):
+            for first in range(self.n):
+                cands += [(-lp, first, k, last) for last, lp in self.spans_from(k, first, floor) if lp >= floor]
+        tags, taken = [0] * self.n, [False] * self.n
+        for _, first, k, last in sorted(cands):
+            if any(taken[first:last + 1]):
+                continue
+            for i in range(first, last + 1):
+                taken[i] = True
+                tags[i] = (1 if i == first else 2) + 2 * k
+        return tags
+
+
+def span_rule(meta):
+    """(posterior, threshold) of head.json's "span_decoding" (absent: the Viterbi)."""
+    v = meta.get("span_decoding", "viterbi")
+    if isinstance(v, dict):
+        return v.get("rule") == "posterior", float(v.get("threshold", 0.5))
+    return v == "posterior", 0.5
+
+
 def spans_of(tags, names):
     """[(field, first, last)] of maximal B-f I-f* runs, in text order."""
     out = []
@@ -319,7 +422,9 @@ def decode(head, meta, h, text, byte_ranges, labels):
     raw = text.encode("utf-8")
     e = head.emissions(h)
     mid = midchar(text, byte_ranges)
-    tags = viterbi(head, e, mid)
+    lattice = Lattice(head, e, mid)
+    posterior, threshold = span_rule(meta)
+    tags = lattice.posterior_tags(threshold) if posterior else viterbi(head, e, mid)
     sp = spans_of(tags, head.tags)
     src, dst = meta["link"]["from"], meta["link"]["to"]
     frm = [k for k, s in enumerate(sp) if s[0] == src]
@@ -365,7 +470,9 @@ def decode(head, meta, h, text, byte_ranges, labels):
             seen.add(key)
             uniq.append(v)
     trace = {"tags": [head.tags[t] for t in tags], "emissions": e.tolist(),
-             "spans": [{"field": f, "text": stext[k], "first": a, "last": b} for k, (f, a, b) in enumerate(sp)],
+             "spans": [{"field": f, "text": stext[k], "first": a, "last": b,
+                        "probability": math.exp(lattice.span_logprob(head.spans.index(f), a, b))}
+                       for k, (f, a, b) in enumerate(sp)],
              "links": links, "labels": [{"logits": x} for x in logits], "records": uniq}
     return uniq, trace, quads
 

@@ -574,11 +574,23 @@ static void merge_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
+/* PD_DERIVE_AUTO: merge F32 matrices; merge a 16-bit one too when the
+ * update is large for it (rank x (rows + cols) above rows x cols / 8: at
+ * runtime it would add more than an eighth of the matrix's own
+ * multiply-adds), widening BF16/F16 to F32 being exact; quantized matrices
+ * keep their blocks and take the update at runtime. */
+static bool auto_merges(const pd_matrix *w, int64_t rank)
+{
+    if (w->dtype == PD_F32) return true;
+    if (w->dtype != PD_BF16 && w->dtype != PD_F16) return false;
+    return (double)rank * (double)(w->rows + w->cols) > (double)w->rows * (double)w->cols / 8.0;
+}
+
 static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lowrank *u, pd_derive_mode mode,
                             pd_pool *pool, pd_error *err)
 {
     int64_t rows = w->rows, cols = w->cols, r = u->rank;
-    bool merge = mode == PD_DERIVE_MERGE || (mode == PD_DERIVE_AUTO && w->dtype == PD_F32);
+    bool merge = mode == PD_DERIVE_MERGE || (mode == PD_DERIVE_AUTO && auto_merges(w, r));
     if (!merge) {
         if (r > PD_LOWRANK_MAX_RANK)
             return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: rank %lld of %s is above %d, the most applied at runtime",

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/model.h"  /* pd_matrix: how a derived model holds an update */
 #include "pd_internal.h" /* pdi_model_derive: the library seam under the adapters */
 #include "pocketdec.h"
 
@@ -436,6 +437,51 @@ static void test_derive_seam(void **state)
     pd_model_free(base);
 }
 
+/* The model file of the manifest case `name`. */
+static const char *case_model(const char *name)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(manifest, "cases"), i, c) if (strcmp(json_string_value(json_object_get(c, "name")),
+                                                                            name) == 0) return json_string_value(json_object_get(c, "model"));
+    fail_msg("no case %s in the manifest", name);
+    return NULL;
+}
+
+/* PD_DERIVE_AUTO: a 16-bit matrix is merged into an F32 copy only when the
+ * update is large for it (rank x (rows + cols) > rows x cols / 8); a
+ * quantized one keeps its blocks whatever the rank. */
+static void test_auto_merges_large_updates(void **state)
+{
+    (void)state;
+    const char *bases[] = {case_model("bf16-base"), case_model("q8_0-base")};
+    for (int b = 0; b < 2; b++) {
+        pd_model *base = load_model(bases[b]);
+        int64_t rows = base->layers[0].wo.rows, cols = base->layers[0].wo.cols;
+        /* the largest rank still applied at runtime */
+        int64_t edge = (int64_t)floor((double)rows * (double)cols / 8.0 / (double)(rows + cols));
+        float *A = calloc((size_t)((edge + 1) * cols), sizeof(float)), *B = calloc((size_t)((edge + 1) * rows), sizeof(float));
+        assert_non_null(A);
+        assert_non_null(B);
+        for (int64_t r = edge; r <= edge + 1; r++) {
+            pd_error err;
+            pd_lowrank u = {"model.layers.0.self_attn.o_proj.weight", rows, cols, r, 1.0f, A, B};
+            pd_model *m = pdi_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err);
+            assert_non_null(m);
+            const pd_matrix *w = &m->layers[0].wo;
+            bool merged = b == 0 && r > edge;
+            printf("%s rank %lld: %s\n", bases[b], (long long)r, merged ? "merged" : "at runtime");
+            assert_int_equal(w->dtype == PD_F32, merged);
+            assert_int_equal(w->delta == NULL, merged);
+            assert_int_equal(m->layers[0].wq.delta == NULL, 1); /* untouched matrices stay as stored */
+            pd_model_free(m);
+        }
+        free(A);
+        free(B);
+        pd_model_free(base);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -456,6 +502,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_runtime_threads),     cmocka_unit_test(test_chained),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_files_and_arguments), cmocka_unit_test(test_derive_seam),
+        cmocka_unit_test(test_auto_merges_large_updates),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     json_decref(manifest);

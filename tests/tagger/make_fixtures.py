@@ -126,6 +126,16 @@ def write_bad_heads(out):
     d = head("states-alone", labels=False)
     edit_json(d, label_states=["first"])
     add("label_states without labels", d, "format", "label_states")
+    for name, value, word in (("span-rule", "beam", "span_decoding"),
+                              ("span-threshold-zero", {"rule": "posterior", "threshold": 0}, "threshold"),
+                              ("span-threshold-big", {"rule": "posterior", "threshold": 1.5}, "threshold"),
+                              ("span-threshold-text", {"rule": "posterior", "threshold": "0.5"}, "threshold"),
+                              ("span-viterbi-threshold", {"rule": "viterbi", "threshold": 0.5}, "span_decoding"),
+                              ("span-unknown-key", {"rule": "posterior", "thresold": 0.5}, "span_decoding"),
+                              ("span-number", 0.5, "span_decoding")):
+        d = head(name)
+        edit_json(d, span_decoding=value)
+        add(f"span_decoding {value!r}", d, "format", word)
     d = head("norecord-bool")
     edit_json(d, no_record="yes")
     add("no_record not a boolean", d, "format", "no_record")
@@ -217,7 +227,10 @@ def main():
              "single-ends": dict(seed=6, spans=["opinion"], label_states=["last", "first"]),
              "single": dict(seed=3, spans=["opinion"]), "plain": dict(seed=4, labels=False, transitions=False),
              "pair-gazetteer": dict(seed=7, label_states=["first", "last"], prompt=MARKED_PROMPT, gazetteer=GAZETTEER),
-             "pair-norecord": dict(seed=8, label_states=["first", "last"], no_record=True)}
+             "pair-norecord": dict(seed=8, label_states=["first", "last"], no_record=True),
+             "pair-posterior": dict(seed=10, span_decoding="posterior"),
+             "single-posterior": dict(seed=11, spans=["opinion"],
+                                      span_decoding={"rule": "posterior", "threshold": 0.2})}
     fields, distinct = schema_fields()
     cases = []
     for name, kw in heads.items():
@@ -246,6 +259,9 @@ def main():
     if not 0 < sum(decided) < len(decided):
         raise SystemExit(f"make_fixtures: the no-record head drops {sum(decided)} of {len(decided)} records; "
                          "the test needs some dropped and some kept")
+    post = [c for c in cases if c["name"].startswith(("pair-posterior:", "single-posterior:"))]
+    if sum(len(c["spans"]) for c in post) < 4 or not any(c["overlaps_skipped"] for c in post):
+        raise SystemExit("make_fixtures: the posterior heads need spans, and a span dropped for an overlap")
     doc = {"model": mpath, "schema": SCHEMA, "fields": fields, "cases": cases, "bad_heads": write_bad_heads(out),
            "pointer_head": None}
     ptr = os.path.join(out, "head-pointer")

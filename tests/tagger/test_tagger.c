@@ -74,6 +74,10 @@ static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *
         assert_string_equal(tr->spans[s].text, jstr(w, "text"));
         assert_int_equal(tr->spans[s].first, json_integer_value(json_object_get(w, "first")));
         assert_int_equal(tr->spans[s].last, json_integer_value(json_object_get(w, "last")));
+        /* a probability: within TOL of 1, the largest it can be */
+        double p = json_number_value(json_object_get(w, "probability"));
+        if (!(fabs(tr->spans[s].probability - p) <= TOL))
+            fail_msg("%s: span %d has probability %.9g, the reference %.9g", name, s, tr->spans[s].probability, p);
     }
     json_t *links = json_object_get(c, "links");
     assert_int_equal(tr->n_links, json_array_size(links));

@@ -1,5 +1,7 @@
 /* The tagger head's constrained Viterbi on hand-made emissions: the BIO
- * rules, tokens inside a character, transitions, start/end and ties. */
+ * rules, tokens inside a character, transitions, start/end and ties; its
+ * span probabilities against the sum over every tag sequence, and the
+ * posterior span rule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +10,7 @@
 
 #include "heads.h"
 
+#include <math.h>
 #include <string.h>
 
 enum { O, B_A, I_A, B_B, I_B, T = 5, N = 4 };
@@ -103,6 +106,107 @@ static void test_transitions_start_end(void **state)
     assert_int_not_equal(tags[2], I_A);
 }
 
+/* Every tag sequence of N tokens, scored by hand: -inf where not allowed. */
+static double sequence_score(const float em[N][T], const uint8_t *boundary, const int32_t *y)
+{
+    double s = (double)start[y[0]] + (double)em[0][y[0]] + (double)end[y[N - 1]];
+    if (!pdi_tagger_allowed(-1, y[0], boundary[0])) return -INFINITY;
+    for (int i = 1; i < N; i++) {
+        if (!pdi_tagger_allowed(y[i - 1], y[i], boundary[i])) return -INFINITY;
+        s += (double)trans[y[i - 1] * T + y[i]] + (double)em[i][y[i]];
+    }
+    return s;
+}
+
+/* p[f][a][b]: the probability that tokens a..b are one span of field f,
+ * summed over the N^T sequences. */
+static void brute_force(const float em[N][T], const uint8_t *boundary, double p[2][N][N])
+{
+    memset(p, 0, sizeof(double) * 2 * N * N);
+    double z = 0;
+    int32_t y[N];
+    for (int code = 0; code < 625; code++) {
+        for (int i = 0, c = code; i < N; i++, c /= T) y[i] = c % T;
+        double w = exp(sequence_score(em, boundary, y));
+        z += w;
+        for (int a = 0; a < N; a++) {
+            if (y[a] != B_A && y[a] != B_B) continue;
+            int f = y[a] == B_A ? 0 : 1, b = a;
+            while (b + 1 < N && y[b + 1] == 2 + 2 * f) b++;
+            p[f][a][b] += w;
+        }
+    }
+    for (int f = 0; f < 2; f++)
+        for (int a = 0; a < N; a++)
+            for (int b = 0; b < N; b++) p[f][a][b] /= z;
+}
+
+static void test_span_probabilities(void **state)
+{
+    (void)state;
+    uint32_t seed = 7;
+    uint8_t boundaries[3][N] = {{1, 1, 1, 1}, {1, 0, 1, 0}, {1, 1, 0, 0}};
+    for (int trial = 0; trial < 30; trial++) {
+        float em[N][T];
+        float *all[] = {&em[0][0], trans, start, end};
+        int sizes[] = {N * T, T * T, T, T};
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < sizes[k]; i++) {
+                seed = seed * 1664525u + 1013904223u;
+                all[k][i] = (float)((int)(seed >> 8) % 4001 - 2000) / 1000.0f; /* [-2, 2] */
+            }
+        const uint8_t *boundary = boundaries[trial % 3];
+        double want[2][N][N];
+        brute_force(em, boundary, want);
+        pd_tag_lattice lattice;
+        pd_error err;
+        assert_int_equal(pdi_tag_lattice_init(&lattice, &tagger, &em[0][0], boundary, N, &err), PD_OK);
+        for (int f = 0; f < 2; f++)
+            for (int a = 0; a < N; a++)
+                for (int b = 0; b < N; b++) {
+                    double got = b < a ? 0 : exp(pdi_tag_lattice_span_logprob(&lattice, f, a, b));
+                    if (fabs(got - want[f][a][b]) > 1e-12)
+                        fail_msg("trial %d: span %d %d..%d: %.15g, by enumeration %.15g", trial, f, a, b, got, want[f][a][b]);
+                }
+        /* the posterior rule at 0.5: exactly the spans at least that probable */
+        int32_t tags[N], expect[N] = {0};
+        assert_int_equal(pdi_tag_lattice_posterior_tags(&lattice, 0.5, tags, &err), PD_OK);
+        for (int f = 0; f < 2; f++)
+            for (int a = 0; a < N; a++)
+                for (int b = a; b < N; b++)
+                    if (want[f][a][b] >= 0.5)
+                        for (int i = a; i <= b; i++) expect[i] = (i == a ? 1 : 2) + 2 * f;
+        assert_memory_equal(tags, expect, sizeof expect);
+        pdi_tag_lattice_free(&lattice);
+    }
+}
+
+static void test_posterior_overlaps(void **state)
+{
+    (void)state;
+    reset();
+    /* field a at 0..1 against field b at 0..1: a low threshold admits both; the more probable wins */
+    float em[N][T] = {{0, 3.2f, 0, 3, 0}, {0, 0, 3, 0, 3.1f}, {2, 0, 0, 0, 0}, {2, 0, 0, 0, 0}};
+    uint8_t all[N] = {1, 1, 1, 1};
+    pd_tag_lattice lattice;
+    pd_error err;
+    assert_int_equal(pdi_tag_lattice_init(&lattice, &tagger, &em[0][0], all, N, &err), PD_OK);
+    double pa = exp(pdi_tag_lattice_span_logprob(&lattice, 0, 0, 1)), pb = exp(pdi_tag_lattice_span_logprob(&lattice, 1, 0, 1));
+    assert_true(pa > pb && pb > 0.01);
+    int32_t tags[N];
+    assert_int_equal(pdi_tag_lattice_posterior_tags(&lattice, 0.01, tags, &err), PD_OK);
+    assert_int_equal(tags[0], B_A);
+    assert_int_equal(tags[1], I_A);
+    /* out of range and impossible spans */
+    assert_true(pdi_tag_lattice_span_logprob(&lattice, 0, 2, 1) == -INFINITY);
+    assert_true(pdi_tag_lattice_span_logprob(&lattice, 2, 0, 0) == -INFINITY);
+    assert_true(pdi_tag_lattice_span_logprob(&lattice, 0, 0, N) == -INFINITY);
+    /* threshold 1: nothing is certain here */
+    assert_int_equal(pdi_tag_lattice_posterior_tags(&lattice, 1.0, tags, &err), PD_OK);
+    for (int i = 0; i < N; i++) assert_int_equal(tags[i], O);
+    pdi_tag_lattice_free(&lattice);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +214,8 @@ int main(void)
         cmocka_unit_test(test_bio_rules),
         cmocka_unit_test(test_inside_a_character),
         cmocka_unit_test(test_transitions_start_end),
+        cmocka_unit_test(test_span_probabilities),
+        cmocka_unit_test(test_posterior_overlaps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

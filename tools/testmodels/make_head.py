@@ -131,15 +131,18 @@ def schema_enum_values(path, name):
 
 def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
                  prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None, gazetteer=None,
-                 no_record=False):
+                 no_record=False, span_decoding=None):
     """A random tagger head. B and I tags get a positive bias so that spans appear. label_states
     (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state).
     no_record adds the no-record class (head.json "no_record"), biased so that it wins now and then.
-    gazetteer: (marks, lines) writes gazetteer.tsv (lines `field<TAB>term`) and head.json's key."""
+    gazetteer: (marks, lines) writes gazetteer.tsv (lines `field<TAB>term`) and head.json's key.
+    span_decoding goes into head.json as it is (None leaves the key out: Viterbi)."""
     rng = np.random.default_rng([seed, 0x7A66])
     os.makedirs(out, exist_ok=True)
     n_tags, s = 1 + 2 * len(spans), 1.0 / np.sqrt(hidden)
     meta = {"type": "tagger", "prompt": prompt, "spans": list(spans)}
+    if span_decoding is not None:
+        meta["span_decoding"] = span_decoding
     t = {"tag.weight": rng.standard_normal((n_tags, hidden)) * 2 * s,
          "tag.bias": np.array([0.0] + [0.8, 0.6] * len(spans)) + rng.standard_normal(n_tags) * 0.1}
     if transitions:
@@ -383,6 +386,60 @@ def viterbi(em, trans, start, end, boundary):
     return tags
 
 
+def _log_partition(em, trans, start, end, boundary, clamp=None):
+    """log of the summed exp-scores of the allowed tag sequences; clamp(i) gives the tags allowed
+    at token i (None: all)."""
+    n, T = em.shape
+    ok = [[True] * T if clamp is None or clamp(i) is None else [k in clamp(i) for k in range(T)] for i in range(n)]
+    a = np.array([start[k] + em[0, k] if _allowed(-1, k, boundary[0]) and ok[0][k] else -np.inf for k in range(T)])
+    for i in range(1, n):
+        tr = np.array([[trans[p, k] if _allowed(p, k, boundary[i]) else -np.inf for k in range(T)] for p in range(T)])
+        a = np.logaddexp.reduce(a[:, None] + tr, axis=0) + em[i]
+        a = np.where(ok[i], a, -np.inf)
+    return np.logaddexp.reduce(a + end)
+
+
+def span_probability(em, trans, start, end, boundary, k, first, last):
+    """P(tokens first..last are one span of field k): the partition function with those tags
+    clamped (B-k, I-k..., then not I-k) over the whole one."""
+    n = em.shape[0]
+    b, i_tag, T = 1 + 2 * k, 2 + 2 * k, em.shape[1]
+
+    def clamp(i):
+        if i == first:
+            return {b}
+        if first < i <= last:
+            return {i_tag}
+        if i == last + 1:
+            return set(range(T)) - {i_tag}
+        return None
+    z = _log_partition(em, trans, start, end, boundary)
+    return float(np.exp(_log_partition(em, trans, start, end, boundary, clamp) - z)) if last < n else 0.0
+
+
+def posterior_tags(em, trans, start, end, boundary, threshold):
+    """head.json "span_decoding" "posterior": every span at least threshold probable, most probable
+    first (ties: earlier, smaller field, shorter), kept unless it overlaps one kept before."""
+    n, T = em.shape
+    cands = []
+    for k in range((T - 1) // 2):
+        for first in range(n):
+            for last in range(first, n):
+                p = span_probability(em, trans, start, end, boundary, k, first, last)
+                if p >= threshold:
+                    cands.append((-p, first, k, last))
+    tags, taken = [0] * n, [False] * n
+    posterior_tags.skipped = 0  # candidates dropped for an overlap (the fixtures check some are)
+    for _, first, k, last in sorted(cands):
+        if any(taken[first:last + 1]):
+            posterior_tags.skipped += 1
+            continue
+        for i in range(first, last + 1):
+            taken[i] = True
+            tags[i] = (1 if i == first else 2) + 2 * k
+    return tags
+
+
 def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
     """The whole decode of one text: token_bytes[i] are the bytes of read token i; fields the
     schema's field names in order."""
@@ -394,8 +451,13 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
     em = h @ t["tag.weight"].T + t["tag.bias"]
     zero = np.zeros(n_tags)
     boundary = [len(b) == 0 or (b[0] & 0xC0) != 0x80 for b in token_bytes]
-    tags = viterbi(em, t.get("tag.transitions", np.zeros((n_tags, n_tags))), t.get("tag.start", zero),
-                   t.get("tag.end", zero), boundary)
+    crf = (em, t.get("tag.transitions", np.zeros((n_tags, n_tags))), t.get("tag.start", zero), t.get("tag.end", zero),
+           boundary)
+    rule = meta.get("span_decoding", "viterbi")
+    rule = rule if isinstance(rule, dict) else {"rule": rule}
+    posterior = rule["rule"] == "posterior"
+    tags = posterior_tags(*crf, rule.get("threshold", 0.5)) if posterior else viterbi(*crf)
+    skipped = posterior_tags.skipped if posterior else 0
     spans, i = [], 0
     while i < n:
         tag = tags[i]
@@ -406,7 +468,7 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
         while j + 1 < n and tags[j + 1] == 2 + 2 * f:
             j += 1
         spans.append({"field": spans_f[f], "k": f, "text": b"".join(token_bytes[i:j + 1]).decode(),
-                      "first": i, "last": j})
+                      "first": i, "last": j, "probability": span_probability(*crf, f, i, j)})
         i = j + 1
     recs, links = [], []
     link = meta.get("link")
@@ -457,8 +519,8 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
     return {"ids": [int(x) for x in ids], "read_start": read_start, "emissions": em.tolist(),
             "tags": [int(x) for x in tags],
             "tag_names": ["O"] + [p + f for f in spans_f for p in ("B-", "I-")],
-            "spans": [{k: sp[k] for k in ("field", "text", "first", "last")} for sp in spans],
-            "links": links, "label_logits": label_logits, "records": records}
+            "spans": [{k: sp[k] for k in ("field", "text", "first", "last", "probability")} for sp in spans],
+            "links": links, "label_logits": label_logits, "records": records, "overlaps_skipped": skipped}
 
 
 def main(argv=None):
