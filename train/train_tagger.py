@@ -78,11 +78,15 @@ class Example:
             spans = sorted({(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]), ("opinion", q[4], q[5]))
                             if s is not None})
         starts = tagging.char_starts(text)
-        tok_at, ends = {}, {e: k for k, (_, e) in enumerate(ranges)}
-        for k, (b, _) in enumerate(ranges):
-            tok_at.setdefault(b, k)
-        where = {(f, s): (tok_at[starts[s]], ends[starts[e]]) for f, s, e in spans}
-        self.tags = [head_tags.index(t) for t in tagging.token_tags(text, ranges, char_tags(text, spans))]
+        # each span's first and last token: those holding its first and last byte (with a tokenizer
+        # whose tokens cross characters, --tokenizer bpe, a span edge can fall inside a token; the
+        # span then grows to whole tokens, as the decoder can only return whole tokens)
+        where = {(f, s): (max(k for k, (b, _) in enumerate(ranges) if b <= starts[s]),
+                          min(k for k, (_, x) in enumerate(ranges) if x >= starts[e])) for f, s, e in spans}
+        tags = tagging.token_tags(text, ranges, char_tags(text, spans))
+        for (f, _), (first, last) in sorted(where.items(), key=lambda w: w[1]):
+            tags[first:last + 1] = ["B-" + f] + ["I-" + f] * (last - first)
+        self.tags = [head_tags.index(t) for t in tags]
         self.links, self.labels = [], []
         aspects = sorted(v for (f, _), v in where.items() if f == "aspect")
         for q in quads or ():
@@ -314,6 +318,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     common_args(ap)
     ap.add_argument("--template", default=tagging.TEMPLATE)
+    ap.add_argument("--tokenizer", choices=("char", "bpe"), default="char",
+                    help="char: BPE merges learned within characters (every character boundary is a token "
+                         "boundary); bpe: merges across characters too (byte-level BPE as train_all.py's, "
+                         "--vocab ids; a span edge inside a token grows to the whole token)")
     ap.add_argument("--drop", type=float, default=0.1, help="dropout on the states the head reads")
     ap.add_argument("--base-steps", type=int, default=1000)
     ap.add_argument("--lm-weight", type=float, default=1.0, help="next-token loss weight in base training")
@@ -375,7 +383,7 @@ def main(argv=None):
 
     marks = [m for pair in meta.get("gazetteer", {}).get("marks", {}).values() for m in pair]
     tok = bpe.train(texts, a.vocab, specials=bpe.SPECIALS + [m for m in marks if m not in bpe.SPECIALS],
-                    within_chars=True)
+                    within_chars=a.tokenizer == "char")
     tok.save(os.path.join(a.out, "tokenizer.json"))
     cfg = qwen3.make_config(len(tok), a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn,
                             bos=tok.token_id("<|endoftext|>"), eos=tok.token_id("<|im_end|>"))
