@@ -3,7 +3,7 @@
 # decode tokens/s and the dev-split extraction time at several thread counts,
 # on a quiet machine and with busy processes competing.
 #
-# Usage: bench/contention.sh [--threads 1,2,4,8] [--busy N] [--reps N] [--pocketdec PATH] [--bundle DIR]
+# Usage: bench/contention.sh [--threads 1,2,4,8] [--busy N] [--reps N] [--pocketdec PATH] [--bundle DIR] [--gen DIR]
 #
 #   --busy N: N busy loops (default 1), pinned to the first N cores (taskset), run
 #       alongside every measurement of the "busy" half; pocketdec itself is not pinned.
@@ -11,13 +11,15 @@
 #   prefill 128 and decode 32 tokens, medians of --reps); the extraction is
 #   `pocketdec extract` with the bundled default (models/tianchi, or --bundle: a folder
 #   of base/, adapter/, head/) on the 283 dev reviews (wall time of the whole command,
-#   load included).
+#   load included; the best of --reps), and the same by generation with the generative bundle
+#   (models/tianchi-gen, or --gen; its head relabels) one review at a time
+#   (--parallel 1) and at the default --parallel (2 a thread, at most 16).
 # Thread counts above the cores the process may use run that many (with a warning).
 # Prints a markdown table; ratios are against 1 thread under the same condition.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${PD_BENCH_CACHE:-$ROOT/build-bench}
-THREADS=1,2,4,8 BUSY=1 REPS=3 PD=$ROOT/build/cli/pocketdec B=$ROOT/models/tianchi
+THREADS=1,2,4,8 BUSY=1 REPS=3 PD=$ROOT/build/cli/pocketdec B=$ROOT/models/tianchi G=$ROOT/models/tianchi-gen
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -26,6 +28,7 @@ while [ $# -gt 0 ]; do
     --reps) REPS=$2; shift ;;
     --pocketdec) PD=$(realpath "$2"); shift ;;
     --bundle) B=$(realpath "$2"); shift ;;
+    --gen) G=$(realpath "$2"); shift ;;
     -h|--help) usage 0 ;;
     *) echo "bench/contention.sh: unknown argument '$1'" >&2; usage 2 >&2 ;;
   esac
@@ -52,20 +55,32 @@ start_busy() {
   done
 }
 
-# one row: condition threads prefill decode extract_s
+# seconds of `pocketdec extract` of the dev reviews (these arguments), the best of --reps runs
+extract_s() {
+  local s0 s1 times=""
+  for ((r = 0; r < REPS; r++)); do
+    s0=$(date +%s.%N)
+    "$PD" extract --schema "$ROOT/schemas/tianchi-makeup.yaml" --input "$DATA/dev_reviews.csv" --output "$TMP/r.csv" \
+      "$@" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+    s1=$(date +%s.%N)
+    times="$times $s0:$s1"
+  done
+  /usr/bin/python3 -c "import sys; print(min(float(b) - float(a) for a, b in (x.split(':') for x in sys.argv[1:])))" $times
+}
+
+# one row: condition threads prefill decode extract_s gen_1_s gen_n_s
 measure() {
   local cond=$1 t=$2
   "$PD" bench --model "$MODEL" --prompt-tokens 128 --gen-tokens 32 --threads "$t" --reps "$REPS" >"$TMP/b.json" \
     2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
-  local s0 s1
-  s0=$(date +%s.%N)
-  "$PD" extract --model "$B/base" --adapter "$B/adapter" --head "$B/head" --schema "$ROOT/schemas/tianchi-makeup.yaml" \
-    --input "$DATA/dev_reviews.csv" --output "$TMP/r.csv" --threads "$t" 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
-  s1=$(date +%s.%N)
-  /usr/bin/python3 - "$cond" "$t" "$TMP/b.json" "$s0" "$s1" <<'PY'
+  local tag gen1 genn
+  tag=$(extract_s --threads "$t" --model "$B/base" --adapter "$B/adapter" --head "$B/head")
+  gen1=$(extract_s --threads "$t" --model "$G" --parallel 1)
+  genn=$(extract_s --threads "$t" --model "$G")
+  /usr/bin/python3 - "$cond" "$t" "$TMP/b.json" "$tag" "$gen1" "$genn" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[3]))
-print(sys.argv[1], sys.argv[2], b["prefill_tokens_per_s"], b["decode_tokens_per_s"], float(sys.argv[5]) - float(sys.argv[4]))
+print(sys.argv[1], sys.argv[2], b["prefill_tokens_per_s"], b["decode_tokens_per_s"], *sys.argv[4:7])
 PY
 }
 
@@ -81,14 +96,15 @@ done
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
 print(f"{sys.argv[3]} cores; busy = {sys.argv[2]} busy loop(s) pinned to the first core(s)\n")
-print("| condition | threads | prefill tok/s | decode tok/s | dev extract s | prefill vs 1 | decode vs 1 | extract vs 1 |")
-print("|---|---|---|---|---|---|---|---|")
+print("| condition | threads | prefill tok/s | decode tok/s | dev extract s (tagger) | dev extract s (generation, "
+      "one at a time) | same, default --parallel | prefill vs 1 | decode vs 1 | tagger vs 1 | generation vs 1 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 base = {}
-for cond, t, p, d, e in rows:
-    p, d, e = float(p), float(d), float(e)
+for cond, t, *v in rows:
+    p, d, e, g1, gn = map(float, v)
     if t == "1":
-        base[cond] = (p, d, e)
+        base[cond] = (p, d, e, gn)
     b = base.get(cond)
-    r = f"{p / b[0]:.2f}x | {d / b[1]:.2f}x | {b[2] / e:.2f}x" if b else "| |"
-    print(f"| {cond} | {t} | {p:.0f} | {d:.1f} | {e:.2f} | {r} |")
+    r = f"{p / b[0]:.2f}x | {d / b[1]:.2f}x | {b[2] / e:.2f}x | {b[3] / gn:.2f}x" if b else "| | |"
+    print(f"| {cond} | {t} | {p:.0f} | {d:.1f} | {e:.2f} | {g1:.2f} | {gn:.2f} | {r} |")
 PY

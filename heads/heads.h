@@ -47,7 +47,7 @@ typedef struct pd_tagger {
     int32_t n_label_states; /* 1 or 2; ["last"] when head.json names none */
     bool no_record;        /* head.json "no_record": one more label row, last, that drops the record */
     bool posterior_spans;  /* head.json "span_decoding" "posterior": spans by their marginal probability */
-    double span_threshold; /* with it, the least probability of a kept span, in (0, 1] */
+    double span_threshold; /* with it, the least probability of a kept span, in [0.01, 1] */
     pd_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */

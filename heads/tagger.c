@@ -123,7 +123,9 @@ static pd_status parse_no_record(pd_tagger *t, json_t *root, const char *path, p
 
 /* "span_decoding": "viterbi" (the default: the best tag sequence),
  * "posterior" or {"rule": "posterior", "threshold": p} (the spans at least
- * p probable, 0 < p <= 1, 0.5 when not given). */
+ * p probable, 0.01 <= p <= 1, 0.5 when not given). The floor bounds the
+ * candidates: their probabilities add up to the expected number of spans,
+ * at most one a token, so at most 100 a token pass 0.01. */
 static pd_status parse_span_decoding(pd_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *v = json_object_get(root, "span_decoding");
@@ -142,8 +144,8 @@ static pd_status parse_span_decoding(pd_tagger *t, json_t *root, const char *pat
                              "\"threshold\": p}",
                              path);
     double p = th ? json_number_value(th) : 0.5;
-    if (th && (!json_is_number(th) || !(p > 0.0 && p <= 1.0)))
-        return pdi_set_error(err, PD_ERR_FORMAT, "%s: span_decoding.threshold must be a number in (0, 1]", path);
+    if (th && (!json_is_number(th) || !(p >= 0.01 && p <= 1.0)))
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: span_decoding.threshold must be a number in [0.01, 1]", path);
     t->posterior_spans = !viterbi;
     t->span_threshold = p;
     return PD_OK;

@@ -129,6 +129,7 @@ def write_bad_heads(out):
     for name, value, word in (("span-rule", "beam", "span_decoding"),
                               ("span-threshold-zero", {"rule": "posterior", "threshold": 0}, "threshold"),
                               ("span-threshold-big", {"rule": "posterior", "threshold": 1.5}, "threshold"),
+                              ("span-threshold-small", {"rule": "posterior", "threshold": 0.005}, "threshold"),
                               ("span-threshold-text", {"rule": "posterior", "threshold": "0.5"}, "threshold"),
                               ("span-viterbi-threshold", {"rule": "viterbi", "threshold": 0.5}, "span_decoding"),
                               ("span-unknown-key", {"rule": "posterior", "thresold": 0.5}, "span_decoding"),
