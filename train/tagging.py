@@ -320,7 +320,6 @@ class Lattice:
         first = (head.start + torch.where(head.first, 0.0, NEG)).double().tolist()
         self.end = head.end.double().tolist()
         self.tr = [None] + [head._trans(torch.tensor(mid[i])).double().tolist() for i in range(1, n)]
-        self.first = first
         self.alpha = [[first[k] + e[0][k] for k in range(T)]]
         for i in range(1, n):
             prev = self.alpha[-1]

@@ -419,7 +419,8 @@ def span_probability(em, trans, start, end, boundary, k, first, last):
 
 def posterior_tags(em, trans, start, end, boundary, threshold):
     """head.json "span_decoding" "posterior": every span at least threshold probable, most probable
-    first (ties: earlier, smaller field, shorter), kept unless it overlaps one kept before."""
+    first (ties: earlier, smaller field, shorter), kept unless it overlaps one kept before. Returns
+    (tags, the number of candidates dropped for an overlap)."""
     n, T = em.shape
     cands = []
     for k in range((T - 1) // 2):
@@ -428,16 +429,15 @@ def posterior_tags(em, trans, start, end, boundary, threshold):
                 p = span_probability(em, trans, start, end, boundary, k, first, last)
                 if p >= threshold:
                     cands.append((-p, first, k, last))
-    tags, taken = [0] * n, [False] * n
-    posterior_tags.skipped = 0  # candidates dropped for an overlap (the fixtures check some are)
+    tags, taken, skipped = [0] * n, [False] * n, 0  # skipped: dropped for an overlap (the fixtures want some)
     for _, first, k, last in sorted(cands):
         if any(taken[first:last + 1]):
-            posterior_tags.skipped += 1
+            skipped += 1
             continue
         for i in range(first, last + 1):
             taken[i] = True
             tags[i] = (1 if i == first else 2) + 2 * k
-    return tags
+    return tags, skipped
 
 
 def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
@@ -456,8 +456,7 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
     rule = meta.get("span_decoding", "viterbi")
     rule = rule if isinstance(rule, dict) else {"rule": rule}
     posterior = rule["rule"] == "posterior"
-    tags = posterior_tags(*crf, rule.get("threshold", 0.5)) if posterior else viterbi(*crf)
-    skipped = posterior_tags.skipped if posterior else 0
+    tags, skipped = posterior_tags(*crf, rule.get("threshold", 0.5)) if posterior else (viterbi(*crf), 0)
     spans, i = [], 0
     while i < n:
         tag = tags[i]
