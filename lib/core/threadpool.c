@@ -11,7 +11,20 @@
  * A forward pass runs hundreds of loops a token, microseconds apart, so the
  * workers and the caller first spin briefly on atomics and only then sleep on
  * the condition variables (waking a sleeping thread costs tens of
- * microseconds; spinning longer would take cores other processes need). */
+ * microseconds; spinning longer would take cores other processes need).
+ *
+ * A worker preempted in the middle of a chunk still holds up its loop for the
+ * rest of the other process's time slice, and on a core shared with a busy
+ * process that happens several times a token; when the caller is the one
+ * preempted, no loop starts until it runs again. Then one thread can beat
+ * two, so the caller tries both, a window of loops at a time (the loops of
+ * consecutive tokens repeat, so windows of the same length do about the same
+ * work): after a window shared out whose wall time was more than GATE of the
+ * caller's estimate of doing it alone (its pace: wall time per item over its
+ * chunks, scaled by the part of that time it was running, sampled), the next
+ * window runs alone, and if that was faster, the next ones too, a stretch
+ * that doubles while running alone keeps winning. On a quiet machine two
+ * threads make a window take about half the estimate and nothing is tried. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "threadpool.h"
 
@@ -20,7 +33,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -49,6 +64,29 @@
  * late cannot take a chunk of the next loop with the last one's numbers. */
 #define MAX_CHUNKS 0xFFFF
 
+/* TUNE_WINDOW loops make a window (a token of the MNN-Pocket shape is about
+ * 170 loops); a thread's processor time costs a system call (about a
+ * microsecond), so it is read on every SAMPLE_EVERY-th loop only. */
+#define TUNE_WINDOW 1024
+#define SAMPLE_EVERY 16
+#define GATE 0.75
+#define SOLO_MAX_WINDOWS 16
+
+typedef enum { TUNE_SHARED, TUNE_TRY_ALONE, TUNE_ALONE } tune_mode;
+
+/* The caller's record of whether sharing out pays (only the caller touches it). */
+typedef struct {
+    tune_mode mode;
+    int loops;             /* loops in the current window */
+    int64_t wall_ns;       /* their wall time */
+    double own_pace_ns;    /* shared: the caller's time a chunk item, times each loop's items, summed */
+    int64_t sampled_wall;  /* shared: the caller's chunks on sampled loops, wall time */
+    int64_t sampled_cpu;   /* and processor time */
+    int64_t shared_window; /* the wall time of the last window shared out */
+    int alone_left;        /* windows still to run alone */
+    int stretch;           /* windows alone after the next one that wins */
+} pool_tuning;
+
 struct pd_pool {
     int n_threads;
     pthread_t *workers;
@@ -60,6 +98,7 @@ struct pd_pool {
     atomic_int caller_asleep;
     atomic_int stopping;
     uint32_t generation; /* the caller's count of loops (only the caller writes it) */
+    pool_tuning tuning;
     /* the current loop: written before claim is published, read after a chunk of it is claimed */
     pd_range_fn fn;
     void *arg;
@@ -79,23 +118,35 @@ static void spin_pause(int round)
     else cpu_relax();
 }
 
-/* Take chunks of loop `generation` until none is left (or a newer loop began). */
-static void run_chunks(pd_pool *pool, uint32_t generation, int thread)
+static int64_t clock_ns(clockid_t clock)
 {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Take chunks of loop `generation` until none is left (or a newer loop
+ * began); returns the items done. */
+static int64_t run_chunks(pd_pool *pool, uint32_t generation, int thread)
+{
+    int64_t items = 0;
     for (;;) {
         uint64_t w = atomic_load_explicit(&pool->claim, memory_order_acquire);
         int c, chunks;
         do {
             c = (int)(w >> 16 & MAX_CHUNKS);
             chunks = (int)(w & MAX_CHUNKS);
-            if (claim_generation(w) != generation || c >= chunks) return;
+            if (claim_generation(w) != generation || c >= chunks) return items;
         } while (!atomic_compare_exchange_weak_explicit(&pool->claim, &w, w + (1u << 16), memory_order_acq_rel,
                                                         memory_order_acquire));
         /* whole grains: a kernel may need its rows in groups (interleaved weights) */
         int64_t units = (pool->n + pool->grain - 1) / pool->grain;
         int64_t begin = units * c / chunks * pool->grain, end = units * (c + 1) / chunks * pool->grain;
         if (end > pool->n) end = pool->n;
-        if (begin < end) pool->fn(pool->arg, begin, end, thread);
+        if (begin < end) {
+            pool->fn(pool->arg, begin, end, thread);
+            items += end - begin;
+        }
         if (atomic_fetch_add(&pool->finished, 1) + 1 == chunks && atomic_load(&pool->caller_asleep)) {
             pthread_mutex_lock(&pool->lock);
             pthread_cond_signal(&pool->done);
@@ -158,6 +209,7 @@ pd_pool *pdi_pool_new(int n_threads)
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
+    pool->tuning.stretch = 1;
     if (n_threads > 1 && !(pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers))) goto fail;
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
@@ -198,6 +250,51 @@ void pdi_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void 
     pdi_pool_for_chunks(pool, n, grain, CHUNKS_PER_THREAD, fn, arg);
 }
 
+/* Returns when all `chunks` of the current loop are done: only chunks that a
+ * running thread claimed are left. */
+static void wait_for_chunks(pd_pool *pool, int64_t chunks)
+{
+    for (int i = 0; i < SPIN_ROUNDS; i++) {
+        if (atomic_load_explicit(&pool->finished, memory_order_acquire) == chunks) return;
+        spin_pause(i);
+    }
+    pthread_mutex_lock(&pool->lock);
+    atomic_store(&pool->caller_asleep, 1);
+    while (atomic_load(&pool->finished) < chunks) pthread_cond_wait(&pool->done, &pool->lock);
+    atomic_store(&pool->caller_asleep, 0);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/* At the end of a window, the mode of the next one. */
+static void weigh_window(pool_tuning *t)
+{
+    switch (t->mode) {
+    case TUNE_SHARED: {
+        double running = t->sampled_cpu > 0 && t->sampled_wall > t->sampled_cpu
+                             ? (double)t->sampled_cpu / (double)t->sampled_wall : 1.0;
+        t->shared_window = t->wall_ns;
+        if ((double)t->wall_ns > GATE * t->own_pace_ns * running) t->mode = TUNE_TRY_ALONE;
+        break;
+    }
+    case TUNE_TRY_ALONE:
+        if (t->wall_ns < t->shared_window) {
+            t->mode = TUNE_ALONE;
+            t->alone_left = t->stretch;
+            t->stretch = t->stretch * 2 > SOLO_MAX_WINDOWS ? SOLO_MAX_WINDOWS : t->stretch * 2;
+        } else {
+            t->mode = TUNE_SHARED;
+            t->stretch = 1;
+        }
+        break;
+    case TUNE_ALONE:
+        if (--t->alone_left == 0) t->mode = TUNE_SHARED;
+        break;
+    }
+    t->loops = 0;
+    t->wall_ns = t->sampled_wall = t->sampled_cpu = 0;
+    t->own_pace_ns = 0.0;
+}
+
 void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg)
 {
     if (n <= 0) return;
@@ -208,6 +305,17 @@ void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per
         fn(arg, 0, n, 0);
         return;
     }
+    pool_tuning *tune = &pool->tuning;
+    if (tune->mode != TUNE_SHARED) {
+        int64_t start = clock_ns(CLOCK_MONOTONIC);
+        fn(arg, 0, n, 0);
+        tune->wall_ns += clock_ns(CLOCK_MONOTONIC) - start;
+        if (++tune->loops == TUNE_WINDOW) weigh_window(tune);
+        return;
+    }
+    bool sampled = tune->loops % SAMPLE_EVERY == 0;
+    /* the processor clock around the wall clock: its own cost never counts as time not running */
+    int64_t cpu = sampled ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0, start = clock_ns(CLOCK_MONOTONIC);
     int64_t chunks = want < max_chunks ? want : max_chunks;
     if (chunks > MAX_CHUNKS) chunks = MAX_CHUNKS;
     pool->fn = fn;
@@ -225,16 +333,15 @@ void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per
         pthread_mutex_unlock(&pool->lock);
     }
 
-    run_chunks(pool, generation, 0);
-
-    /* only chunks that a running thread claimed are left: wait for those */
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
-        if (atomic_load_explicit(&pool->finished, memory_order_acquire) == chunks) return;
-        spin_pause(i);
+    int64_t own = run_chunks(pool, generation, 0), own_end = clock_ns(CLOCK_MONOTONIC);
+    if (sampled) {
+        tune->sampled_cpu += clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
+        tune->sampled_wall += own_end - start;
     }
-    pthread_mutex_lock(&pool->lock);
-    atomic_store(&pool->caller_asleep, 1);
-    while (atomic_load(&pool->finished) < chunks) pthread_cond_wait(&pool->done, &pool->lock);
-    atomic_store(&pool->caller_asleep, 0);
-    pthread_mutex_unlock(&pool->lock);
+    wait_for_chunks(pool, chunks);
+    int64_t shared_ns = clock_ns(CLOCK_MONOTONIC) - start;
+    tune->wall_ns += shared_ns;
+    /* a loop the caller had no part in counts as a tie */
+    tune->own_pace_ns += own > 0 ? (double)(own_end - start) * (double)n / (double)own : (double)shared_ns;
+    if (++tune->loops == TUNE_WINDOW) weigh_window(tune);
 }

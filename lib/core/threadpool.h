@@ -21,7 +21,9 @@ int pdi_pool_size(const pd_pool *pool);
  * every chunk starts at a multiple of grain, the last ends at n) and run fn on
  * them across the pool, each chunk on whichever thread takes it first;
  * returns when all are done. fn may be called several times per thread, with
- * any chunks. */
+ * any chunks. While sharing out has been losing to the caller alone (other
+ * processes hold the workers' cores; threadpool.c), fn is called once, with
+ * [0, n) on thread 0. */
 void pdi_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
 /* pdi_pool_for with about chunks_per_thread chunks a thread (pdi_pool_for: 4). */
 void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pocketdec.h"
 #include "pd_internal.h" /* pdi_model_derive: merging into interleaved weights */
@@ -714,6 +715,47 @@ static void test_pool_chunks(void **state)
     pdi_pool_free(pool);
 }
 
+/* A worker that holds its chunks far longer than the caller takes for all of
+ * them (as when another process holds its core): the pool soon runs loops on
+ * the caller alone, every item still once, and later tries sharing again. */
+typedef struct {
+    cover_job cover;
+    int64_t n;
+    bool whole_on_caller; /* the loop ran as one call on the caller */
+} slow_worker_job;
+
+static void slow_worker_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    slow_worker_job *j = arg;
+    if (thread != 0) {
+        struct timespec pause = {0, 300000};
+        nanosleep(&pause, NULL);
+    }
+    cover_range(&j->cover, begin, end, thread);
+    if (thread == 0 && begin == 0 && end == j->n) j->whole_on_caller = true; /* only the caller writes it */
+}
+
+static void test_pool_runs_alone_when_sharing_loses(void **state)
+{
+    (void)state;
+    if (pd_cpu_count() < 2) skip();
+    pd_pool *pool = pdi_pool_new(2);
+    assert_non_null(pool);
+    int seen[64];
+    bool alone = false, shared_after = false;
+    for (int loop = 0; loop < 16 * 1024 && !shared_after; loop++) {
+        slow_worker_job j = {{1, seen, false, PTHREAD_MUTEX_INITIALIZER}, 64, false};
+        memset(seen, 0, sizeof seen);
+        pdi_pool_for(pool, 64, 1, slow_worker_range, &j);
+        for (int i = 0; i < 64; i++) assert_int_equal(seen[i], 1);
+        if (j.whole_on_caller) alone = true;
+        else if (alone) shared_after = true;
+    }
+    assert_true(alone);
+    assert_true(shared_after);
+    pdi_pool_free(pool);
+}
+
 static void test_missing_model(void **state)
 {
     (void)state;
@@ -744,6 +786,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_shared_model_threads, setup_gqa, teardown_gqa),
         cmocka_unit_test(test_interleaved_layout),
         cmocka_unit_test(test_pool_chunks),
+        cmocka_unit_test(test_pool_runs_alone_when_sharing_loses),
         cmocka_unit_test(test_missing_model),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
