@@ -265,9 +265,10 @@ static void wait_for_chunks(pd_pool *pool, int64_t chunks)
     pthread_mutex_unlock(&pool->lock);
 }
 
-/* At the end of a window, the mode of the next one. */
+/* Counts a loop just timed; at the end of a window, sets the mode of the next one. */
 static void weigh_window(pool_tuning *t)
 {
+    if (++t->loops < TUNE_WINDOW) return;
     switch (t->mode) {
     case TUNE_SHARED: {
         double running = t->sampled_cpu > 0 && t->sampled_wall > t->sampled_cpu
@@ -310,7 +311,7 @@ void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per
         int64_t start = clock_ns(CLOCK_MONOTONIC);
         fn(arg, 0, n, 0);
         tune->wall_ns += clock_ns(CLOCK_MONOTONIC) - start;
-        if (++tune->loops == TUNE_WINDOW) weigh_window(tune);
+        weigh_window(tune);
         return;
     }
     bool sampled = tune->loops % SAMPLE_EVERY == 0;
@@ -343,5 +344,5 @@ void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per
     tune->wall_ns += shared_ns;
     /* a loop the caller had no part in counts as a tie */
     tune->own_pace_ns += own > 0 ? (double)(own_end - start) * (double)n / (double)own : (double)shared_ns;
-    if (++tune->loops == TUNE_WINDOW) weigh_window(tune);
+    weigh_window(tune);
 }
