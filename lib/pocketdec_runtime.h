@@ -272,6 +272,9 @@ PD_API pd_context *pd_context_fork(const pd_context *ctx, pd_error *err);
 /* Tokens currently in the KV cache. */
 PD_API int32_t pd_context_kv_len(const pd_context *ctx);
 PD_API int32_t pd_context_n_ctx(const pd_context *ctx);
+/* The threads its passes run on, the caller's included (n_threads as
+ * started: 0 gives 1, and never more than pd_cpu_count()). */
+PD_API int32_t pd_context_n_threads(const pd_context *ctx);
 /* The KV cache's element type, PD_KV_AUTO resolved (PD_KV_F32 or PD_KV_F16). */
 PD_API pd_kv_type pd_context_kv_type(const pd_context *ctx);
 

@@ -140,6 +140,7 @@ typedef struct decoder {
     size_t n_ids;
     int32_t rows[1 + PD_SPECULATE_MAX];
     pd_batch next;    /* the evaluation the decoder waits for */
+    bool copy_drafts; /* drafts may guess a span's copy, not only the tokens the schema forces */
 } decoder;
 
 #define DRAFT_CONTEXT 3 /* generated tokens a draft's source must repeat, at most */
@@ -198,6 +199,7 @@ static int32_t draft(decoder *d, pd_cstate s, int32_t n_out, int32_t k_max)
     while (k < k_max && s.phase != PD_PH_DONE) {
         int32_t t = -1;
         if (s.phase == PD_PH_VALUE && d->ex->schema->fields[s.field].kind == PD_FIELD_SPAN) {
+            if (!d->copy_drafts) break;
             t = copy_next(d, n_out + k);
         } else if (!pdi_cstate_can_end(&d->con, &s) &&
                    pdi_constraint_allowed(&d->con, &s, &d->ex->vocab, d->scratch) == 1) {
@@ -403,7 +405,7 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
                               const pd_extract_params *p, bool *done, pd_error *err)
 {
     const pd_schema *sc = ex->schema;
-    *d = (decoder){.ctx = ctx, .ex = ex, .p = *p, .rng = p->sampler.seed};
+    *d = (decoder){.ctx = ctx, .ex = ex, .p = *p, .rng = p->sampler.seed, .copy_drafts = true};
     *done = true;
     if (!(d->x = calloc(1, sizeof *d->x))) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
     d->x->n_fields = sc->n_fields;
@@ -544,6 +546,13 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
         m.text_of[k] = -1;
         fill_slot(&m, k);
     }
+    /* Span copies are drafted while at most a review a thread is in flight.
+     * A pass of a few rows costs about its weight reads, so a guessed copy is
+     * nearly free; past that the rows are arithmetic, and the copies that are
+     * rejected (a quarter at K = 4) cost more than the passes the kept ones
+     * save. Forced tokens are always kept, so they are drafted at any N
+     * (docs/extraction.md, "Several reviews in flight"). */
+    const int32_t copy_max_busy = pd_context_n_threads(ctxs[0]);
     for (;;) {
         int32_t n_busy = 0;
         for (int32_t k = 0; k < n_slots; k++)
@@ -559,6 +568,7 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
         for (int32_t j = 0; j < n_busy; j++) {
             int32_t k = busy[j];
             bool more = false;
+            m.slot[k].copy_drafts = n_busy <= copy_max_busy;
             pd_status r = joint ? PD_OK : pd_eval(on[j], &batches[j], &e);
             if (!r) r = advance(&m.slot[k], &more, &e);
             if (r || !more) {

@@ -112,6 +112,11 @@ PD_API void pd_extraction_free(pd_extraction *x);
  * other. Returns PD_OK when every text has its extraction, else the status of
  * the first failed text, with its message in err prefixed by its index.
  * params are checked first, as pd_extract checks them, before anything runs.
+ * With speculation, a pass drafts span copies only while no more texts are
+ * in flight than ctxs[0] has threads; past that (a pass of many rows costs
+ * its arithmetic) it drafts only the tokens the schema forces. Either way
+ * the outputs are those without speculation; n_drafted and n_accepted count
+ * what was drafted.
  * Memory: the texts' results, and per context its KV cache. */
 PD_API pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex,
                                  const char *const *texts, const size_t *lens, int32_t n_texts,

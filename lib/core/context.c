@@ -289,6 +289,7 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
 
 int32_t pd_context_kv_len(const pd_context *ctx) { return ctx->kv_len; }
 int32_t pd_context_n_ctx(const pd_context *ctx) { return ctx->n_ctx; }
+int32_t pd_context_n_threads(const pd_context *ctx) { return pdi_pool_size(ctx->pool); }
 pd_kv_type pd_context_kv_type(const pd_context *ctx) { return ctx->kv_f16 ? PD_KV_F16 : PD_KV_F32; }
 
 pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err)

@@ -63,12 +63,21 @@ static char *describe(const pd_extraction *x)
     return s;
 }
 
+/* pd_extract's drafting on a review: drafted and kept tokens, passes. */
+typedef struct drafting {
+    int32_t drafted, kept, passes;
+} drafting;
+
 /* pd_extract_many with `parallel` texts in flight (the pass context at
  * `threads` threads, the others at 1 with a small batch) gives every review
  * the records, tokens and stop of pd_extract (want[i]); an empty text and a
- * text too long for the context are finished on the way, alone. */
+ * text too long for the context are finished on the way, alone. one[i], when
+ * given, is pd_extract's drafting of review i at the same speculate: no more
+ * in flight than the pass context's threads, each review drafts as it does
+ * there; more, span copies stop while they are in flight, and fewer drafts
+ * are rejected. */
 static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews, char **want, int threads,
-                       int parallel, int speculate)
+                       int parallel, int speculate, const drafting *one)
 {
     pd_error err;
     pd_context **ctxs = calloc((size_t)parallel, sizeof *ctxs);
@@ -97,6 +106,8 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
     p.speculate = speculate;
     assert_int_equal(pd_extract_many(ctxs, parallel, ex, texts, lens, n, &p, outs, errs, &err), PD_ERR_CONTEXT);
     assert_non_null(strstr(err.message, "text "));
+    long rejected = 0, rejected_one = 0;
+    int pool = pd_context_n_threads(ctxs[0]); /* threads as started: at most the CPUs */
     for (int i = 0, r = 0; i < n; i++) {
         if (i == at_long) {
             assert_null(outs[i]);
@@ -109,14 +120,25 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
             assert_int_equal(outs[i]->n_records, 0);
             assert_int_equal(outs[i]->n_forward, 0);
         } else {
-            char *d = describe(outs[i]);
+            const pd_extraction *x = outs[i];
+            assert_true(x->n_accepted <= x->n_drafted);
+            if (one && parallel <= pool) {
+                assert_int_equal(x->n_drafted, one[r].drafted);
+                assert_int_equal(x->n_accepted, one[r].kept);
+                assert_int_equal(x->n_forward, one[r].passes);
+            }
+            rejected += x->n_drafted - x->n_accepted;
+            rejected_one += one ? one[r].drafted - one[r].kept : 0;
+            char *d = describe(x);
             assert_string_equal(d, want[r++]);
             free(d);
         }
         pd_extraction_free(outs[i]);
     }
-    printf("  %d threads, %d in flight, speculation of %d: %d reviews identical to pd_extract\n", threads, parallel,
-           speculate, g_n);
+    if (one && parallel > pool) assert_true(rejected < rejected_one);
+    printf("  %d threads, %d in flight, speculation of %d: %d reviews identical to pd_extract (%ld drafts "
+           "rejected%s)\n", threads, parallel, speculate, g_n, rejected,
+           one ? parallel <= pool ? ", each review's drafting that of pd_extract" : ", fewer than pd_extract's" : "");
     free(outs);
     free(errs);
     free(big);
@@ -145,6 +167,7 @@ static void check_model(pd_weight_quant quant, char **reviews)
     pd_extractor *ex = pd_extractor_new(m, sc, &err);
     assert_non_null(ex);
     char **first = calloc((size_t)g_n, sizeof *first);
+    drafting *k4 = calloc((size_t)g_n, sizeof *k4), *k16 = calloc((size_t)g_n, sizeof *k16);
     long records = 0;
     for (int threads = 1; threads <= 3; threads++) {
         pd_context_params cp = pd_context_default_params();
@@ -168,6 +191,7 @@ static void check_model(pd_weight_quant quant, char **reviews)
             assert_int_equal(pd_context_kv_len(reuse), pd_context_kv_len(fresh));
             drafted += b->n_drafted;
             kept += b->n_accepted;
+            if (threads != 2) (threads == 1 ? k4 : k16)[i] = (drafting){b->n_drafted, b->n_accepted, b->n_forward};
             passes += b->n_forward;
             plain_passes += a->n_forward;
             tokens += b->n_tokens;
@@ -194,12 +218,15 @@ static void check_model(pd_weight_quant quant, char **reviews)
         pd_context_free(fresh);
     }
     assert_true(records > 0);
-    check_many(m, ex, reviews, first, 1, 8, 4);
-    check_many(m, ex, reviews, first, 2, 3, 0);
-    check_many(m, ex, reviews, first, 3, 16, PD_SPECULATE_MAX);
-    check_many(m, ex, reviews, first, 2, 1, 4);
+    check_many(m, ex, reviews, first, 1, 8, 4, k4);
+    check_many(m, ex, reviews, first, 2, 3, 0, NULL);
+    check_many(m, ex, reviews, first, 3, 16, PD_SPECULATE_MAX, k16);
+    check_many(m, ex, reviews, first, 2, 1, 4, k4);
+    check_many(m, ex, reviews, first, 3, 3, PD_SPECULATE_MAX, k16);
     for (int i = 0; i < g_n; i++) free(first[i]);
     free(first);
+    free(k4);
+    free(k16);
     pd_extractor_free(ex);
     pd_schema_free(sc);
     if (m != base) pd_model_free(m);
