@@ -550,8 +550,9 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
      * A pass of a few rows costs about its weight reads, so a guessed copy is
      * nearly free; past that the rows are arithmetic, and the copies that are
      * rejected (a quarter at K = 4) cost more than the passes the kept ones
-     * save. Forced tokens are always kept, so they are drafted at any N
-     * (docs/extraction.md, "Several reviews in flight"). */
+     * save. A forced token is kept unless the output ends before it, so
+     * forced tokens are drafted at any N (docs/extraction.md, "Several
+     * reviews in flight"). */
     const int32_t copy_max_busy = pd_context_n_threads(ctxs[0]);
     for (;;) {
         int32_t n_busy = 0;
