@@ -1,0 +1,193 @@
+/* kernels.c (bench_kernels) - the matrix-product kernels alone, one thread (a
+ * benchmark, not a test): every vector kernel table this CPU runs (AVX2,
+ * AVX-512 VNNI, NEON; the portable one where there is none) multiplies the
+ * MNN-Pocket shapes (gate/up 2560 x 896, down 896 x 2560) at Q4_0 and Q8_0,
+ * and the bundled models' shapes (704 x 256, 256 x 704) at BF16, by 1, 4, 8
+ * and 64 tokens, in the layout the model runs (block types interleaved as the
+ * table asks). Enough copies of each matrix are swept in turn to pass
+ * SWEEP_MB (64 by default), so the weights come from memory as a 0.3B model's
+ * do in a forward pass; SWEEP_MB 0 keeps one copy, in the cache, as the small
+ * bundled models' weights are (float weights by fewer than 4 tokens: dot_row,
+ * as the trunk runs them). Prints one JSON line per case: the best of R sweeps in multiply-adds
+ * per ns, and for the block types whether the largest case has the bits of
+ * the reference order (pdi_qdot_reference, pdi_qdot_x_reference: every table
+ * and every split must give them).
+ *
+ * Usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64] */
+#define _POSIX_C_SOURCE 200809L
+#include "core/kernels.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Float weights: below this many tokens the trunk dots each row with each
+ * token (dot_row), from it on it multiplies tiles (fmatmul), as
+ * FUSED_MAX_TOKENS in lib/core/forward.c decides. */
+#define FLOAT_TILE_MIN 4
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint32_t next_random(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*s >> 33);
+}
+
+/* rows x cols weights of type t, random but finite: block scales are small
+ * halves, BF16 values are in [-2, 2). */
+static uint8_t *random_matrix(pd_dtype t, int64_t rows, int64_t cols, uint64_t *seed)
+{
+    size_t rb = pdi_dtype_row_bytes(t, cols), bytes = rb * (size_t)rows;
+    uint8_t *w = malloc(bytes);
+    if (!w) return NULL;
+    for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)next_random(seed);
+    if (t == PD_BF16)
+        for (size_t i = 0; i + 1 < bytes; i += 2) w[i + 1] = (uint8_t)((w[i + 1] & 0x80) | 0x3f);
+    size_t block = t == PD_BF16 ? 0 : pd_block_bytes(t);
+    for (size_t b = 0; block && b < bytes / block; b++) {
+        uint16_t d = pdi_f32_to_f16(0.01f + (float)(next_random(seed) % 100) * 1e-4f);
+        memcpy(w + b * block, &d, 2);
+    }
+    return w;
+}
+
+typedef struct bench_case {
+    const pd_kernels *k;
+    pd_dtype type;
+    int64_t rows, cols, tokens;
+} bench_case;
+
+/* The products of every copy, timed: the best of runs sweeps, in MAC/ns;
+ * y receives the first copy's product. */
+static double time_case(const bench_case *c, uint8_t *const *copies, int n_copies, const pd_qact *a, const float *x,
+                        float *y, int runs)
+{
+    size_t rb = pdi_dtype_row_bytes(c->type, c->cols);
+    double best = 1e30;
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_s();
+        for (int i = n_copies - 1; i >= 0; i--) {
+            if (c->type == PD_BF16 && c->tokens < FLOAT_TILE_MIN)
+                for (int64_t row = 0; row < c->rows; row++)
+                    for (int64_t t = 0; t < c->tokens; t++)
+                        y[t * c->rows + row] = c->k->dot_row(c->type, copies[i] + (size_t)row * rb, x + t * c->cols, c->cols);
+            else if (c->type == PD_BF16)
+                c->k->fmatmul(c->type, copies[i], rb, c->rows, c->cols, x, c->cols, 0, c->tokens, y, c->rows);
+            else if (c->k->interleave)
+                c->k->qmatmul_x(c->type, copies[i], rb, c->rows, a, 0, c->tokens, y, c->rows);
+            else
+                c->k->qmatmul(c->type, copies[i], rb, c->rows, a, 0, c->tokens, y, c->rows);
+        }
+        double dt = now_s() - t0;
+        if (dt < best) best = dt;
+    }
+    return (double)c->rows * (double)c->cols * (double)c->tokens * n_copies / (best * 1e9);
+}
+
+/* One shape and type on every table; false when memory ran out. */
+static bool run_shape(const pd_kernels *const *tables, int n_tables, pd_dtype type, int64_t rows, int64_t cols,
+                      const int64_t *tokens, int n_tokens, int runs, size_t sweep)
+{
+    uint64_t seed = 42;
+    size_t rb = pdi_dtype_row_bytes(type, cols), bytes = rb * (size_t)rows;
+    int n_copies = sweep ? (int)((sweep + bytes - 1) / bytes) : 1;
+    uint8_t *plain = random_matrix(type, rows, cols, &seed);
+    uint8_t **copies = calloc((size_t)n_copies, sizeof *copies);
+    int64_t max_tok = 0;
+    for (int i = 0; i < n_tokens; i++) max_tok = tokens[i] > max_tok ? tokens[i] : max_tok;
+    float *x = malloc((size_t)(max_tok * cols) * sizeof *x);
+    float *y = malloc((size_t)(max_tok * rows) * sizeof *y);
+    size_t ds = (size_t)((cols / 32 + 1) * max_tok) * sizeof(float);
+    pd_qact a = {max_tok, max_tok, cols, malloc((size_t)(max_tok * cols)), malloc(ds), malloc(ds),
+                 malloc((size_t)(max_tok * cols / 32) * sizeof(int32_t))};
+    bool memory = plain && copies && x && y && a.q && a.d && a.s && a.block_bias, ok = memory;
+    for (int i = 0; ok && i < n_copies; i++) ok = memory = (copies[i] = malloc(bytes)) != NULL;
+    for (int64_t i = 0; ok && i < max_tok * cols; i++) x[i] = (float)(next_random(&seed) % 2001) / 1000.0f - 1.0f;
+    if (ok) pdi_quantize_act(&a, x, cols, 0, max_tok);
+    for (int t = 0; ok && t < n_tables; t++) {
+        const pd_kernels *k = tables[t];
+        int n = type == PD_BF16 ? 0 : k->interleave;
+        for (int i = 0; i < n_copies; i++) {
+            if (n) pdi_x_pack(type, n, plain, rb, rows, copies[i]);
+            else memcpy(copies[i], plain, bytes);
+        }
+        for (int j = 0; j < n_tokens; j++) {
+            bench_case c = {k, type, rows, cols, tokens[j]};
+            double mac_ns = time_case(&c, copies, n_copies, &a, x, y, runs);
+            int check = type != PD_BF16 && j + 1 == n_tokens; /* the largest case, against the reference order */
+            for (int64_t tok = 0; check && tok < tokens[j]; tok++)
+                for (int64_t r = 0; r < rows; r++) {
+                    float want = n ? pdi_qdot_x_reference(type, n, copies[0], rb, r, &a, tok)
+                                   : pdi_qdot_reference(type, copies[0] + (size_t)r * rb, &a, tok);
+                    if (memcmp(&want, &y[tok * rows + r], sizeof want)) check = -1;
+                }
+            printf("{\"kernels\": \"%s\", \"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"tokens\": %lld, "
+                   "\"matrices\": %d, \"mac_per_ns\": %.2f%s}\n",
+                   k->name, pdi_dtype_name(type), (long long)rows, (long long)cols, (long long)tokens[j], n_copies,
+                   mac_ns, check == 1 ? ", \"same_bits\": true" : check ? ", \"same_bits\": false" : "");
+            fflush(stdout);
+            ok = ok && check >= 0;
+        }
+    }
+    for (int i = 0; copies && i < n_copies; i++) free(copies[i]);
+    free(copies);
+    free(plain);
+    free(x);
+    free(y);
+    free(a.q);
+    free(a.d);
+    free(a.s);
+    free(a.block_bias);
+    if (!ok)
+        fprintf(stderr, "bench_kernels: %s %lld x %lld: %s\n", pdi_dtype_name(type), (long long)rows, (long long)cols,
+                memory ? "a kernel's bits differ from the reference order" : "out of memory");
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    int runs = argc > 1 ? atoi(argv[1]) : 5;
+    int64_t tokens[16] = {1, 4, 8, 64};
+    int n_tokens = 4;
+    if (argc > 2) {
+        n_tokens = 0;
+        for (char *s = argv[2], *end; *s && n_tokens < 16; s = *end ? end + 1 : end) {
+            long v = strtol(s, &end, 10);
+            if (end == s || v < 1 || v > 4096 || (*end && *end != ',')) {
+                fprintf(stderr, "bench_kernels: TOKENS is a comma-separated list of counts in 1..4096\n");
+                return 2;
+            }
+            tokens[n_tokens++] = v;
+        }
+    }
+    char *end = NULL;
+    long sweep_mb = argc > 3 ? strtol(argv[3], &end, 10) : 64;
+    if (runs < 1 || n_tokens == 0 || sweep_mb < 0 || sweep_mb > 4096 || (end && (end == argv[3] || *end))) {
+        fprintf(stderr, "usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64, at most 4096]\n");
+        return 2;
+    }
+    const pd_kernels *vector[] = {pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
+    const pd_kernels *tables[3];
+    int n_tables = 0;
+    for (int i = 0; i < 3; i++)
+        if (vector[i]) tables[n_tables++] = vector[i];
+    if (n_tables == 0) tables[n_tables++] = pdi_kernels_portable();
+    static const struct {
+        pd_dtype type;
+        int64_t rows, cols;
+    } shapes[] = {{PD_Q4_0, 2560, 896}, {PD_Q4_0, 896, 2560}, {PD_Q8_0, 2560, 896},
+                  {PD_Q8_0, 896, 2560}, {PD_BF16, 704, 256},  {PD_BF16, 256, 704}};
+    bool ok = true;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        ok = run_shape(tables, n_tables, shapes[s].type, shapes[s].rows, shapes[s].cols, tokens, n_tokens, runs,
+                       (size_t)sweep_mb << 20) && ok;
+    return ok ? 0 : 1;
+}
