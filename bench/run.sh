@@ -26,7 +26,8 @@
 #       and Q8_0 GGUF from an HF directory; llama.cpp loads each, and its last-position
 #       logits are compared with pocketdec's.
 #   --extract (instead of the throughput table): batch extraction of the first --reviews N
-#       (default 100) dev reviews under the Tianchi schema, greedy, on each --formats file and
+#       (default 100) dev reviews under the Tianchi schema, greedy, on each --formats file (the
+#       pocket shape with the real Qwen3 vocabulary and tokenizer) and
 #       on models/tianchi-gen (bench/extract_many.c): pocketdec one review at a time with the
 #       whole prompt each time, then with the prompt prefix reused, then N = 1, 4, 8, 16 in
 #       flight (pd_extract_many), then the same with copy speculation (K = 4), best of --reps
@@ -219,7 +220,8 @@ extract() {
       args=("$ROOT/models/tianchi-gen/base" "$schema" "$reviews" "$REVIEWS" "$THREADS" "$REPS" 4 - \
             "$ROOT/models/tianchi-gen/adapter")
     else
-      lfile=$(model "$fmt")
+      # the real Qwen3 vocabulary, so that reviews and spans tokenize as with the published model
+      lfile=$(model "$fmt" "--vocab 151936 --tokenizer $ROOT/tests/fixtures/qwen3/tokenizer.json" -qwen3tok)
       args=("$lfile" "$schema" "$reviews" "$REVIEWS" "$THREADS" "$REPS" 4)
       : >"$TMP/ll_batched.jsonl"
       for n in 1 4 8 16; do

@@ -109,7 +109,7 @@ typedef struct run_state {
     pd_extract_params params;
     pd_record_format fmt;
     FILE *out;
-    long reviews, records, broken, failed, tokens, forward, drafted, accepted;
+    long reviews, records, broken, failed, tokens, forward, drafted, accepted, copies_drafted, copies_kept;
     bool bar;          /* stderr is a terminal: a bar redrawn in place */
     double every;      /* --progress S: a line every S seconds instead (< 0: none) */
 } run_state;
@@ -159,6 +159,8 @@ static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, b
         s->forward += x->n_forward;
         s->drafted += x->n_drafted;
         s->accepted += x->n_accepted;
+        s->copies_drafted += x->n_copies_drafted;
+        s->copies_kept += x->n_copies_kept;
     }
     int rc = write_result(s, w, x);
     pd_extraction_free(x);
@@ -331,9 +333,10 @@ static int stream(run_state *s, reader *r)
     else
         fprintf(stderr,
                 "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s); "
-                "%ld forward passes, %ld of %ld drafted tokens kept (%.1f%%)\n",
+                "%ld forward passes, %ld of %ld drafted tokens kept (%.1f%%; span copies: %ld of %ld)\n",
                 s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1),
-                s->forward, s->accepted, s->drafted, s->drafted ? 100.0 * (double)s->accepted / (double)s->drafted : 0.0);
+                s->forward, s->accepted, s->drafted, s->drafted ? 100.0 * (double)s->accepted / (double)s->drafted : 0.0,
+                s->copies_kept, s->copies_drafted);
     return (s->broken || s->failed) ? 1 : 0;
 }
 

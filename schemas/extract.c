@@ -141,7 +141,13 @@ typedef struct decoder {
     int32_t rows[1 + PD_SPECULATE_MAX];
     pd_batch next;    /* the evaluation the decoder waits for */
     bool copy_drafts; /* drafts may guess a span's copy, not only the tokens the schema forces */
+    bool copied[1 + PD_SPECULATE_MAX]; /* which rows of the last evaluation are span copies */
 } decoder;
+
+/* A copy is drafted while at least one in COPY_KEEP_RATIO of this review's
+ * drafted copies was kept: a rejected row costs a pass of a few rows about a
+ * quarter of the pass a kept token saves (docs/extraction.md). */
+#define COPY_KEEP_RATIO 4
 
 #define DRAFT_CONTEXT 3 /* generated tokens a draft's source must repeat, at most */
 
@@ -190,16 +196,22 @@ static int32_t copy_next(const decoder *d, int32_t n)
 /* A draft of at most k_max tokens after the output out[0..n_out), state s,
  * into d->batch[1..]: inside a span value the review's continuation
  * (copy_next), elsewhere the token the schema forces (the only one allowed:
- * a separator, the rest of an enum value). Stops at the first state that
+ * a separator, the rest of an enum value). Copies are drafted while the
+ * review's copies pay (COPY_KEEP_RATIO), at most one more than it has kept
+ * so far, so that a review whose spans end where the model ends them (words
+ * of a few tokens) wastes about one row. Stops at the first state that
  * allows a choice outside a span, or at a record's end. Returns its length. */
 static int32_t draft(decoder *d, pd_cstate s, int32_t n_out, int32_t k_max)
 {
-    int32_t k = 0;
+    int32_t k = 0, n_copies = 0;
     const pd_tokenizer *tok = pd_model_tokenizer(d->ex->model);
     while (k < k_max && s.phase != PD_PH_DONE) {
         int32_t t = -1;
-        if (s.phase == PD_PH_VALUE && d->ex->schema->fields[s.field].kind == PD_FIELD_SPAN) {
-            if (!d->copy_drafts) break;
+        bool copy = s.phase == PD_PH_VALUE && d->ex->schema->fields[s.field].kind == PD_FIELD_SPAN;
+        if (copy) {
+            if (!d->copy_drafts || (int64_t)d->x->n_copies_kept * COPY_KEEP_RATIO < d->x->n_copies_drafted ||
+                n_copies > d->x->n_copies_kept)
+                break;
             t = copy_next(d, n_out + k);
         } else if (!pdi_cstate_can_end(&d->con, &s) &&
                    pdi_constraint_allowed(&d->con, &s, &d->ex->vocab, d->scratch) == 1) {
@@ -212,9 +224,12 @@ static int32_t draft(decoder *d, pd_cstate s, int32_t n_out, int32_t k_max)
             if (!pdi_cstate_step(&d->con, &s, (uint8_t)b[i])) t = -1;
         if (t < 0) break;
         d->batch[1 + k] = d->out[n_out + k] = t;
+        d->copied[1 + k] = copy;
+        n_copies += copy;
         k++;
         if (s.phase == PD_PH_START && s.field == 0) break; /* a record ended: a repeat may end the output */
     }
+    d->x->n_copies_drafted += n_copies;
     return k;
 }
 
@@ -361,6 +376,7 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
         if (d->row + 1 < d->n_rows && d->batch[d->row + 1] == id) { /* the draft was right: its row is next */
             d->row++;
             x->n_accepted++;
+            x->n_copies_kept += d->copied[d->row];
             continue;
         }
         if (d->row + 1 < d->n_rows && (rc = pd_context_kv_truncate(d->ctx, kv_used(d), err))) return rc;

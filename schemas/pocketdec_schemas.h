@@ -47,8 +47,10 @@ typedef struct pd_extract_params {
     int32_t speculate;         /* copy speculation: draft tokens a forward pass verifies, 0..PD_SPECULATE_MAX
                                   (0 off; PD_SPECULATE_DEFAULT by default). Greedy sampling only: inside a
                                   span value, the prompt tokens after the latest place that ends like the
-                                  output are evaluated with the next token in one pass, and those that greedy
-                                  decoding under the mask picks are kept: the output is the same as with 0 */
+                                  output are evaluated with the next token in one pass (while at least one in 4
+                                  of the text's drafted copies was kept, at most one more than it has kept),
+                                  elsewhere the tokens the schema forces; those that greedy decoding under the
+                                  mask picks are kept: the output is the same as with 0 */
 } pd_extract_params;
 
 #define PD_SPECULATE_MAX 16
@@ -80,6 +82,7 @@ typedef struct pd_extraction {
     int32_t n_cached_tokens;           /* prompt tokens the context's cache already held (not evaluated again) */
     int32_t n_forward;                 /* pd_eval calls: the prompt's, then one per verified draft or token */
     int32_t n_drafted, n_accepted;     /* copy speculation: draft tokens evaluated, and kept */
+    int32_t n_copies_drafted, n_copies_kept; /* of those, the span copies (the rest: tokens the schema forced) */
 } pd_extraction;
 
 /* Extract records from text (valid UTF-8; an empty text gives no records

@@ -146,7 +146,8 @@ class Extraction(Structure):
     _fields_ = [("n_fields", c_int32), ("n_records", c_int32), ("records", POINTER(Record)),
                 ("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("stop", c_int), ("n_sparse", c_int32),
                 ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32), ("n_forward", c_int32),
-                ("n_drafted", c_int32), ("n_accepted", c_int32)]
+                ("n_drafted", c_int32), ("n_accepted", c_int32), ("n_copies_drafted", c_int32),
+                ("n_copies_kept", c_int32)]
 
 
 class Quad(Structure):  # te_quad

@@ -63,10 +63,30 @@ static char *describe(const pd_extraction *x)
     return s;
 }
 
-/* pd_extract's drafting on a review: drafted and kept tokens, passes. */
+/* pd_extract's drafting on a review: drafted and kept tokens, passes, and
+ * the span copies among the drafted and kept tokens. */
 typedef struct drafting {
-    int32_t drafted, kept, passes;
+    int32_t drafted, kept, passes, copies, copies_kept;
 } drafting;
+
+static drafting drafting_of(const pd_extraction *x)
+{
+    return (drafting){x->n_drafted, x->n_accepted, x->n_forward, x->n_copies_drafted, x->n_copies_kept};
+}
+
+/* What any review's counts must satisfy at speculate k: kept within drafted,
+ * copies within both, at most k drafted a pass, and the copy rule of
+ * pd_extract_params.speculate: a copy is drafted only while at least one in
+ * 4 of the review's drafted copies was kept, at most one more than it has
+ * kept, so it drafts at most 5 x kept + 1 copies in all. */
+static void check_drafting(const pd_extraction *x, int k)
+{
+    assert_true(x->n_accepted <= x->n_drafted && x->n_drafted <= k * x->n_forward);
+    assert_true(x->n_copies_kept <= x->n_copies_drafted && x->n_copies_drafted <= x->n_drafted);
+    assert_true(x->n_copies_kept <= x->n_accepted);
+    if (x->n_copies_drafted > 5 * x->n_copies_kept + 1)
+        fail_msg("%d span copies drafted with %d kept: more than the rule allows", x->n_copies_drafted, x->n_copies_kept);
+}
 
 /* pd_extract_many with `parallel` texts in flight (the pass context at
  * `threads` threads, the others at 1 with a small batch) gives every review
@@ -121,11 +141,10 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
             assert_int_equal(outs[i]->n_forward, 0);
         } else {
             const pd_extraction *x = outs[i];
-            assert_true(x->n_accepted <= x->n_drafted);
+            check_drafting(x, speculate);
             if (one && parallel <= pool) {
-                assert_int_equal(x->n_drafted, one[r].drafted);
-                assert_int_equal(x->n_accepted, one[r].kept);
-                assert_int_equal(x->n_forward, one[r].passes);
+                drafting got = drafting_of(x);
+                assert_memory_equal(&got, &one[r], sizeof got);
             }
             rejected += x->n_drafted - x->n_accepted;
             rejected_one += one ? one[r].drafted - one[r].kept : 0;
@@ -175,7 +194,7 @@ static void check_model(pd_weight_quant quant, char **reviews)
         cp.n_threads = threads;
         pd_context *reuse = pd_context_new(m, &cp, &err), *fresh = pd_context_new(m, &cp, &err);
         assert_true(reuse && fresh);
-        long cached = 0, drafted = 0, kept = 0, passes = 0, plain_passes = 0, tokens = 0;
+        long cached = 0, drafted = 0, kept = 0, copies = 0, copies_kept = 0, passes = 0, plain_passes = 0, tokens = 0;
         pd_extract_params plain = pd_extract_default_params(), spec = plain;
         plain.speculate = 0;
         spec.speculate = threads == 1 ? 4 : threads == 2 ? 1 : PD_SPECULATE_MAX;
@@ -187,11 +206,13 @@ static void check_model(pd_weight_quant quant, char **reviews)
             assert_int_equal(pd_extract(reuse, ex, text, strlen(text), &spec, &b, &err), PD_OK);
             assert_int_equal(a->n_cached_tokens, 0);
             assert_int_equal(a->n_drafted, 0);
-            assert_true(b->n_accepted <= b->n_drafted && b->n_drafted <= spec.speculate * b->n_forward);
+            check_drafting(b, spec.speculate);
+            copies += b->n_copies_drafted;
+            copies_kept += b->n_copies_kept;
             assert_int_equal(pd_context_kv_len(reuse), pd_context_kv_len(fresh));
             drafted += b->n_drafted;
             kept += b->n_accepted;
-            if (threads != 2) (threads == 1 ? k4 : k16)[i] = (drafting){b->n_drafted, b->n_accepted, b->n_forward};
+            if (threads != 2) (threads == 1 ? k4 : k16)[i] = drafting_of(b);
             passes += b->n_forward;
             plain_passes += a->n_forward;
             tokens += b->n_tokens;
@@ -210,9 +231,10 @@ static void check_model(pd_weight_quant quant, char **reviews)
             pd_extraction_free(b);
         }
         printf("  %s, %d threads: %d reviews identical with prefix reuse (%ld prompt tokens reused) and "
-               "speculation of %d (%ld of %ld drafted tokens kept, %ld tokens in %ld passes, %ld without)\n",
+               "speculation of %d (%ld of %ld drafted tokens kept, span copies %ld of %ld; %ld tokens in %ld passes, "
+               "%ld without)\n",
                quant == PD_QUANT_Q4_0 ? "Q4_0 at load" : "as stored", threads, g_n, cached, spec.speculate, kept,
-               drafted, tokens, passes, plain_passes);
+               drafted, copies_kept, copies, tokens, passes, plain_passes);
         assert_true(kept > 0);
         pd_context_free(reuse);
         pd_context_free(fresh);
