@@ -209,7 +209,7 @@ extract() {
   local bx=$bdir/bench_extract_many
   local schema=$ROOT/schemas/tianchi-makeup.yaml reviews=$ROOT/data/tianchi/dev_reviews.csv
   echo
-  echo "Batch extraction: first $REVIEWS dev reviews, Tianchi schema, greedy, $THREADS threads, best of $REPS" \
+  echo "Batch extraction: first $REVIEWS dev reviews (the split has 283), Tianchi schema, greedy, $THREADS threads, best of $REPS" \
     "($(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
   echo
   echo "| model | pocketdec | N in flight | K | reviews/s | generated tok/s | vs one at a time | peak RSS MB | same records | llama.cpp batched decode tok/s (same N) | pocketdec / llama.cpp |"
