@@ -179,7 +179,7 @@ AVX2 void pdi_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64
  * |w| times x with w's sign, each piece widened to int32 on its own (two
  * could pass int16). A tile is one group x up to X8_TOKS tokens. */
 #define X8_TOKS 4 /* 3 measured 5% slower, 6 the same */
-#define X8_PREFETCH 4096 /* decode: bytes ahead in the matrix, one stream of blocks (2-8 KiB measured alike) */
+#define X8_PREFETCH 4096 /* a group's first tile: bytes ahead in the matrix, one stream of blocks (2-8 KiB alike) */
 
 
 AVX2_INLINE uint32_t load_u32(const void *p)
@@ -236,9 +236,10 @@ AVX2_INLINE __m256i x8_dots(const pd_dtype t, const x8_block *xb, const uint8_t 
     return _mm256_add_epi32(_mm256_set1_epi32(init), _mm256_madd_epi16(s, ones));
 }
 
-/* One group (8 rows) times NT tokens from tok. */
-AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const uint8_t *g, const pd_qact *a, int64_t tok, float *y,
-                         int64_t y_stride)
+/* One group (8 rows) times NT tokens from tok; stream: the group's first
+ * tile, which reads it from memory (prefetching the blocks ahead). */
+AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, const uint8_t *g, const pd_qact *a,
+                         int64_t tok, float *y, int64_t y_stride)
 {
     const size_t vb = pd_xd_values_bytes(t, 8), sb = pd_xd_scales_bytes(t, 8);
     const size_t bb = sb + (t == PD_Q4_64 ? 2 : 1) * vb; /* a block: its scales, then its values */
@@ -252,7 +253,7 @@ AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const uint8_t *g, const
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
         const uint8_t *sc = g + (size_t)pd_sub_block(t, b) * bb;
         const uint8_t *vals = sc + sb + (t == PD_Q4_64 ? (size_t)(b & 1) * vb : 0);
-        if (NT == 1) /* decode streams the weights, one stream of blocks */
+        if (stream) /* the group's first pass over its blocks: one stream of blocks from memory */
             for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)vals + X8_PREFETCH + o, _MM_HINT_T0);
         x8_block xb;
         x8_load(t, vals, sc, &xb);
@@ -273,12 +274,17 @@ AVX2_INLINE void qmatmul_x8_kind(const pd_dtype t, const uint8_t *w, size_t row_
     for (int64_t r = 0; r < n_rows; r += 8) {
         const uint8_t *g = w + (size_t)r * row_bytes;
         int64_t tok = t0;
-        for (; tok + X8_TOKS <= t1; tok += X8_TOKS) x8_tile(t, X8_TOKS, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok + X8_TOKS <= t1; tok += X8_TOKS)
+            (tok == t0 ? x8_tile(t, X8_TOKS, true, g, a, tok, y + tok * y_stride + r, y_stride)
+                       : x8_tile(t, X8_TOKS, false, g, a, tok, y + tok * y_stride + r, y_stride));
         if (t1 - tok >= 2) {
-            x8_tile(t, 2, g, a, tok, y + tok * y_stride + r, y_stride);
+            (tok == t0 ? x8_tile(t, 2, true, g, a, tok, y + tok * y_stride + r, y_stride)
+                       : x8_tile(t, 2, false, g, a, tok, y + tok * y_stride + r, y_stride));
             tok += 2;
         }
-        for (; tok < t1; tok++) x8_tile(t, 1, g, a, tok, y + tok * y_stride + r, y_stride);
+        for (; tok < t1; tok++)
+            (tok == t0 ? x8_tile(t, 1, true, g, a, tok, y + tok * y_stride + r, y_stride)
+                       : x8_tile(t, 1, false, g, a, tok, y + tok * y_stride + r, y_stride));
     }
 }
 
