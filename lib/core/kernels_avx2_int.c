@@ -271,21 +271,21 @@ AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, cons
 AVX2_INLINE void qmatmul_x8_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
                                  const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
+/* stream as a constant at each call, so that the prefetch test leaves the block loop */
+#define X8_TILE(NT) \
+    (tok == t0 ? x8_tile(t, NT, true, g, a, tok, y + tok * y_stride + r, y_stride) \
+               : x8_tile(t, NT, false, g, a, tok, y + tok * y_stride + r, y_stride))
     for (int64_t r = 0; r < n_rows; r += 8) {
         const uint8_t *g = w + (size_t)r * row_bytes;
         int64_t tok = t0;
-        for (; tok + X8_TOKS <= t1; tok += X8_TOKS)
-            (tok == t0 ? x8_tile(t, X8_TOKS, true, g, a, tok, y + tok * y_stride + r, y_stride)
-                       : x8_tile(t, X8_TOKS, false, g, a, tok, y + tok * y_stride + r, y_stride));
+        for (; tok + X8_TOKS <= t1; tok += X8_TOKS) X8_TILE(X8_TOKS);
         if (t1 - tok >= 2) {
-            (tok == t0 ? x8_tile(t, 2, true, g, a, tok, y + tok * y_stride + r, y_stride)
-                       : x8_tile(t, 2, false, g, a, tok, y + tok * y_stride + r, y_stride));
+            X8_TILE(2);
             tok += 2;
         }
-        for (; tok < t1; tok++)
-            (tok == t0 ? x8_tile(t, 1, true, g, a, tok, y + tok * y_stride + r, y_stride)
-                       : x8_tile(t, 1, false, g, a, tok, y + tok * y_stride + r, y_stride));
+        for (; tok < t1; tok++) X8_TILE(1);
     }
+#undef X8_TILE
 }
 
 PD_BLOCK_TYPE_ENTRY(AVX2, , pdi_qmatmul_x8_avx2, qmatmul_x8, qmatmul_x8_kind)
