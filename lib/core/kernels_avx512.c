@@ -534,51 +534,36 @@ AVX512_INLINE void key_scores_kind(const int f16, const int NH, const uint8_t *k
 }
 
 /* NH heads (1 or 2) with up to 64 output columns each in registers while
- * every value row, loaded once for the heads, is added: even and odd rows
- * into two sets of accumulators (two chains of fmas in flight), summed at
- * the end. A head's sums do not depend on NH. */
+ * every value row, loaded once for the heads, is added: each column one
+ * chain over the rows in order (NH x 4 chains in flight), as the AVX2 and
+ * portable tables add them, so a row's term lands in the same place of its
+ * sum whichever call of blocks brings it: a block of keys hidden from a
+ * token (skipped) or present with zero weights gives the same bits. */
 AVX512_INLINE void value_mix_kind(const int f16, const int NH, const uint8_t *v, size_t stride, int64_t nv,
                                   const float *p, int64_t p_stride, int64_t n, float *out, int64_t out_stride)
 {
     for (int64_t c = 0; c < n; c += 64) {
         __mmask16 live[4];
-        __m512 even[2][4], odd[2][4];
+        __m512 acc[2][4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             live[i] = c + 16 * i < n ? live_cols(n, c + 16 * i) : 0;
 #pragma GCC unroll 2
-            for (int h = 0; h < NH; h++) {
-                even[h][i] = _mm512_maskz_loadu_ps(live[i], out + h * out_stride + c + 16 * i);
-                odd[h][i] = _mm512_setzero_ps();
-            }
+            for (int h = 0; h < NH; h++) acc[h][i] = _mm512_maskz_loadu_ps(live[i], out + h * out_stride + c + 16 * i);
         }
-        int64_t j = 0;
-        for (; j + 2 <= nv; j += 2) {
-            const uint8_t *v0 = v + (size_t)j * stride, *v1 = v0 + stride;
+        for (int64_t j = 0; j < nv; j++) {
+            const uint8_t *vj = v + (size_t)j * stride;
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
-                __m512 a = load16(f16, v0, c + 16 * i, live[i]), b = load16(f16, v1, c + 16 * i, live[i]);
+                __m512 x = load16(f16, vj, c + 16 * i, live[i]);
 #pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) {
-                    even[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j]), a, even[h][i]);
-                    odd[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j + 1]), b, odd[h][i]);
-                }
-            }
-        }
-        if (j < nv) {
-            const uint8_t *v0 = v + (size_t)j * stride;
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                __m512 a = load16(f16, v0, c + 16 * i, live[i]);
-#pragma GCC unroll 2
-                for (int h = 0; h < NH; h++) even[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j]), a, even[h][i]);
+                for (int h = 0; h < NH; h++) acc[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j]), x, acc[h][i]);
             }
         }
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++)
 #pragma GCC unroll 2
-            for (int h = 0; h < NH; h++)
-                _mm512_mask_storeu_ps(out + h * out_stride + c + 16 * i, live[i], _mm512_add_ps(even[h][i], odd[h][i]));
+            for (int h = 0; h < NH; h++) _mm512_mask_storeu_ps(out + h * out_stride + c + 16 * i, live[i], acc[h][i]);
     }
 }
 
