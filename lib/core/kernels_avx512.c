@@ -346,9 +346,11 @@ AVX512_INLINE __m512i x16_dots(const x16_block *xb, const int8_t *xq, int32_t in
     return chains == 2 ? _mm512_add_epi32(l0, l1) : l0;
 }
 
-/* NG groups (16 rows each, group stride 16 * row_bytes) times NT tokens from tok. */
-AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const uint8_t *w, size_t row_bytes,
-                            const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+/* NG groups (16 rows each, group stride 16 * row_bytes) times NT tokens from
+ * tok; stream: the tile reads its groups from memory (decode, or a panel's
+ * first tile) and prefetches the blocks ahead. */
+AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bool stream, const uint8_t *w,
+                            size_t row_bytes, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const size_t vb = pd_xd_values_bytes((pd_dtype)kind, 16), sb = pd_xd_scales_bytes((pd_dtype)kind, 16);
     const size_t gstride = 16 * row_bytes;
@@ -368,12 +370,11 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const ui
         for (int g = 0; g < NG; g++) {
             const uint8_t *vals = w + (size_t)g * gstride + (size_t)b * vb;
             const uint8_t *sc = scales + (size_t)g * gstride + (size_t)pd_sub_block((pd_dtype)kind, b) * sb;
-            if (NT == 1) {
-                /* decode streams the weights. Each group's values PF_DIST
-                 * ahead, which past the group's last block runs on into the
-                 * same group of the next tile (not the next group: this tile
-                 * reads that one already); and the next tile's scales of
-                 * this block */
+            if (stream) {
+                /* Each group's values PF_DIST ahead, which past the
+                 * group's last block runs on into the same group of the
+                 * next tile (not the next group: this tile reads that one
+                 * already); and the next tile's scales of this block */
                 size_t ahead = (size_t)b * vb + PF_DIST, end = (size_t)nb * vb;
                 const uint8_t *pf = ahead < end ? vals + PF_DIST : w + (size_t)(g + NG) * gstride + (ahead - end);
                 for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
@@ -396,22 +397,28 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const ui
         for (int u = 0; u < NT; u++) _mm512_storeu_ps(y + u * y_stride + 16 * g, acc[g][u]);
 }
 
-/* One group over tokens [t0, t1): tiles of TILE_TOKS, then 4, 2, 1. */
+/* One group over tokens [t0, t1): tiles of TILE_TOKS, then 4, 2, 1. The
+ * first tile reads the group from memory and prefetches it; the others find
+ * it in L1 (a group's blocks are 7-20 KiB on the MNN-Pocket shape). */
 AVX512_INLINE void x16_panel(const int kind, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t t0,
                              int64_t t1, float *y, int64_t y_stride)
 {
+/* stream as a constant at each call, so that the prefetch test leaves the block loop */
+#define X16_TILE(NT) \
+    (tok == t0 ? x16_tile(kind, 1, NT, true, w, row_bytes, a, tok, y + tok * y_stride, y_stride) \
+               : x16_tile(kind, 1, NT, false, w, row_bytes, a, tok, y + tok * y_stride, y_stride))
     int64_t tok = t0;
-    for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS)
-        x16_tile(kind, 1, TILE_TOKS, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+    for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS) X16_TILE(TILE_TOKS);
     if (t1 - tok >= 4) {
-        x16_tile(kind, 1, 4, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        X16_TILE(4);
         tok += 4;
     }
     if (t1 - tok >= 2) {
-        x16_tile(kind, 1, 2, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+        X16_TILE(2);
         tok += 2;
     }
-    if (tok < t1) x16_tile(kind, 1, 1, w, row_bytes, a, tok, y + tok * y_stride, y_stride);
+    if (tok < t1) X16_TILE(1);
+#undef X16_TILE
 }
 
 AVX512_INLINE void qmatmul_x16_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows,
@@ -421,10 +428,10 @@ AVX512_INLINE void qmatmul_x16_kind(const int kind, const uint8_t *w, size_t row
     int64_t g = 0, ng = n_rows / 16;
     if (t1 - t0 == 1) { /* decode: one token, the weights streamed once */
         for (; g + X16_GROUPS_D <= ng; g += X16_GROUPS_D)
-            x16_tile(kind, X16_GROUPS_D, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 16 * g,
+            x16_tile(kind, X16_GROUPS_D, 1, true, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 16 * g,
                      y_stride);
         for (; g < ng; g++)
-            x16_tile(kind, 1, 1, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 16 * g, y_stride);
+            x16_tile(kind, 1, 1, true, w + (size_t)g * gstride, row_bytes, a, t0, y + t0 * y_stride + 16 * g, y_stride);
         return;
     }
     for (; g < ng; g++) x16_panel(kind, w + (size_t)g * gstride, row_bytes, a, t0, t1, y + 16 * g, y_stride);
