@@ -12,6 +12,12 @@
  * whether every review's records and tokens are those of sequential (they
  * must be).
  *
+ * With PD_BENCH_ROUNDS=R in the environment it runs only sequential and many
+ * 8 with speculation, one after the other R times (one run each), so that
+ * the ratio of each round is of two runs seconds apart on a machine whose
+ * speed drifts; each line then has its "round" and its speedup is over the
+ * sequential run of its round.
+ *
  * Usage: bench_extract_many MODEL SCHEMA REVIEWS.csv [N_REVIEWS=100] [THREADS=2] [RUNS=1] [K=4] [quantize: q4_0|q8_0|-] [ADAPTER] */
 #include "pocketdec.h"
 #include "te_csv.h"
@@ -74,6 +80,7 @@ typedef struct bench {
     int n, threads, runs;
     char **want; /* sequential's outcomes */
     double base_s;
+    int round; /* PD_BENCH_ROUNDS: the round, from 1 (0: not alternating) */
 } bench;
 
 static pd_context *new_ctx(const pd_model *m, int threads, int n_batch)
@@ -141,9 +148,9 @@ static void run(bench *b, const char *name, int parallel, bool clear, int specul
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"config\": \"%s\", \"in_flight\": %d, \"speculate\": %d, \"reviews\": %d, \"threads\": %d, \"seconds\": %.3f,"
            " \"reviews_s\": %.2f, \"gen_tok_s\": %.1f, \"evaluations\": %ld, \"speedup\": %.2f, \"peak_rss_mb\": %.1f,"
-           " \"same_records\": %s}\n",
+           " \"same_records\": %s, \"round\": %d}\n",
            name, parallel, speculate, b->n, b->threads, best, b->n / best, (double)tokens / best, passes,
-           b->base_s / best, (double)ru.ru_maxrss / 1024.0, same ? "true" : "false");
+           b->base_s / best, (double)ru.ru_maxrss / 1024.0, same ? "true" : "false", b->round);
     fflush(stdout);
     for (int k = 0; k < slots; k++) pd_context_free(ctxs[k]);
     free(ctxs);
@@ -218,15 +225,25 @@ int main(int argc, char **argv)
         return 1;
     }
     bench b = {m, ex, (const char **)texts, calloc((size_t)n, sizeof(size_t)), n, threads, runs > 0 ? runs : 1,
-               calloc((size_t)n, sizeof(char *)), 0};
+               calloc((size_t)n, sizeof(char *)), 0, 0};
     for (int i = 0; i < n; i++) b.lens[i] = strlen(texts[i]);
-    run(&b, "sequential", 0, true, 0);
-    run(&b, "prefix", 0, false, 0);
-    static const int in_flight[] = {1, 4, 8, 16};
-    for (int s = 0; s < 2; s++)
-        for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++)
-            run(&b, s ? "many+speculation" : "many", in_flight[j], false, s ? k : 0);
-    for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++) batched_decode(&b, in_flight[j]);
+    const char *rounds = getenv("PD_BENCH_ROUNDS");
+    if (rounds && atoi(rounds) > 0) {
+        b.runs = 1;
+        for (b.round = 1; b.round <= atoi(rounds); b.round++) {
+            b.base_s = 0;
+            run(&b, "sequential", 0, true, 0);
+            run(&b, "many+speculation", 8, false, k);
+        }
+    } else {
+        run(&b, "sequential", 0, true, 0);
+        run(&b, "prefix", 0, false, 0);
+        static const int in_flight[] = {1, 4, 8, 16};
+        for (int s = 0; s < 2; s++)
+            for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++)
+                run(&b, s ? "many+speculation" : "many", in_flight[j], false, s ? k : 0);
+        for (size_t j = 0; j < sizeof in_flight / sizeof *in_flight; j++) batched_decode(&b, in_flight[j]);
+    }
     for (int i = 0; i < n; i++) {
         free(texts[i]);
         free(b.want[i]);

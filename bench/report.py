@@ -6,6 +6,7 @@
   report.py decision PD.json LL.json
   report.py interop TYPE PD_LOGITS.json LL_LOGITS.json
   report.py extract MODEL PD.jsonl [LL.jsonl]   batch extraction rows (bench_extract_many, llama_score --batched)
+  report.py rounds MODEL PD.jsonl   sequential against N = 8 with speculation, round by round (PD_BENCH_ROUNDS)
 """
 import json
 import os
@@ -116,6 +117,21 @@ def extract(model, pd_path, ll_path=None):
               f"| {f'{peer:.1f}' if peer else ''} | {ratio} |")
 
 
+def rounds(model, pd_path):
+    """PD_BENCH_ROUNDS: each round's sequential and N = 8 with speculation, their ratio, and the median ratio."""
+    with open(pd_path, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    ratios = []
+    for seq, many in zip(rows[0::2], rows[1::2]):
+        ratios.append(many["speedup"])
+        same = "yes" if seq["same_records"] and many["same_records"] else "NO"
+        print(f"| {model} | {seq['round']} | {seq['reviews_s']:.2f} | {many['reviews_s']:.2f} | {many['gen_tok_s']:.1f} "
+              f"| {many['speedup']:.2f}x | {same} |")
+    if ratios:
+        print(f"| {model} | median of {len(ratios)} | | | | {statistics.median(ratios):.2f}x | |")
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"collect": collect, "table": table, "decision": decision, "interop": interop, "extract": extract}[cmd](*args)
+    {"collect": collect, "table": table, "decision": decision, "interop": interop, "extract": extract,
+     "rounds": rounds}[cmd](*args)

@@ -34,6 +34,9 @@
 #       runs; every configuration must give the records of the first. Beside it, llama.cpp's
 #       unconstrained batched decode at the same N (llama_score --batched N,64,48: one token
 #       of each of N sequences a llama_decode, no grammar: the best a constrained run reaches).
+#       With --rounds R (R > 1) instead: only one at a time and N = 8 with speculation, one run
+#       of each in turn R times, each round's ratio and their median (a drifting machine moves
+#       both runs of a round alike).
 #
 # Everything built or generated is cached in $PD_BENCH_CACHE (default build-bench/,
 # ignored by git): a release build of pocketdec, llama.cpp v0.4.0 from the source
@@ -76,6 +79,7 @@ case $ISA in
   *) echo "bench/run.sh: --isa is native or avx2, not '$ISA'" >&2; exit 2 ;;
 esac
 log() { echo "bench: $*" >&2; }
+cpu_name() { grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'; }
 
 # ----------------------------------------------------------------- builds
 
@@ -162,7 +166,7 @@ throughput() {
   echo
   echo "pocketdec vs llama.cpp (llama-$LLAMA_TOOL): MNN-Pocket-0.3B shape, random weights, $THREADS threads," \
     "$REPS reps x $ROUNDS rounds, instruction sets: $ISA"
-  echo "($(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
+  echo "($(nproc) CPUs: $(cpu_name))"
   echo
   $PY "$ROOT/bench/report.py" table "$results"
 }
@@ -209,11 +213,19 @@ extract() {
   local bx=$bdir/bench_extract_many
   local schema=$ROOT/schemas/tianchi-makeup.yaml reviews=$ROOT/data/tianchi/dev_reviews.csv
   echo
-  echo "Batch extraction: first $REVIEWS dev reviews (the split has 283), Tianchi schema, greedy, $THREADS threads, best of $REPS" \
-    "($(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
-  echo
-  echo "| model | pocketdec | N in flight | K | reviews/s | generated tok/s | vs one at a time | peak RSS MB | same records | llama.cpp batched decode tok/s (same N) | pocketdec / llama.cpp |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  if [ "$ROUNDS" -gt 1 ]; then
+    echo "Batch extraction, one at a time against N = 8 with speculation (K = 4), one run each in turn, $ROUNDS rounds:" \
+      "first $REVIEWS dev reviews, Tianchi schema, greedy, $THREADS threads ($(nproc) CPUs: $(cpu_name))"
+    echo
+    echo "| model | round | one at a time reviews/s | N = 8 + speculation reviews/s | generated tok/s | ratio | same records |"
+    echo "|---|---|---|---|---|---|---|"
+  else
+    echo "Batch extraction: first $REVIEWS dev reviews (the split has 283), Tianchi schema, greedy, $THREADS threads," \
+      "best of $REPS ($(nproc) CPUs: $(cpu_name))"
+    echo
+    echo "| model | pocketdec | N in flight | K | reviews/s | generated tok/s | vs one at a time | peak RSS MB | same records | llama.cpp batched decode tok/s (same N) | pocketdec / llama.cpp |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  fi
   for fmt in ${FORMATS//,/ } gen; do
     local args=() lfile=
     if [ "$fmt" = gen ]; then
@@ -223,6 +235,14 @@ extract() {
       # the real Qwen3 vocabulary, so that reviews and spans tokenize as with the published model
       lfile=$(model "$fmt" "--vocab 151936 --tokenizer $ROOT/tests/fixtures/qwen3/tokenizer.json" -qwen3tok)
       args=("$lfile" "$schema" "$reviews" "$REVIEWS" "$THREADS" "$REPS" 4)
+    fi
+    if [ "$ROUNDS" -gt 1 ]; then
+      log "extract $fmt: one at a time and N = 8 with speculation, $ROUNDS rounds"
+      PD_BENCH_ROUNDS=$ROUNDS "$bx" "${args[@]}" >"$TMP/pd_rounds.jsonl"
+      $PY "$ROOT/bench/report.py" rounds "$fmt" "$TMP/pd_rounds.jsonl"
+      continue
+    fi
+    if [ -n "$lfile" ]; then
       : >"$TMP/ll_batched.jsonl"
       for n in 1 4 8 16; do
         log "extract $fmt: llama.cpp batched decode, N = $n"
