@@ -227,10 +227,11 @@ int main(int argc, char **argv)
     bench b = {m, ex, (const char **)texts, calloc((size_t)n, sizeof(size_t)), n, threads, runs > 0 ? runs : 1,
                calloc((size_t)n, sizeof(char *)), 0, 0};
     for (int i = 0; i < n; i++) b.lens[i] = strlen(texts[i]);
-    const char *rounds = getenv("PD_BENCH_ROUNDS");
-    if (rounds && atoi(rounds) > 0) {
+    const char *rounds_env = getenv("PD_BENCH_ROUNDS");
+    int rounds = rounds_env ? atoi(rounds_env) : 0;
+    if (rounds > 0) {
         b.runs = 1;
-        for (b.round = 1; b.round <= atoi(rounds); b.round++) {
+        for (b.round = 1; b.round <= rounds; b.round++) {
             b.base_s = 0;
             run(&b, "sequential", 0, true, 0);
             run(&b, "many+speculation", 8, false, k);

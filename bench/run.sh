@@ -283,7 +283,10 @@ interop() {
 }
 
 build_pocketdec
-build_llama "$([ "$THROUGHPUT$LLAMA_TOOL" = 1bench ] && echo bench)"
+# the rounds of --extract time pocketdec alone: no llama.cpp to build for them
+if ! [ "$EXTRACT$THROUGHPUT$DECISION$INTEROP" = 1000 ] || [ "$ROUNDS" -le 1 ]; then
+  build_llama "$([ "$THROUGHPUT$LLAMA_TOOL" = 1bench ] && echo bench)"
+fi
 [ "$THROUGHPUT" = 1 ] && throughput
 [ "$DECISION" = 1 ] && decision
 [ "$INTEROP" = 1 ] && interop
