@@ -29,25 +29,21 @@ typedef struct {
 /* Below this many tokens a fused dot on the stored row beats converting it. */
 #define FUSED_MAX_TOKENS 4
 
-/* Chunks per thread of a matrix product over one token (decode): fewer, longer
- * runs than the pool's default; each loop ends when its slowest chunk does,
- * and for one token that tail is most of the wait (Q4_0 decode about 4% faster
- * at 2 than at 4, alternating; prefill a little slower, so it keeps 4). */
-#define DECODE_CHUNKS 2
-/* Chunks per thread over a pass of a few rows (2 to FEW_TOKENS - 1 tokens:
- * several sequences decoding together, speculation's drafts): more, shorter
- * runs than the pool's default, so that the thread that finishes first takes
- * over more of the tail (extraction with 8 reviews in flight, passes of
- * 8-12 rows, about 10% faster with 8 than with 4, alternating; prefill
- * passes keep 4, where 8 measured a little slower). */
-#define FEW_CHUNKS 8
+/* Chunks per thread of a matrix product over a pass of fewer than
+ * FEW_TOKENS rows (decode, several sequences decoding together,
+ * speculation's drafts): fewer, longer runs than the pool's default. Each
+ * chunk starts a new stream of weight rows whose first tile the prefetch has
+ * not reached, and such passes read their weights from memory: with 8
+ * reviews in flight (passes of 8-16 rows) 2 chunks a thread measured 6-8%
+ * faster than 8 (alternating, AVX-512 and AVX2 tables; pure passes of 8 rows
+ * 8-15%), and decode about 4% faster than 4. Prefill keeps the pool's 4. */
+#define FEW_CHUNKS 2
 #define FEW_TOKENS 64
 
 /* A matrix product's rows across the pool, in chunks of whole 16s. */
 static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, pd_range_fn fn, void *arg)
 {
-    if (n_tok == 1) pdi_pool_for_chunks(ctx->pool, rows, 16, DECODE_CHUNKS, fn, arg);
-    else if (n_tok < FEW_TOKENS) pdi_pool_for_chunks(ctx->pool, rows, 16, FEW_CHUNKS, fn, arg);
+    if (n_tok < FEW_TOKENS) pdi_pool_for_chunks(ctx->pool, rows, 16, FEW_CHUNKS, fn, arg);
     else pdi_pool_for(ctx->pool, rows, 16, fn, arg);
 }
 
