@@ -362,6 +362,26 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 8
         for (int u = 0; u < NT; u++) acc[g][u] = _mm512_setzero_ps();
+    /* Each group's prefetch point: PF_DIST bytes of values ahead, counted on
+     * past the end of its values into the same group of the following tiles
+     * (NG groups on), as many tiles on as PF_DIST spans. A group of 896
+     * columns has 7 KiB of Q4_0 values, less than PF_DIST: the point taken
+     * as at most one tile ahead was never a group's first 1 KiB, whose reads
+     * then waited on memory (the 16-row kernel from memory by 8 tokens ran
+     * 20-25% slower on 896 columns than on 2560, and so did a pass of 8-16
+     * rows in place). */
+    const uint8_t *pf[X16_GROUPS_D];
+    int64_t pf_left[X16_GROUPS_D]; /* values bytes left in the group pf[g] is in */
+    const int64_t end = nb * (int64_t)vb;
+    if (stream)
+#pragma GCC unroll 8
+        for (int g = 0; g < NG; g++) {
+            int64_t ahead = PF_DIST;
+            pf[g] = w + (size_t)g * gstride;
+            for (; ahead >= end; ahead -= end) pf[g] += (size_t)NG * gstride;
+            pf[g] += ahead;
+            pf_left[g] = end - ahead;
+        }
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
     const int32_t *bx = a->block_bias + tok;
@@ -371,13 +391,14 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
             const uint8_t *vals = w + (size_t)g * gstride + (size_t)b * vb;
             const uint8_t *sc = scales + (size_t)g * gstride + (size_t)pd_sub_block((pd_dtype)kind, b) * sb;
             if (stream) {
-                /* Each group's values PF_DIST ahead, which past the
-                 * group's last block runs on into the same group of the
-                 * next tile (not the next group: this tile reads that one
-                 * already); and the next tile's scales of this block */
-                size_t ahead = (size_t)b * vb + PF_DIST, end = (size_t)nb * vb;
-                const uint8_t *pf = ahead < end ? vals + PF_DIST : w + (size_t)(g + NG) * gstride + (ahead - end);
-                for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)pf + o, _MM_HINT_T0);
+                /* the group's values PF_DIST ahead (pf), and the next
+                 * tile's scales of this block */
+                for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)pf[g] + o, _MM_HINT_T0);
+                pf[g] += vb;
+                if ((pf_left[g] -= (int64_t)vb) <= 0) {
+                    pf[g] += (size_t)NG * gstride - (size_t)end;
+                    pf_left[g] += end;
+                }
                 _mm_prefetch((const char *)sc + (size_t)NG * gstride, _MM_HINT_T0);
             }
             x16_block xb = x16_load(kind, vals, sc);
