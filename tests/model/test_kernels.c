@@ -548,14 +548,16 @@ static void test_x(void **state)
     (void)state;
     /* cols x rows x tokens. Four at a time: 2-group prefill tiles and a last
      * group; 4-group decode tiles and leftovers; 8-token tiles and leftovers
-     * of 4, 2 and 1. Sixteen: the same for groups of 16, and an odd number of
-     * blocks (groups that do not start on a 64-byte line) */
+     * of 4, 2 and 1. Sixteen: the same for groups of 16 (whose leftovers after
+     * the 8-token tiles, 1 to 7, go in one tile of their width: 12 and 14
+     * tokens give 4 and 6), and an odd number of blocks (groups that do not
+     * start on a 64-byte line) */
     const int64_t x4[][3] = {{32, 4, 3}, {64, 4, 3}, {160, 12, 11}, {192, 12, 11}, {896, 36, 1}, {896, 44, 9},
                              {2560, 40, 15}};
     const int64_t x8[][3] = {{32, 8, 3}, {64, 8, 1}, {96, 16, 5}, {160, 24, 11}, {192, 24, 11},
                              {896, 40, 1}, {896, 48, 9}, {2560, 24, 15}};
     const int64_t x16[][3] = {{32, 16, 3}, {64, 16, 3}, {96, 32, 5}, {160, 48, 11}, {192, 48, 11},
-                              {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}};
+                              {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}, {192, 32, 12}, {896, 64, 14}};
     const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (size_t k = 0; k < 4; k++) {
         int64_t len = pdi_dtype_block_len(types[k]);
