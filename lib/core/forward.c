@@ -36,8 +36,11 @@ typedef struct {
  * not reached, and such passes read their weights from memory: with 8
  * reviews in flight (passes of 8-16 rows) 2 chunks a thread measured 6-8%
  * faster than 8 (alternating, AVX-512 and AVX2 tables; pure passes of 8 rows
- * 8-15%), and decode about 4% faster than 4. Prefill keeps the pool's 4. */
-#define FEW_CHUNKS 2
+ * 8-15%), decode about 4% faster than 4, and 1 about 3-4% faster than 2
+ * (AVX-512 table). A thread that falls behind still loses its chunk to one
+ * that has none left only if it has not claimed it yet; a busy machine is the
+ * pool's to weigh (running alone). Prefill keeps the pool's 4. */
+#define FEW_CHUNKS 1
 #define FEW_TOKENS 64
 
 /* A matrix product's rows across the pool, in chunks of whole 16s. */
