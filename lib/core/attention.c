@@ -118,6 +118,8 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int32_t n_items = part_items(a, p);
         int32_t k0 = (int32_t)((item - first) / nkv * tq), g = (int32_t)((item - first) % nkv);
         int32_t k1 = k0 + (int32_t)tq < n_items ? k0 + (int32_t)tq : n_items;
+        if (pd_rope_in_attention(p, ctx->n_batch, a->trim)) /* the part's one tile: every row, head g */
+            for (int32_t r = 0; r < p->n_tok; r++) pdi_rope_store(ctx, a->layer, p, p->row0 + r, g, g + 1);
         int64_t kv0 = (int64_t)p->batch_kv0 + p->chunk_start + 1; /* token i sees kv0 + i keys */
         int64_t keys_max = kv0 + tok_at(a, p, k1 - 1);             /* the tile's last token sees the most */
         const uint8_t *v = vc + (size_t)(g * hd) * elt;

@@ -321,21 +321,14 @@ static void store_cached(const pd_context *ctx, void *cache, size_t at, size_t s
         }
 }
 
-/* Position pos's keys and values (kv_dim each) into layer l of the cache. */
-static void store_kv(pd_context *ctx, int l, int64_t pos, const float *k, const float *v, int64_t kv_dim)
-{
-    store_cached(ctx, ctx->k_cache, pd_key_at(ctx, kv_dim, l, pos, 0), ctx->k_blocked ? PD_KEY_BLOCK : 1, k, kv_dim);
-    store_cached(ctx, ctx->v_cache, ((size_t)l * (size_t)ctx->n_ctx + (size_t)pos) * (size_t)kv_dim, 1, v, kv_dim);
-}
-
 /* Per-token work between the matrix products, run across the pool: the
  * residual sum and RMSNorm, or the q/k norms, RoPE and the cache write. */
 typedef struct {
     pd_context *ctx;
-    const pd_layer *L;
     const float *norm;         /* residual_range: the norm's weights */
     int layer;                 /* rope_store_range: the layer, */
-    const pd_seq_part *parts;  /* and the pass's parts (whose caches the rows go to) */
+    const pd_seq_part *parts;  /* the pass's parts (whose caches the rows go to) */
+    bool trim;                 /* and whether attention runs for the kept rows only */
 } token_job;
 
 /* x += delta (when add), then xn = RMSNorm(x) for tokens [begin, end). */
@@ -364,21 +357,35 @@ static void add_norm_range(void *arg, int64_t begin, int64_t end, int thread)
     residual_range(arg, true, begin, end);
 }
 
+/* Row t's heads [g0, g1) normed, rotated and cached (model.h). */
+void pdi_rope_store(pd_context *ctx, int layer, const pd_seq_part *p, int64_t t, int g0, int g1)
+{
+    const pd_config *c = &ctx->model->cfg;
+    const pd_layer *L = &ctx->model->layers[layer];
+    int64_t hd = c->head_dim, group = c->n_heads / c->n_kv_heads, KV = (int64_t)c->n_kv_heads * hd;
+    const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
+    float *q = ctx->q + t * c->n_heads * hd + g0 * group * hd, *k = ctx->k + t * KV + g0 * hd;
+    norm_rope(q, (int)((g1 - g0) * group), (int)hd, L->q_norm, c->rms_eps, cs, sn);
+    norm_rope(k, g1 - g0, (int)hd, L->k_norm, c->rms_eps, cs, sn);
+    pd_context *seq = p->seq;
+    size_t pos = (size_t)p->batch_kv0 + (size_t)p->chunk_start + (size_t)(t - p->row0);
+    int64_t n = (g1 - g0) * hd;
+    store_cached(seq, seq->k_cache, pd_key_at(seq, KV, layer, (int64_t)pos, g0 * hd), seq->k_blocked ? PD_KEY_BLOCK : 1,
+                 k, n);
+    store_cached(seq, seq->v_cache, ((size_t)layer * (size_t)seq->n_ctx + pos) * (size_t)KV + (size_t)(g0 * hd), 1,
+                 ctx->v + t * KV + g0 * hd, n);
+}
+
+/* Every KV head of the rows whose part attention does not do them (pd_rope_in_attention). */
 static void rope_store_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     (void)thread;
     const token_job *j = arg;
-    pd_context *ctx = j->ctx;
-    const pd_config *c = &ctx->model->cfg;
-    int64_t hd = c->head_dim, Q = (int64_t)c->n_heads * hd, KV = (int64_t)c->n_kv_heads * hd;
     const pd_seq_part *p = j->parts;
     for (int64_t t = begin; t < end; t++) {
         while (t >= p->row0 + p->n_tok) p++; /* the part that holds row t */
-        const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
-        norm_rope(ctx->q + t * Q, c->n_heads, (int)hd, j->L->q_norm, c->rms_eps, cs, sn);
-        norm_rope(ctx->k + t * KV, c->n_kv_heads, (int)hd, j->L->k_norm, c->rms_eps, cs, sn);
-        store_kv(p->seq, j->layer, (int64_t)p->batch_kv0 + p->chunk_start + (t - p->row0), ctx->k + t * KV,
-                 ctx->v + t * KV, KV);
+        if (!pd_rope_in_attention(p, j->ctx->n_batch, j->trim))
+            pdi_rope_store(j->ctx, j->layer, p, t, 0, j->ctx->model->cfg.n_kv_heads);
     }
 }
 
@@ -415,8 +422,10 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
     float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
     matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
 
-    token_job rj = {ctx, L, NULL, l, parts};
-    pdi_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
+    token_job rj = {.ctx = ctx, .layer = l, .parts = parts, .trim = trim};
+    bool rope_apart = false; /* some part's rows are not roped by attention */
+    for (int32_t i = 0; i < n_parts && !rope_apart; i++) rope_apart = !pd_rope_in_attention(&parts[i], ctx->n_batch, trim);
+    if (rope_apart) pdi_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
     pdi_attention(ctx, l, parts, n_parts, trim);
     if (trim) {
@@ -425,7 +434,7 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
         gather_rows(ctx, ctx->keep, n_keep);
     }
     matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
-    token_job ffn = {ctx, L, L->ffn_norm, 0, NULL};
+    token_job ffn = {.ctx = ctx, .norm = L->ffn_norm};
     pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
@@ -433,7 +442,7 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
     matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true);
     matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
-        token_job next = {ctx, L, m->layers[l + 1].attn_norm, 0, NULL};
+        token_job next = {.ctx = ctx, .norm = m->layers[l + 1].attn_norm};
         pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
     } else {
         for (int64_t i = 0; i < (int64_t)n_tok * H; i++) ctx->x[i] += ctx->delta[i];
@@ -542,7 +551,7 @@ static void run_pass(pd_context *ctx, pd_seq_part *parts, int32_t n_parts)
     }
     rope_tables(ctx, n_tok);
     if (c->n_layers > 0) {
-        token_job first = {ctx, &m->layers[0], m->layers[0].attn_norm, 0, NULL};
+        token_job first = {.ctx = ctx, .norm = m->layers[0].attn_norm};
         pdi_pool_for(ctx->pool, n_tok, 8, norm_range, &first);
     }
     /* the pass's kept rows, ascending (slot: a row's place among them, -1 for none) */
