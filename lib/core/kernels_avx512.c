@@ -369,19 +369,14 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
      * as at most one tile ahead was never a group's first 1 KiB, whose reads
      * then waited on memory (the 16-row kernel from memory by 8 tokens ran
      * 20-25% slower on 896 columns than on 2560, and so did a pass of 8-16
-     * rows in place). */
-    const uint8_t *pf[X16_GROUPS_D];
-    int64_t pf_left[X16_GROUPS_D]; /* values bytes left in the group pf[g] is in */
+     * rows in place). A tile's groups move in step: pf is group 0's point,
+     * group g's is g * gstride on. */
     const int64_t end = nb * (int64_t)vb;
-    if (stream)
-#pragma GCC unroll 8
-        for (int g = 0; g < NG; g++) {
-            int64_t ahead = PF_DIST;
-            pf[g] = w + (size_t)g * gstride;
-            for (; ahead >= end; ahead -= end) pf[g] += (size_t)NG * gstride;
-            pf[g] += ahead;
-            pf_left[g] = end - ahead;
-        }
+    int64_t ahead = PF_DIST, pf_left; /* pf_left: values bytes left in the group pf is in */
+    const uint8_t *pf = w;
+    for (; ahead >= end; ahead -= end) pf += (size_t)NG * gstride;
+    pf += ahead;
+    pf_left = end - ahead;
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
     const int32_t *bx = a->block_bias + tok;
@@ -393,12 +388,8 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
             if (stream) {
                 /* the group's values PF_DIST ahead (pf), and the next
                  * tile's scales of this block */
-                for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)pf[g] + o, _MM_HINT_T0);
-                pf[g] += vb;
-                if ((pf_left[g] -= (int64_t)vb) <= 0) {
-                    pf[g] += (size_t)NG * gstride - (size_t)end;
-                    pf_left[g] += end;
-                }
+                for (size_t o = 0; o < vb; o += 64)
+                    _mm_prefetch((const char *)pf + (size_t)g * gstride + o, _MM_HINT_T0);
                 _mm_prefetch((const char *)sc + (size_t)NG * gstride, _MM_HINT_T0);
             }
             x16_block xb = x16_load(kind, vals, sc);
@@ -409,6 +400,13 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
                 __m512 dd = _mm512_mul_ps(xb.dw, _mm512_set1_ps(dx[u]));
                 acc[g][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), dd, acc[g][u]);
                 if (pd_dtype_has_min((pd_dtype)kind)) acc[g][u] = _mm512_fmadd_ps(xb.m, _mm512_set1_ps(sx[u]), acc[g][u]);
+            }
+        }
+        if (stream) {
+            pf += vb;
+            if ((pf_left -= (int64_t)vb) <= 0) {
+                pf += (size_t)NG * gstride - (size_t)end;
+                pf_left += end;
             }
         }
     }
