@@ -79,10 +79,18 @@ static bool block_seen(const attn_job *a, const pd_seq_part *p, int32_t k0, int3
     return false;
 }
 
+/* The cache lines of [p, p + bytes) on their way to this core: attention
+ * reads each block of keys and values once a pass, after the layer's weights
+ * have gone through the caches. */
+static void prefetch_bytes(const uint8_t *p, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
+}
+
 /* One work item: a tile of up to pd_attn_tokens tokens of one part and one
  * KV head, with every query head that shares it (grouped-query attention):
- * each block of cached rows is widened once for the tile, and every token's
- * sums are those it would have alone. Items run part by part, tile by tile. */
+ * each block of keys is read (or, stored as rows, widened) once for the
+ * tile, and every token's sums are those it would have alone. Items run part by part, tile by tile. */
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
@@ -91,7 +99,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     const pd_kernels *kern = ctx->model->kern;
     int64_t hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, group = nh / nkv, n_ctx = ctx->n_ctx;
     int64_t kvd = nkv * hd, tq = pd_attn_tokens(ctx->n_batch);
-    /* per thread: each tile token's group rows of n_ctx scores, then a block of widened rows */
+    /* per thread: each tile token's group rows of n_ctx scores, then a block of widened key rows */
     size_t per_token = (size_t)(group * n_ctx);
     float *scores = ctx->scores + (size_t)thread * ((size_t)tq * per_token + (size_t)(PD_ATTN_BLOCK * hd));
     float *block = scores + (size_t)tq * per_token;
@@ -109,8 +117,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         }
         const pd_context *seq = p->seq; /* whose cache the part reads */
         pd_dtype kvt = seq->kv_f16 ? PD_F16 : PD_F32;
-        size_t elt = seq->kv_f16 ? 2 : 4, row = (size_t)kvd * elt; /* bytes from one position to the next */
-        const uint8_t *vc = (const uint8_t *)seq->v_cache + (size_t)a->layer * (size_t)seq->n_ctx * row;
+        size_t elt = seq->kv_f16 ? 2 : 4, row = (size_t)kvd * elt; /* bytes from a position to the next in a block */
         const uint8_t *visible = p->batch->visible;
         const float *q_rows = ctx->q + (size_t)p->row0 * (size_t)(nh * hd);
         float *att_rows = ctx->att + (size_t)p->row0 * (size_t)(nh * hd);
@@ -122,12 +129,16 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             for (int32_t r = 0; r < p->n_tok; r++) pdi_rope_store(ctx, a->layer, p, p->row0 + r, g, g + 1);
         int64_t kv0 = (int64_t)p->batch_kv0 + p->chunk_start + 1; /* token i sees kv0 + i keys */
         int64_t keys_max = kv0 + tok_at(a, p, k1 - 1);             /* the tile's last token sees the most */
-        const uint8_t *v = vc + (size_t)(g * hd) * elt;
         for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
             if (visible && !block_seen(a, p, k0, k1, t0, kv0)) continue;
             /* the KV head's keys from position t0: blocked, its rows of the
              * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
             const uint8_t *k = (const uint8_t *)seq->k_cache + pd_key_at(seq, kvd, a->layer, t0, g * hd) * elt;
+            if (seq->k_blocked && t0 + PD_ATTN_BLOCK < keys_max) /* the next block's keys; this block's values */
+                prefetch_bytes((const uint8_t *)seq->k_cache + pd_key_at(seq, kvd, a->layer, t0 + PD_ATTN_BLOCK, g * hd) * elt,
+                               (size_t)(hd * PD_KEY_BLOCK) * elt);
+            const uint8_t *v_block = (const uint8_t *)seq->v_cache + pd_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
+            for (int64_t r = 0; r < PD_ATTN_BLOCK && t0 + r < keys_max; r++) prefetch_bytes(v_block + (size_t)r * row, (size_t)hd * elt);
             size_t stride = 0;
             const void *rows = seq->k_blocked ? (const void *)k
                                               : widen_block(kern, kvt, k, row,
@@ -169,16 +180,16 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             }
             for (int64_t t0 = 0; t0 < keys_max; t0 += PD_ATTN_BLOCK) {
                 if (visible && !block_seen(a, p, k0, k1, t0, kv0)) continue;
-                size_t stride;
-                const void *rows = widen_block(kern, kvt, v + (size_t)t0 * row, row,
-                                               keys_max - t0 < PD_ATTN_BLOCK ? keys_max - t0 : PD_ATTN_BLOCK, hd,
-                                               block, &stride);
+                /* the block's value rows as stored: a kernel converts F16 as it
+                 * loads, cheaper than widening the block first even for a
+                 * tile of 4 tokens (and the same bits) */
+                const uint8_t *v = (const uint8_t *)seq->v_cache + pd_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
                 for (int32_t k = k0; k < k1; k++) {
                     int32_t i = tok_at(a, p, k);
                     if (t0 >= kv0 + i || block_hidden(p, i, t0, kv0)) continue;
                     int64_t nb = kv0 + i - t0 < PD_ATTN_BLOCK ? kv0 + i - t0 : PD_ATTN_BLOCK;
                     float *out = att_rows + (size_t)i * nh * hd + (size_t)g * group * hd;
-                    kern->value_mix(PD_F32, rows, stride, nb, scores + (size_t)(k - k0) * per_token + h0 * n_ctx + t0,
+                    kern->value_mix(kvt, v, row, nb, scores + (size_t)(k - k0) * per_token + h0 * n_ctx + t0,
                                     n_ctx, nh0, hd, out + h0 * hd, hd);
                 }
             }

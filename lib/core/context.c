@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 pd_context_params pd_context_default_params(void)
 {
@@ -81,13 +82,33 @@ static size_t qact_cap(size_t n)
 /* Bytes of one cached key or value element. */
 static size_t kv_bytes_per(pd_kv_type t) { return t == PD_KV_F16 ? 2 : 4; }
 
-/* Bytes of the key cache and of the value cache. */
-static bool cache_sizes(const pd_config *c, const pd_context_params *p, bool k_blocked, size_t *k, size_t *v)
+/* Bytes of the KV cache: n_ctx rounded up to whole blocks, keys and values
+ * of every layer (model.h). */
+static bool cache_bytes(const pd_config *c, const pd_context_params *p, size_t *kv)
 {
     size_t row = kv_dim(c) * kv_bytes_per(p->kv_type);
-    *k = *v = 0;
-    return add_bytes(k, (size_t)c->n_layers * pd_key_positions(p->n_ctx, k_blocked), row) &&
-           add_bytes(v, (size_t)c->n_layers * (size_t)p->n_ctx, row);
+    *kv = 0;
+    return add_bytes(kv, pd_kv_blocks(p->n_ctx) * 2 * (size_t)c->n_layers * PD_KEY_BLOCK, row);
+}
+
+/* The cache's pages: zeroed by the system and only made resident where
+ * touched (the positions used so far: a prefix), in 2 MiB pages where the
+ * system gives them (the mapping is aligned to 2 MiB for that). */
+#define KV_PAGE ((size_t)2 << 20)
+static void *map_cache(size_t bytes, size_t *mapped)
+{
+    size_t size = (bytes + KV_PAGE - 1) & ~(KV_PAGE - 1);
+    if (size < bytes || size + KV_PAGE < size) return NULL;
+    uint8_t *p = mmap(NULL, size + KV_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    size_t head = (KV_PAGE - (uintptr_t)p % KV_PAGE) % KV_PAGE;
+    if (head) munmap(p, head); /* the slack before and after the aligned range */
+    if (KV_PAGE - head) munmap(p + head + size, KV_PAGE - head);
+#ifdef MADV_HUGEPAGE
+    madvise(p + head, size, MADV_HUGEPAGE);
+#endif
+    *mapped = size;
+    return p + head;
 }
 
 /* What pd_context_new allocates for resolved parameters p: the KV cache and
@@ -99,9 +120,8 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p->n_threads, R = (size_t)c->head_dim / 2 + 1;
     size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
     size_t G = (size_t)(c->n_heads / c->n_kv_heads); /* query heads per KV head */
-    size_t kb, vb;
     *scratch = 0;
-    return cache_sizes(c, p, m->kern->key_scores_t != NULL, &kb, &vb) && (*kv = kb + vb) >= kb &&
+    return cache_bytes(c, p, kv) &&
            add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
            add_floats(scratch, T, (size_t)pd_attn_tokens(p->n_batch) * G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
@@ -194,10 +214,10 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
     ctx->kv_f16 = p.kv_type == PD_KV_F16;
     ctx->k_blocked = model->kern->key_scores_t != NULL;
-    size_t k_bytes, v_bytes;
-    cache_sizes(c, &p, ctx->k_blocked, &k_bytes, &v_bytes); /* they fit: context_sizes added them */
-    ctx->k_cache = calloc(1, k_bytes);
-    ctx->v_cache = calloc(1, v_bytes);
+    ctx->kv_map = map_cache(kv_bytes, &ctx->kv_map_bytes);
+    ctx->k_cache = ctx->kv_map;
+    if (ctx->kv_map) /* the values follow each block's keys */
+        ctx->v_cache = (uint8_t *)ctx->kv_map + (size_t)c->n_layers * KV * PD_KEY_BLOCK * kv_bytes_per(p.kv_type);
     ctx->x = alloc_floats(B, H, 1);
     ctx->xn = alloc_floats(B, H, 1);
     ctx->q = alloc_floats(B, Q, 1);
@@ -233,8 +253,7 @@ void pd_context_free(pd_context *ctx)
 {
     if (!ctx) return;
     pdi_pool_free(ctx->pool);
-    free(ctx->k_cache);
-    free(ctx->v_cache);
+    if (ctx->kv_map) munmap(ctx->kv_map, ctx->kv_map_bytes);
     free(ctx->x);
     free(ctx->xn);
     free(ctx->q);
@@ -271,16 +290,9 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
                            src->kv_f16 ? PD_KV_F16 : PD_KV_F32};
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
-    const pd_config *c = &src->model->cfg;
-    size_t row = kv_dim(c) * kv_bytes_per(p.kv_type);
-    size_t v_layer = (size_t)src->n_ctx * row, v_used = (size_t)src->kv_len * row;
-    /* keys: the blocks that hold the used positions (a blocked cache's last one in full) */
-    size_t k_layer = pd_key_positions(src->n_ctx, src->k_blocked) * row;
-    size_t k_used = pd_key_positions(src->kv_len, src->k_blocked) * row;
-    for (int l = 0; l < c->n_layers; l++) {
-        memcpy((char *)ctx->k_cache + l * k_layer, (const char *)src->k_cache + l * k_layer, k_used);
-        memcpy((char *)ctx->v_cache + l * v_layer, (const char *)src->v_cache + l * v_layer, v_used);
-    }
+    /* the blocks that hold the used positions, the last one in full */
+    size_t block = pd_kv_block_elems(src, kv_dim(&src->model->cfg)) * kv_bytes_per(p.kv_type);
+    memcpy(ctx->k_cache, src->k_cache, pd_kv_blocks(src->kv_len) * block);
     ctx->kv_len = src->kv_len;
     memcpy(ctx->kv_ids, src->kv_ids, (size_t)src->kv_plain * sizeof(int32_t));
     ctx->kv_plain = src->kv_plain;

@@ -372,8 +372,7 @@ void pdi_rope_store(pd_context *ctx, int layer, const pd_seq_part *p, int64_t t,
     int64_t n = (g1 - g0) * hd;
     store_cached(seq, seq->k_cache, pd_key_at(seq, KV, layer, (int64_t)pos, g0 * hd), seq->k_blocked ? PD_KEY_BLOCK : 1,
                  k, n);
-    store_cached(seq, seq->v_cache, ((size_t)layer * (size_t)seq->n_ctx + pos) * (size_t)KV + (size_t)(g0 * hd), 1,
-                 ctx->v + t * KV + g0 * hd, n);
+    store_cached(seq, seq->v_cache, pd_value_at(seq, KV, layer, (int64_t)pos, g0 * hd), 1, ctx->v + t * KV + g0 * hd, n);
 }
 
 /* Every KV head of the rows whose part attention does not do them (pd_rope_in_attention). */

@@ -69,12 +69,8 @@ static inline void pd_matrix_row(const pd_matrix *m, int64_t r, float *dst)
 #define PD_ATTN_TOKENS 4
 static inline int64_t pd_attn_tokens(int64_t n_batch) { return n_batch < PD_ATTN_TOKENS ? n_batch : PD_ATTN_TOKENS; }
 
-/* Positions a layer of the key cache holds: n_ctx, rounded up to a whole block when blocked. */
-static inline size_t pd_key_positions(int64_t n_ctx, bool blocked)
-{
-    return blocked ? (size_t)(n_ctx + PD_KEY_BLOCK - 1) / PD_KEY_BLOCK * PD_KEY_BLOCK : (size_t)n_ctx;
-}
-
+/* Blocks of PD_KEY_BLOCK positions that hold n positions. */
+static inline size_t pd_kv_blocks(int64_t n) { return (size_t)(n + PD_KEY_BLOCK - 1) / PD_KEY_BLOCK; }
 
 typedef struct pd_seq_part pd_seq_part;
 
@@ -85,11 +81,13 @@ struct pd_context {
     size_t bytes;     /* allocated at creation: KV cache and scratch */
     pd_pool *pool;
     int32_t kv_len;
-    /* floats, or halves when kv_f16; K after RoPE. V: [layer][n_ctx][kv_dim].
-     * K the same, or, where the kernels have key_scores_t (k_blocked), in
-     * blocks of PD_KEY_BLOCK positions, each [kv_dim][PD_KEY_BLOCK]
-     * (pd_key_at), n_ctx rounded up to a whole block a layer. */
+    /* floats, or halves when kv_f16; K after RoPE. One mapping (kv_map,
+     * kv_map_bytes) in blocks of PD_KEY_BLOCK positions, a block every
+     * layer's keys then every layer's values (pd_key_at, pd_value_at):
+     * k_cache is its start, v_cache the values of block 0. */
     void *k_cache, *v_cache;
+    void *kv_map;
+    size_t kv_map_bytes;
     bool kv_f16, k_blocked;
     /* The cache's first kv_plain positions hold kv_ids[0..kv_plain) as a
      * causal evaluation from position 0 (no positions, no mask) left them:
@@ -153,16 +151,40 @@ static inline bool pd_rope_in_attention(const pd_seq_part *p, int64_t n_batch, b
     return p->n_tok <= pd_attn_tokens(n_batch) && (trim ? p->n_keep : p->n_tok) > 0;
 }
 
-/* The element index of key element e (< kv_dim) of position pos in layer l
- * of the key cache. Blocked: block pos / PD_KEY_BLOCK, row e, column pos %
- * PD_KEY_BLOCK, so a KV head's rows g*head_dim.. of a block are the
- * transposed [head_dim][PD_KEY_BLOCK] that key_scores_t reads. */
+/* The cache is position-major: the positions a sequence has used are a
+ * prefix of it, so the pages they touch are few and dense (2 MiB pages where
+ * the system gives them: attention reads each block once a pass, after the
+ * weights have streamed through, and with 4 KiB pages its loads waited on
+ * page walks). A block holds, for each layer l, the keys [kv_dim][PD_KEY_BLOCK]
+ * (k_blocked: a KV head's rows g*head_dim.. are the transposed
+ * [head_dim][PD_KEY_BLOCK] key_scores_t reads) or [PD_KEY_BLOCK][kv_dim],
+ * then for each layer the values [PD_KEY_BLOCK][kv_dim]. */
+
+/* Elements from one block of the cache to the next. */
+static inline size_t pd_kv_block_elems(const pd_context *ctx, int64_t kv_dim)
+{
+    return 2 * (size_t)ctx->model->cfg.n_layers * (size_t)kv_dim * PD_KEY_BLOCK;
+}
+
+/* Element index, from the block's start, of layer l's part of the block of position pos. */
+static inline size_t pd_kv_part(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos)
+{
+    return (size_t)(pos / PD_KEY_BLOCK) * pd_kv_block_elems(ctx, kv_dim) + (size_t)l * (size_t)kv_dim * PD_KEY_BLOCK;
+}
+
+/* The element index in k_cache of key element e (< kv_dim) of position pos in layer l. */
 static inline size_t pd_key_at(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos, int64_t e)
 {
-    size_t layer = (size_t)l * pd_key_positions(ctx->n_ctx, ctx->k_blocked) * (size_t)kv_dim;
-    if (!ctx->k_blocked) return layer + (size_t)pos * (size_t)kv_dim + (size_t)e;
-    return layer + (size_t)(pos / PD_KEY_BLOCK) * PD_KEY_BLOCK * (size_t)kv_dim + (size_t)e * PD_KEY_BLOCK +
-           (size_t)(pos % PD_KEY_BLOCK);
+    size_t j = (size_t)(pos % PD_KEY_BLOCK);
+    if (ctx->k_blocked) return pd_kv_part(ctx, kv_dim, l, pos) + (size_t)e * PD_KEY_BLOCK + j;
+    return pd_kv_part(ctx, kv_dim, l, pos) + j * (size_t)kv_dim + (size_t)e;
+}
+
+/* The element index in v_cache of value element e of position pos in layer
+ * l; the rows of a block's positions are kv_dim elements apart. */
+static inline size_t pd_value_at(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos, int64_t e)
+{
+    return pd_kv_part(ctx, kv_dim, l, pos) + (size_t)(pos % PD_KEY_BLOCK) * (size_t)kv_dim + (size_t)e;
 }
 
 #endif
