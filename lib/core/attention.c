@@ -90,7 +90,8 @@ static void prefetch_bytes(const uint8_t *p, size_t bytes)
 /* One work item: a tile of up to pd_attn_tokens tokens of one part and one
  * KV head, with every query head that shares it (grouped-query attention):
  * each block of keys is read (or, stored as rows, widened) once for the
- * tile, and every token's sums are those it would have alone. Items run part by part, tile by tile. */
+ * tile, and every token's sums are those it would have alone. Items run part
+ * by part, tile by tile. */
 static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     const attn_job *a = arg;
@@ -134,11 +135,14 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             /* the KV head's keys from position t0: blocked, its rows of the
              * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
             const uint8_t *k = (const uint8_t *)seq->k_cache + pd_key_at(seq, kvd, a->layer, t0, g * hd) * elt;
-            if (seq->k_blocked && t0 + PD_ATTN_BLOCK < keys_max) /* the next block's keys; this block's values */
-                prefetch_bytes((const uint8_t *)seq->k_cache + pd_key_at(seq, kvd, a->layer, t0 + PD_ATTN_BLOCK, g * hd) * elt,
+            /* on their way: the next block's keys, this block's values */
+            if (seq->k_blocked && t0 + PD_ATTN_BLOCK < keys_max)
+                prefetch_bytes((const uint8_t *)seq->k_cache +
+                                   pd_key_at(seq, kvd, a->layer, t0 + PD_ATTN_BLOCK, g * hd) * elt,
                                (size_t)(hd * PD_KEY_BLOCK) * elt);
             const uint8_t *v_block = (const uint8_t *)seq->v_cache + pd_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
-            for (int64_t r = 0; r < PD_ATTN_BLOCK && t0 + r < keys_max; r++) prefetch_bytes(v_block + (size_t)r * row, (size_t)hd * elt);
+            for (int64_t r = 0; r < PD_ATTN_BLOCK && t0 + r < keys_max; r++)
+                prefetch_bytes(v_block + (size_t)r * row, (size_t)hd * elt);
             size_t stride = 0;
             const void *rows = seq->k_blocked ? (const void *)k
                                               : widen_block(kern, kvt, k, row,

@@ -103,7 +103,7 @@ static void *map_cache(size_t bytes, size_t *mapped)
     if (p == MAP_FAILED) return NULL;
     size_t head = (KV_PAGE - (uintptr_t)p % KV_PAGE) % KV_PAGE;
     if (head) munmap(p, head); /* the slack before and after the aligned range */
-    if (KV_PAGE - head) munmap(p + head + size, KV_PAGE - head);
+    munmap(p + head + size, KV_PAGE - head);
 #ifdef MADV_HUGEPAGE
     madvise(p + head, size, MADV_HUGEPAGE);
 #endif
@@ -214,10 +214,9 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p.n_threads;
     ctx->kv_f16 = p.kv_type == PD_KV_F16;
     ctx->k_blocked = model->kern->key_scores_t != NULL;
-    ctx->kv_map = map_cache(kv_bytes, &ctx->kv_map_bytes);
-    ctx->k_cache = ctx->kv_map;
-    if (ctx->kv_map) /* the values follow each block's keys */
-        ctx->v_cache = (uint8_t *)ctx->kv_map + (size_t)c->n_layers * KV * PD_KEY_BLOCK * kv_bytes_per(p.kv_type);
+    ctx->k_cache = map_cache(kv_bytes, &ctx->kv_mapped);
+    if (ctx->k_cache) /* the values follow each block's keys */
+        ctx->v_cache = (uint8_t *)ctx->k_cache + (size_t)c->n_layers * KV * PD_KEY_BLOCK * kv_bytes_per(p.kv_type);
     ctx->x = alloc_floats(B, H, 1);
     ctx->xn = alloc_floats(B, H, 1);
     ctx->q = alloc_floats(B, Q, 1);
@@ -253,7 +252,7 @@ void pd_context_free(pd_context *ctx)
 {
     if (!ctx) return;
     pdi_pool_free(ctx->pool);
-    if (ctx->kv_map) munmap(ctx->kv_map, ctx->kv_map_bytes);
+    if (ctx->k_cache) munmap(ctx->k_cache, ctx->kv_mapped);
     free(ctx->x);
     free(ctx->xn);
     free(ctx->q);

@@ -81,13 +81,12 @@ struct pd_context {
     size_t bytes;     /* allocated at creation: KV cache and scratch */
     pd_pool *pool;
     int32_t kv_len;
-    /* floats, or halves when kv_f16; K after RoPE. One mapping (kv_map,
-     * kv_map_bytes) in blocks of PD_KEY_BLOCK positions, a block every
-     * layer's keys then every layer's values (pd_key_at, pd_value_at):
-     * k_cache is its start, v_cache the values of block 0. */
+    /* floats, or halves when kv_f16; K after RoPE. One mapping of kv_mapped
+     * bytes in blocks of PD_KEY_BLOCK positions, a block every layer's keys
+     * then every layer's values (pd_key_at, pd_value_at): k_cache is its
+     * start, v_cache the values of block 0. */
     void *k_cache, *v_cache;
-    void *kv_map;
-    size_t kv_map_bytes;
+    size_t kv_mapped;
     bool kv_f16, k_blocked;
     /* The cache's first kv_plain positions hold kv_ids[0..kv_plain) as a
      * causal evaluation from position 0 (no positions, no mask) left them:
@@ -172,19 +171,19 @@ static inline size_t pd_kv_part(const pd_context *ctx, int64_t kv_dim, int l, in
     return (size_t)(pos / PD_KEY_BLOCK) * pd_kv_block_elems(ctx, kv_dim) + (size_t)l * (size_t)kv_dim * PD_KEY_BLOCK;
 }
 
-/* The element index in k_cache of key element e (< kv_dim) of position pos in layer l. */
-static inline size_t pd_key_at(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos, int64_t e)
-{
-    size_t j = (size_t)(pos % PD_KEY_BLOCK);
-    if (ctx->k_blocked) return pd_kv_part(ctx, kv_dim, l, pos) + (size_t)e * PD_KEY_BLOCK + j;
-    return pd_kv_part(ctx, kv_dim, l, pos) + j * (size_t)kv_dim + (size_t)e;
-}
-
 /* The element index in v_cache of value element e of position pos in layer
  * l; the rows of a block's positions are kv_dim elements apart. */
 static inline size_t pd_value_at(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos, int64_t e)
 {
     return pd_kv_part(ctx, kv_dim, l, pos) + (size_t)(pos % PD_KEY_BLOCK) * (size_t)kv_dim + (size_t)e;
+}
+
+/* The element index in k_cache of key element e (< kv_dim) of position pos
+ * in layer l: laid out as the values, or transposed when blocked. */
+static inline size_t pd_key_at(const pd_context *ctx, int64_t kv_dim, int l, int64_t pos, int64_t e)
+{
+    if (!ctx->k_blocked) return pd_value_at(ctx, kv_dim, l, pos, e);
+    return pd_kv_part(ctx, kv_dim, l, pos) + (size_t)e * PD_KEY_BLOCK + (size_t)(pos % PD_KEY_BLOCK);
 }
 
 #endif
