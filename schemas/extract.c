@@ -554,14 +554,12 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
     pd_context **on = malloc(((size_t)n_slots + 1) * sizeof *on);
     pd_batch *batches = malloc(((size_t)n_slots + 1) * sizeof *batches);
     int32_t *busy = malloc(((size_t)n_slots + 1) * sizeof *busy);
+    for (int32_t k = 0; m.text_of && k < n_slots; k++) m.text_of[k] = -1; /* read by the cleanup below */
     if (!m.slot || !m.text_of || !on || !batches || !busy) {
         rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract_many: out of memory for %d slots", n_slots);
         goto done;
     }
-    for (int32_t k = 0; k < n_slots; k++) {
-        m.text_of[k] = -1;
-        fill_slot(&m, k);
-    }
+    for (int32_t k = 0; k < n_slots; k++) fill_slot(&m, k);
     /* Span copies are drafted while at most a review a thread is in flight.
      * A pass of a few rows costs about its weight reads, so a guessed copy is
      * nearly free; past that the rows are arithmetic, and the copies that are

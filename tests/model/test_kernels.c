@@ -212,13 +212,14 @@ static void test_quantize_act(void **state)
 }
 
 /* Every table's quantize_act gives pdi_quantize_act's bits, including ties at
- * half a step, NaN, infinities, -0, subnormals and an all-zero block. */
+ * half a step, NaN, infinities, -0, subnormals and an all-zero block, in a
+ * row of 21 blocks (kernels may take 16 blocks at a time, then the rest). */
 static void test_quantize_act_tables(void **state)
 {
     (void)state;
     const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
                                  pdi_kernels_select()};
-    const int64_t n_tok = 5, cols = 160, nb = cols / 32;
+    const int64_t n_tok = 5, cols = 21 * 32, nb = cols / 32;
     float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
     for (int64_t i = 0; i < n_tok * cols; i++) x[i] = frand() * 3.0f;
     /* token 0: block 0 has max 127, so id = 1 and k + 0.5 are exact ties */
@@ -233,6 +234,8 @@ static void test_quantize_act_tables(void **state)
     x[130] = 1e-40f; /* block 4: subnormals only */
     x[131] = -3e-39f;
     for (int j = 132; j < 160; j++) x[j] = 0.0f;
+    x[17 * 32 + 5] = NAN; /* past the first 16 blocks: a NaN, an all-zero block */
+    for (int j = 19 * 32; j < 20 * 32; j++) x[j] = 0.0f;
     size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float), bs = (size_t)(nb * n_tok) * sizeof(int32_t);
     pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
     pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
