@@ -333,6 +333,9 @@ AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride,
                                                _mm256_div_ps(k127, amax)));
             for (int j = 0; j < n; j++) {
                 const float *v = xt + (b0 + j) * PD_QBLOCK;
+                /* the next 8 blocks on their way (kernels_avx512.c) */
+                _mm_prefetch((const char *)(v + 8 * PD_QBLOCK), _MM_HINT_T0);
+                _mm_prefetch((const char *)(v + 8 * PD_QBLOCK + 16), _MM_HINT_T0);
                 __m256 vid = _mm256_set1_ps(id[j]);
                 __m256i q[4];
                 for (int k = 0; k < 4; k++) {

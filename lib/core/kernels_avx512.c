@@ -541,6 +541,11 @@ AVX512 static void quantize_act_avx512(pd_qact *a, const float *x, int64_t x_str
             _mm512_storeu_ps(id, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ), k127, amax));
             for (int j = 0; j < n; j++) {
                 const float *v = xt + (b0 + j) * PD_QBLOCK;
+                /* the next 16 blocks (or the next row's first) on their way
+                 * while these are made: the rows were often just written by
+                 * another core, and the maxima alone cannot hide their loads */
+                _mm_prefetch((const char *)(v + 16 * PD_QBLOCK), _MM_HINT_T0);
+                _mm_prefetch((const char *)(v + 16 * PD_QBLOCK + 16), _MM_HINT_T0);
                 __m512 vid = _mm512_set1_ps(id[j]);
                 __m512i q0 = _mm512_cvttps_epi32(
                     _mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(_mm512_loadu_ps(v), vid)), lo), hi));
