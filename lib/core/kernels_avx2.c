@@ -272,91 +272,52 @@ AVX2_INLINE __m256 round_away(__m256 x)
     return _mm256_add_ps(t, _mm256_or_ps(step, sign));
 }
 
-/* Lane j of the result: the largest lane of v[j] (8 vectors, in-lane then
- * cross-lane shuffles instead of 8 reductions; the inputs hold no NaN, and
- * max is exact in any order). */
-AVX2_INLINE __m256 lane_max8(const __m256 *v)
-{
-    __m256 r[4], u[2];
-    for (int i = 0; i < 4; i++) /* in each 128-bit half: v[2i], v[2i+1], v[2i], v[2i+1] */
-        r[i] = _mm256_max_ps(_mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 2; i++) /* in each half: v[4i] .. v[4i+3] */
-        u[i] = _mm256_max_ps(
-            _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(r[2 * i]), _mm256_castps_pd(r[2 * i + 1]))),
-            _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(r[2 * i]), _mm256_castps_pd(r[2 * i + 1]))));
-    return _mm256_max_ps(_mm256_permute2f128_ps(u[0], u[1], 0x20), _mm256_permute2f128_ps(u[0], u[1], 0x31));
-}
-
-/* Lane j of the result: the sum of the lanes of v[j] (integers: exact in any order). */
-AVX2_INLINE __m256i lane_sum8(const __m256i *v)
-{
-    __m256i r[4], u[2];
-    for (int i = 0; i < 4; i++)
-        r[i] = _mm256_add_epi32(_mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                                _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 2; i++)
-        u[i] = _mm256_add_epi32(_mm256_unpacklo_epi64(r[2 * i], r[2 * i + 1]),
-                                _mm256_unpackhi_epi64(r[2 * i], r[2 * i + 1]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(u[0], u[1], 0x20), _mm256_permute2x128_si256(u[0], u[1], 0x31));
-}
-
-/* pdi_quantize_act, eight values a step and eight blocks at a time, with its
- * bits: the same maximum (NaN ignored, as fmaxf does), d and 1/d by the same
- * correctly rounded divisions (eight blocks in one vector), roundf, and the
- * clamp that turns NaN into -127. The maxima and sums of eight blocks are
- * reduced together (kernels_avx512.c, quantize_act_avx512). */
+/* pdi_quantize_act, eight values a step, with its bits: the same maximum
+ * (NaN ignored, as fmaxf does), the same scalar d and 1/d, roundf, and the
+ * clamp that turns NaN into -127. */
 AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f), k127 = _mm256_set1_ps(127.0f);
+    const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
     const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
     for (int64_t t = t0; t < t1; t++) {
         const float *xt = x + t * x_stride;
         int8_t *qt = a->q + t * a->cols;
-        for (int64_t b0 = 0; b0 < nb; b0 += 8) {
-            const int n = nb - b0 < 8 ? (int)(nb - b0) : 8;
-            __m256 m[8];
-            __m256i sums[8];
-            for (int j = 0; j < 8; j++) {
-                m[j] = _mm256_setzero_ps();
-                sums[j] = _mm256_setzero_si256();
+        for (int64_t b = 0; b < nb; b++) {
+            const float *v = xt + b * PD_QBLOCK;
+            __m256 x0 = _mm256_loadu_ps(v), x1 = _mm256_loadu_ps(v + 8);
+            __m256 x2 = _mm256_loadu_ps(v + 16), x3 = _mm256_loadu_ps(v + 24);
+            __m256 m = _mm256_setzero_ps();
+            m = _mm256_max_ps(_mm256_and_ps(x0, abs_mask), m);
+            m = _mm256_max_ps(_mm256_and_ps(x1, abs_mask), m);
+            m = _mm256_max_ps(_mm256_and_ps(x2, abs_mask), m);
+            m = _mm256_max_ps(_mm256_and_ps(x3, abs_mask), m);
+            __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+            float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            __m256 vid = _mm256_set1_ps(id);
+            __m256i q[4];
+            const __m256 xs[4] = {x0, x1, x2, x3};
+            for (int k = 0; k < 4; k++) {
+                __m256 r = round_away(_mm256_mul_ps(xs[k], vid));
+                q[k] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
             }
-            for (int j = 0; j < n; j++) {
-                const float *v = xt + (b0 + j) * PD_QBLOCK;
-                for (int k = 0; k < 4; k++) m[j] = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(v + 8 * k), abs_mask), m[j]);
-            }
-            __m256 amax = lane_max8(m);
-            float d[8], id[8];
-            _mm256_storeu_ps(d, _mm256_div_ps(amax, k127));
-            _mm256_storeu_ps(id, _mm256_and_ps(_mm256_cmp_ps(amax, _mm256_setzero_ps(), _CMP_GT_OQ),
-                                               _mm256_div_ps(k127, amax)));
-            for (int j = 0; j < n; j++) {
-                const float *v = xt + (b0 + j) * PD_QBLOCK;
-                /* the next 8 blocks on their way (kernels_avx512.c) */
-                _mm_prefetch((const char *)(v + 8 * PD_QBLOCK), _MM_HINT_T0);
-                _mm_prefetch((const char *)(v + 8 * PD_QBLOCK + 16), _MM_HINT_T0);
-                __m256 vid = _mm256_set1_ps(id[j]);
-                __m256i q[4];
-                for (int k = 0; k < 4; k++) {
-                    __m256 r = round_away(_mm256_mul_ps(_mm256_loadu_ps(v + 8 * k), vid));
-                    q[k] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
-                }
-                sums[j] = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-                /* packs work within 128-bit lanes: put the 32 bytes back in order */
-                __m256i p16 = _mm256_packs_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
-                                                 _mm256_permute2x128_si256(q[0], q[1], 0x31));
-                __m256i p16b = _mm256_packs_epi32(_mm256_permute2x128_si256(q[2], q[3], 0x20),
-                                                  _mm256_permute2x128_si256(q[2], q[3], 0x31));
-                __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16, p16b), order);
-                _mm256_storeu_si256((__m256i *)(void *)(qt + (b0 + j) * PD_QBLOCK), p8);
-            }
-            __m256i sum = lane_sum8(sums);
-            float s[8];
-            int32_t bias[8];
-            _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_loadu_ps(d), _mm256_cvtepi32_ps(sum)));
-            _mm256_storeu_si256((__m256i *)(void *)bias, _mm256_mullo_epi32(sum, _mm256_set1_epi32(-8)));
-            pdi_qact_put(a, t, b0, n, d, s, bias);
+            __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            /* packs work within 128-bit lanes: put the 32 bytes back in order */
+            __m256i p16 = _mm256_packs_epi32(_mm256_permute2x128_si256(q[0], q[1], 0x20),
+                                             _mm256_permute2x128_si256(q[0], q[1], 0x31));
+            __m256i p16b = _mm256_packs_epi32(_mm256_permute2x128_si256(q[2], q[3], 0x20),
+                                              _mm256_permute2x128_si256(q[2], q[3], 0x31));
+            __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16, p16b), order);
+            _mm256_storeu_si256((__m256i *)(void *)(qt + b * PD_QBLOCK), p8);
+            a->d[b * a->n_cap + t] = d;
+            a->s[b * a->n_cap + t] = d * (float)_mm_cvtsi128_si32(s4);
+            a->block_bias[b * a->n_cap + t] = -8 * _mm_cvtsi128_si32(s4);
         }
     }
 }
@@ -512,19 +473,12 @@ AVX2 static void key_scores_t_avx2(pd_dtype kt, const void *kb, int64_t nk, cons
  * [-87, 88]; below -87 (and -inf, a masked score) exactly 0. */
 AVX2_INLINE __m256 exp8(__m256 x)
 {
-    __m256 zero_below = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+    __m256 zero_below = _mm256_cmp_ps(x, _mm256_set1_ps(PD_EXP_LO), _CMP_GE_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(PD_EXP_LO)), _mm256_set1_ps(PD_EXP_HI));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(PD_EXP_LOG2E)),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256 p;
+    PD_EXP_POLY(__m256, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_set1_ps, n, x, p);
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), zero_below);
 }
@@ -565,7 +519,8 @@ AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n)
 }
 
 static const pd_kernels avx2 = PD_X86_KERNELS("avx2", pdi_qmatmul_avx2, 8, pdi_qmatmul_x8_avx2, quantize_act_avx2,
-                                                key_scores_avx2, value_mix_avx2, key_scores_t_avx2);
+                                                key_scores_avx2, value_mix_avx2, key_scores_t_avx2, pdi_exp_sum_avx2,
+                                                pdi_silu_mul_avx2);
 
 const pd_kernels *pdi_kernels_avx2(void)
 {

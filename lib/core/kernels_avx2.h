@@ -40,16 +40,43 @@ void pdi_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_
 AVX2 void pdi_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n);
 AVX2 void pdi_narrow_avx2(const float *src, uint16_t *dst, int64_t n);
 AVX2 float pdi_exp_sum_avx2(float *s, int64_t n, float max);
+
+/* exp's range and coefficients (kernels_avx2.c, exp8), for every width that
+ * must give its bits: 2^n p(r), r = x - n ln 2, ln 2 in two parts. */
+#define PD_EXP_LO (-87.0f)
+#define PD_EXP_HI 88.0f
+#define PD_EXP_LOG2E 1.44269504088896341f
+#define PD_EXP_LN2_HI 0.693359375f
+#define PD_EXP_LN2_LO (-2.12194440e-4f)
+#define PD_EXP_P0 1.9875691500e-4f
+#define PD_EXP_P1 1.3981999507e-3f
+#define PD_EXP_P2 8.3334519073e-3f
+#define PD_EXP_P3 4.1665795894e-2f
+#define PD_EXP_P4 1.6666665459e-1f
+#define PD_EXP_P5 5.0000001201e-1f
+/* p(r) from n and the clamped x, with one width's operations: the same
+ * steps at every width, so each lane has the same bits. */
+#define PD_EXP_POLY(T, FMADD, FNMADD, MUL, ADD, SET1, n, x, out)                                                      \
+    do {                                                                                                               \
+        T r_ = FNMADD(n, SET1(PD_EXP_LN2_LO), FNMADD(n, SET1(PD_EXP_LN2_HI), x));                                      \
+        T p_ = FMADD(SET1(PD_EXP_P0), r_, SET1(PD_EXP_P1));                                                            \
+        p_ = FMADD(p_, r_, SET1(PD_EXP_P2));                                                                           \
+        p_ = FMADD(p_, r_, SET1(PD_EXP_P3));                                                                           \
+        p_ = FMADD(p_, r_, SET1(PD_EXP_P4));                                                                           \
+        p_ = FMADD(p_, r_, SET1(PD_EXP_P5));                                                                           \
+        (out) = FMADD(p_, MUL(r_, r_), ADD(r_, SET1(1.0f)));                                                           \
+    } while (0)
 AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n);
 
-/* An x86 table: the AVX2 float kernels and the given integer and attention ones. */
-#define PD_X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T)            \
+/* An x86 table: the AVX2 float kernels and the given integer, attention and
+ * activation ones. */
+#define PD_X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T, EXP_SUM,  \
+                       SILU_MUL)                                                                                       \
     {                                                                                                                  \
         .name = NAME, .dot = pdi_dot_avx2, .axpy = pdi_axpy_avx2, .dot_row = pdi_dot_row_avx2,                            \
         .fmatmul = pdi_fmatmul_avx2, .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X,              \
         .widen = pdi_widen_avx2, .narrow = pdi_narrow_avx2, .quantize_act = QUANTIZE, .key_scores = KEY_SCORES,          \
-        .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T, .exp_sum = pdi_exp_sum_avx2,                              \
-        .silu_mul = pdi_silu_mul_avx2,                                                                                  \
+        .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T, .exp_sum = EXP_SUM, .silu_mul = SILU_MUL,                \
     }
 
 #endif

@@ -23,6 +23,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"
@@ -475,92 +476,31 @@ AVX512_INLINE __m512 round_away16(__m512 x)
     return _mm512_add_ps(t, _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(step), _mm512_castps_si512(sign))));
 }
 
-/* Lane j of the result: the largest lane of v[j] (16 vectors, a tree of
- * in-lane then cross-lane shuffles instead of 16 reductions). Max is exact
- * and the inputs hold no NaN, so any order gives the same value. */
-AVX512_INLINE __m512 lane_max16(const __m512 *v)
-{
-    __m512 r[8], u[4], w[2];
-    for (int i = 0; i < 8; i++) /* in each 128-bit lane: v[2i], v[2i+1], v[2i], v[2i+1] */
-        r[i] = _mm512_max_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 4; i++) /* in each 128-bit lane: v[4i] .. v[4i+3] */
-        u[i] = _mm512_max_ps(
-            _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(r[2 * i]), _mm512_castps_pd(r[2 * i + 1]))),
-            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(r[2 * i]), _mm512_castps_pd(r[2 * i + 1]))));
-    for (int i = 0; i < 2; i++) /* lanes: v[8i..8i+3] (lanes 0+1, then 2+3), v[8i+4..8i+7] likewise */
-        w[i] = _mm512_max_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0x88),
-                             _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], 0xDD));
-    return _mm512_max_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x88), _mm512_shuffle_f32x4(w[0], w[1], 0xDD));
-}
-
-/* Lane j of the result: the sum of the lanes of v[j] (integers: exact in any order). */
-AVX512_INLINE __m512i lane_sum16(const __m512i *v)
-{
-    __m512i r[8], u[4], w[2];
-    for (int i = 0; i < 8; i++)
-        r[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                                _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-    for (int i = 0; i < 4; i++)
-        u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(r[2 * i], r[2 * i + 1]),
-                                _mm512_unpackhi_epi64(r[2 * i], r[2 * i + 1]));
-    for (int i = 0; i < 2; i++)
-        w[i] = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0x88),
-                                _mm512_shuffle_i32x4(u[2 * i], u[2 * i + 1], 0xDD));
-    return _mm512_add_epi32(_mm512_shuffle_i32x4(w[0], w[1], 0x88), _mm512_shuffle_i32x4(w[0], w[1], 0xDD));
-}
-
-/* pdi_quantize_act, 16 blocks of 32 at a time, with its bits: the same
+/* pdi_quantize_act, a block of 32 in two vectors, with its bits: the same
  * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
- * when either is NaN), d and 1/d by the same correctly rounded divisions
- * (16 blocks in one vector), roundf, the clamp that turns NaN into -127, and
- * the block biases. The maxima and sums of 16 blocks are reduced together:
- * one reduction a block was most of the time this took. */
+ * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
+ * turns NaN into -127, and the block biases. */
 AVX512 static void quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
-    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f), k127 = _mm512_set1_ps(127.0f);
+    const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
     for (int64_t t = t0; t < t1; t++) {
         const float *xt = x + t * x_stride;
         int8_t *qt = a->q + t * a->cols;
-        for (int64_t b0 = 0; b0 < nb; b0 += 16) {
-            const int n = nb - b0 < 16 ? (int)(nb - b0) : 16;
-            __m512 m[16];
-            __m512i sums[16];
-            for (int j = 0; j < 16; j++) {
-                m[j] = _mm512_setzero_ps();
-                sums[j] = _mm512_setzero_si512();
-            }
-            for (int j = 0; j < n; j++) {
-                const float *v = xt + (b0 + j) * PD_QBLOCK;
-                __m512 x0 = _mm512_loadu_ps(v), x1 = _mm512_loadu_ps(v + 16);
-                m[j] = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), m[j]));
-            }
-            __m512 amax = lane_max16(m);
-            float d[16], id[16];
-            _mm512_storeu_ps(d, _mm512_div_ps(amax, k127));
-            _mm512_storeu_ps(id, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ), k127, amax));
-            for (int j = 0; j < n; j++) {
-                const float *v = xt + (b0 + j) * PD_QBLOCK;
-                /* the next 16 blocks (or the next row's first) on their way
-                 * while these are made: the rows were often just written by
-                 * another core, and the maxima alone cannot hide their loads */
-                _mm_prefetch((const char *)(v + 16 * PD_QBLOCK), _MM_HINT_T0);
-                _mm_prefetch((const char *)(v + 16 * PD_QBLOCK + 16), _MM_HINT_T0);
-                __m512 vid = _mm512_set1_ps(id[j]);
-                __m512i q0 = _mm512_cvttps_epi32(
-                    _mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(_mm512_loadu_ps(v), vid)), lo), hi));
-                __m512i q1 = _mm512_cvttps_epi32(
-                    _mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(_mm512_loadu_ps(v + 16), vid)), lo), hi));
-                _mm_storeu_si128((__m128i *)(void *)(qt + (b0 + j) * PD_QBLOCK), _mm512_cvtsepi32_epi8(q0));
-                _mm_storeu_si128((__m128i *)(void *)(qt + (b0 + j) * PD_QBLOCK + 16), _mm512_cvtsepi32_epi8(q1));
-                sums[j] = _mm512_add_epi32(q0, q1);
-            }
-            __m512i sum = lane_sum16(sums);
-            float s[16];
-            int32_t bias[16];
-            _mm512_storeu_ps(s, _mm512_mul_ps(_mm512_loadu_ps(d), _mm512_cvtepi32_ps(sum)));
-            _mm512_storeu_si512(bias, _mm512_mullo_epi32(sum, _mm512_set1_epi32(-8)));
-            pdi_qact_put(a, t, b0, n, d, s, bias);
+        for (int64_t b = 0; b < nb; b++) {
+            __m512 x0 = _mm512_loadu_ps(xt + b * PD_QBLOCK), x1 = _mm512_loadu_ps(xt + b * PD_QBLOCK + 16);
+            __m512 m = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
+            float amax = _mm512_reduce_max_ps(m);
+            float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+            __m512 vid = _mm512_set1_ps(id);
+            __m512i q0 = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(x0, vid)), lo), hi));
+            __m512i q1 = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(round_away16(_mm512_mul_ps(x1, vid)), lo), hi));
+            _mm_storeu_si128((__m128i *)(void *)(qt + b * PD_QBLOCK), _mm512_cvtsepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(void *)(qt + b * PD_QBLOCK + 16), _mm512_cvtsepi32_epi8(q1));
+            a->d[b * a->n_cap + t] = d;
+            int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+            a->s[b * a->n_cap + t] = d * (float)sum;
+            a->block_bias[b * a->n_cap + t] = -8 * sum;
         }
     }
 }
@@ -625,7 +565,7 @@ AVX512_INLINE void key_scores_kind(const int f16, const int NH, const uint8_t *k
     }
 }
 
-/* NH heads (1 or 2) with up to 64 output columns each in registers while
+/* NH heads (1 to 4) with up to 64 output columns each in registers while
  * every value row, loaded once for the heads, is added: each column one
  * chain over the rows in order (NH x 4 chains in flight), as the AVX2 and
  * portable tables add them, so a row's term lands in the same place of its
@@ -636,11 +576,11 @@ AVX512_INLINE void value_mix_kind(const int f16, const int NH, const uint8_t *v,
 {
     for (int64_t c = 0; c < n; c += 64) {
         __mmask16 live[4];
-        __m512 acc[2][4];
+        __m512 acc[4][4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++) {
             live[i] = c + 16 * i < n ? live_cols(n, c + 16 * i) : 0;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int h = 0; h < NH; h++) acc[h][i] = _mm512_maskz_loadu_ps(live[i], out + h * out_stride + c + 16 * i);
         }
         for (int64_t j = 0; j < nv; j++) {
@@ -648,13 +588,13 @@ AVX512_INLINE void value_mix_kind(const int f16, const int NH, const uint8_t *v,
 #pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 __m512 x = load16(f16, vj, c + 16 * i, live[i]);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
                 for (int h = 0; h < NH; h++) acc[h][i] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * p_stride + j]), x, acc[h][i]);
             }
         }
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
             for (int h = 0; h < NH; h++) _mm512_mask_storeu_ps(out + h * out_stride + c + 16 * i, live[i], acc[h][i]);
     }
 }
@@ -673,18 +613,26 @@ AVX512 static void key_scores_avx512(pd_dtype kt, const void *k, size_t stride, 
     }
 }
 
+/* Heads four at a time (each value row loaded and widened once for four),
+ * then the last 1-3 together. */
 AVX512 static void value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
                                 int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)
 {
-    int64_t h = 0;
-    for (; h + 2 <= nh; h += 2) {
-        if (vt == PD_F16) value_mix_kind(1, 2, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
-        else value_mix_kind(0, 2, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
+/* the kind and the head count as constants at each call */
+#define VALUE_MIX(NH) \
+    (vt == PD_F16 ? value_mix_kind(1, NH, v, stride, nv, ph, p_stride, n, oh, out_stride) \
+                  : value_mix_kind(0, NH, v, stride, nv, ph, p_stride, n, oh, out_stride))
+    for (int64_t h = 0; h < nh; h += 4) {
+        const float *ph = p + h * p_stride;
+        float *oh = out + h * out_stride;
+        switch (nh - h < 4 ? nh - h : 4) {
+        case 4: VALUE_MIX(4); break;
+        case 3: VALUE_MIX(3); break;
+        case 2: VALUE_MIX(2); break;
+        default: VALUE_MIX(1); break;
+        }
     }
-    if (h < nh) {
-        if (vt == PD_F16) value_mix_kind(1, 1, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
-        else value_mix_kind(0, 1, v, stride, nv, p + h * p_stride, p_stride, n, out + h * out_stride, out_stride);
-    }
+#undef VALUE_MIX
 }
 
 /* ------------------------------------------- keys stored transposed in blocks
@@ -772,9 +720,62 @@ static bool avx512vnni_supported(void)
            __builtin_cpu_supports("avx512vnni");
 }
 
+/* ------------------------------------------------------ exp and SwiGLU
+ *
+ * The AVX2 table's exp8 (kernels_avx2.c) sixteen at a time: the same
+ * operations lane by lane, so the same bits, and sums added in its order. */
+
+AVX512_INLINE __m512 exp16(__m512 x)
+{
+    __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(PD_EXP_LO), _CMP_GE_OQ); /* below -87, and NaN: 0 */
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(PD_EXP_LO)), _mm512_set1_ps(PD_EXP_HI));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(PD_EXP_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 p;
+    PD_EXP_POLY(__m512, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_mul_ps, _mm512_add_ps, _mm512_set1_ps, n, x, p);
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e));
+}
+
+/* pdi_exp_sum_avx2's bits: its eight running sums get each half of a
+ * vector in turn, as its loop adds them; the last 1-15 values are padded
+ * with -inf (exp 0), as it pads its last 1-7. */
+AVX512 static float exp_sum_avx512(float *s, int64_t n, float max)
+{
+    __m512 vmax = _mm512_set1_ps(max);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i), vmax));
+        _mm512_storeu_ps(s + i, e);
+        acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e)), _mm512_extractf32x8_ps(e, 1));
+    }
+    if (i == n) return hsum256(acc);
+    __mmask16 live = live_cols(n, i);
+    __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), live, s + i), vmax));
+    _mm512_mask_storeu_ps(s + i, live, e);
+    if (n - i < 8) return hsum256(acc) + hsum256(_mm512_castps512_ps256(e));
+    acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e)); /* a whole eight, then the rest padded */
+    if (n - i == 8) return hsum256(acc);
+    return hsum256(acc) + hsum256(_mm512_extractf32x8_ps(e, 1));
+}
+
+/* pdi_silu_mul_avx2's bits: sixteen at a time, the rest as it does them. */
+AVX512 static void silu_mul_avx512(float *g, const float *u, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 x = _mm512_loadu_ps(g + i);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+        _mm512_storeu_ps(g + i, _mm512_mul_ps(_mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e)),
+                                              _mm512_loadu_ps(u + i)));
+    }
+    if (i < n) pdi_silu_mul_avx2(g + i, u + i, n - i);
+}
+
 static const pd_kernels avx512 = PD_X86_KERNELS("avx512-vnni", qmatmul_avx512, 16, qmatmul_x16_avx512,
                                                   quantize_act_avx512, key_scores_avx512, value_mix_avx512,
-                                                  key_scores_t_avx512);
+                                                  key_scores_t_avx512, exp_sum_avx512, silu_mul_avx512);
 
 const pd_kernels *pdi_kernels_avx512(void) { return pdi_kernels_avx2() && avx512vnni_supported() ? &avx512 : NULL; }
 

@@ -30,18 +30,6 @@ typedef struct pd_qact {
  * The definition; the kernel tables carry faster equals. */
 void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
 
-/* Token t's scales, scaled sums and biases of blocks [b0, b0 + n) into their
- * block-major places in a (for kernels that make several blocks' at once). */
-static inline void pdi_qact_put(pd_qact *a, int64_t t, int64_t b0, int n, const float *d, const float *s,
-                                const int32_t *bias)
-{
-    for (int j = 0; j < n; j++) {
-        a->d[(b0 + j) * a->n_cap + t] = d[j];
-        a->s[(b0 + j) * a->n_cap + t] = s[j];
-        a->block_bias[(b0 + j) * a->n_cap + t] = bias[j];
-    }
-}
-
 /* narrow's definition: pdi_f32_to_f16 of each. */
 void pdi_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);
 /* exp_sum's definition: expf of each shifted score, summed in double. */

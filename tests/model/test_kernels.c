@@ -269,6 +269,39 @@ static void test_quantize_act_tables(void **state)
     free(got.block_bias);
 }
 
+/* The AVX-512 table's exp_sum and silu_mul give the AVX2 table's bits (the
+ * same exp lane by lane, the sums in its order), at every length's tail. */
+static void test_x86_exp_bits(void **state)
+{
+    (void)state;
+    const pd_kernels *a = pdi_kernels_avx2(), *b = pdi_kernels_avx512();
+    if (!a || !b) skip();
+    enum { N = 140 };
+    float s[N], g[N], u[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = -8.0f * fabsf(frand());
+        g[i] = 12.0f * frand();
+        u[i] = frand();
+    }
+    s[3] = -INFINITY;
+    s[20] = -90.0f; /* past exp's range: 0 */
+    g[5] = 95.0f;   /* silu of a large input, and of a large negative one */
+    g[6] = -95.0f;
+    for (int n = 0; n <= N; n++) {
+        float sa[N], sb[N], ga[N], gb[N];
+        memcpy(sa, s, sizeof s);
+        memcpy(sb, s, sizeof s);
+        memcpy(ga, g, sizeof g);
+        memcpy(gb, g, sizeof g);
+        float suma = a->exp_sum(sa, n, 0.5f), sumb = b->exp_sum(sb, n, 0.5f);
+        if (memcmp(&suma, &sumb, sizeof suma) || memcmp(sa, sb, sizeof sa))
+            fail_msg("exp_sum of %d: %s %.9g, %s %.9g", n, a->name, suma, b->name, sumb);
+        a->silu_mul(ga, u, n);
+        b->silu_mul(gb, u, n);
+        assert_memory_equal(ga, gb, sizeof ga);
+    }
+}
+
 /* The attention kernels: key_scores and value_mix over F32 and F16 rows
  * against float64 (19 rows: two blocks of eight and three more; rows of 75
  * and 150 columns, 160 apart: column tails and more than one 64-column
@@ -290,8 +323,8 @@ static void test_attention_kernels(void **state)
     float q3[3 * STRIDE]; /* three heads; the second is q */
     for (int64_t i = 0; i < 3 * STRIDE; i++) q3[i] = i / STRIDE == 1 ? q[i % STRIDE] : frand();
     for (int64_t j = 0; j < NK; j++) p[j] = frand();
-    float p3[3 * NK]; /* three heads' weights; the second is p */
-    for (int64_t j = 0; j < 3 * NK; j++) p3[j] = j / NK == 1 ? p[j % NK] : frand();
+    float p7[7 * NK]; /* seven heads' weights (a KV head's group: kernels may take 4, then 3); the second is p */
+    for (int64_t j = 0; j < 7 * NK; j++) p7[j] = j / NK == 1 ? p[j % NK] : frand();
     float s[203], e[203];
     for (int i = 0; i < 203; i++) s[i] = -40.0f * fabsf(frand());
     s[0] = 0.0f;
@@ -332,16 +365,16 @@ static void test_attention_kernels(void **state)
                 }
                 for (int64_t c = 0; c <= STRIDE; c++) y[c] = (float)c;
                 kt->value_mix(kvt, rows, stride, NK, p, NK, 1, n, y, STRIDE + 1);
-                /* three heads at once (the second with p): each the bits of it alone */
-                float y3[3 * (STRIDE + 1)], y1[STRIDE + 1];
-                for (int64_t c = 0; c < 3 * (STRIDE + 1); c++) y3[c] = (float)(c % (STRIDE + 1));
-                kt->value_mix(kvt, rows, stride, NK, p3, NK, 3, n, y3, STRIDE + 1);
-                for (int h = 0; h < 3; h++) {
+                /* seven heads at once (the second with p): each the bits of it alone */
+                float y7[7 * (STRIDE + 1)], y1[STRIDE + 1];
+                for (int64_t c = 0; c < 7 * (STRIDE + 1); c++) y7[c] = (float)(c % (STRIDE + 1));
+                kt->value_mix(kvt, rows, stride, NK, p7, NK, 7, n, y7, STRIDE + 1);
+                for (int h = 0; h < 7; h++) {
                     for (int64_t c = 0; c <= STRIDE; c++) y1[c] = (float)c;
-                    kt->value_mix(kvt, rows, stride, NK, p3 + h * NK, NK, 1, n, y1, STRIDE + 1);
-                    assert_memory_equal(y3 + h * (STRIDE + 1), y1, sizeof y1);
+                    kt->value_mix(kvt, rows, stride, NK, p7 + h * NK, NK, 1, n, y1, STRIDE + 1);
+                    assert_memory_equal(y7 + h * (STRIDE + 1), y1, sizeof y1);
                 }
-                assert_memory_equal(y3 + STRIDE + 1, y, sizeof y);
+                assert_memory_equal(y7 + STRIDE + 1, y, sizeof y);
                 for (int64_t c = 0; c <= STRIDE; c++) {
                     double want = c, scale = fabs(want);
                     for (int64_t j = 0; c < n && j < NK; j++) {
@@ -902,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_quantize_act),
         cmocka_unit_test(test_quantize_act_tables),
         cmocka_unit_test(test_attention_kernels),
+        cmocka_unit_test(test_x86_exp_bits),
         cmocka_unit_test(test_fmatmul),
         cmocka_unit_test(test_widen),
         cmocka_unit_test(test_qdot_reference_value),
