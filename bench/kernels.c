@@ -111,7 +111,7 @@ static bool run_shape(const pd_kernels *const *tables, int n_tables, pd_dtype ty
     bool memory = plain && copies && x && y && a.q && a.d && a.s && a.block_bias, ok = memory;
     for (int i = 0; ok && i < n_copies; i++) ok = memory = (copies[i] = malloc(bytes)) != NULL;
     for (int64_t i = 0; ok && i < max_tok * cols; i++) x[i] = (float)(next_random(&seed) % 2001) / 1000.0f - 1.0f;
-    if (ok) pdi_quantize_act(&a, x, cols, 0, max_tok);
+    if (ok) pdi_quantize_act(&a, x, cols, 0, max_tok, 0, cols / 32);
     for (int t = 0; ok && t < n_tables; t++) {
         const pd_kernels *k = tables[t];
         int n = type == PD_BF16 ? 0 : k->interleave;

@@ -111,6 +111,15 @@ static void *map_cache(size_t bytes, size_t *mapped)
     return p + head;
 }
 
+/* The bytes of quantized activations for n tokens of cols columns
+ * (alloc_qact): int8 q, then d and s (with padding), then block_bias. */
+static bool add_qact(size_t *scratch, size_t n, size_t cols)
+{
+    return add_floats(scratch, qact_cap(n), cols / sizeof(float) + 1, 1) &&
+           add_floats(scratch, 2, (cols / PD_QBLOCK + 1) * qact_cap(n) + 8, 1) &&
+           add_floats(scratch, qact_cap(n), cols / PD_QBLOCK, 1) /* block_bias: int32 */;
+}
+
 /* What pd_context_new allocates for resolved parameters p: the KV cache and
  * the scratch (the same products as the allocations below). */
 static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t *kv, size_t *scratch)
@@ -129,11 +138,7 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
            add_floats(scratch, (size_t)p->n_ctx, 1, 1) /* kv_ids: int32 */ &&
            add_floats(scratch, 2 * B, 1, 1) /* keep, slot: int32 */ &&
            add_bytes(scratch, B, sizeof(pd_seq_part)) &&
-           /* quantized activations: int8 q, then d and s (with padding) */
-           add_floats(scratch, qact_cap(B), max_cols / sizeof(float) + 1, 1) &&
-           add_floats(scratch, 2, (max_cols / PD_QBLOCK + 1) * qact_cap(B) + 8, 1) &&
-           add_floats(scratch, qact_cap(B), max_cols / PD_QBLOCK, 1) /* block_bias: int32 */ &&
-           *kv + *scratch >= *kv;
+           add_qact(scratch, B, max_cols) && add_qact(scratch, B, F) && *kv + *scratch >= *kv;
 }
 
 size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
@@ -145,38 +150,30 @@ size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
     return kv + scratch;
 }
 
-/* Room in ctx->qact for n tokens of the widest input; false when out of memory. */
-static bool reserve_qact(pd_context *ctx, int64_t n)
+/* Room in a for n tokens of cols columns (a multiple of PD_QBLOCK); false
+ * when out of memory (what was allocated is freed with the context). */
+static bool alloc_qact(pd_qact *a, int64_t n, size_t cols)
 {
-    pd_qact *a = &ctx->qact;
-    if (n <= a->n_cap) return true;
     n = (int64_t)qact_cap((size_t)n);
-    const pd_config *c = &ctx->model->cfg;
-    size_t cols = (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn), q, ds, block;
+    size_t q, ds, block;
     /* d and s: [blocks][n] plus a vector of padding for the 8-token loads */
     if (!pd_mul_size((size_t)n, cols, &q) || !pd_mul_size(cols / PD_QBLOCK + 1, (size_t)n, &ds) ||
         !pd_mul_size(ds + 8, sizeof(float), &ds) || !pd_mul_size(q / PD_QBLOCK, sizeof(int32_t), &block))
         return false;
-    int8_t *nq = malloc(q);
-    float *nd = calloc(1, ds), *ns = calloc(1, ds);
-    int32_t *nb = malloc(block);
-    if (!nq || !nd || !ns || !nb) {
-        free(nq);
-        free(nd);
-        free(ns);
-        free(nb);
-        return false;
-    }
+    a->q = malloc(q);
+    a->d = calloc(1, ds);
+    a->s = calloc(1, ds);
+    a->block_bias = malloc(block);
+    a->n_cap = n;
+    return a->q && a->d && a->s && a->block_bias;
+}
+
+static void free_qact(pd_qact *a)
+{
     free(a->q);
     free(a->d);
     free(a->s);
     free(a->block_bias);
-    a->q = nq;
-    a->d = nd;
-    a->s = ns;
-    a->block_bias = nb;
-    a->n_cap = n;
-    return true;
 }
 
 pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err)
@@ -239,7 +236,8 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
         !ctx->rope_sin || !ctx->chunk_pos || !ctx->kv_ids || !ctx->keep || !ctx->slot || !ctx->parts || !ctx->pool ||
-        !reserve_qact(ctx, p.n_batch))
+        !alloc_qact(&ctx->qact, p.n_batch, (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn)) ||
+        !alloc_qact(&ctx->qact_inner, p.n_batch, (size_t)c->ffn))
         goto nomem;
     return ctx;
 nomem:
@@ -270,10 +268,8 @@ void pd_context_free(pd_context *ctx)
     free(ctx->keep);
     free(ctx->slot);
     free(ctx->parts);
-    free(ctx->qact.q);
-    free(ctx->qact.d);
-    free(ctx->qact.s);
-    free(ctx->qact.block_bias);
+    free_qact(&ctx->qact);
+    free_qact(&ctx->qact_inner);
     free(ctx->out_hidden);
     free(ctx->out_logits);
     free(ctx);

@@ -43,11 +43,12 @@ typedef struct {
 #define FEW_CHUNKS 1
 #define FEW_TOKENS 64
 
-/* A matrix product's rows across the pool, in chunks of whole 16s. */
-static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, pd_range_fn fn, void *arg)
+/* A matrix product's rows across the pool, in chunks of whole grains (16s,
+ * the interleaved groups, or 32s where a chunk quantizes its columns). */
+static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, int64_t grain, pd_range_fn fn, void *arg)
 {
-    if (n_tok < FEW_TOKENS) pdi_pool_for_chunks(ctx->pool, rows, 16, FEW_CHUNKS, fn, arg);
-    else pdi_pool_for(ctx->pool, rows, 16, fn, arg);
+    if (n_tok < FEW_TOKENS) pdi_pool_for_chunks(ctx->pool, rows, grain, FEW_CHUNKS, fn, arg);
+    else pdi_pool_for(ctx->pool, rows, grain, fn, arg);
 }
 
 /* Quantized activations per token tile: the tile's blocks stay in L2 while
@@ -130,7 +131,7 @@ static void quantize_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     (void)thread;
     const quantize_job *q = arg;
-    q->kern->quantize_act(q->a, q->x, q->x_stride, begin, end);
+    q->kern->quantize_act(q->a, q->x, q->x_stride, begin, end, 0, q->a->cols / PD_QBLOCK);
 }
 
 /* x quantized into the context's activation buffer when w is block-quantized
@@ -167,7 +168,7 @@ static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows
     if (pd_dtype_is_block(w->dtype) && !qx) qx = quantize_for(ctx, w, x, x_stride, n_tok);
     if (!pd_dtype_is_block(w->dtype)) qx = NULL;
     matmul_job j = {ctx->model->kern, w, x, qx, y, n_tok, x_stride, y_stride, rows};
-    pool_rows(ctx, n_tok, n_out, matmul_range, &j);
+    pool_rows(ctx, n_tok, n_out, 16, matmul_range, &j);
 }
 
 typedef struct {
@@ -204,10 +205,11 @@ static void add_deltas(pd_context *ctx, const pd_matrix *w, const float *x, int6
     }
 }
 
-static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y, int64_t y_stride,
-                   int64_t n_tok)
+/* y = w x (and its adapters' deltas); qx: x already quantized, or NULL. */
+static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, const pd_qact *qx, int64_t x_stride, float *y,
+                   int64_t y_stride, int64_t n_tok)
 {
-    matmul_rows(ctx, w, NULL, w->rows, x, NULL, x_stride, y, y_stride, n_tok);
+    matmul_rows(ctx, w, NULL, w->rows, x, qx, x_stride, y, y_stride, n_tok);
     add_deltas(ctx, w, x, x_stride, y, y_stride, n_tok);
 }
 
@@ -220,6 +222,7 @@ typedef struct {
     matmul_job part[FUSED_MAX];
     int n_parts;
     bool paired, swiglu;
+    pd_qact *qout; /* with swiglu: where each chunk quantizes the columns it made */
 } fused_job;
 
 static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
@@ -242,14 +245,20 @@ static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
             const float *uy = u->y + t * u->y_stride;
             g->kern->silu_mul(gy + begin, uy + begin, end - begin);
         }
+        /* its blocks of every row, while they are in this core's cache (begin
+         * and end are whole blocks: the loop's grain) */
+        if (f->qout)
+            g->kern->quantize_act(f->qout, g->y, g->y_stride, 0, g->n_tok, begin / PD_QBLOCK, end / PD_QBLOCK);
     }
 }
 
 /* y[p] = w[p] x for n matrices with x's columns (x quantized once for all the
  * block-quantized ones), then their adapters' deltas. With swiglu (paired gate
- * and up), y[0] becomes silu(gate) * up. */
-static void matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, float *const *y, const int64_t *y_stride,
-                         const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu)
+ * and up), y[0] becomes silu(gate) * up; given qout, it is also quantized
+ * there, by the threads that made it, when the returned value says so
+ * (adapters' deltas come after the loop: then not). */
+static bool matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, float *const *y, const int64_t *y_stride,
+                         const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu, pd_qact *qout)
 {
     const pd_qact *qx = NULL;
     for (int p = 0; p < n && !qx; p++) qx = quantize_for(ctx, w[p], x, x_stride, n_tok);
@@ -263,11 +272,17 @@ static void matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, floa
         deltas = deltas || w[p]->delta;
     }
     f.swiglu = swiglu && !deltas; /* deltas come first: then SwiGLU after them */
-    pool_rows(ctx, n_tok, rows, fused_range, &f);
+    if (f.swiglu && qout && w[0]->rows % PD_QBLOCK == 0 && n_tok <= qout->n_cap) {
+        f.qout = qout;
+        qout->n_tok = n_tok;
+        qout->cols = w[0]->rows;
+    }
+    pool_rows(ctx, n_tok, rows, f.qout ? PD_QBLOCK : 16, fused_range, &f);
     for (int p = 0; p < n; p++) add_deltas(ctx, w[p], x, x_stride, y[p], y_stride[p], n_tok);
     if (swiglu && deltas)
         for (int64_t t = 0; t < n_tok; t++)
             ctx->model->kern->silu_mul(y[0] + t * y_stride[0], y[1] + t * y_stride[1], w[0]->rows);
+    return f.qout != NULL;
 }
 
 /* ------------------------------------------------------------------- RoPE */
@@ -419,7 +434,7 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
 
     const pd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
     float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
-    matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false);
+    matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false, NULL);
 
     token_job rj = {.ctx = ctx, .layer = l, .parts = parts, .trim = trim};
     bool rope_apart = false; /* some part's rows are not roped by attention */
@@ -432,14 +447,16 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
         if (n_tok == 0) return; /* the keys and values were all the pass had to give */
         gather_rows(ctx, ctx->keep, n_keep);
     }
-    matmul(ctx, &L->wo, ctx->att, Q, ctx->delta, H, n_tok);
+    matmul(ctx, &L->wo, ctx->att, NULL, Q, ctx->delta, H, n_tok);
     token_job ffn = {.ctx = ctx, .norm = L->ffn_norm};
     pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
     float *gate_up_out[2] = {ctx->gate, ctx->up};
-    matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true);
-    matmul(ctx, &L->w_down, ctx->gate, F, ctx->delta, H, n_tok);
+    /* the down projection's input is quantized where silu(gate) * up is made */
+    pd_qact *inner = pd_dtype_is_block(L->w_down.dtype) ? &ctx->qact_inner : NULL;
+    bool made = matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true, inner);
+    matmul(ctx, &L->w_down, ctx->gate, made ? inner : NULL, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
         token_job next = {.ctx = ctx, .norm = m->layers[l + 1].attn_norm};
         pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);
@@ -635,7 +652,7 @@ static void finish_batch(pd_context *lead, pd_context *ctx, const pd_batch *b, i
     int32_t last;
     kept_outputs(b, &last, &ctx->n_outputs);
     if (b->want_logits) {
-        matmul(lead, &ctx->model->lm_head, ctx->out_hidden, c->hidden, ctx->out_logits, c->vocab, ctx->n_outputs);
+        matmul(lead, &ctx->model->lm_head, ctx->out_hidden, NULL, c->hidden, ctx->out_logits, c->vocab, ctx->n_outputs);
         ctx->have_logits = 1;
     }
 }

@@ -48,7 +48,7 @@ typedef struct pd_kernels {
     /* n floats as F16 (the F16 KV cache), pdi_f32_to_f16's bits */
     void (*narrow)(const float *src, uint16_t *dst, int64_t n);
     /* pdi_quantize_act's result, bit for bit */
-    void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
+    void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1);
     /* Attention over cached rows (kt: PD_F32 or PD_F16), row j at k +
      * j*stride bytes, n elements each:
      * key_scores, for nh query heads sharing the rows (head h's query at q +

@@ -275,16 +275,16 @@ AVX2_INLINE __m256 round_away(__m256 x)
 /* pdi_quantize_act, eight values a step, with its bits: the same maximum
  * (NaN ignored, as fmaxf does), the same scalar d and 1/d, roundf, and the
  * clamp that turns NaN into -127. */
-AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0,
+                                   int64_t b1)
 {
-    const int64_t nb = a->cols / PD_QBLOCK;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
     const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
     for (int64_t t = t0; t < t1; t++) {
         const float *xt = x + t * x_stride;
         int8_t *qt = a->q + t * a->cols;
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t b = b0; b < b1; b++) {
             const float *v = xt + b * PD_QBLOCK;
             __m256 x0 = _mm256_loadu_ps(v), x1 = _mm256_loadu_ps(v + 8);
             __m256 x2 = _mm256_loadu_ps(v + 16), x3 = _mm256_loadu_ps(v + 24);

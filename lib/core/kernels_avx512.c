@@ -480,14 +480,14 @@ AVX512_INLINE __m512 round_away16(__m512 x)
  * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
  * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
  * turns NaN into -127, and the block biases. */
-AVX512 static void quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+AVX512 static void quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1,
+                                       int64_t b0, int64_t b1)
 {
-    const int64_t nb = a->cols / PD_QBLOCK;
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
     for (int64_t t = t0; t < t1; t++) {
         const float *xt = x + t * x_stride;
         int8_t *qt = a->q + t * a->cols;
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t b = b0; b < b1; b++) {
             __m512 x0 = _mm512_loadu_ps(xt + b * PD_QBLOCK), x1 = _mm512_loadu_ps(xt + b * PD_QBLOCK + 16);
             __m512 m = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
             float amax = _mm512_reduce_max_ps(m);

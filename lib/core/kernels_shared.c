@@ -141,13 +141,12 @@ void pdi_rmsnorm(float *out, const float *v, const float *w, int64_t n, float ep
 
 /* ------------------------------------------------- quantized activations */
 
-void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1)
+void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1)
 {
-    int64_t nb = a->cols / PD_QBLOCK;
     for (int64_t t = t0; t < t1; t++) {
         const float *xt = x + t * x_stride;
         int8_t *qt = a->q + t * a->cols;
-        for (int64_t b = 0; b < nb; b++) {
+        for (int64_t b = b0; b < b1; b++) {
             const float *v = xt + b * PD_QBLOCK;
             float amax = 0.0f;
             for (int j = 0; j < PD_QBLOCK; j++) amax = fmaxf(amax, fabsf(v[j]));

@@ -26,9 +26,11 @@ typedef struct pd_qact {
     int32_t *block_bias;        /* [cols/32][n_cap]: -8 * sum of the block's q */
 } pd_qact;
 
-/* Quantize tokens [t0, t1) of x (row stride x_stride) into a; a->cols set.
+/* Quantize blocks [b0, b1) (of PD_QBLOCK columns) of tokens [t0, t1) of x
+ * (row stride x_stride, from column 0) into a; a->cols set. Each block is
+ * quantized on its own, so a row may be done a range of blocks at a time.
  * The definition; the kernel tables carry faster equals. */
-void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1);
+void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1);
 
 /* narrow's definition: pdi_f32_to_f16 of each. */
 void pdi_f32_to_f16_n(const float *src, uint16_t *dst, int64_t n);

@@ -107,6 +107,7 @@ struct pd_context {
     int32_t *chunk_pos;
     int32_t *keep, *slot; /* [n_batch]: the chunk's kept rows, ascending; each row's place among them or -1 */
     pd_qact qact; /* activations quantized for block-quantized weights, n_batch tokens */
+    pd_qact qact_inner; /* the MLP's inner activations (ffn columns), quantized where they are made */
     pd_seq_part *parts; /* [n_batch]: the sequences of a pass */
 
     /* results of the last pd_eval */

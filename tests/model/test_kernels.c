@@ -171,7 +171,7 @@ static void qact_new(qact_buf *b, int64_t n_tok, int64_t cols)
     size_t ds = (size_t)((cols / 32 + 1) * n_tok + 8) * sizeof(float);
     b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds),
                      malloc((size_t)(n_tok * cols / 32) * sizeof(int32_t))};
-    pdi_quantize_act(&b->a, b->x, cols, 0, n_tok);
+    pdi_quantize_act(&b->a, b->x, cols, 0, n_tok, 0, cols / 32);
 }
 
 static void qact_free(qact_buf *b)
@@ -206,7 +206,7 @@ static void test_quantize_act(void **state)
         }
     /* a block of zeros has scale 0 and zeros */
     memset(b.x, 0, 32 * sizeof(float));
-    pdi_quantize_act(&b.a, b.x, 96, 0, 1);
+    pdi_quantize_act(&b.a, b.x, 96, 0, 1, 0, 3);
     assert_true(b.a.d[0] == 0.0f && b.a.q[5] == 0);
     qact_free(&b);
 }
@@ -239,12 +239,14 @@ static void test_quantize_act_tables(void **state)
     size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float), bs = (size_t)(nb * n_tok) * sizeof(int32_t);
     pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
     pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
-    pdi_quantize_act(&want, x, cols, 0, n_tok);
+    pdi_quantize_act(&want, x, cols, 0, n_tok, 0, nb);
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
         if (!impls[i]) continue;
         memset(got.q, 0x55, (size_t)(n_tok * cols));
-        impls[i]->quantize_act(&got, x, cols, 0, 2);
-        impls[i]->quantize_act(&got, x, cols, 2, n_tok);
+        /* tokens, then blocks, a range at a time: each block is quantized on its own */
+        impls[i]->quantize_act(&got, x, cols, 0, 2, 0, nb);
+        impls[i]->quantize_act(&got, x, cols, 2, n_tok, 0, 7);
+        impls[i]->quantize_act(&got, x, cols, 2, n_tok, 7, nb);
         for (int64_t j = 0; j < n_tok * cols; j++)
             if (got.q[j] != want.q[j])
                 fail_msg("%s quantize_act: q[%lld] = %d, want %d (x %.9g)", impls[i]->name, (long long)j, got.q[j],
