@@ -277,7 +277,7 @@ static void test_x86_exp_bits(void **state)
 {
     (void)state;
     const pd_kernels *a = pdi_kernels_avx2(), *b = pdi_kernels_avx512();
-    if (!a || !b) skip();
+    if (!a || !b) return; /* not an x86 CPU with both tables */
     enum { N = 140 };
     float s[N], g[N], u[N];
     for (int i = 0; i < N; i++) {
