@@ -150,8 +150,9 @@ size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
     return kv + scratch;
 }
 
-/* Room in a for n tokens of cols columns (a multiple of PD_QBLOCK); false
- * when out of memory (what was allocated is freed with the context). */
+/* Room in a for n tokens of cols columns (only block-quantized weights read
+ * it, whose inputs are whole blocks); false when out of memory (what was
+ * allocated is freed with the context). */
 static bool alloc_qact(pd_qact *a, int64_t n, size_t cols)
 {
     n = (int64_t)qact_cap((size_t)n);
