@@ -17,6 +17,12 @@ static int64_t max3(int64_t a, int64_t b, int64_t c)
     return m > c ? m : c;
 }
 
+/* Columns of the widest input a product reads: hidden, the attention output, or ffn. */
+static size_t widest_input(const pd_config *c)
+{
+    return (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn);
+}
+
 /* Allocate n floats, n computed from factors without overflow; NULL on failure. */
 static float *alloc_floats(size_t a, size_t b, size_t c)
 {
@@ -127,7 +133,7 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
     const pd_config *c = &m->cfg;
     size_t B = (size_t)p->n_batch, H = (size_t)c->hidden, Q = (size_t)c->n_heads * (size_t)c->head_dim;
     size_t F = (size_t)c->ffn, KV = kv_dim(c), T = (size_t)p->n_threads, R = (size_t)c->head_dim / 2 + 1;
-    size_t max_cols = (size_t)max3(c->hidden, (int64_t)Q, c->ffn);
+    size_t max_cols = widest_input(c);
     size_t G = (size_t)(c->n_heads / c->n_kv_heads); /* query heads per KV head */
     *scratch = 0;
     return cache_bytes(c, p, kv) &&
@@ -237,7 +243,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
         !ctx->rope_sin || !ctx->chunk_pos || !ctx->kv_ids || !ctx->keep || !ctx->slot || !ctx->parts || !ctx->pool ||
-        !alloc_qact(&ctx->qact, p.n_batch, (size_t)max3(c->hidden, (int64_t)c->n_heads * c->head_dim, c->ffn)) ||
+        !alloc_qact(&ctx->qact, p.n_batch, widest_input(c)) ||
         !alloc_qact(&ctx->qact_inner, p.n_batch, (size_t)c->ffn))
         goto nomem;
     return ctx;

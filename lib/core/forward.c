@@ -255,9 +255,9 @@ static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
 /* y[p] = w[p] x for n matrices with x's columns (x quantized once for all the
  * block-quantized ones), then their adapters' deltas. With swiglu (paired gate
  * and up), y[0] becomes silu(gate) * up; given qout, it is also quantized
- * there, by the threads that made it, when the returned value says so
- * (adapters' deltas come after the loop: then not). */
-static bool matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, float *const *y, const int64_t *y_stride,
+ * there by the threads that made it, and qout is returned (NULL when it was
+ * not: adapters' deltas come after the loop). */
+static const pd_qact *matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, float *const *y, const int64_t *y_stride,
                          const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu, pd_qact *qout)
 {
     const pd_qact *qx = NULL;
@@ -282,7 +282,7 @@ static bool matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, floa
     if (swiglu && deltas)
         for (int64_t t = 0; t < n_tok; t++)
             ctx->model->kern->silu_mul(y[0] + t * y_stride[0], y[1] + t * y_stride[1], w[0]->rows);
-    return f.qout != NULL;
+    return f.qout;
 }
 
 /* ------------------------------------------------------------------- RoPE */
@@ -454,9 +454,9 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
     const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
     float *gate_up_out[2] = {ctx->gate, ctx->up};
     /* the down projection's input is quantized where silu(gate) * up is made */
-    pd_qact *inner = pd_dtype_is_block(L->w_down.dtype) ? &ctx->qact_inner : NULL;
-    bool made = matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true, true, inner);
-    matmul(ctx, &L->w_down, ctx->gate, made ? inner : NULL, F, ctx->delta, H, n_tok);
+    const pd_qact *inner = matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true,
+                                        true, pd_dtype_is_block(L->w_down.dtype) ? &ctx->qact_inner : NULL);
+    matmul(ctx, &L->w_down, ctx->gate, inner, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
         token_job next = {.ctx = ctx, .norm = m->layers[l + 1].attn_norm};
         pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &next);

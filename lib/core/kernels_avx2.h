@@ -40,6 +40,7 @@ void pdi_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_
 AVX2 void pdi_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n);
 AVX2 void pdi_narrow_avx2(const float *src, uint16_t *dst, int64_t n);
 AVX2 float pdi_exp_sum_avx2(float *s, int64_t n, float max);
+AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n);
 
 /* exp's range and coefficients (kernels_avx2.c, exp8), for every width that
  * must give its bits: 2^n p(r), r = x - n ln 2, ln 2 in two parts. */
@@ -66,7 +67,6 @@ AVX2 float pdi_exp_sum_avx2(float *s, int64_t n, float max);
         p_ = FMADD(p_, r_, SET1(PD_EXP_P5));                                                                           \
         (out) = FMADD(p_, MUL(r_, r_), ADD(r_, SET1(1.0f)));                                                           \
     } while (0)
-AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n);
 
 /* An x86 table: the AVX2 float kernels and the given integer, attention and
  * activation ones. */
