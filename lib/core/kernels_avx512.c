@@ -299,9 +299,11 @@ PD_BLOCK_TYPE_ENTRY(AVX512, static, qmatmul_avx512, qmatmul, qmatmul_kind)
 
 /* Tiles: prefill one group (16 rows) x TILE_TOKS tokens, the group's eight
  * weight vectors serving every token (12 or 16 tokens measured the same);
- * decode X16_GROUPS_D groups x 1 token (2 measured within noise of 1 and 4). */
+ * decode X16_GROUPS_D groups x 1 token: one stream of blocks a thread (on a
+ * Zen 4 core 1 group decoded 10-20% faster than 2, 2 and 4 alike; on Zen 5
+ * 1, 2 and 4 measured within noise). */
 #ifndef X16_GROUPS_D
-#define X16_GROUPS_D 2
+#define X16_GROUPS_D 1
 #endif
 
 /* Block b of a group: the eight weight operands, the 16 dw and Q4_1's 16 m. */
@@ -356,24 +358,23 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
     const size_t vb = pd_xd_values_bytes((pd_dtype)kind, 16), sb = pd_xd_scales_bytes((pd_dtype)kind, 16);
     const size_t gstride = 16 * row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const uint8_t *scales = w + (size_t)nb * vb;
+    const size_t bb = sb + (kind == KIND_Q4_64 ? 2 : 1) * vb; /* a block: its scales, then its values */
     const int shift = kind == KIND_Q8_0 ? 4 : 0; /* -128 = 16 * -8 */
     __m512 acc[X16_GROUPS_D][TILE_TOKS];
 #pragma GCC unroll 8
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 8
         for (int u = 0; u < NT; u++) acc[g][u] = _mm512_setzero_ps();
-    /* Each group's prefetch point: PF_DIST bytes of values ahead, counted on
-     * past the end of its values into the same group of the following tiles
-     * (NG groups on), as many tiles on as PF_DIST spans. A group of 896
-     * columns has 7 KiB of Q4_0 values, less than PF_DIST: the point taken
-     * as at most one tile ahead was never a group's first 1 KiB, whose reads
-     * then waited on memory (the 16-row kernel from memory by 8 tokens ran
-     * 20-25% slower on 896 columns than on 2560, and so did a pass of 8-16
-     * rows in place). A tile's groups move in step: pf is group 0's point,
-     * group g's is g * gstride on. */
-    const int64_t end = nb * (int64_t)vb;
-    int64_t ahead = PF_DIST, pf_left; /* pf_left: values bytes left in the group pf is in */
+    /* Each group's prefetch point: PF_DIST bytes ahead in its one stream of
+     * blocks, counted on past the group's end into the same group of the
+     * following tiles (NG groups on), as many tiles on as PF_DIST spans (a
+     * group of 896 columns is 9 KiB at Q4_0: a point taken as at most one
+     * tile ahead would miss a group's first KiB). A tile's groups move in
+     * step: pf is group 0's point, group g's is g * gstride on. It moves by
+     * step bytes a sub-block (gstride / nb: a block's bytes, or half a
+     * Q4_64 block's). */
+    const int64_t end = (int64_t)gstride, step = end / nb;
+    int64_t ahead = PF_DIST, pf_left; /* pf_left: bytes left in the group pf is in */
     const uint8_t *pf = w;
     for (; ahead >= end; ahead -= end) pf += (size_t)NG * gstride;
     pf += ahead;
@@ -384,15 +385,11 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
 #pragma GCC unroll 8
         for (int g = 0; g < NG; g++) {
-            const uint8_t *vals = w + (size_t)g * gstride + (size_t)b * vb;
-            const uint8_t *sc = scales + (size_t)g * gstride + (size_t)pd_sub_block((pd_dtype)kind, b) * sb;
-            if (stream) {
-                /* the group's values PF_DIST ahead (pf), and the next
-                 * tile's scales of this block */
-                for (size_t o = 0; o < vb; o += 64)
+            const uint8_t *sc = w + (size_t)g * gstride + (size_t)pd_sub_block((pd_dtype)kind, b) * bb;
+            const uint8_t *vals = sc + sb + (kind == KIND_Q4_64 ? (size_t)(b & 1) * vb : 0);
+            if (stream) /* the group's stream PF_DIST ahead (pf) */
+                for (int64_t o = 0; o < step; o += 64)
                     _mm_prefetch((const char *)pf + (size_t)g * gstride + o, _MM_HINT_T0);
-                _mm_prefetch((const char *)sc + (size_t)NG * gstride, _MM_HINT_T0);
-            }
             x16_block xb = x16_load(kind, vals, sc);
 #pragma GCC unroll 8
             for (int u = 0; u < NT; u++) {
@@ -404,8 +401,8 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
             }
         }
         if (stream) {
-            pf += vb;
-            if ((pf_left -= (int64_t)vb) <= 0) {
+            pf += step;
+            if ((pf_left -= step) <= 0) {
                 pf += (size_t)NG * gstride - (size_t)end;
                 pf_left += end;
             }

@@ -268,10 +268,10 @@ typedef struct {
     size_t group, plain, bytes;
 } x_piece;
 
-/* Row i's pieces of plain block b (of nb) in a group of n: the scale, the
+/* Row i's pieces of plain block b in a group of n: the scale, the
  * minimum, the values (Q8_0's four-row halves; Q4_64's two halves; eight or
  * sixteen rows' dwords). */
-static inline int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_piece p[10])
+static inline int x_pieces(pd_dtype t, int n, int64_t b, int i, x_piece p[10])
 {
     const size_t at = pd_sub_values(t, 0); /* the values in a plain block */
     const int64_t subs = t == PD_Q4_64 ? 2 : 1; /* sub-blocks a block */
@@ -279,9 +279,8 @@ static inline int x_pieces(pd_dtype t, int n, int64_t nb, int64_t b, int i, x_pi
     int k = 0;
     if (n >= 8) {
         const size_t piece = 4 * (size_t)n, vb = pd_xd_values_bytes(t, n), sb = pd_xd_scales_bytes(t, n);
-        /* sixteen: every block's values, then every block's scales; eight: block by block, scales first */
-        size_t sc = n == 16 ? (size_t)(nb * subs) * vb + (size_t)b * sb : (size_t)b * (sb + (size_t)subs * vb);
-        size_t v0 = n == 16 ? (size_t)(b * subs) * vb : sc + sb;
+        /* block by block: its scales, then its sub-blocks' values */
+        size_t sc = (size_t)b * (sb + (size_t)subs * vb), v0 = sc + sb;
         p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
         if (has_min) p[k++] = (x_piece){sc + 2 * (size_t)n + 2 * (size_t)i, 2, 2};
         for (int64_t s = 0; s < subs; s++)
@@ -316,9 +315,8 @@ static inline void copy_piece(uint8_t *dst, const uint8_t *src, size_t bytes)
 static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
     const uint8_t *g = w + (size_t)(r - r % n) * row_bytes;
-    int64_t nb = (int64_t)(row_bytes / pd_block_bytes(t));
     x_piece p[10];
-    for (int k = 0, np = x_pieces(t, n, nb, b, (int)(r % n), p); k < np; k++)
+    for (int k = 0, np = x_pieces(t, n, b, (int)(r % n), p); k < np; k++)
         memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
 }
 
@@ -332,7 +330,7 @@ void pdi_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t
             for (int i = 0; i < n; i++) {
                 const uint8_t *blk = src + (size_t)(n * g + i) * row_bytes + (size_t)b * bb;
                 x_piece p[10];
-                for (int k = 0, np = x_pieces(t, n, nb, b, i, p); k < np; k++)
+                for (int k = 0, np = x_pieces(t, n, b, i, p); k < np; k++)
                     copy_piece(o + p[k].group, blk + p[k].plain, p[k].bytes);
             }
     }

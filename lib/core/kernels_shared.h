@@ -151,9 +151,10 @@ float pdi_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64
  * sub-block holds the nibble bytes 4c..4c+3 (values 4c..4c+3 low,
  * 16+4c..16+4c+3 high), piece k < 8 of a Q8_0 block the values 4k..4k+3;
  * the scales of a block, pd_xd_scales_bytes(t, n), are the n d, and for
- * Q4_1 and Q4_64 the n m after them. n = 16 stores the values of every
- * sub-block, then the scales of every block; n = 8 goes block by block, its
- * scales, then its sub-blocks' values (one stream for decode). One vpdpbusd
+ * Q4_1 and Q4_64 the n m after them. A group goes block by block, its
+ * scales, then its sub-blocks' values: one stream for decode (n = 16 with
+ * the scales after all the values read at 70-75% of that rate from memory
+ * on a Zen 4 core). One vpdpbusd
  * (n = 16) or vpmaddubsw (n = 8) of a piece and a broadcast dword of
  * activations adds four products to each of the n rows' block sums. */
 static inline size_t pd_x4_block_bytes(pd_dtype t) { return 4 * pd_block_bytes(t); }
