@@ -241,8 +241,7 @@ AVX2_INLINE __m256i x8_dots(const pd_dtype t, const x8_block *xb, const uint8_t 
 AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, const uint8_t *g, const pd_qact *a,
                          int64_t tok, float *y, int64_t y_stride)
 {
-    const size_t vb = pd_xd_values_bytes(t, 8), sb = pd_xd_scales_bytes(t, 8);
-    const size_t bb = sb + (t == PD_Q4_64 ? 2 : 1) * vb; /* a block: its scales, then its values */
+    const size_t vb = pd_xd_values_bytes(t, 8);
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     __m256 acc[X8_TOKS];
 #pragma GCC unroll 8
@@ -251,8 +250,7 @@ AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, cons
     const float *dx = a->d + tok, *sx = a->s + tok;
     const int32_t *bx = a->block_bias + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
-        const uint8_t *sc = g + (size_t)pd_sub_block(t, b) * bb;
-        const uint8_t *vals = sc + sb + (t == PD_Q4_64 ? (size_t)(b & 1) * vb : 0);
+        const uint8_t *sc = g + pd_xd_scales_at(t, 8, b), *vals = g + pd_xd_values_at(t, 8, b);
         if (stream) /* the group's first pass over its blocks: one stream of blocks from memory */
             for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)vals + X8_PREFETCH + o, _MM_HINT_T0);
         x8_block xb;

@@ -355,10 +355,8 @@ AVX512_INLINE __m512i x16_dots(const x16_block *xb, const int8_t *xq, int32_t in
 AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bool stream, const uint8_t *w,
                             size_t row_bytes, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
-    const size_t vb = pd_xd_values_bytes((pd_dtype)kind, 16), sb = pd_xd_scales_bytes((pd_dtype)kind, 16);
     const size_t gstride = 16 * row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
-    const size_t bb = sb + (kind == KIND_Q4_64 ? 2 : 1) * vb; /* a block: its scales, then its values */
     const int shift = kind == KIND_Q8_0 ? 4 : 0; /* -128 = 16 * -8 */
     __m512 acc[X16_GROUPS_D][TILE_TOKS];
 #pragma GCC unroll 8
@@ -385,8 +383,9 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
 #pragma GCC unroll 8
         for (int g = 0; g < NG; g++) {
-            const uint8_t *sc = w + (size_t)g * gstride + (size_t)pd_sub_block((pd_dtype)kind, b) * bb;
-            const uint8_t *vals = sc + sb + (kind == KIND_Q4_64 ? (size_t)(b & 1) * vb : 0);
+            const uint8_t *grp = w + (size_t)g * gstride;
+            const uint8_t *sc = grp + pd_xd_scales_at((pd_dtype)kind, 16, b);
+            const uint8_t *vals = grp + pd_xd_values_at((pd_dtype)kind, 16, b);
             if (stream) /* the group's stream PF_DIST ahead (pf) */
                 for (int64_t o = 0; o < step; o += 64)
                     _mm_prefetch((const char *)pf + (size_t)g * gstride + o, _MM_HINT_T0);

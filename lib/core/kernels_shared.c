@@ -278,9 +278,8 @@ static inline int x_pieces(pd_dtype t, int n, int64_t b, int i, x_piece p[10])
     const bool has_min = pd_dtype_has_min(t);
     int k = 0;
     if (n >= 8) {
-        const size_t piece = 4 * (size_t)n, vb = pd_xd_values_bytes(t, n), sb = pd_xd_scales_bytes(t, n);
-        /* block by block: its scales, then its sub-blocks' values */
-        size_t sc = (size_t)b * (sb + (size_t)subs * vb), v0 = sc + sb;
+        const size_t piece = 4 * (size_t)n, vb = pd_xd_values_bytes(t, n);
+        size_t sc = pd_xd_scales_at(t, n, b * subs), v0 = pd_xd_values_at(t, n, b * subs);
         p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
         if (has_min) p[k++] = (x_piece){sc + 2 * (size_t)n + 2 * (size_t)i, 2, 2};
         for (int64_t s = 0; s < subs; s++)

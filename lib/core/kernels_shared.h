@@ -167,6 +167,21 @@ static inline size_t pd_x4_values_at(pd_dtype t, int64_t b)
 }
 static inline size_t pd_xd_values_bytes(pd_dtype t, int n) { return (t == PD_Q8_0 ? 32 : 16) * (size_t)n; }
 static inline size_t pd_xd_scales_bytes(pd_dtype t, int n) { return (pd_dtype_has_min(t) ? 4 : 2) * (size_t)n; }
+/* A block of an n-row group: its scales, then its sub-blocks' values. */
+static inline size_t pd_xd_block_bytes(pd_dtype t, int n)
+{
+    return pd_xd_scales_bytes(t, n) + (t == PD_Q4_64 ? 2 : 1) * pd_xd_values_bytes(t, n);
+}
+/* From an n-row group's start: the scales of sub-block b's block, and sub-block b's values. */
+static inline size_t pd_xd_scales_at(pd_dtype t, int n, int64_t b)
+{
+    return (size_t)pd_sub_block(t, b) * pd_xd_block_bytes(t, n);
+}
+static inline size_t pd_xd_values_at(pd_dtype t, int n, int64_t b)
+{
+    size_t half = t == PD_Q4_64 ? (size_t)(b & 1) * pd_xd_values_bytes(t, n) : 0; /* Q4_64's second sub-block */
+    return pd_xd_scales_at(t, n, b) + pd_xd_scales_bytes(t, n) + half;
+}
 /* src: n_rows (a multiple of n) plain rows of type t; dst: the same bytes interleaved. */
 void pdi_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst);
 /* Row r of a matrix interleaved n at a time as floats: pdi_row_to_f32's values for the plain row. */
