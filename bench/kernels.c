@@ -11,7 +11,8 @@
  * as the trunk runs them). Prints one JSON line per case: the best of R sweeps in multiply-adds
  * per ns, and for the block types whether the largest case has the bits of
  * the reference order (pdi_qdot_reference, pdi_qdot_x_reference: every table
- * and every split must give them).
+ * and every split must give them). Where the AVX-512 VNNI table runs, a
+ * first line gives the roof: the rate one core issues vpdpbusd at.
  *
  * Usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64] */
 #define _POSIX_C_SOURCE 200809L
@@ -152,6 +153,34 @@ static bool run_shape(const pd_kernels *const *tables, int n_tables, pd_dtype ty
     return ok;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define PEAK_CHAINS 12
+/* The rate a core issues vpdpbusd at (512 bits: 64 multiply-adds each), on
+ * PEAK_CHAINS independent accumulators: the roof of the integer products,
+ * against which the AVX-512 VNNI kernel's MAC/ns are read (besides its eight
+ * vpdpbusd, a block of 16 rows by one token costs a scale multiply, a
+ * convert and an fma). */
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static double vpdpbusd_peak(void)
+{
+    __m512i acc[PEAK_CHAINS], w = _mm512_set1_epi8(3), x = _mm512_set1_epi8(5);
+    for (int k = 0; k < PEAK_CHAINS; k++) acc[k] = _mm512_setzero_si512();
+    const long rounds = 20000000;
+    double t0 = now_s();
+    for (long i = 0; i < rounds; i++) {
+#pragma GCC unroll 12
+        for (int k = 0; k < PEAK_CHAINS; k++) acc[k] = _mm512_dpbusd_epi32(acc[k], w, x);
+        __asm__ volatile("" : "+v"(w)); /* no hoisting: each round's products are new */
+    }
+    double dt = now_s() - t0;
+    __m512i sum = acc[0];
+    for (int k = 1; k < PEAK_CHAINS; k++) sum = _mm512_add_epi32(sum, acc[k]);
+    volatile int keep = _mm512_reduce_add_epi32(sum);
+    (void)keep;
+    return (double)rounds * PEAK_CHAINS * 64 / (dt * 1e9);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 5;
@@ -185,6 +214,17 @@ int main(int argc, char **argv)
         int64_t rows, cols;
     } shapes[] = {{PD_Q4_0, 2560, 896}, {PD_Q4_0, 896, 2560}, {PD_Q8_0, 2560, 896},
                   {PD_Q8_0, 896, 2560}, {PD_BF16, 704, 256},  {PD_BF16, 256, 704}};
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (pdi_kernels_avx512()) {
+        double best = 0;
+        for (int r = 0; r < runs; r++) {
+            double p = vpdpbusd_peak();
+            best = p > best ? p : best;
+        }
+        printf("{\"kernels\": \"avx512-vnni\", \"roof\": \"vpdpbusd\", \"mac_per_ns\": %.2f}\n", best);
+        fflush(stdout);
+    }
+#endif
     bool ok = true;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         ok = run_shape(tables, n_tables, shapes[s].type, shapes[s].rows, shapes[s].cols, tokens, n_tokens, runs,

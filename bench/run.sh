@@ -36,7 +36,11 @@
 #       of each of N sequences a llama_decode, no grammar: the best a constrained run reaches).
 #       With --rounds R (R > 1) instead: only one at a time and N = 8 with speculation, one run
 #       of each in turn R times, each round's ratio and their median (a drifting machine moves
-#       both runs of a round alike).
+#       both runs of a round alike); each round also times the passes alone (8 contexts, passes
+#       of the rows N = 8 evaluated a pass on average, no schema, no LM head) and gives the
+#       ratio they would allow at the rows a review took, whatever the decoding around them
+#       (uniform passes: the extraction's mix of prompt passes and decode passes can run a
+#       little faster).
 #
 # Everything built or generated is cached in $PD_BENCH_CACHE (default build-bench/,
 # ignored by git): a release build of pocketdec, llama.cpp v0.4.0 from the source
@@ -217,8 +221,9 @@ extract() {
     echo "Batch extraction, one at a time against N = 8 with speculation (K = 4), one run each in turn, $ROUNDS rounds:" \
       "first $REVIEWS dev reviews, Tianchi schema, greedy, $THREADS threads ($(nproc) CPUs: $(cpu_name))"
     echo
-    echo "| model | round | one at a time reviews/s | N = 8 + speculation reviews/s | generated tok/s | ratio | same records |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| model | round | one at a time reviews/s | N = 8 + speculation reviews/s | generated tok/s | ratio | same records" \
+      "| rows a review at N = 8 | joint pass rows | joint passes rows/s | ratio the passes allow |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
   else
     echo "Batch extraction: first $REVIEWS dev reviews (the split has 283), Tianchi schema, greedy, $THREADS threads," \
       "best of $REPS ($(nproc) CPUs: $(cpu_name))"
