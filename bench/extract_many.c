@@ -25,6 +25,11 @@
  * allow; the extraction's mix of prompt passes and decode passes can run a
  * little faster than uniform passes of its mean size).
  *
+ * With PD_BENCH_PASSES=ROWS,KV it only times joint passes of ROWS rows on 8
+ * contexts holding KV tokens (as the rounds do; SCHEMA, REVIEWS and
+ * N_REVIEWS are not read): e.g. the same shape with 2 layers, whose weights
+ * stay in the caches, against 28, whose weights stream from memory.
+ *
  * Usage: bench_extract_many MODEL SCHEMA REVIEWS.csv [N_REVIEWS=100] [THREADS=2] [RUNS=1] [K=4] [quantize: q4_0|q8_0|-] [ADAPTER] */
 #include "pocketdec.h"
 #include "te_csv.h"
@@ -268,6 +273,19 @@ int main(int argc, char **argv)
         pd_adapter *ad = pd_adapter_load(argv[9], &err);
         m = ad ? pd_model_apply_adapters(base, (const pd_adapter *const *)&ad, NULL, 1, PD_APPLY_AUTO, &err) : NULL;
         pd_adapter_free(ad);
+    }
+    const char *passes_env = getenv("PD_BENCH_PASSES");
+    if (m && passes_env) { /* the passes alone: SCHEMA, REVIEWS and N are not read */
+        int rows = 0, kv = 0;
+        if (sscanf(passes_env, "%d,%d", &rows, &kv) != 2 || rows < 8 || kv < 1 || kv > 512) {
+            fprintf(stderr, "bench_extract_many: PD_BENCH_PASSES is ROWS,KV (ROWS >= 8, KV in 1..512)\n");
+            return 2;
+        }
+        bench pb = {.m = m, .threads = threads, .runs = runs > 0 ? runs : 1};
+        joint_passes(&pb, 8, rows, kv);
+        if (m != base) pd_model_free(m);
+        pd_model_free(base);
+        return 0;
     }
     pd_schema *sc = m ? pd_schema_load(argv[2], &err) : NULL;
     pd_extractor *ex = sc ? pd_extractor_new(m, sc, &err) : NULL;
