@@ -185,7 +185,7 @@ static workload run(bench *b, const char *name, int parallel, bool clear, int sp
 }
 
 /* Joint passes alone: n contexts holding kv ids each, then `passes` passes
- * of `rows` rows (shared out as evenly as the contexts allow, each keeping
+ * of `rows` rows (rows >= n, shared out as evenly as the contexts allow, each keeping
  * its last row; logits: the full LM head of each), rewound to kv before each
  * of the bench's runs so that every run sees the same lengths; the best
  * run's seconds. */
@@ -199,7 +199,7 @@ static double time_passes(bench *b, int n, int rows, int kv, int passes, int log
     pd_error err;
     double best = 1e30;
     for (int k = 0; k < n; k++) {
-        ctxs[k] = new_ctx(b->m, 1, per > 1 + PD_SPECULATE_MAX ? per : 1 + PD_SPECULATE_MAX);
+        ctxs[k] = new_ctx(b->m, 1, 1 + PD_SPECULATE_MAX); /* as extraction's: the pass runs on `pass` */
         batches[k] = (pd_batch){ids + (size_t)k * len, kv, NULL, NULL, NULL, 0, 0};
     }
     if (pd_eval_many(pass, ctxs, batches, n, &err)) goto fail;
@@ -210,8 +210,8 @@ static double time_passes(bench *b, int n, int rows, int kv, int passes, int log
         }
         double t0 = now_s();
         for (int p = 0; p < passes; p++) {
-            for (int k = 0, left = rows; k < n; k++) {
-                int m = left / (n - k) > 0 ? left / (n - k) : 1;
+            for (int k = 0, left = rows; k < n; k++) { /* rows >= n: every context gets one */
+                int m = left / (n - k);
                 left -= m;
                 batches[k] = (pd_batch){ids + (size_t)k * len + at[k], m, NULL, NULL, NULL, 0, logits};
                 at[k] += m;
