@@ -1,7 +1,9 @@
 /* tag_extract.c - extraction by decisions in one forward pass: a tagger head
  * (heads/) bound to a schema (schemas/). The echo prompt is evaluated once;
  * the head's tags over the read copy give the spans, its link and label
- * scores the records, which the schema's rules then order and filter. */
+ * scores the records, which the schema's rules then order and filter. A head
+ * with sparse features adds their sums, over the read copy's characters, to
+ * the emissions, link scores and label logits. */
 #include "pocketdec_compose.h"
 #include "heads.h"
 #include "records.h"
@@ -209,6 +211,9 @@ typedef struct pass {
     char *bytes;          /* the read copy's bytes */
     size_t *offset;       /* [n_read + 1] byte offset of each token in bytes */
     uint8_t *boundary;    /* [n_read] whether the token starts a character */
+    const pd_features *features; /* the head's sparse features; NULL without */
+    pd_feat_text text;    /* with them: the read copy's characters */
+    pd_feat_span *chars;  /* [n_spans] each span's characters */
 } pass;
 
 typedef struct rec {
@@ -253,7 +258,7 @@ static pd_status marked_ids(const pd_tag_extractor *tx, const char *text, size_t
     size_t cap = 0, at = 0;
     *out = NULL;
     *n = 0;
-    pd_status rc = pdi_gazetteer_match(tx->t->gazetteer, text, len, &m, &n_m, err);
+    pd_status rc = pdi_gazetteer_match(tx->t->gazetteer, ~0u, text, len, &m, &n_m, err);
     for (int32_t i = 0; !rc && i <= n_m; i++) {
         size_t start = i < n_m ? m[i].start : len;
         rc = append_plain(tok, text + at, start - at, out, n, &cap, err);
@@ -378,10 +383,16 @@ static pd_status link_records(pass *ps, rec *recs, int32_t *n_recs, pd_error *er
     const float **to_rows = malloc(sizeof *to_rows * (size_t)(tr->n_spans + 1));
     bool *chosen = calloc((size_t)tr->n_spans + 1, sizeof *chosen);
     float *work = malloc(sizeof *work * 2 * (size_t)t->link_dim);
-    pd_status rc = from && to_rows && chosen && work ? PD_OK : nomem(err);
+    bool sparse_on = pdi_features_on(ps->features, PD_FEAT_LINK);
+    pd_feat_span *to_chars = malloc(sizeof *to_chars * (size_t)(tr->n_spans + 1));
+    double *sparse = malloc(sizeof *sparse * (size_t)(tr->n_spans + 1));
+    pd_status rc = from && to_rows && chosen && work && to_chars && sparse ? PD_OK : nomem(err);
     int32_t n_from = rc ? 0 : spans_of(tr, t->link_from, from), n_to = rc ? 0 : spans_of(tr, t->link_to, to);
     if (!rc && n_from && !(tr->links = calloc((size_t)n_from, sizeof *tr->links))) rc = nomem(err);
-    for (int32_t a = 0; !rc && a < n_to; a++) to_rows[a] = ps->rows[tr->spans[to[a]].last];
+    for (int32_t a = 0; !rc && a < n_to; a++) {
+        to_rows[a] = ps->rows[tr->spans[to[a]].last];
+        if (sparse_on) to_chars[a] = ps->chars[to[a]];
+    }
     for (int32_t o = 0; !rc && o < n_from; o++) {
         pd_tag_link *l = &tr->links[tr->n_links++];
         l->from = from[o];
@@ -390,7 +401,12 @@ static pd_status link_records(pass *ps, rec *recs, int32_t *n_recs, pd_error *er
             rc = nomem(err);
             break;
         }
-        pdi_tagger_link_scores(ps->head, ps->rows[tr->spans[from[o]].last], to_rows, n_to, work, l->scores);
+        if (sparse_on) {
+            memset(sparse, 0, sizeof *sparse * (size_t)(n_to + 1));
+            pdi_features_link(&ps->text, ps->chars[from[o]], to_chars, n_to, sparse);
+        }
+        pdi_tagger_link_scores(ps->head, ps->rows[tr->spans[from[o]].last], to_rows, n_to, sparse_on ? sparse : NULL,
+                               work, l->scores);
         int32_t best = pdi_argmax(l->scores, n_to + 1);
         l->choice = best < n_to ? to[best] : -1;
         if (best < n_to) chosen[best] = true;
@@ -409,6 +425,8 @@ static pd_status link_records(pass *ps, rec *recs, int32_t *n_recs, pd_error *er
     free(to_rows);
     free(chosen);
     free(work);
+    free(to_chars);
+    free(sparse);
     return rc;
 }
 
@@ -428,10 +446,13 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
     int32_t *label = calloc((size_t)n_recs + 1, sizeof *label);
     const char **values = calloc((size_t)pd_schema_n_fields(sc) + 1, sizeof *values);
     int32_t classes = t->n_labels + t->no_record; /* the no-record class last */
-    if (!label || !values || (classes && !(tr->label_logits = malloc(sizeof(float) * (size_t)classes *
-                                                                      ((size_t)n_recs + 1))))) {
+    bool sparse_on = pdi_features_on(ps->features, PD_FEAT_LABEL);
+    double *sparse = malloc(sizeof *sparse * ((size_t)classes + 1));
+    if (!label || !values || !sparse ||
+        (classes && !(tr->label_logits = malloc(sizeof(float) * (size_t)classes * ((size_t)n_recs + 1))))) {
         free(label);
         free(values);
+        free(sparse);
         return nomem(err);
     }
     tr->n_labels = classes;
@@ -440,8 +461,10 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
         recs[r].order = r;
         recs[r].key = INT32_MAX;
         const float *xs[PD_TAGGER_MAX_SPANS * PD_SPAN_N_STATES] = {NULL};
+        pd_feat_span chars[PD_TAGGER_MAX_SPANS];
         for (int32_t k = 0; k < t->n_spans; k++) {
             int32_t s = recs[r].span[k];
+            chars[k] = s >= 0 && sparse_on ? ps->chars[s] : (pd_feat_span){-1, -1};
             if (s < 0) continue;
             for (int32_t j = 0; j < t->n_label_states; j++)
                 xs[k * t->n_label_states + j] =
@@ -450,7 +473,11 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
         }
         if (!classes) continue;
         float *logits = tr->label_logits + (size_t)r * (size_t)classes;
-        pdi_tagger_label_logits(ps->head, xs, logits);
+        if (sparse_on) {
+            memset(sparse, 0, sizeof *sparse * (size_t)classes);
+            pdi_features_label(&ps->text, chars, sparse);
+        }
+        pdi_tagger_label_logits(ps->head, xs, sparse_on ? sparse : NULL, logits);
         label[r] = pdi_argmax(logits, classes);
         tr->n_label_rows++;
     }
@@ -468,7 +495,53 @@ static pd_status make_records(pass *ps, rec *recs, int32_t n_recs, pd_extraction
     if (!rc && pdi_schema_distinct_records(sc)) pdi_extraction_drop_repeats(x);
     free(label);
     free(values);
+    free(sparse);
     return rc;
+}
+
+/* The character at byte b of the read copy (the next one when b falls
+ * inside one, which the tag constraints rule out at span ends). */
+static int32_t char_at(const pd_feat_text *x, size_t b)
+{
+    int32_t c;
+    while ((c = pdi_feat_text_char(x, b)) < 0 && b < x->len) b++;
+    return c < 0 ? x->n : c;
+}
+
+/* The emissions, with the sparse features' sums of the tokens that start a
+ * character (the others have no features). */
+static pd_status emissions(pass *ps, pd_error *err)
+{
+    pd_tag_trace *tr = ps->tr;
+    int32_t n = tr->n_read, T = ps->t->n_tags;
+    double *sparse = NULL;
+    if (ps->features) {
+        pd_status rc = pdi_feat_text_init(&ps->text, ps->features, ps->bytes, ps->offset[n], err);
+        if (rc) return rc;
+    }
+    if (pdi_features_on(ps->features, PD_FEAT_TAG)) {
+        if (!(sparse = calloc((size_t)n * (size_t)T, sizeof *sparse))) return nomem(err);
+        for (int32_t i = 0; i < n; i++) {
+            int32_t c = pdi_feat_text_char(&ps->text, ps->offset[i]);
+            if (ps->offset[i + 1] > ps->offset[i] && c >= 0 && c < ps->text.n)
+                pdi_features_tag(&ps->text, c, sparse + (size_t)i * (size_t)T);
+        }
+    }
+    pdi_tagger_emissions(ps->head, ps->rows, n, sparse, tr->emissions);
+    free(sparse);
+    return PD_OK;
+}
+
+/* With sparse features: each span's characters, those its tokens' bytes cover. */
+static pd_status span_chars(pass *ps, pd_error *err)
+{
+    pd_tag_trace *tr = ps->tr;
+    if (!ps->features) return PD_OK;
+    if (!(ps->chars = malloc(sizeof *ps->chars * ((size_t)tr->n_spans + 1)))) return nomem(err);
+    for (int32_t s = 0; s < tr->n_spans; s++)
+        ps->chars[s] = (pd_feat_span){char_at(&ps->text, ps->offset[tr->spans[s].first]),
+                                      char_at(&ps->text, ps->offset[tr->spans[s].last + 1])};
+    return PD_OK;
 }
 
 /* Evaluate the prompt once and decide everything from its hidden states. */
@@ -493,8 +566,7 @@ static pd_status run(pass *ps, pd_context *ctx, pd_extraction *x, pd_error *err)
     if (!(tr->emissions = malloc(sizeof *tr->emissions * (size_t)n * (size_t)ps->t->n_tags)) ||
         !(tr->tags = malloc(sizeof *tr->tags * (size_t)n)))
         return nomem(err);
-    pdi_tagger_emissions(ps->head, ps->rows, n, tr->emissions);
-    if ((rc = read_bytes(ps, err))) return rc;
+    if ((rc = read_bytes(ps, err)) || (rc = emissions(ps, err))) return rc;
     pd_tag_lattice lattice;
     rc = pdi_tag_lattice_init(&lattice, ps->t, tr->emissions, ps->boundary, n, err);
     if (!rc)
@@ -502,6 +574,7 @@ static pd_status run(pass *ps, pd_context *ctx, pd_extraction *x, pd_error *err)
                                     : pdi_tagger_viterbi(ps->t, tr->emissions, ps->boundary, n, tr->tags, err);
     if (!rc) rc = find_spans(ps, &lattice, err);
     pdi_tag_lattice_free(&lattice);
+    if (!rc) rc = span_chars(ps, err);
     if (rc) return rc;
     rec *recs = malloc(sizeof *recs * ((size_t)tr->n_spans + 1));
     int32_t n_recs = 0;
@@ -517,7 +590,7 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
     if (out) *out = NULL;
     if (trace) *trace = NULL;
     if (!ctx || !tx || (!text && len)) return pdi_set_error(err, PD_ERR_ARG, "pd_tag_extract: NULL argument");
-    pass ps = {.tx = tx, .head = tx->head, .t = tx->t};
+    pass ps = {.tx = tx, .head = tx->head, .t = tx->t, .features = tx->t->features};
     pd_extraction *x = pdi_extraction_new_empty(tx->schema);
     ps.tr = calloc(1, sizeof *ps.tr);
     pd_status rc = x && ps.tr ? PD_OK : nomem(err);
@@ -534,6 +607,8 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
     free(ps.bytes);
     free(ps.offset);
     free(ps.boundary);
+    free(ps.chars);
+    pdi_feat_text_free(&ps.text);
     if (rc || !out) pd_extraction_free(x);
     else *out = x;
     if (rc || !trace) pd_tag_trace_free(ps.tr);

@@ -1,16 +1,17 @@
-/* gazetteer.c - a tagger head's gazetteer: remembered span terms that the
- * prompt's {marked} copy of the text shows between marker tokens, so the
- * trunk sees which words were spans in training (docs/extraction-by-decisions.md).
- * head.json names the file and the markers; the file is one `field<TAB>term`
- * a line, editable by users for their shop's vocabulary. Matching is pure
- * text work; turning matches into token ids is the composer's. */
+/* gazetteer.c - a tagger head's term lists: the gazetteer, remembered span
+ * terms that the prompt's {marked} copy of the text shows between marker
+ * tokens, so the trunk sees which words were spans in training, and the
+ * sparse features' lexicon, the same file without marks
+ * (docs/extraction-by-decisions.md). head.json names the file (and the
+ * gazetteer's markers); the file is one `field<TAB>term` a line, editable by
+ * users for their shop's vocabulary. Matching is pure text work; turning
+ * matches into token ids or features is the caller's. Also the head's text
+ * files (gazetteer, lexicon, memory): read, limited, cut into lines. */
 #include "heads.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
-
-#define GAZ_MAX_FILE (64u << 20) /* bytes of a gazetteer file */
 
 typedef struct gaz_term {
     const char *bytes; /* into the file's data */
@@ -24,7 +25,8 @@ struct pd_gazetteer {
     gaz_term *terms;   /* sorted by bytes, distinct */
     int32_t n_terms;
     int32_t longest;   /* characters of the longest term */
-    char *marks[PD_TAGGER_MAX_SPANS][2]; /* open and close marker of each span field; NULL without */
+    uint32_t fields;   /* the span fields (bits) its lines may name */
+    char *marks[PD_TAGGER_MAX_SPANS][2]; /* open and close marker of each span field; NULL without (a lexicon) */
 };
 
 void pdi_gazetteer_free(pd_gazetteer *g)
@@ -51,9 +53,7 @@ static int compare_terms(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* Characters of s[0..n) when it is well-formed UTF-8 with no control
- * character; -1 otherwise. */
-static int32_t term_chars(const char *s, size_t n)
+int32_t pdi_text_chars(const char *s, size_t n)
 {
     int32_t chars = 0;
     for (size_t i = 0; i < n; chars++) {
@@ -89,7 +89,7 @@ static pd_status parse_marks(pd_gazetteer *g, const pd_tagger *t, json_t *marks,
     return PD_OK;
 }
 
-/* One line `field<TAB>term` (data[0..n), no newline) into g->terms. */
+/* One line `field<TAB>term` (s[0..n), no newline) into g->terms. */
 static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t n, size_t line, const char *file,
                             pd_error *err)
 {
@@ -98,12 +98,13 @@ static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t
     int32_t k = 0;
     while (k < t->n_spans && !(strlen(t->spans[k]) == (size_t)(tab - s) && memcmp(t->spans[k], s, (size_t)(tab - s)) == 0))
         k++;
-    if (k == t->n_spans || !g->marks[k][0])
-        return pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu: field '%.*s' is not a span field with marks in head.json", file,
-                             line, (int)(tab - s) > 64 ? 64 : (int)(tab - s), s);
+    if (k == t->n_spans || !(g->fields & (1u << k)))
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu: field '%.*s' is not a span field%s", file, line,
+                             (int)(tab - s) > 64 ? 64 : (int)(tab - s), s,
+                             g->marks[0][0] || g->marks[1][0] ? " with marks in head.json" : " of the head");
     const char *term = tab + 1;
     size_t len = n - (size_t)(term - s);
-    int32_t chars = term_chars(term, len);
+    int32_t chars = pdi_text_chars(term, len);
     if (len == 0 || chars < 0)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s:%zu: the term is empty, not UTF-8 or holds a control character",
                              file, line);
@@ -115,37 +116,29 @@ static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t
     return PD_OK;
 }
 
-/* The file's lines into sorted distinct terms (a term on several lines has
- * every field it is listed under). */
-static pd_status read_terms(pd_gazetteer *g, const pd_tagger *t, const char *file, pd_error *err)
+/* File `name` (in the head's folder) into sorted distinct terms of the span
+ * fields g->fields (a term on several lines has every field it is listed
+ * under). */
+static pd_status read_terms(pd_gazetteer *g, const pd_head *h, const char *name, pd_error *err)
 {
-    size_t len = 0;
-    pd_status rc = pdi_read_file(file, &g->data, &len, err);
-    if (rc) return rc;
-    if (len > GAZ_MAX_FILE)
-        return pdi_set_error(err, PD_ERR_LIMIT, "%s: %zu bytes, more than the gazetteer limit of %u", file, len,
-                             GAZ_MAX_FILE);
-    if (memchr(g->data, '\0', len)) return pdi_set_error(err, PD_ERR_FORMAT, "%s: a NUL byte (not a text file)", file);
-    size_t lines = 1;
-    for (size_t i = 0; i < len; i++) lines += g->data[i] == '\n';
-    if (!(g->terms = malloc(sizeof *g->terms * lines))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", file);
-    char *s = g->data;
-    for (size_t line = 1; !rc && s < g->data + len; line++) {
-        char *nl = memchr(s, '\n', (size_t)(g->data + len - s)), *end = nl ? nl : g->data + len;
-        if (end > s && end[-1] == '\r') end--;
-        if (end > s && *s != '#') rc = parse_line(g, t, s, (size_t)(end - s), line, file, err);
-        s = nl ? nl + 1 : g->data + len;
-    }
+    char *file = pdi_head_path(h, name), *s;
+    size_t len = 0, lines = 0, pos = 0, n;
+    if (!file) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", h->source);
+    pd_status rc = pdi_head_text_read(file, &g->data, &len, &lines, err);
+    if (!rc && !(g->terms = malloc(sizeof *g->terms * lines))) rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", file);
+    for (size_t line = 1; !rc && pdi_head_text_line(g->data, len, &pos, &s, &n); line++)
+        if (n > 0 && *s != '#') rc = parse_line(g, h->tagger, s, n, line, file, err);
+    free(file);
     if (rc) return rc;
     qsort(g->terms, (size_t)g->n_terms, sizeof *g->terms, compare_terms);
-    int32_t n = 0;
+    int32_t kept = 0;
     for (int32_t i = 0; i < g->n_terms; i++) {
-        if (n > 0 && compare_terms(&g->terms[n - 1], &g->terms[i]) == 0)
-            g->terms[n - 1].fields |= g->terms[i].fields;
+        if (kept > 0 && compare_terms(&g->terms[kept - 1], &g->terms[i]) == 0)
+            g->terms[kept - 1].fields |= g->terms[i].fields;
         else
-            g->terms[n++] = g->terms[i];
+            g->terms[kept++] = g->terms[i];
     }
-    g->n_terms = n;
+    g->n_terms = kept;
     return PD_OK;
 }
 
@@ -166,13 +159,20 @@ pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_err
     const char *name = json_string_value(json_object_get(gz, "file"));
     if (!json_is_object(gz) || !name || !*name)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"gazetteer\" must be an object with \"file\" and \"marks\"", path);
-    if (!(t->gazetteer = calloc(1, sizeof *t->gazetteer))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
-    pd_status rc = parse_marks(t->gazetteer, t, json_object_get(gz, "marks"), path, err);
-    char *file = rc ? NULL : name[0] == '/' ? strdup(name) : pdi_path_join(h->source, name);
-    if (!rc && !file) rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
-    if (!rc) rc = read_terms(t->gazetteer, t, file, err);
-    free(file);
-    return rc;
+    pd_gazetteer *g = t->gazetteer = calloc(1, sizeof *t->gazetteer);
+    if (!g) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
+    pd_status rc = parse_marks(g, t, json_object_get(gz, "marks"), path, err);
+    for (int32_t k = 0; k < PD_TAGGER_MAX_SPANS; k++)
+        if (g->marks[k][0]) g->fields |= 1u << k;
+    return rc ? rc : read_terms(g, h, name, err);
+}
+
+pd_status pdi_lexicon_load(const pd_head *h, const char *name, pd_gazetteer **out, pd_error *err)
+{
+    pd_gazetteer *g = *out = calloc(1, sizeof *g);
+    if (!g) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", h->source);
+    g->fields = (1u << h->tagger->n_spans) - 1;
+    return read_terms(g, h, name, err);
 }
 
 /* ---------------------------------------------------------------- matching */
@@ -201,8 +201,8 @@ static int earlier(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-pd_status pdi_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
-                              pd_error *err)
+pd_status pdi_gazetteer_match(const pd_gazetteer *g, uint32_t fields, const char *text, size_t len, pd_gaz_match **out,
+                              int32_t *n_out, pd_error *err)
 {
     *out = NULL;
     *n_out = 0;
@@ -221,11 +221,11 @@ pd_status pdi_gazetteer_match(const pd_gazetteer *g, const char *text, size_t le
     for (size_t i = 0; i < len; i++)
         if (((uint8_t)text[i] & 0xC0) != 0x80) starts[chars++] = i;
     starts[chars] = len;
-    for (int32_t s = 0; s < chars; s++) /* the longest term starting at each character */
+    for (int32_t s = 0; s < chars; s++) /* the longest term of the fields starting at each character */
         for (int32_t L = g->longest < chars - s ? g->longest : chars - s; L > 0; L--) {
             const gaz_term *hit = lookup(g, text + starts[s], starts[s + L] - starts[s]);
-            if (hit) {
-                cand[n_cand++] = (candidate){L, s, hit->fields};
+            if (hit && (hit->fields & fields)) {
+                cand[n_cand++] = (candidate){L, s, hit->fields & fields};
                 break;
             }
         }

@@ -34,9 +34,14 @@ typedef enum { PD_SPAN_FIRST = 0, PD_SPAN_LAST = 1, PD_SPAN_N_STATES = 2 } pd_sp
 typedef struct pd_gazetteer pd_gazetteer;
 #define PD_GAZETTEER_MAX_CHARS 64 /* characters of one term */
 
+/* A tagger head's sparse features (features.c): hashed features of the
+ * review's characters whose learned weights add to the dense scores. */
+typedef struct pd_features pd_features;
+
 typedef struct pd_tagger {
     char *prompt;          /* template holding {text} once or more, and {marked} with a gazetteer */
     pd_gazetteer *gazetteer; /* NULL without */
+    pd_features *features;   /* head.json "features"; NULL without */
     int32_t n_spans, n_tags;
     char **spans;          /* span field names, in tag order */
     int32_t link_from, link_to; /* indices in spans; -1 without a link */
@@ -76,6 +81,22 @@ struct pd_head {
 pd_status pdi_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
                                float **out, const char *path, pd_error *err);
 
+/* A file named in head.json: name in the head's folder (as given when
+ * absolute); malloc'ed, NULL when out of memory. */
+char *pdi_head_path(const pd_head *h, const char *name);
+
+/* A head's text file (gazetteer, lexicon, memory) into *data (*len bytes,
+ * NUL-terminated): at most PD_HEAD_TEXT_MAX bytes (PD_ERR_LIMIT), no NUL
+ * byte (PD_ERR_FORMAT). *lines: how many lines it can hold at most. */
+#define PD_HEAD_TEXT_MAX (64u << 20)
+pd_status pdi_head_text_read(const char *file, char **data, size_t *len, size_t *lines, pd_error *err);
+/* The line at *pos of data[0..len) (without its \n or \r\n) into *line, *n,
+ * and *pos past it; false at the end. */
+bool pdi_head_text_line(char *data, size_t len, size_t *pos, char **line, size_t *n);
+/* Characters of s[0..n) when it is well-formed UTF-8 with no control
+ * character (below U+0020, U+007F); -1 otherwise. */
+int32_t pdi_text_chars(const char *s, size_t n);
+
 /* sum a[i] b[i] in double; y[r] = W[r] . x + b[r] for W [rows][cols]. */
 double pdi_head_dot(const float *a, const float *b, int64_t n);
 void pdi_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y);
@@ -88,8 +109,10 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
 pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
 void pdi_tagger_free(pd_tagger *t);
 
-/* Emissions of n hidden states rows[i] ([hidden] each): out[i][t] = tag.weight[t] . h_i + tag.bias[t]. */
-void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out);
+/* Emissions of n hidden states rows[i] ([hidden] each): out[i][t] =
+ * tag.weight[t] . h_i + tag.bias[t] + sparse[i][t], summed in double and
+ * rounded once (sparse: the sparse features' sums, or NULL). */
+void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, const double *sparse, float *out);
 /* The best tag sequence under the BIO constraints (I-f only after B-f or
  * I-f; a token that does not start a character, boundary[i] == 0, continues
  * its predecessor's span or is O). Ties go to the smaller tag. Scores in
@@ -129,13 +152,15 @@ double pdi_tag_lattice_span_logprob(const pd_tag_lattice *L, int32_t field, int3
 pd_status pdi_tag_lattice_posterior_tags(const pd_tag_lattice *L, double threshold, int32_t *tags, pd_error *err);
 
 /* Link scores of one `from` span (hidden state h_from) against the `to`
- * spans to[0..n_to) then "none": out[n_to + 1]; work holds 2 link_dim floats. */
-void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
-                            float *out);
+ * spans to[0..n_to) then "none": out[n_to + 1], plus sparse[n_to + 1] (or
+ * NULL) before the rounding to float; work holds 2 link_dim floats. */
+void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to,
+                            const double *sparse, float *work, float *out);
 /* Label logits of a record: x[k * n_label_states + j] is the hidden state at
  * token label_states[j] (first or last) of its span of field spans[k], or
- * NULL for `_`; out[n_labels + no_record] (the no-record class last). */
-void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out);
+ * NULL for `_`; out[n_labels + no_record] (the no-record class last), plus
+ * sparse[n_labels + no_record] (or NULL) before the rounding to float. */
+void pdi_tagger_label_logits(const pd_head *h, const float *const *x, const double *sparse, float *out);
 /* head.json's "gazetteer" ({"file", "marks": {span field: [open, close]}})
  * and its file (one `field<TAB>term` a line; `#` comments, blank lines; a
  * term listed under two fields has both) into h->tagger->gazetteer. The
@@ -146,19 +171,86 @@ void pdi_gazetteer_free(pd_gazetteer *g);
  * field has none. */
 const char *pdi_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close);
 
+/* A term list of the same file format without marks (the sparse features'
+ * lexicon): file `name` in the head's folder, every span field allowed. */
+pd_status pdi_lexicon_load(const pd_head *h, const char *name, pd_gazetteer **out, pd_error *err);
+
 /* A match: bytes [start, end) of the text, the span fields (bit k) of its term. */
 typedef struct pd_gaz_match {
     size_t start, end;
     uint32_t fields;
 } pd_gaz_match;
 
-/* The gazetteer's matches in text (len bytes of valid UTF-8), in text order:
- * at each character the longest term starting there; those longer first,
- * then earlier, each kept unless it overlaps one kept before (lengths in
- * characters). *out is malloc'ed (NULL when none). PD_ERR_NOMEM is the only
- * failure. */
-pd_status pdi_gazetteer_match(const pd_gazetteer *g, const char *text, size_t len, pd_gaz_match **out, int32_t *n_out,
-                              pd_error *err);
+/* The matches in text (len bytes of valid UTF-8) of the terms of `fields`
+ * (bits of span fields; ~0u for every term), in text order: at each
+ * character the longest such term starting there; those longer first, then
+ * earlier, each kept unless it overlaps one kept before (lengths in
+ * characters). A match's fields are its term's among `fields`. *out is
+ * malloc'ed (NULL when none). PD_ERR_NOMEM is the only failure. */
+pd_status pdi_gazetteer_match(const pd_gazetteer *g, uint32_t fields, const char *text, size_t len, pd_gaz_match **out,
+                              int32_t *n_out, pd_error *err);
+
+/* ------------------------------------------------------- sparse features */
+
+/* head.json's "features" (hash, lexicon, memory, tag/link/label tables of
+ * buckets and templates) and its lexicon and memory files into
+ * h->tagger->features (NULL without the key). After the tagger's other keys. */
+pd_status pdi_features_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
+/* Its tables features.tag [buckets, n_tags], features.link [buckets, 1],
+ * features.label [buckets, n_labels + no_record]; a features.* tensor that
+ * head.json does not declare is refused (PD_ERR_SHAPE), with or without
+ * features. */
+pd_status pdi_features_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
+void pdi_features_free(pd_features *f);
+
+typedef enum { PD_FEAT_TAG, PD_FEAT_LINK, PD_FEAT_LABEL } pd_feat_decision;
+/* Whether decision d has a sparse part (false when f is NULL). */
+bool pdi_features_on(const pd_features *f, pd_feat_decision d);
+/* FNV-1a 64 of p[0..n) from the basis 0xcbf29ce484222325 XOR seed. */
+uint64_t pdi_fnv1a64(uint64_t seed, const void *p, size_t n);
+
+/* Characters [start, end) of the text; start < 0: none (a record's `_`). */
+typedef struct pd_feat_span {
+    int32_t start, end;
+} pd_feat_span;
+
+/* The review as the features see it: its characters (code points of the
+ * bytes the read copy's tokens cover), their kinds, clause punctuation and
+ * lexicon marks, and the room the sums work in. One per extraction. */
+typedef struct pd_feat_text {
+    const pd_features *f;
+    const char *bytes; /* borrowed */
+    size_t len;
+    int32_t n;         /* characters */
+    size_t *start;     /* [n + 1] byte offset of each character; start[n] = len */
+    int32_t *cp;       /* [n] code points, -1 where the bytes are not UTF-8 */
+    char *kind;        /* [n] d a h s p */
+    uint8_t *punct;    /* [n] 1 at clause punctuation */
+    char *marks;       /* [n_spans][n] lexicon marks B I E S -, of the fields lex. atoms read */
+    int32_t *scratch;  /* [n] a clause's distinct characters */
+    char *key;         /* a record's memory key */
+} pd_feat_text;
+
+/* x over bytes[0..len) (borrowed; the read copy's bytes). PD_ERR_NOMEM and
+ * PD_ERR_LIMIT (a text over 1 GiB) are the failures; x is empty after one. */
+pd_status pdi_feat_text_init(pd_feat_text *x, const pd_features *f, const char *bytes, size_t len, pd_error *err);
+void pdi_feat_text_free(pd_feat_text *x);
+/* The character that starts at byte offset `byte` (n at the end of the
+ * text); -1 inside a character or past the end. */
+int32_t pdi_feat_text_char(const pd_feat_text *x, size_t byte);
+
+/* The sparse sums, added to out (the caller zeroes it). Emissions of the
+ * token that starts at character i: out[n_tags]. */
+void pdi_features_tag(const pd_feat_text *x, int32_t i, double *out);
+/* Link scores of `from` against each to[0..n_to) (every `to` span of the
+ * review, in text order) then none: out[n_to + 1]. */
+void pdi_features_link(const pd_feat_text *x, pd_feat_span from, const pd_feat_span *to, int32_t n_to, double *out);
+/* Label logits of a record (spans[k]: its span of head span field k):
+ * out[n_labels + no_record]. */
+void pdi_features_label(const pd_feat_text *x, const pd_feat_span *spans, double *out);
+
+/* [d0, d1, ...] of a tensor's shape into buf, for messages. */
+void pdi_tensor_shape_text(const pd_tensor *t, char *buf, size_t n);
 
 /* Index of the largest of v[0..n) (the first on ties). */
 int32_t pdi_argmax(const float *v, int32_t n);

@@ -19,6 +19,7 @@ void pdi_tagger_free(pd_tagger *t)
     if (!t) return;
     free(t->prompt);
     pdi_gazetteer_free(t->gazetteer);
+    pdi_features_free(t->features);
     free_strings(t->spans, t->n_spans);
     free_strings(t->label_fields, t->n_label_fields);
     free_strings(t->label_values, t->n_labels * t->n_label_fields);
@@ -214,6 +215,7 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
     if (!rc) rc = parse_labels(t, root, path, err);
     if (!rc) rc = parse_span_decoding(t, root, path, err);
     if (!rc) rc = pdi_gazetteer_parse(h, root, path, err);
+    if (!rc) rc = pdi_features_parse(h, root, path, err);
     return rc;
 }
 
@@ -242,18 +244,20 @@ pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *
         if (!rc) rc = pdi_head_take_tensor(st, "label.bias", rows, 0, false, &t->lab_b, path, err);
         if (!rc) rc = pdi_head_take_tensor(st, "label.none", H, 0, false, &t->lab_none, path, err);
     }
-    return rc;
+    return rc ? rc : pdi_features_tensors(h, st, path, err);
 }
 
 /* ---------------------------------------------------------------- scores */
 
-void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, float *out)
+void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, const double *sparse, float *out)
 {
     const pd_tagger *t = h->tagger;
     for (int32_t i = 0; i < n; i++)
-        for (int32_t k = 0; k < t->n_tags; k++)
-            out[(int64_t)i * t->n_tags + k] =
-                (float)(pdi_head_dot(t->tag_w + (int64_t)k * h->hidden, rows[i], h->hidden) + (double)t->tag_b[k]);
+        for (int32_t k = 0; k < t->n_tags; k++) {
+            int64_t at = (int64_t)i * t->n_tags + k;
+            double e = pdi_head_dot(t->tag_w + (int64_t)k * h->hidden, rows[i], h->hidden) + (double)t->tag_b[k];
+            out[at] = (float)(sparse ? e + sparse[at] : e);
+        }
 }
 
 bool pdi_tagger_allowed(int32_t prev, int32_t next, bool boundary)
@@ -327,8 +331,8 @@ static void project(const float *w, const float *b, const float *x, int32_t rows
     for (int32_t j = 0; j < rows; j++) v[j] = (float)(pdi_head_dot(w + j * hidden, x, hidden) + (double)b[j]);
 }
 
-void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to, float *work,
-                            float *out)
+void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to,
+                            const double *sparse, float *work, float *out)
 {
     const pd_tagger *t = h->tagger;
     int32_t d = t->link_dim;
@@ -337,12 +341,14 @@ void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *
     project(t->lq_w, t->lq_b, h_from, d, h->hidden, q);
     for (int32_t a = 0; a < n_to; a++) {
         project(t->lk_w, t->lk_b, to[a], d, h->hidden, k);
-        out[a] = (float)(pdi_head_dot(q, k, d) * scale);
+        double s = pdi_head_dot(q, k, d) * scale;
+        out[a] = (float)(sparse ? s + sparse[a] : s);
     }
-    out[n_to] = (float)(pdi_head_dot(q, t->l_none, d) * scale);
+    double none = pdi_head_dot(q, t->l_none, d) * scale;
+    out[n_to] = (float)(sparse ? none + sparse[n_to] : none);
 }
 
-void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out)
+void pdi_tagger_label_logits(const pd_head *h, const float *const *x, const double *sparse, float *out)
 {
     const pd_tagger *t = h->tagger;
     int32_t inputs = t->n_spans * t->n_label_states;
@@ -351,7 +357,7 @@ void pdi_tagger_label_logits(const pd_head *h, const float *const *x, float *out
         double s = (double)t->lab_b[l];
         for (int32_t k = 0; k < inputs; k++)
             s += pdi_head_dot(t->lab_w + l * width + k * H, x[k] ? x[k] : t->lab_none, H);
-        out[l] = (float)s;
+        out[l] = (float)(sparse ? s + sparse[l] : s);
     }
 }
 

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len = nul ? size - (size_t)(nul - data) - 1 : strlen(text);
         pd_gaz_match *m = NULL;
         int32_t n = 0;
-        if (pdi_gazetteer_match(t.gazetteer, text, len, &m, &n, &err) == PD_OK)
+        if (pdi_gazetteer_match(t.gazetteer, ~0u, text, len, &m, &n, &err) == PD_OK)
             for (int32_t i = 1; i < n; i++)
                 if (m[i].start < m[i - 1].end || m[i].end > len) abort(); /* in order, no overlap, in bounds */
         free(m);

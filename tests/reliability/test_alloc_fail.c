@@ -1,6 +1,7 @@
 /* test_alloc_fail.c - every allocation of a load, a context and an evaluation,
- * of a head load and its decisions, of an adapter load and application, and
- * of a schema load and an extraction fails in turn (malloc, calloc and
+ * of a head load and its decisions, of an adapter load and application, of
+ * a schema load and an extraction, and of a tagger head with sparse features
+ * and its extraction fails in turn (malloc, calloc and
  * realloc are wrapped at link time): each run must end in a clean error,
  * never a crash, and free everything (ASan's leak check runs at exit in CI). */
 #include <setjmp.h>
@@ -27,9 +28,9 @@ void *__wrap_malloc(size_t n) { return should_fail() ? NULL : __real_malloc(n); 
 void *__wrap_calloc(size_t n, size_t size) { return should_fail() ? NULL : __real_calloc(n, size); }
 void *__wrap_realloc(void *p, size_t n) { return should_fail() ? NULL : __real_realloc(p, n); }
 
-static const char *fixtures, *tokenizer_path, *heads_dir, *adapters_dir, *schema_path;
+static const char *fixtures, *tokenizer_path, *heads_dir, *adapters_dir, *schema_path, *tagger_dir;
 /* loaded before counting starts: the scenarios below fail what comes after */
-static pd_model *head_model, *adapter_base;
+static pd_model *head_model, *adapter_base, *tagger_model;
 
 typedef pd_status (*scenario)(pd_error *err);
 
@@ -225,7 +226,36 @@ static pd_status extract_scenario(pd_error *err)
     return rc;
 }
 
+/* A tagger head with sparse features (lexicon, memory, every atom) loaded,
+ * bound to the schema, and one review extracted with its trace. */
+static pd_status tagger_scenario(pd_error *err)
+{
+    static const char review[] = "包装很好用，味道超值！物流快快快。";
+    snprintf(path_buf, sizeof path_buf, "%s/head-pair-features", tagger_dir);
+    pd_head *h = pd_head_load(path_buf, tagger_model, err);
+    pd_schema *schema = h ? pd_schema_load(schema_path, err) : NULL;
+    pd_tag_extractor *tx = schema ? pd_tag_extractor_new(tagger_model, schema, h, err) : NULL;
+    pd_context_params cp = {128, 1, 128, 0, PD_KV_AUTO};
+    pd_context *ctx = tx ? pd_context_new(tagger_model, &cp, err) : NULL;
+    pd_status rc = ctx ? PD_OK : err->code;
+    pd_extraction *x = NULL;
+    pd_tag_trace *tr = NULL;
+    if (!rc) rc = pd_tag_extract_trace(ctx, tx, review, sizeof review - 1, &x, &tr, err);
+    pd_tag_trace_free(tr);
+    pd_extraction_free(x);
+    pd_context_free(ctx);
+    pd_tag_extractor_free(tx);
+    pd_schema_free(schema);
+    pd_head_free(h);
+    return rc;
+}
+
 static void test_heads(void **state) { (void)state; fail_each_allocation(heads_scenario, "heads and decisions"); }
+static void test_tagger(void **state)
+{
+    (void)state;
+    fail_each_allocation(tagger_scenario, "tagger head with sparse features, extraction");
+}
 static void test_adapters(void **state) { (void)state; fail_each_allocation(adapters_scenario, "adapters"); }
 static void test_extract(void **state) { (void)state; fail_each_allocation(extract_scenario, "extraction"); }
 
@@ -241,8 +271,9 @@ static void test_tokenizer(void **state) { (void)state; fail_each_allocation(tok
 
 int main(int argc, char **argv)
 {
-    if (argc < 6) {
-        fprintf(stderr, "usage: test_alloc_fail MODEL_FIXTURE_DIR TOKENIZER_JSON HEAD_FIXTURE_DIR ADAPTER_FIXTURE_DIR SCHEMA\n");
+    if (argc < 7) {
+        fprintf(stderr, "usage: test_alloc_fail MODEL_FIXTURE_DIR TOKENIZER_JSON HEAD_FIXTURE_DIR ADAPTER_FIXTURE_DIR SCHEMA "
+                        "TAGGER_FIXTURE_DIR\n");
         return 2;
     }
     fixtures = argv[1];
@@ -250,6 +281,7 @@ int main(int argc, char **argv)
     heads_dir = argv[3];
     adapters_dir = argv[4];
     schema_path = argv[5];
+    tagger_dir = argv[6];
     pd_error err;
     snprintf(path_buf, sizeof path_buf, "%s/model-a", heads_dir);
     if (!(head_model = pd_model_load(path_buf, NULL, &err))) {
@@ -258,6 +290,11 @@ int main(int argc, char **argv)
     }
     snprintf(path_buf, sizeof path_buf, "%s/gqa-hf-f32", adapters_dir);
     if (!(adapter_base = pd_model_load(path_buf, NULL, &err))) {
+        fprintf(stderr, "test_alloc_fail: %s\n", err.message);
+        return 1;
+    }
+    snprintf(path_buf, sizeof path_buf, "%s/model", tagger_dir);
+    if (!(tagger_model = pd_model_load(path_buf, NULL, &err))) {
         fprintf(stderr, "test_alloc_fail: %s\n", err.message);
         return 1;
     }
@@ -270,8 +307,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_heads),
         cmocka_unit_test(test_adapters),
         cmocka_unit_test(test_extract),
+        cmocka_unit_test(test_tagger),
     };
     int rc = cmocka_run_group_tests_name("alloc_fail", tests, NULL, NULL);
+    pd_model_free(tagger_model);
     pd_model_free(adapter_base);
     pd_model_free(head_model);
     return rc;

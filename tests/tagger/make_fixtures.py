@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """Write the tagger-head test fixtures: a random model whose tokenizer carries the layout markers,
-random tagger heads (valid ones and one broken way per validation error), and what the float64
-reference of tools/testmodels/make_head.py decodes for each text.
+random tagger heads (valid ones, with and without sparse features, and one broken way per validation
+error), and what the float64 reference of tools/testmodels/make_head.py decodes for each text.
 
 Usage: make_fixtures.py OUTDIR STAMP
 """
+import itertools
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ sys.path.insert(0, TOOLS)
 import make_head  # noqa: E402
 import make_model  # noqa: E402
 import reference  # noqa: E402
+import tag_features  # noqa: E402
 
 PY = sys.executable
 SCHEMA = os.path.join(ROOT, "schemas", "tianchi-makeup.yaml")
@@ -26,6 +28,11 @@ SHAPE = ["--layers", "2", "--hidden", str(HIDDEN), "--heads", "4", "--kv-heads",
 # Chinese character is three tokens, two of which start inside it.
 TEXTS = ["12, 34; 56! 7.8 (9)", "很好，超值，很好用", "包装 好看，味道 5分! 物流 快快快。", "好",
          "1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0"]
+# Sparse features also see: lexicon terms that overlap (很好用 over 很好 and 好用, 装很好 across 包装
+# and 很好), letters (each alone between non-letters, so no merge applies), 2- and 4-byte
+# characters, tab and U+3000, every clause punctuation, and long gaps between spans.
+FEATURE_TEXTS = TEXTS + ["包装很好用，味道超值！物流快快快。", "A1好b,很好～c?包装;不错；超值~5.",
+                         "é好😀，包装\t很好　用", "包装很好很好很好很好很好很好很好很好物流很快", "很好用"]
 ORDER = list(make_model.bytes_to_unicode())
 
 
@@ -37,6 +44,9 @@ GAZETTEER = ({"aspect": ["<|box_start|>", "<|box_end|>"], "opinion": ["<|fim_pre
 
 
 def text_ids(text):
+    """One id a byte: the synthetic tokenizer merges only a letter or a space followed by a letter."""
+    if any(b.isascii() and b.isalpha() and (a.isascii() and a.isalpha() or a == " ") for a, b in zip(text, text[1:])):
+        raise SystemExit(f"make_fixtures: {text!r} would be merged by the tokenizer")
     return [ORDER.index(b) for b in text.encode()]
 
 
@@ -48,6 +58,20 @@ def schema_fields():
 
 
 edit_json = make_head.edit_json
+# Broken term files (the gazetteer's format, the lexicon's too): name, body, status, a word of the message.
+TERM_FILES = (("no-tab", "aspect\t包装\naspect 味道\n", "format", "{file}:2"),
+              ("field", "category\t好\n", "format", "category"),
+              ("long-term", "opinion\t" + "好" * 65 + "\n", "limit", "65"),
+              ("not-utf8", "opinion\t\udcff\n", "format", "UTF-8"),
+              ("control", "opinion\t好\x01\n", "format", "control"),
+              ("empty-term", "opinion\t\n", "format", "empty"),
+              ("nul", "opinion\t好\0\n", "format", "NUL"))
+
+
+def write_text(path, body):
+    """body as UTF-8, lone surrogates as the bytes they stand for (text that is not UTF-8)."""
+    with open(path, "wb") as f:
+        f.write(body.encode("utf-8", "surrogateescape"))
 
 
 def edit_tensors(d, drop=(), **replace):
@@ -196,20 +220,182 @@ def write_bad_heads(out):
     d = head("gazetteer-no-file", **gaz)
     os.remove(os.path.join(d, "gazetteer.tsv"))
     add("gazetteer file missing", d, "io", "gazetteer.tsv")
-    for name, body, status, word in (
-            ("gazetteer-no-tab", "aspect\t包装\naspect 味道\n", "format", "gazetteer.tsv:2"),
-            ("gazetteer-field", "category\t好\n", "format", "category"),
-            ("gazetteer-long-term", "opinion\t" + "好" * 65 + "\n", "limit", "65"),
-            ("gazetteer-not-utf8", "opinion\t\udcff\n", "format", "UTF-8"),
-            ("gazetteer-empty-term", "opinion\t\n", "format", "empty"),
-            ("gazetteer-nul", "opinion\t好\0\n", "format", "NUL")):
-        d = head(name, **gaz)
-        with open(os.path.join(d, "gazetteer.tsv"), "wb") as f:
-            f.write(body.encode("utf-8", "surrogateescape"))
-        add(f"gazetteer file: {name}", d, status, word)
+    for name, body, status, word in TERM_FILES:
+        d = head("gazetteer-" + name, **gaz)
+        write_text(os.path.join(d, "gazetteer.tsv"), body)
+        add(f"gazetteer file: {name}", d, status, word.format(file="gazetteer.tsv"))
     d = head("gazetteer-marker", **gaz)
     edit_json(d, gazetteer={"file": "gazetteer.tsv", "marks": dict(GAZETTEER[0], aspect=["<|box_start|>", "<|nope|>"])})
     add("gazetteer marker that is no token", d, "format", "<|nope|>", "bind")
+    bad_feature_heads(bad, head, add)
+    return cases
+
+
+def bad_feature_heads(bad, head, add):
+    """One head per refusal of sparse features: head.json's "features", its templates, the lexicon
+    and memory files, the tables."""
+    import numpy as np
+
+    def features(name, change, **kw):
+        d = head(name, features={}, **kw)
+        with open(os.path.join(d, "head.json")) as f:
+            meta = json.load(f)
+        edit_json(d, features=change(meta["features"]))
+        return d
+
+    def without(key):
+        return lambda f: {k: v for k, v in f.items() if k != key}
+
+    def fnv(**hash_keys):
+        return lambda f: dict(f, hash=hash_keys)
+    many = [f"c[{a}] kind[{b}]" for a in range(-4, 5) for b in range(-4, 5)][:65]
+    for name, change, status, word in (
+            ("features-array", lambda f: [], "format", '"features"'),
+            ("features-key", lambda f: dict(f, hashes=1), "format", "hashes"),
+            ("features-no-hash", without("hash"), "format", "features.hash"),
+            ("hash-function", fnv(function="md5", seed=0), "format", "md5"),
+            ("hash-seed-negative", fnv(function="fnv1a64", seed=-1), "format", "features.hash.seed"),
+            ("hash-seed-big", fnv(function="fnv1a64", seed=2 ** 32), "format", "4294967296"),
+            ("hash-seed-text", fnv(function="fnv1a64", seed="1"), "format", "features.hash.seed"),
+            ("hash-no-seed", fnv(function="fnv1a64"), "format", "features.hash.seed"),
+            ("hash-key", fnv(function="fnv1a64", seed=0, salt=1), "format", "salt"),
+            ("lexicon-name", lambda f: dict(f, lexicon=5), "format", "features.lexicon"),
+            ("no-lexicon", without("lexicon"), "format", "features.lexicon"),
+            ("no-memory", without("memory"), "format", "features.memory"),
+            ("tag-array", lambda f: dict(f, tag=[97]), "format", "features.tag"),
+            ("tag-key", lambda f: dict(f, tag=dict(f["tag"], bucket=3)), "format", "bucket"),
+            ("tag-buckets-zero", lambda f: dict(f, tag=dict(f["tag"], buckets=0)), "format", "features.tag.buckets"),
+            ("tag-buckets-real", lambda f: dict(f, tag=dict(f["tag"], buckets=97.0)), "format", "features.tag.buckets"),
+            ("tag-buckets-big", lambda f: dict(f, tag=dict(f["tag"], buckets=2 ** 24 + 1)), "limit",
+             "features.tag.buckets"),
+            ("link-no-buckets", lambda f: dict(f, link={"templates": ["none"]}), "format", "features.link.buckets"),
+            ("tag-no-templates", lambda f: dict(f, tag={"buckets": 97, "templates": []}), "format",
+             "features.tag.templates"),
+            ("tag-templates-many", lambda f: dict(f, tag={"buckets": 97, "templates": many}), "limit", "65 templates"),
+            ("tag-template-number", lambda f: dict(f, tag={"buckets": 97, "templates": ["c[0]", 3]}), "format",
+             "templates[1]"),
+            ("tag-template-twice", lambda f: dict(f, tag={"buckets": 97, "templates": ["c[0]", "kind[0]", "c[0]"]}),
+             "format", "repeats")):
+        add(f"features: {name}", features(name, change), status, word)
+    for i, (decision, tpl, status, word) in enumerate((
+            ("tag", "c[5]", "format", "c[5]"), ("tag", "c[+1]", "format", "c[+1]"), ("tag", "c[-0]", "format", "c[-0]"),
+            ("tag", "c[0", "format", "c[0"), ("tag", "c", "format", "c[k]"), ("tag", "word[0]", "format", "word[0]"),
+            ("tag", "dist", "format", "'dist'"), ("tag", "c[0]  c[1]", "format", "single spaces"),
+            ("tag", " c[0]", "format", "single spaces"), ("tag", "", "format", "single spaces"),
+            ("tag", "c[0] c[1] c[2] c[3] c[4]", "limit", "5 atoms"), ("tag", "lex.polarity[0]", "format", "polarity"),
+            ("tag", "lex.aspect", "format", "lex.FIELD[k]"), ("tag", "bias c[0]", "format", "'bias'"),
+            ("link", "text.aspect", "format", "text.aspect"), ("link", "from[1]", "format", "from[1]"),
+            ("link", "none none none none none", "limit", "5 atoms"),
+            ("label", "chars.aspect clause", "format", "multi-valued"),
+            ("label", "chars.aspect bigrams.opinion", "format", "multi-valued"), ("label", "left[0]", "format", "left[0]"),
+            ("label", "right[5]", "format", "right[5]"), ("label", "text.category", "format", "category"),
+            ("label", "c[0]", "format", "'c[0]'"), ("label", "memory memory.aspect", "format", "memory.aspect"))):
+        d = features(f"template-{i}", lambda f: dict(f, **{decision: {"buckets": 53, "templates": ["bias", tpl]}}))
+        add(f"features.{decision} template {tpl!r}", d, status, word)
+    d = features("link-one-span", lambda f: dict(f, link={"buckets": 61, "templates": ["none"]}), spans=["opinion"])
+    add("features.link on a head without a link", d, "format", "features.link")
+    d = features("label-no-labels", lambda f: dict(f, label={"buckets": 53, "templates": ["bias"]}), labels=False)
+    add("features.label on a head without labels", d, "format", "features.label")
+    for name in ("lexicon.tsv", "memory.tsv"):
+        d = head("no-" + name, features={})
+        os.remove(os.path.join(d, name))
+        add(f"features: {name} missing", d, "io", name)
+    for name, body, status, word in TERM_FILES:
+        d = head("lexicon-" + name, features={})
+        write_text(os.path.join(d, "lexicon.tsv"), body)
+        add(f"features: lexicon file: {name}", d, status, word.format(file="lexicon.tsv"))
+    for name, body, status, word in (
+            ("memory-fields", "物流\t很快\t物流\t正面\n物流\t很快\t物流\n", "format", "memory.tsv:2"),
+            ("memory-extra", "物流\t很快\t物流\t正面\t正面\n", "format", "memory.tsv:1"),
+            ("memory-label", "物流\t很快\t物流\t超好\n", "format", "超好"),
+            ("memory-twice", "物流\t很快\t物流\t正面\n包装\t很好\t包装\t正面\n物流\t很快\t物流\t负面\n", "format",
+             "memory.tsv:3"),
+            ("memory-utf8", "物流\t很\udcff\t物流\t正面\n", "format", "UTF-8"),
+            ("memory-control", "物流\t很\x7f\t物流\t正面\n", "format", "control"),
+            ("memory-empty", "物流\t\t物流\t正面\n", "format", "empty"),
+            ("memory-nul", "物流\t很快\t物流\t正面\0\n", "format", "NUL")):
+        d = head(name, features={})
+        write_text(os.path.join(d, "memory.tsv"), body)
+        add(f"features: {name}", d, status, word)
+    for name, kw, drop, replace, word in (
+            ("table-missing", {}, ["features.tag"], {}, "features.tag"),
+            ("table-rows", {}, [], {"features.tag": np.zeros((96, 5))}, "features.tag"),
+            ("table-norecord", dict(no_record=True), [], {"features.label": np.zeros((53, 39))}, "features.label"),
+            ("table-link-1d", {}, [], {"features.link": np.zeros(61)}, "features.link"),
+            ("table-extra", {}, [], {"features.extra": np.zeros((3, 1))}, "features.extra")):
+        d = head(name, features={}, **kw)
+        edit_tensors(d, drop=drop, **replace)
+        add(f"features: tensor {name}", d, "shape", word)
+    d = features("table-undeclared", without("link"))
+    add("features: features.link without features.link in head.json", d, "shape", "features.link")
+    d = head("table-no-features")
+    edit_tensors(d, **{"features.tag": np.zeros((97, 5))})
+    add("features: features.tag on a head without features", d, "shape", "features.tag")
+
+
+def decode(model, name, hdir, texts, fields, distinct):
+    """The reference's decode of each text with the head in hdir."""
+    markers = {m: VOCAB - 5 + i for i, m in enumerate(make_head.MARKERS)}
+    head, cases = make_head.load_head(hdir), []
+    terms = None
+    if "gazetteer" in head["meta"]:
+        terms = {}
+        for line in GAZETTEER[1]:
+            if line and not line.startswith("#"):
+                field, term = line.split("\t")
+                terms.setdefault(term, set()).add(field)
+    for text in texts:
+        ids, read_start = make_head.tag_prompt(head, lambda part: [markers[part]], text_ids, text, terms)
+        exp = make_head.tag_decode(model, head, ids, read_start, [bytes([b]) for b in text.encode()], fields, distinct)
+        exp.update({"name": f"{name}: {text}", "head": hdir, "text": text})
+        cases.append(exp)
+    return head, cases
+
+
+def remember(hdir, head, cases, rng):
+    """Rewrite the head's memory.tsv from the spans its cases found (the spans do not depend on the
+    memory, only links and labels do): about half the (to, from) pairs, and some lone spans, with
+    random labels, so that memory atoms both hit and miss."""
+    meta = head["meta"]
+    spans, labels, keys = meta["spans"], meta.get("labels"), {}
+    for c in cases:
+        by_field = {f: [s["text"] for s in c["spans"] if s["field"] == f] for f in spans}
+        pairs = itertools.product(*[by_field[f] + ["_"] for f in spans])
+        for k in pairs:
+            writable = all(ord(ch) >= 0x20 and ch != "\x7f" for t in k for ch in t)  # a file's fields cannot hold a TAB
+            if writable and any(t != "_" for t in k) and rng.random() < 0.5:
+                keys[k] = "\t".join(labels[rng.integers(len(labels))]) if labels else None
+    with open(os.path.join(hdir, "memory.tsv"), "w", encoding="utf-8") as f:
+        for k, lab in keys.items():
+            f.write("\t".join(list(k) + ([lab] if lab else [])) + "\n")
+
+
+def feature_heads(model, out, fields, distinct):
+    """Heads with sparse features (every atom, small bucket counts), decoded twice: once to find
+    their spans, once with a memory made of them. Checks that the texts exercise what they are for."""
+    import numpy as np
+    heads = {"pair-features": dict(seed=21, label_states=["first", "last"], no_record=True,
+                                   features=dict(seed=0x9E3779B9)),
+             "single-features": dict(seed=22, spans=["opinion"], features=dict(seed=0, buckets=(61, 53, 97))),
+             "plain-features": dict(seed=23, labels=False, features=dict(seed=4294967295))}
+    rng, cases = np.random.default_rng(0xFEA7), []
+    for name, kw in heads.items():
+        hdir = os.path.join(out, "head-" + name)
+        make_head.write_tagger(hdir, HIDDEN, 16, **kw)
+        head, first = decode(model, name, hdir, FEATURE_TEXTS, fields, distinct)
+        remember(hdir, head, first, rng)
+        head, found = decode(model, name, hdir, FEATURE_TEXTS, fields, distinct)
+        if [c["spans"] for c in found] != [c["spans"] for c in first]:
+            raise SystemExit(f"make_fixtures: {name}: the memory changed the spans")
+        hits = head["features"].hits
+        if (head["meta"].get("link") and not hits["link memory"]) or (head["meta"].get("labels") and
+                                                                       not hits["label memory"]):
+            raise SystemExit(f"make_fixtures: {name}: no memory hit ({hits})")
+        cases += found
+    marks = {f: sum(m != "-" for t in FEATURE_TEXTS for m in tag_features.lexicon_marks(
+        t, tag_features.DEFAULT_LEXICON[f])) for f in ("aspect", "opinion")}
+    if min(marks.values()) < 5:
+        raise SystemExit(f"make_fixtures: the texts hold too few lexicon matches ({marks})")
     return cases
 
 
@@ -222,7 +408,6 @@ def main():
     subprocess.run([PY, os.path.join(TOOLS, "make_model.py"), "--format", "hf-f32", "--vocab", str(VOCAB),
                     "--seed", "61", "--tokenizer", tok, "--out", mpath, "--quiet"] + SHAPE, check=True)
     model = reference.load_model(mpath)
-    markers = {m: VOCAB - 5 + i for i, m in enumerate(make_head.MARKERS)}
     heads = {"pair": dict(seed=1), "pair-bf16": dict(seed=2, dtype="BF16"),
              "pair-ends": dict(seed=5, label_states=["first", "last"]),
              "single-ends": dict(seed=6, spans=["opinion"], label_states=["last", "first"]),
@@ -237,20 +422,7 @@ def main():
     for name, kw in heads.items():
         hdir = os.path.join(out, "head-" + name)
         make_head.write_tagger(hdir, HIDDEN, 16, **kw)
-        head = make_head.load_head(hdir)
-        for text in TEXTS:
-            terms = None
-            if "gazetteer" in head["meta"]:
-                terms = {}
-                for line in GAZETTEER[1]:
-                    if line and not line.startswith("#"):
-                        field, term = line.split("\t")
-                        terms.setdefault(term, set()).add(field)
-            ids, read_start = make_head.tag_prompt(head, lambda part: [markers[part]], text_ids, text, terms)
-            exp = make_head.tag_decode(model, head, ids, read_start, [bytes([b]) for b in text.encode()], fields,
-                                       distinct)
-            exp.update({"name": f"{name}: {text}", "head": hdir, "text": text})
-            cases.append(exp)
+        cases += decode(model, name, hdir, TEXTS, fields, distinct)[1]
     n_spans = sum(len(c["spans"]) for c in cases)
     n_links = sum(1 for c in cases for l in c["links"] if l["choice"] >= 0)
     if n_spans < 10 or n_links < 2:
@@ -263,6 +435,7 @@ def main():
     post = [c for c in cases if c["name"].startswith(("pair-posterior:", "single-posterior:"))]
     if sum(len(c["spans"]) for c in post) < 4 or not any(c["overlaps_skipped"] for c in post):
         raise SystemExit("make_fixtures: the posterior heads need spans, and a span dropped for an overlap")
+    cases += feature_heads(model, out, fields, distinct)
     doc = {"model": mpath, "schema": SCHEMA, "fields": fields, "cases": cases, "bad_heads": write_bad_heads(out),
            "pointer_head": None}
     ptr = os.path.join(out, "head-pointer")

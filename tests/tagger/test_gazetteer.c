@@ -58,7 +58,7 @@ static void expect(const pd_tagger *t, const char *text, const pd_gaz_match *wan
     pd_gaz_match *m = NULL;
     int32_t n = -1;
     pd_error err = {0};
-    assert_int_equal(pdi_gazetteer_match(t->gazetteer, text, strlen(text), &m, &n, &err), PD_OK);
+    assert_int_equal(pdi_gazetteer_match(t->gazetteer, ~0u, text, strlen(text), &m, &n, &err), PD_OK);
     assert_int_equal(n, n_want);
     for (int32_t i = 0; i < n; i++) {
         assert_int_equal(m[i].start, want[i].start);

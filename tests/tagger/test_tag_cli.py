@@ -61,27 +61,39 @@ def test_tag():
         check(c["name"] + ": records, one pass", g["records"] == c["records"] and g["forward_passes"] == 1, out)
 
 
-def pair_cases():
-    return [c for c in DOC["cases"] if c["head"].endswith("head-pair")]
+def pair_cases(name="head-pair"):
+    return [c for c in DOC["cases"] if c["head"].endswith(name)]
+
+
+def write_reviews(path, cases):
+    """A reviews CSV of the cases' texts and an empty review; the submission rows the reference wants."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "Reviews"])
+        for i, c in enumerate(cases):
+            w.writerow([i + 1, c["text"]])
+        w.writerow([len(cases) + 1, ""])
+    want = []
+    for i, c in enumerate(cases):
+        want += [[str(i + 1)] + [r[f] for f in DOC["fields"]] for r in c["records"]] or [[str(i + 1), "_", "_", "_", "_"]]
+    return want + [[str(len(cases) + 1), "_", "_", "_", "_"]]
 
 
 def test_extract():
-    cases = pair_cases()
-    head = cases[0]["head"]
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "reviews.csv")
-        with open(src, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["id", "Reviews"])
-            for i, c in enumerate(cases):
-                w.writerow([i + 1, c["text"]])
-            w.writerow([len(cases) + 1, ""])
+        cases = pair_cases("head-pair-features")
+        want = write_reviews(src, cases)
+        rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", cases[0]["head"],
+                           "--input", src, "--output", "-")
+        got = list(csv.reader(io.StringIO(out)))
+        check("extract --head (tagger with sparse features): Tianchi rows as the reference", rc == 0 and got == want,
+              (out, err))
+        cases = pair_cases()
+        head = cases[0]["head"]
+        want = write_reviews(src, cases)
         rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                            "--input", src, "--output", "-")
-        want = []
-        for i, c in enumerate(cases):
-            want += [[str(i + 1)] + [r[f] for f in DOC["fields"]] for r in c["records"]] or [[str(i + 1), "_", "_", "_", "_"]]
-        want.append([str(len(cases) + 1), "_", "_", "_", "_"])
         got = list(csv.reader(io.StringIO(out)))
         check("extract --head (tagger): Tianchi rows as the reference", rc == 0 and got == want, (out, err))
         check("extract --head (tagger): summary line", rc == 0 and f"{len(cases) + 1} reviews" in err, err)

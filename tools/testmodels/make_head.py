@@ -7,10 +7,12 @@
       give it to make_model.py --tokenizer (with the same --vocab).
   make_head.py write --type pointer --hidden 64 --head-dim 16 --out DIR
   make_head.py write --type classifier --hidden 64 --labels a,b,c --out DIR
-  make_head.py write --type tagger --hidden 64 --head-dim 16 [--schema FILE] [--spans aspect,opinion] --out DIR
+  make_head.py write --type tagger --hidden 64 --head-dim 16 [--schema FILE] [--spans aspect,opinion]
+          [--features] --out DIR
       head.json + head.safetensors with random weights (--dtype F32|BF16|F16). A tagger's labels are
       every (category, polarity) of the schema (default schemas/tianchi-makeup.yaml); its biases favour
-      B and I tags so that random heads find spans.
+      B and I tags so that random heads find spans. --features adds sparse features (tag_features.py:
+      templates using every atom, a lexicon and a memory file, random tables of 97/61/53 buckets).
 
 The scores (module functions, float64):
   prompt(markers, text_ids, question_ids, cand_ids, kind, layout) -> ids, positions, blocks, query
@@ -24,7 +26,7 @@ log-probabilities off one causal reference.forward of the whole prompt (sequenti
 Tagger heads (extraction by decisions, float64, written from docs/extraction-by-decisions.md):
   tag_prompt(head, literal_ids, encode, text, terms) -> ids, read_start
   tag_decode(model, head, ids, read_start, token_bytes, fields, distinct) -> dict(emissions, tags, spans,
-      links, label_logits, records)
+      links, label_logits, records); a head with "features" adds the sums of tag_features.Reference.
 """
 
 import argparse
@@ -38,6 +40,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_model  # noqa: E402  (synthetic tokenizer, BF16 bits)
 import reference   # noqa: E402  (the float64 forward)
+import tag_features  # noqa: E402  (sparse features: random sections, the reference sums)
 
 MARKERS = ["<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>", "<|fim_suffix|>"]
 MARKER_KEYS = ["prefix", "middle", "candidate_start", "candidate_end", "suffix"]
@@ -131,12 +134,14 @@ def schema_enum_values(path, name):
 
 def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
                  prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None, gazetteer=None,
-                 no_record=False, span_decoding=None):
+                 no_record=False, span_decoding=None, features=None):
     """A random tagger head. B and I tags get a positive bias so that spans appear. label_states
     (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state).
     no_record adds the no-record class (head.json "no_record"), biased so that it wins now and then.
     gazetteer: (marks, lines) writes gazetteer.tsv (lines `field<TAB>term`) and head.json's key.
-    span_decoding goes into head.json as it is (None leaves the key out: Viterbi)."""
+    span_decoding goes into head.json as it is (None leaves the key out: Viterbi).
+    features: a dict of tag_features.random_features options (seed, lexicon, memory, buckets, scale)
+    writes sparse features, lexicon.tsv and memory.tsv; None: no features."""
     rng = np.random.default_rng([seed, 0x7A66])
     os.makedirs(out, exist_ok=True)
     n_tags, s = 1 + 2 * len(spans), 1.0 / np.sqrt(hidden)
@@ -171,6 +176,14 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
             meta["no_record"] = True
             t["label.weight"] = np.vstack([t["label.weight"], rng.standard_normal((1, width)) * s])
             t["label.bias"] = np.append(t["label.bias"], 4.0)
+    if features is not None:
+        n_classes = len(meta.get("labels", [])) + bool(meta.get("no_record"))
+        meta["features"], tables, lexicon, memory = tag_features.random_features(
+            rng, list(spans), "link" in meta, meta.get("labels"), n_tags, n_classes, **features)
+        t.update(tables)
+        for name, lines in (("lexicon.tsv", lexicon), ("memory.tsv", memory)):
+            with open(os.path.join(out, name), "w", encoding="utf-8", newline="") as f:
+                f.write("".join(line + "\n" for line in lines))
     if gazetteer is not None:
         meta["gazetteer"] = {"file": "gazetteer.tsv", "marks": gazetteer[0]}
         with open(os.path.join(out, "gazetteer.tsv"), "w", encoding="utf-8") as f:
@@ -186,7 +199,10 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
 def load_head(path):
     with open(os.path.join(path, "head.json")) as f:
         meta = json.load(f)
-    return {"meta": meta, "t": reference.read_safetensors(os.path.join(path, "head.safetensors"))}
+    head = {"meta": meta, "t": reference.read_safetensors(os.path.join(path, "head.safetensors"))}
+    if "features" in meta:
+        head["features"] = tag_features.Reference(path, meta, head["t"])
+    return head
 
 
 def prompt(mk, text_ids, question_ids, cand_ids, kind, layout):
@@ -449,6 +465,10 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
     n = len(token_bytes)
     h = hid[read_start:read_start + n]
     em = h @ t["tag.weight"].T + t["tag.bias"]
+    feats = head.get("features")
+    text = b"".join(token_bytes).decode()
+    if feats and feats.has("tag"):
+        em = em + feats.tag(token_bytes)
     zero = np.zeros(n_tags)
     boundary = [len(b) == 0 or (b[0] & 0xC0) != 0x80 for b in token_bytes]
     crf = (em, t.get("tag.transitions", np.zeros((n_tags, n_tags))), t.get("tag.start", zero), t.get("tag.end", zero),
@@ -467,7 +487,8 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
         while j + 1 < n and tags[j + 1] == 2 + 2 * f:
             j += 1
         spans.append({"field": spans_f[f], "k": f, "text": b"".join(token_bytes[i:j + 1]).decode(),
-                      "first": i, "last": j, "probability": span_probability(*crf, f, i, j)})
+                      "first": i, "last": j, "probability": span_probability(*crf, f, i, j),
+                      "chars": (len(b"".join(token_bytes[:i]).decode()), len(b"".join(token_bytes[:j + 1]).decode()))})
         i = j + 1
     recs, links = [], []
     link = meta.get("link")
@@ -482,6 +503,8 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
             q = t["link.q.weight"] @ h[spans[o]["last"]] + t["link.q.bias"]
             sc = [q @ (t["link.k.weight"] @ h[spans[a]["last"]] + t["link.k.bias"]) / np.sqrt(d) for a in to]
             sc.append(q @ t["link.none"] / np.sqrt(d))
+            if feats and feats.has("link"):
+                sc = list(np.array(sc) + feats.link(text, spans[o]["chars"], [spans[a]["chars"] for a in to]))
             best = int(np.argmax(sc))  # the first maximum
             choice = to[best] if best < len(to) else -1
             links.append({"from": o, "scores": [float(v) for v in sc], "choice": choice})
@@ -500,6 +523,9 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
             x = np.concatenate([h[spans[r[k]][state]] if r.get(k, -1) >= 0 else t["label.none"]
                                 for k in range(len(spans_f)) for state in meta.get("label_states", ["last"])])
             logits = t["label.weight"] @ x + t["label.bias"]
+            if feats and feats.has("label"):
+                logits = logits + feats.label(text, [spans[r[k]]["chars"] if r.get(k, -1) >= 0 else None
+                                                     for k in range(len(spans_f))])
             label_logits.append([float(v) for v in logits])
             best = int(np.argmax(logits))
             if best == len(meta["labels"]):  # the no-record class
@@ -539,6 +565,7 @@ def main(argv=None):
     w.add_argument("--dtype", choices=["F32", "F16", "BF16"], default="F32")
     w.add_argument("--schema", default=TIANCHI_SCHEMA, help="tagger: the schema whose category/polarity are the labels")
     w.add_argument("--spans", default="aspect,opinion", help="tagger: span fields (the second links to the first)")
+    w.add_argument("--features", action="store_true", help="tagger: sparse features (every atom, lexicon, memory)")
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--out", required=True)
     a = ap.parse_args(argv)
@@ -546,7 +573,8 @@ def main(argv=None):
         with open(a.out, "w") as f:
             json.dump(synthetic_tokenizer(a.vocab, a.seed), f, ensure_ascii=False)
     elif a.type == "tagger":
-        write_tagger(a.out, a.hidden, a.head_dim, a.spans.split(","), a.schema, a.seed, a.dtype)
+        write_tagger(a.out, a.hidden, a.head_dim, a.spans.split(","), a.schema, a.seed, a.dtype,
+                     features={} if a.features else None)
     else:
         if a.type == "classifier" and not a.labels:
             raise SystemExit("make_head: a classifier needs --labels")
