@@ -1,7 +1,9 @@
 /* fuzz_head.c - a head directory from arbitrary bytes: the input up to its
  * first NUL byte is head.json, the rest head.safetensors; what loads decides
  * once on a small model (a tagger head: is bound to the Tianchi schema of
- * PD_FUZZ_HEAD_SCHEMA when set, and extracts from one text). */
+ * PD_FUZZ_HEAD_SCHEMA when set, and extracts from one text). The directory
+ * also holds the files a tagger head's sparse features may name (their
+ * contents are fuzz_features.c's to vary). */
 #include "fuzz_util.h"
 #include "pd_internal.h"
 #include "pocketdec.h"
@@ -47,9 +49,31 @@ static void tag_once(const pd_head *h)
     pd_tag_extractor_free(tx);
 }
 
+/* lexicon.tsv, memory.tsv for a head with the one span field opinion and
+ * the Tianchi labels; lexicon-pair.tsv, memory-pair.tsv for aspect and
+ * opinion without labels. */
+static void write_side_files(const char *dir)
+{
+    static const char *const files[][2] = {
+        {"lexicon.tsv", "# field<TAB>term\nopinion\t很好\nopinion\t好\n"},
+        {"memory.tsv", "很好\t物流\t正面\n超值\t价格\t正面\n"},
+        {"lexicon-pair.tsv", "aspect\t包装\naspect\t物流\nopinion\t很好\nopinion\t好\n"},
+        {"memory-pair.tsv", "物流\t很快\n_\t很好\n包装\t_\n"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i][0]);
+        FILE *f = fopen(path, "wb");
+        if (!f || fputs(files[i][1], f) < 0) abort();
+        fclose(f);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static bool side_files;
     const char *dir = fuzz_write_pair("head", "head.json", "head.safetensors", data, size);
+    if (!side_files) write_side_files(dir);
+    side_files = true;
     pd_error err;
     pd_head *h = pd_head_load(dir, model, &err);
     if (h && pd_head_get_type(h) == PD_HEAD_TAGGER) {
