@@ -67,7 +67,7 @@ static const char *shown(json_t *v, char *buf, size_t n)
     return buf;
 }
 
-/* Whether the object's keys are all among names[0..n). */
+/* The first key of obj that is not among names[0..n), NULL when none. */
 static const char *unknown_key(json_t *obj, const char *const *names, int n)
 {
     const char *key;

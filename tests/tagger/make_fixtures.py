@@ -32,7 +32,7 @@ TEXTS = ["12, 34; 56! 7.8 (9)", "很好，超值，很好用", "包装 好看，
 # and 很好), letters (each alone between non-letters, so no merge applies), 2- and 4-byte
 # characters, tab and U+3000, every clause punctuation, and long gaps between spans.
 FEATURE_TEXTS = TEXTS + ["包装很好用，味道超值！物流快快快。", "A1好b,很好～c?包装;不错；超值~5.",
-                         "é好😀，包装\t很好　用", "包装很好很好很好很好很好很好很好很好物流很快", "很好用"]
+                         "é好😀，包装\t很好　用", "包装很好很好很好很好很好很好很好很好物流很快", "很好用？好"]
 ORDER = list(make_model.bytes_to_unicode())
 
 
@@ -260,6 +260,7 @@ def bad_feature_heads(bad, head, add):
             ("hash-no-seed", fnv(function="fnv1a64"), "format", "features.hash.seed"),
             ("hash-key", fnv(function="fnv1a64", seed=0, salt=1), "format", "salt"),
             ("lexicon-name", lambda f: dict(f, lexicon=5), "format", "features.lexicon"),
+            ("memory-name", lambda f: dict(f, memory=""), "format", "features.memory"),
             ("no-lexicon", without("lexicon"), "format", "features.lexicon"),
             ("no-memory", without("memory"), "format", "features.memory"),
             ("tag-array", lambda f: dict(f, tag=[97]), "format", "features.tag"),
