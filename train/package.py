@@ -78,8 +78,10 @@ def package(run, out):
     head_json = os.path.join(out, "head", "head.json")
     with open(head_json, encoding="utf-8") as f:
         meta = json.load(f)
-    if "gazetteer" in meta:
-        shutil.copy(os.path.join(run, "head", meta["gazetteer"]["file"]), os.path.join(out, "head"))
+    side = [meta["gazetteer"]["file"]] if "gazetteer" in meta else []  # the files head.json names
+    side += [meta["features"][k] for k in ("lexicon", "memory") if meta.get("features", {}).get(k)]
+    for name in side:
+        shutil.copy(os.path.join(run, "head", name), os.path.join(out, "head"))
     for k in ("question", "candidates"):  # older runs kept these; the schema's decide section has them
         meta.pop(k, None)
     with open(head_json, "w", encoding="utf-8") as f:

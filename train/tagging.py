@@ -8,7 +8,6 @@ and a classifier over the records' span states for the label fields. The templat
 train/tagger_template.json and travels in head.json, so training and inference build one prompt.
 """
 
-import copy
 import json
 import math
 import os
@@ -18,12 +17,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import features as FT
 import qwen3
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE = os.path.join(HERE, "tagger_template.json")
 NEG = -1e4  # a forbidden transition (finite: keeps logsumexp free of NaN)
-NO_RECORD_BIAS = -4.0  # a new no-record class's starting bias: rarely chosen before training
 
 
 def load_template(path=TEMPLATE):
@@ -74,41 +73,23 @@ def prompt(tok, meta, text, terms=None):
 # ----------------------------------------------------------------------------- gazetteer
 
 def read_gazetteer(path):
-    """term -> set of fields, from a gazetteer file: one `field<TAB>term` a line, `#` comments."""
+    """term -> set of fields, from a gazetteer file (the lexicon's format: `field<TAB>term` lines)."""
     terms = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line and not line.startswith("#"):
-                field, term = line.split("\t", 1)
-                terms.setdefault(term, set()).add(field)
+    for field, ts in FT.read_lexicon(path).items():
+        for t in ts:
+            terms.setdefault(t, set()).add(field)
     return terms
 
 
 def write_gazetteer(path, terms):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("# field<TAB>term: spans the trunk sees marked in the {marked} copy of the prompt\n")
-        for field, term in sorted((fl, t) for t, fs in terms.items() for fl in fs):
-            f.write(f"{field}\t{term}\n")
+    by_field = {}
+    for t, fs in terms.items():
+        for field in fs:
+            by_field.setdefault(field, set()).add(t)
+    FT.write_lexicon(path, by_field, "spans the trunk sees marked in the {marked} copy of the prompt")
 
 
-def gazetteer_matches(text, terms):
-    """[(start, end)] character ranges of the gazetteer's matches in text: at each position the
-    longest term starting there; those longer first, then earlier, each kept unless it overlaps one
-    kept before; in text order."""
-    longest = max(map(len, terms), default=0)
-    cands = []
-    for s in range(len(text)):
-        for n in range(min(longest, len(text) - s), 0, -1):
-            if text[s:s + n] in terms:
-                cands.append((n, s))
-                break
-    used, out = [False] * len(text), []
-    for n, s in sorted(cands, key=lambda x: (-x[0], x[1])):
-        if not any(used[s:s + n]):
-            used[s:s + n] = [True] * n
-            out.append((s, s + n))
-    return sorted(out)
+gazetteer_matches = FT.longest_matches  # term -> fields works as the container of terms
 
 
 def marked_ids(tok, meta, text, terms):
@@ -143,6 +124,12 @@ def token_tags(text, byte_ranges, char_tags):
     return out
 
 
+def token_chars(text, byte_ranges):
+    """Per token: the index of the character it starts, None for a token inside a character."""
+    at = {b: k for k, b in enumerate(char_starts(text)[:-1])}
+    return [at.get(b) for b, _ in byte_ranges]
+
+
 def midchar(text, byte_ranges):
     starts = set(char_starts(text))
     return [b not in starts for b, _ in byte_ranges]
@@ -154,8 +141,10 @@ LABEL_STATES = ("first", "last")  # the token states of a span that head.json's 
 
 
 class TaggerHead(nn.Module):
-    def __init__(self, hidden, spans, head_dim, n_labels, gen, label_states=("last",), no_record=False):
+    def __init__(self, hidden, spans, head_dim, n_labels, gen, label_states=("last",), no_record=False,
+                 features=None):
         super().__init__()
+        self.features = features  # features.Spec or None: the sparse (wide) part
         self.spans, self.head_dim = list(spans), head_dim
         self.label_states = list(label_states)
         self.n_labels, self.no_record = n_labels, bool(no_record)  # no_record: one more class, last
@@ -178,6 +167,13 @@ class TaggerHead(nn.Module):
                     p.zero_()
         # allowed[prev, next]: I-f only after B-f or I-f; cont[prev, next]: a token inside a
         # character continues its predecessor.
+        # the wide part: one table a decision, zeros at first (the head decides as the dense part alone)
+        self.sparse = nn.ModuleDict()
+        if features is not None:
+            width = {"tag": T, "link": 1, "label": n_labels + self.no_record}
+            for d, b in features.buckets.items():
+                self.sparse[d] = nn.Embedding(b, width[d])
+                nn.init.zeros_(self.sparse[d].weight)
         allowed = torch.ones(T, T, dtype=torch.bool)
         cont = torch.zeros(T, T, dtype=torch.bool)
         first = torch.ones(T, dtype=torch.bool)
@@ -192,8 +188,20 @@ class TaggerHead(nn.Module):
         self.register_buffer("cont", cont, persistent=False)
         self.register_buffer("first", first, persistent=False)
 
-    def emissions(self, h):
-        return self.tag(h)
+    def bag(self, decision, lists):
+        """[len(lists), width]: the sum of the decision's weights of each list of feature ids."""
+        table = self.sparse[decision] if decision in self.sparse else None
+        if table is None or not lists:
+            return None
+        flat = torch.tensor([i for x in lists for i in x], dtype=torch.long)
+        offsets = torch.tensor([0] + [len(x) for x in lists[:-1]], dtype=torch.long).cumsum(0)
+        return F.embedding_bag(flat, table.weight, offsets, mode="sum")
+
+    def emissions(self, h, tag_ids=None):
+        """h [..., N, H]; tag_ids: per token (flattened in h's order) its feature ids."""
+        e = self.tag(h)
+        s = self.bag("tag", tag_ids) if tag_ids is not None else None
+        return e if s is None else e + s.view(e.shape)
 
     def _trans(self, mid):
         """[..., T, T] transition scores with the constraints of each position (mid: bool [...])."""
@@ -218,15 +226,21 @@ class TaggerHead(nn.Module):
         logz = torch.logsumexp(alpha + self.end, 1)
         return (logz - score).mean()
 
-    def link_scores(self, h_from, h_to):
-        """[n_from, n_to + 1]: each from span against every to span, then none."""
+    def link_scores(self, h_from, h_to, link_ids=None):
+        """[n_from, n_to + 1]: each from span against every to span, then none; link_ids: per row,
+        per column, the candidate's feature ids."""
         q = self.link_q(h_from)
         k = torch.cat([self.link_k(h_to), self.link_none[None]], 0)
-        return q @ k.t() / math.sqrt(self.head_dim)
+        s = q @ k.t() / math.sqrt(self.head_dim)
+        w = self.bag("link", [c for row in link_ids for c in row]) if link_ids is not None else None
+        return s if w is None else s + w.view(s.shape)
 
-    def label_logits(self, parts):
-        """parts: per span field then per label state, [n, H] states (label_none for `_`)."""
-        return self.label(torch.cat(parts, -1))
+    def label_logits(self, parts, label_ids=None):
+        """parts: per span field then per label state, [n, H] states (label_none for `_`);
+        label_ids: per record its feature ids."""
+        z = self.label(torch.cat(parts, -1))
+        w = self.bag("label", label_ids) if label_ids is not None else None
+        return z if w is None else z + w
 
     def label_parts(self, h, spans):
         """label_logits' parts from states h [N, H] and, per record, per span field, the span's
@@ -234,38 +248,6 @@ class TaggerHead(nn.Module):
         return [torch.stack([h[r[k][LABEL_STATES.index(st)]] if r[k] is not None else self.label_none
                              for r in spans])
                 for k in range(len(self.spans)) for st in self.label_states]
-
-    def with_label_states(self, states, no_record=None):
-        """A copy whose label classifier reads `states` (and has the no-record class when no_record);
-        a state it already read keeps its weights, a new one starts at zero, and a new no-record
-        class starts with zero weights and bias NO_RECORD_BIAS (almost the same decisions until
-        training moves it)."""
-        no_record = self.no_record if no_record is None else bool(no_record)
-        new = TaggerHead(self.label_none.shape[0], self.spans, self.head_dim, self.n_labels,
-                         torch.Generator(), states, no_record)
-        sd = {k: v for k, v in self.state_dict().items() if k not in ("label.weight", "label.bias")}
-        H = self.label_none.shape[0]
-        rows = min(self.label.out_features, new.label.out_features)
-        w = torch.zeros(new.label.weight.shape)
-        b = torch.full(new.label.bias.shape, NO_RECORD_BIAS)
-        b[:rows] = self.label.bias.detach()[:rows]
-        for k in range(len(self.spans)):
-            for j, st in enumerate(states):
-                if st in self.label_states:
-                    i = self.label_states.index(st)
-                    old = (k * len(self.label_states) + i) * H
-                    w[:rows, (k * len(states) + j) * H:][:, :H] = self.label.weight.detach()[:rows, old:old + H]
-        sd["label.weight"], sd["label.bias"] = w, b
-        new.load_state_dict(sd)
-        return new
-
-
-def average(heads):
-    """A head whose parameters are the mean of heads' (the same shapes): a soup's head."""
-    out = copy.deepcopy(heads[0])
-    sd = {k: sum(h.state_dict()[k] for h in heads) / len(heads) for k in out.state_dict()}
-    out.load_state_dict(sd)
-    return out
 
 
 def viterbi(head, e, mid):
@@ -419,7 +401,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
     `pocketdec tag` prints), and the records as training quadruples (aspect, start, end, opinion, start,
     end, *label) with character offsets (None for `_`), before repeats are dropped."""
     raw = text.encode("utf-8")
-    e = head.emissions(h)
+    fs = head.features
+    e = head.emissions(h, fs.tag_ids(text, token_chars(text, byte_ranges)) if fs else None)
     mid = midchar(text, byte_ranges)
     lattice = Lattice(head, e, mid)
     posterior, threshold = span_rule(meta)
@@ -433,7 +416,11 @@ def decode(head, meta, h, text, byte_ranges, labels):
     coffs = [(at[byte_ranges[a][0]], at[byte_ranges[b][1]]) for _, a, b in sp]
     links, recs, used = [], [], set()
     for k in frm:
-        s = head.link_scores(h[sp[k][2]][None], h[[sp[j][2] for j in to]] if to else h[:0])[0]
+        ids = None
+        if fs:
+            tos = [coffs[j] for j in to]
+            ids = [[fs.link_ids(text, coffs[k], t, tos) for t in tos + [None]]]
+        s = head.link_scores(h[sp[k][2]][None], h[[sp[j][2] for j in to]] if to else h[:0], ids)[0]
         c = int(torch.argmax(s.double())) if len(s) else 0
         # argmax of torch returns the first maximum: ties go to the earlier candidate
         choice = to[c] if c < len(to) else -1
@@ -447,7 +434,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
     out, logits, quads = [], [], []
     for r in recs:
         ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
-        lg = head.label_logits(head.label_parts(h, [ends]))[0]
+        ids = [fs.label_ids(text, [coffs[r[f]] if r[f] >= 0 else None for f in head.spans])] if fs else None
+        lg = head.label_logits(head.label_parts(h, [ends]), ids)[0]
         logits.append(lg.tolist())
         best = int(torch.argmax(lg.double()))
         if best == len(labels):  # the no-record class: the record is not written
@@ -488,6 +476,14 @@ def save(head, meta, labels, path, terms=None):
     doc.pop("no_record", None)
     if head.no_record:
         doc["no_record"] = True
+    doc.pop("features", None)
+    fs = head.features
+    if fs is not None:  # the wide part: its declaration, lexicon and memory files, and its tables
+        doc["features"] = fs.doc
+        if fs.doc.get("lexicon"):
+            FT.write_lexicon(os.path.join(path, fs.doc["lexicon"]), fs.lexicon)
+        if fs.doc.get("memory"):
+            FT.write_memory(os.path.join(path, fs.doc["memory"]), fs.memory)
     with open(os.path.join(path, "head.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=2)
     t = {"tag.weight": head.tag.weight, "tag.bias": head.tag.bias, "tag.transitions": head.transitions,
@@ -495,6 +491,7 @@ def save(head, meta, labels, path, terms=None):
          "link.q.weight": head.link_q.weight, "link.q.bias": head.link_q.bias,
          "link.k.weight": head.link_k.weight, "link.k.bias": head.link_k.bias, "link.none": head.link_none,
          "label.weight": head.label.weight, "label.bias": head.label.bias, "label.none": head.label_none}
+    t.update({"features." + d: e.weight for d, e in head.sparse.items()})
     qwen3.write_safetensors(os.path.join(path, "head.safetensors"),
                             {k: v.detach().cpu().numpy() for k, v in t.items()})
 
@@ -504,12 +501,13 @@ def load(path, hidden):
         meta = json.load(f)
     sd = qwen3.read_safetensors(os.path.join(path, "head.safetensors"))
     head = TaggerHead(hidden, meta["spans"], meta["link"]["head_dim"], len(meta["labels"]), torch.Generator(),
-                      meta.get("label_states", ["last"]), meta.get("no_record", False))
+                      meta.get("label_states", ["last"]), meta.get("no_record", False), FT.load(path, meta))
     names = {"tag.weight": "tag.weight", "tag.bias": "tag.bias", "tag.transitions": "transitions",
              "tag.start": "start", "tag.end": "end", "link.q.weight": "link_q.weight",
              "link.q.bias": "link_q.bias", "link.k.weight": "link_k.weight", "link.k.bias": "link_k.bias",
              "link.none": "link_none", "label.weight": "label.weight", "label.bias": "label.bias",
              "label.none": "label_none"}
+    names.update({"features." + d: f"sparse.{d}.weight" for d in FT.DECISIONS})
     head.load_state_dict({names[k]: torch.from_numpy(v.copy()) for k, v in sd.items()})
     return head.eval(), meta, [tuple(x) for x in meta["labels"]]
 

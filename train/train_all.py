@@ -144,6 +144,17 @@ def common_args(ap):
     ap.add_argument("--lr", type=float, default=2e-3)
 
 
+def new_base(a, tok, record):
+    """A Qwen3 of the size options for tok's vocabulary, initialised from a.seed; its parameter count
+    goes in record."""
+    cfg = qwen3.make_config(len(tok), a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn,
+                            bos=tok.token_id("<|endoftext|>"), eos=tok.token_id("<|im_end|>"))
+    model = qwen3.Qwen3(cfg)
+    model.init_weights(torch.Generator().manual_seed(a.seed))
+    record["parameters"] = sum(p.numel() for p in model.parameters())
+    return model
+
+
 def start(a):
     """Seeds and threads of a run, its output folder: (rng, record, start time)."""
     torch.manual_seed(a.seed)
@@ -209,11 +220,7 @@ def main(argv=None):
         t0 = time.time()
         tok = bpe.train(texts, a.vocab, log=log)
         record["tokenizer_seconds"] = round(time.time() - t0, 1)
-        cfg = qwen3.make_config(len(tok), a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn,
-                                bos=tok.token_id("<|endoftext|>"), eos=tok.token_id("<|im_end|>"))
-        model = qwen3.Qwen3(cfg)
-        model.init_weights(torch.Generator().manual_seed(a.seed))
-        record["parameters"] = sum(p.numel() for p in model.parameters())
+        model = new_base(a, tok, record)
         log(f"base: {record['parameters']} parameters, vocab {len(tok)}")
         ext = []
         if a.pretrain_records:

@@ -1,34 +1,40 @@
 #!/usr/bin/python3
 """Train pocketdec's extraction-by-decisions default: a character tokenizer, a Qwen3 base, a LoRA
-adapter and a tagger head (BIO tags with CRF transitions, opinion -> aspect links, 39 labels).
+adapter and a wide-and-deep tagger head (BIO tags with CRF transitions, opinion -> aspect links, 39
+labels; each decision the trunk's states and the learned weights of hashed sparse features).
 
-  train_tagger.py --out DIR [--seed 0] [--threads 2] [size and step options]
+  train_tagger.py --out DIR [--seed 0] [--threads 2] [size, step and feature options]
+  train_tagger.py --out DIR --base HFDIR ...       # the label stage alone, on an existing base
 
-Stages (each saved, a finished stage is skipped on a rerun with the same --out: resumable):
+Stages (each saved; a finished stage is loaded on a rerun with the same --out: resumable):
   1. tokenizer: byte-level BPE whose merges never cross a character (bpe.train within_chars) on the
-     review text outside the dev split (training and test reviews);
+     review text outside the dev split (training and test reviews; no labels);
   2. base: a Qwen3 pre-trained from scratch on the head's echo prompt of that text (next-token loss:
-     language on the first copy, copying on the second) mixed with the tagging task on the
-     labelled training reviews (a head trained along, so the trunk learns the task's features);
-  3. self-training: the base and its head decode the teacher-tagged reviews; where their spans are
-     the teacher's, their links and labels become training records;
-  4. adapter + head: LoRA on q/k/v/o/gate/up/down and the tagger head (its label classifier widened
-     to the first and last token states of each span, with a no-record class for an aspect that no
-     opinion links to), on the task alone; with --soup N, N times (each saved as DIR/stage<k>/),
-     shipping their uniform average.
-Writes DIR/base/ (HF), DIR/adapter/ (PEFT), DIR/head/ (heads/ tagger format), DIR/merged/,
-DIR/dev_Result.csv (the dev split through pocketdec itself, python/: what users get; skipped with a
-message when the library is not built), DIR/dev_python_Result.csv (the Python decode of compose/'s
-rules, the agreement tests' reference) and DIR/train_log.json.
+     language on the first copy, copying on the second). No label is read, so one base serves every
+     fold of kfold.py;
+  3. label stage: a LoRA adapter on q/k/v/o/gate/up/down and the tagger head, trained together on the
+     labelled training reviews: the head's dense part (tags, links, labels from the trunk's states) and
+     its wide part (features.py: tables of hashed character n-gram, lexicon, pair and memory features,
+     head.json "features"). The lexicon and the memory (each (aspect, opinion) pair's majority label)
+     are jackknifed: a review's features in training come from the other folds' terms (review id mod
+     --jackknife), so a memorised feature is as often missing or wrong as on a new review. The head's
+     weights are averaged over every step (as an averaged perceptron's are); the polarity prior's log,
+     times --polarity-prior, is taken from the label biases (logit adjustment for the rare polarities).
+Writes DIR/base/ (HF), DIR/adapter/ (PEFT), DIR/head/ (heads/ tagger format with lexicon.tsv and
+memory.tsv), DIR/merged/, DIR/dev_Result.csv (the dev split through pocketdec itself, python/: what
+users get; skipped with a message when the library is not built), DIR/dev_python_Result.csv (the Python
+decode of compose/'s rules, the agreement tests' reference) and DIR/train_log.json.
 The dev split is never read for training.
 """
 
 import argparse
+import collections
+import copy
 import csv
 import json
+import math
 import os
 import random
-import sys
 import time
 
 import torch
@@ -36,12 +42,12 @@ import torch.nn.functional as F
 
 import bpe
 import data as D
+import features as FT
 import lora
 import qwen3
 import tagging
 import tasks
-import teacher
-from train_all import common_args, finish, fit, log, start
+from train_all import common_args, finish, fit, log, new_base, start
 
 
 def labelled_spans(data, split):
@@ -67,169 +73,116 @@ def char_tags(text, spans):
 
 
 class Example:
-    """One review as tensors for the task loss: tags always; links and labels when quads (gold
-    quadruples) are given, not for a review the teacher tagged (spans only)."""
+    """One labelled review as tensors for the task loss: BIO tags of its tokens, each opinion's link
+    (its last token, the aspects' last tokens, the gold choice or none), each quadruple's label row and
+    the no-record rows (aspects that no quadruple holds alone); with spec (features.Spec holding the
+    lexicon and memory this review may see), the feature ids of each token, link candidate and label
+    row."""
 
-    def __init__(self, tok, meta, head_tags, labels, text, quads=None, spans=None, terms=None, orphans=True):
-        self.ids, self.read, ranges = tagging.prompt(tok, meta, text, terms)
+    def __init__(self, tok, meta, head_tags, labels, text, quads, spec=None):
+        self.text = text
+        self.polarities = {q[7] for q in quads}
+        self.ids, self.read, ranges = tagging.prompt(tok, meta, text)
         self.n = len(ranges)
         self.mid = tagging.midchar(text, ranges)
-        if spans is None and quads is not None:
-            spans = sorted({(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]), ("opinion", q[4], q[5]))
-                            if s is not None})
+        spans = sorted({(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]), ("opinion", q[4], q[5]))
+                        if s is not None})
         starts = tagging.char_starts(text)
-        # each span's first and last token: those holding its first and last byte (with a tokenizer
-        # whose tokens cross characters, --tokenizer bpe, a span edge can fall inside a token; the
-        # span then grows to whole tokens, as the decoder can only return whole tokens)
+        # each span's first and last token: those holding its first and last byte
         where = {(f, s): (max(k for k, (b, _) in enumerate(ranges) if b <= starts[s]),
                           min(k for k, (_, x) in enumerate(ranges) if x >= starts[e])) for f, s, e in spans}
+        chars = {where[(f, s)]: (s, e) for f, s, e in spans}
         tags = tagging.token_tags(text, ranges, char_tags(text, spans))
         for (f, _), (first, last) in sorted(where.items(), key=lambda w: w[1]):
             tags[first:last + 1] = ["B-" + f] + ["I-" + f] * (last - first)
         self.tags = [head_tags.index(t) for t in tags]
-        self.links, self.labels = [], []
         aspects = sorted(v for (f, _), v in where.items() if f == "aspect")
-        for q in quads or ():
+        self.links, self.rows, link_spans = [], [], []
+        for q in quads:
             a = where[("aspect", q[1])] if q[1] is not None else None
             o = where[("opinion", q[4])] if q[4] is not None else None
             if o is not None:
                 self.links.append((o[1], [x[1] for x in aspects], aspects.index(a) if a else len(aspects)))
-            self.labels.append((a, o, labels.index((q[6], q[7]))))
-        # for a head with the no-record class: the aspects that no quadruple holds without an
-        # opinion, what decode would write as (aspect, _) when no opinion links to them
-        alone = {where[("aspect", q[1])] for q in quads or () if q[1] is not None and q[4] is None}
-        self.orphans = [(a, None) for a in aspects if a not in alone] if quads is not None and orphans else []
-        # and (with --no-record 2) the pairs of a review's spans that no quadruple holds
-        held = {(where[("aspect", q[1])] if q[1] is not None else None, where[("opinion", q[4])])
-                for q in quads or () if q[4] is not None}
-        opinions = sorted({o for _, o in held})
-        self.wrong_pairs = [(a, o) for o in opinions for a in aspects + [None] if (a, o) not in held] \
-            if quads is not None and orphans else []
+                link_spans.append(o)
+            self.rows.append((a, o, labels.index((q[6], q[7]))))
+        # the no-record class: the aspects no quadruple holds without an opinion (what decode would
+        # write as (aspect, _) when no opinion links to them)
+        alone = {where[("aspect", q[1])] for q in quads if q[1] is not None and q[4] is None}
+        self.rows += [(a, None, len(labels)) for a in aspects if a not in alone]
+        self.tag_ids = self.link_ids = self.label_ids = None
+        if spec is not None:
+            self.tag_ids = spec.tag_ids(text, tagging.token_chars(text, ranges))
+            to = [chars[a] for a in aspects]
+            self.link_ids = [[spec.link_ids(text, chars[o], c, to) for c in to + [None]] for o in link_spans]
+            self.label_ids = [spec.label_ids(text, [chars[a] if a else None, chars[o] if o else None])
+                              for a, o, _ in self.rows]
 
 
-def augment(train, rng, copies, p=0.5):
-    """New labelled reviews: each span of a training review swapped, with probability p, for another
-    term of the same field seen in training with the same label (an opinion with the same (category,
-    polarity), an aspect with the same category); offsets, links and labels follow."""
-    pools = {}
-    for _, text, quads in train:
-        for q in quads:
-            if q[1] is not None:
-                pools.setdefault(("aspect", q[6]), set()).add(q[0])
-            if q[4] is not None:
-                pools.setdefault(("opinion", q[6], q[7]), set()).add(q[3])
-    pools = {k: sorted(v) for k, v in pools.items()}
-    out = []
-    for _ in range(copies):
-        for i, text, quads in train:
-            new = {}
-            for q in quads:
-                if q[1] is not None and ("aspect", q[1]) not in new:
-                    new[("aspect", q[1])] = (q[2], rng.choice(pools[("aspect", q[6])]) if rng.random() < p else q[0])
-                if q[4] is not None and ("opinion", q[4]) not in new:
-                    new[("opinion", q[4])] = (q[5], rng.choice(pools[("opinion", q[6], q[7])])
-                                              if rng.random() < p else q[3])
-            pieces, at, moved = [], 0, {}
-            for (f, s), (e, term) in sorted(new.items(), key=lambda kv: kv[0][1]):
-                pieces.append(text[at:s])
-                start = sum(map(len, pieces))
-                pieces.append(term)
-                moved[(f, s)] = (start, start + len(term))
-                at = e
-            pieces.append(text[at:])
-            nq = []
-            for q in quads:
-                a = moved.get(("aspect", q[1]), (None, None))
-                o = moved.get(("opinion", q[4]), (None, None))
-                nq.append((new[("aspect", q[1])][1] if q[1] is not None else "_", *a,
-                           new[("opinion", q[4])][1] if q[4] is not None else "_", *o, q[6], q[7]))
-            out.append((i, "".join(pieces), nq))
-    return out
-
-
-def gazetteer(train):
-    """term -> fields of the gold spans of train: the head's gazetteer."""
-    terms = {}
+def lexicon_and_memory(train):
+    """The lexicon ({field: terms}) and memory ({(aspect, opinion): majority (category, polarity)},
+    ties to the label seen first) of labelled reviews."""
+    terms = {"aspect": set(), "opinion": set()}
+    pairs = collections.defaultdict(collections.Counter)
     for _, _, quads in train:
         for q in quads:
-            for f, k in (("aspect", 0), ("opinion", 3)):
-                if q[k + 1] is not None:
-                    terms.setdefault(q[k], set()).add(f)
-    return terms
+            if q[1] is not None:
+                terms["aspect"].add(q[0])
+            if q[4] is not None:
+                terms["opinion"].add(q[3])
+            pairs[(q[0], q[3])][(q[6], q[7])] += 1
+    return terms, {k: c.most_common(1)[0][0] for k, c in pairs.items()}
 
 
-def teach(train, texts, epochs, seed):
-    """The perceptron teacher trained on the gold spans of train, and its spans on texts."""
-    data = [(t, [teacher.TAGS.index(x) for x in
-                 char_tags(t, [(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]),
-                                                                        ("opinion", q[4], q[5])) if s is not None])])
-            for _, t, quads in train]
-    p = teacher.Perceptron()
-    p.train(data, epochs=epochs, seed=seed)
-    return [(t, p.spans(t)) for t in texts]
+def make_spec(meta, train):
+    """The features.Spec of the head shipped after training on `train` (None without features)."""
+    if "features" not in meta:
+        return None
+    spec = FT.Spec(meta["features"], meta["spans"], *lexicon_and_memory(train))
+    spec.set_link(meta["link"]["from"], meta["link"]["to"])
+    return spec
 
 
-@torch.no_grad()
-def self_train(model, head, meta, tok, labels, head_tags, taught, terms, no_record):
-    """Self-training: the trunk and its head decode the teacher-tagged reviews; where the trunk's
-    spans are exactly the teacher's, its links and labels make a full training review, elsewhere the
-    teacher's spans alone stay (tags only)."""
-    model.eval()
+def examples(tok, meta, labels, train, spec, folds):
+    """Examples of the labelled reviews, each with the lexicon and memory of the other jackknife folds
+    (review id mod folds): the shipped spec's templates and hashing, other data."""
+    head_tags = tagging.tag_names(meta["spans"])
     out = []
-    for text, spans in taught:
-        quads = []
-        if text:
-            ids, read, ranges = tagging.prompt(tok, meta, text, terms)
-            h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
-            quads = tagging.decode(head, meta, h, text, ranges, labels)[2]
-        mine = {(f, q[k + 1], q[k + 2]) for q in quads for f, k in (("aspect", 0), ("opinion", 3)) if q[k + 1] is not None}
-        if quads and mine == set(spans):
-            # records of a lone aspect are left out: a head without the no-record class writes one
-            # for every aspect no opinion links to, and most of those are wrong
-            quads = [q for q in quads if q[4] is not None or not no_record]
-            out.append(Example(tok, meta, head_tags, labels, text, quads, spans=sorted(mine), terms=terms,
-                               orphans=False))
-        else:
-            out.append(Example(tok, meta, head_tags, labels, text, spans=spans, terms=terms))
-    model.train()
+    for k in range(folds):
+        sub = None
+        if spec is not None:
+            sub = copy.copy(spec)
+            sub.lexicon, sub.memory = lexicon_and_memory([r for r in train if r[0] % folds != k])
+        out += [Example(tok, meta, head_tags, labels, t, q, sub) for i, t, q in train if i % folds == k]
     return out
 
 
-def task_loss(model, head, batch, drop, no_record=1):
-    """CRF + link + label losses of a batch of Examples (mean of the three terms)."""
-    B = len(batch)
-    L = max(len(x.ids) for x in batch)
-    N = max(x.n for x in batch)
-    ids = torch.zeros(B, L, dtype=torch.long)
-    for b, x in enumerate(batch):
-        ids[b, :len(x.ids)] = torch.tensor(x.ids)
-    h = model.hidden(ids)
-    h = F.dropout(h, drop, head.training)
-    idx = torch.zeros(B, N, dtype=torch.long)
+def task_loss(head, batch, states, drop):
+    """CRF + link + label losses of a batch of Examples (the mean of the three terms); states: the
+    read copy's hidden states of each example."""
+    B, N = len(batch), max(x.n for x in batch)
+    hr = F.dropout(torch.stack([F.pad(s, (0, 0, 0, N - s.shape[0])) for s in states]), drop, head.training)
     gold = torch.zeros(B, N, dtype=torch.long)
     mid = torch.zeros(B, N, dtype=torch.bool)
     for b, x in enumerate(batch):
-        idx[b, :x.n] = torch.arange(x.read, x.read + x.n)
         gold[b, :x.n] = torch.tensor(x.tags)
         mid[b, :x.n] = torch.tensor(x.mid)
-    hr = h[torch.arange(B)[:, None], idx]  # [B, N, H]
-    lengths = torch.tensor([x.n for x in batch])
-    crf = head.crf_nll(head.emissions(hr), gold, mid, lengths)
+    tag_ids = None
+    if batch[0].tag_ids is not None:
+        tag_ids = [ids for x in batch for ids in x.tag_ids + [[]] * (N - x.n)]
+    crf = head.crf_nll(head.emissions(hr, tag_ids), gold, mid, torch.tensor([x.n for x in batch]))
     link, n_link, lab, n_lab = 0.0, 0, 0.0, 0
     for b, x in enumerate(batch):
-        for o, cands, g in x.links:
-            s = head.link_scores(hr[b, o][None], hr[b, cands] if cands else hr[b, :0])
+        for k, (o, cands, g) in enumerate(x.links):
+            ids = [x.link_ids[k]] if x.link_ids is not None else None
+            s = head.link_scores(hr[b, o][None], hr[b, cands] if cands else hr[b, :0], ids)
             link = link + F.cross_entropy(s, torch.tensor([g]))
             n_link += 1
-        rows = x.labels
-        if head.no_record:
-            rows = rows + [(a, o, head.n_labels) for a, o in x.orphans + (x.wrong_pairs if no_record > 1 else [])]
-        if rows:
-            parts = head.label_parts(hr[b], [r[:2] for r in rows])
-            lab = lab + F.cross_entropy(head.label_logits(parts), torch.tensor([r[2] for r in rows]),
-                                        reduction="sum")
-            n_lab += len(rows)
-    return crf + link / max(1, n_link) + lab / max(1, n_lab), sum(len(x.ids) for x in batch)
+        if x.rows:
+            parts = head.label_parts(hr[b], [r[:2] for r in x.rows])
+            z = head.label_logits(parts, x.label_ids)
+            lab = lab + F.cross_entropy(z, torch.tensor([r[2] for r in x.rows]), reduction="sum")
+            n_lab += len(x.rows)
+    return crf + link / max(1, n_link) + lab / max(1, n_lab)
 
 
 def lm_loss(model, seqs, rng, batch):
@@ -246,37 +199,164 @@ def lm_loss(model, seqs, rng, batch):
         int((tgt >= 0).sum())
 
 
-@torch.no_grad()
-def predict(model, head, meta, tok, labels, reviews, path, terms):
-    """Decode reviews [(id, text)] as compose/ does; write a Tianchi Result.csv."""
+def base_stage(a, texts, meta, rng, record):
+    """Tokenizer and label-free base in a.out/base (loaded when an earlier run left it)."""
+    base_dir = os.path.join(a.out, "base")
+    if os.path.exists(os.path.join(base_dir, "model.safetensors")):
+        with open(os.path.join(a.out, "base_log.json")) as f:
+            record.update(json.load(f))
+        log("base: loaded from an earlier run")
+        return base_dir
+    tok = bpe.train(texts, a.vocab, specials=bpe.SPECIALS, within_chars=True)
+    tok.save(os.path.join(a.out, "tokenizer.json"))
+    model = new_base(a, tok, record)
+    log(f"base: {record['parameters']} parameters, {len(texts)} texts, vocab {len(tok)}")
+    echo = [tagging.prompt(tok, meta, t)[0] for t in texts]
+    fit(list(model.parameters()), a.base_steps, a.lr, lambda step: lm_loss(model, echo, rng, a.batch), "base",
+        record)
+    qwen3.save_hf(model, base_dir, tok.to_json())
+    with open(os.path.join(a.out, "base_log.json"), "w") as f:
+        json.dump({k: record[k] for k in ("parameters", "base")}, f)
+    return base_dir
+
+
+def polarity_prior(head, labels, train, tau):
+    """Logit adjustment: each label's bias less tau x log of its polarity's share of the training
+    quadruples, so that a rare polarity needs less evidence (the no-record class is left alone)."""
+    count = collections.Counter(q[7] for _, _, quads in train for q in quads)
+    total = sum(count.values())
+    with torch.no_grad():
+        for j, (_, polarity) in enumerate(labels):
+            head.label.bias[j] -= tau * math.log(max(count[polarity], 1) / total)
+
+
+def label_stage(a, base_dir, meta, labels, train, record, name="label"):
+    """The adapter and head trained on the labelled reviews `train` over the base in base_dir:
+    (model with its LoRA layers, head). Deterministic for a.seed."""
+    t0 = time.time()
+    torch.manual_seed(a.seed)
+    rng = random.Random(a.seed + 1)
+    tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
+    model = qwen3.load_hf(base_dir)
+    spec = make_spec(meta, train) if a.features else None
+    exs = examples(tok, meta, labels, train, spec, a.jackknife)
+    hidden = model.config["hidden_size"]
+    head = tagging.TaggerHead(hidden, meta["spans"], a.link_dim, len(labels), torch.Generator().manual_seed(a.seed + 2),
+                              ("first", "last"), True, spec)
+    lora_params = []
+    if a.lora_r and a.deep:
+        lora_params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 3))
+    else:  # the trunk stays as it is: its states are computed once
+        for p in model.parameters():
+            p.requires_grad_(False)
+    model.train()
+    if not a.deep:  # the wide part alone: the head's dense weights stay zero (an ablation)
+        for n in ("tag.weight", "link_q.weight", "link_k.weight", "label.weight"):
+            p = dict(head.named_parameters())[n]
+            with torch.no_grad():
+                p.zero_()
+            p.requires_grad_(False)
+    dense = [p for n, p in head.named_parameters() if not n.startswith("sparse.") and p.requires_grad]
+    sparse = [p for n, p in head.named_parameters() if n.startswith("sparse.")]
+    opt = torch.optim.AdamW([{"params": dense, "lr": a.head_lr}, {"params": lora_params, "lr": a.lora_lr}],
+                            weight_decay=0.01)
+    opt_sparse = torch.optim.Adagrad(sparse, lr=a.sparse_lr) if sparse else None
+    frozen = {}
+    if not lora_params:
+        with torch.no_grad():
+            model.eval()
+            for x in exs:
+                frozen[id(x)] = model.hidden(torch.tensor([x.ids]))[0, x.read:x.read + x.n]
+    params = list(head.parameters())
+    avg = [p.detach().clone() for p in params]
+    if a.minority_copies < 1:
+        raise SystemExit(f"--minority-copies must be at least 1, not {a.minority_copies}")
+    # the reviews holding a rarer polarity than the most frequent one, a.minority_copies times an epoch
+    common = collections.Counter(q[7] for _, _, quads in train for q in quads).most_common(1)
+    pool = exs + [x for x in exs if x.polarities - {p for p, _ in common}] * (a.minority_copies - 1)
+    steps, step, tokens, recent = a.epochs * math.ceil(len(pool) / a.batch), 0, 0, []
+    log(f"{name}: {len(exs)} labelled reviews ({len(pool)} an epoch), {steps} steps, LoRA r {a.lora_r if lora_params else 0}, "
+        f"features {'on' if spec else 'off'}")
+    for epoch in range(a.epochs):
+        order = list(pool)
+        rng.shuffle(order)
+        for b in range(0, len(order), a.batch):
+            batch = order[b:b + a.batch]
+            if lora_params:
+                L = max(len(x.ids) for x in batch)
+                ids = torch.zeros(len(batch), L, dtype=torch.long)
+                for k, x in enumerate(batch):
+                    ids[k, :len(x.ids)] = torch.tensor(x.ids)
+                h = model.hidden(ids)
+                states = [h[k, x.read:x.read + x.n] for k, x in enumerate(batch)]
+                decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / steps))  # cosine to 10%
+                opt.param_groups[1]["lr"] = a.lora_lr * decay
+            else:
+                states = [frozen[id(x)] for x in batch]
+            loss = task_loss(head, batch, states, a.drop)
+            opt.zero_grad()
+            if opt_sparse:
+                opt_sparse.zero_grad()
+            loss.backward()
+            if lora_params:
+                torch.nn.utils.clip_grad_norm_(lora_params, 1.0)
+            opt.step()
+            if opt_sparse:
+                opt_sparse.step()
+            step += 1
+            with torch.no_grad():  # the running mean of the head's weights over every step
+                for m, p in zip(avg, params):
+                    m += (p - m) / step
+            tokens += sum(len(x.ids) for x in batch)
+            recent.append(loss.item())
+        log(f"{name} epoch {epoch + 1}/{a.epochs} loss {sum(recent) / len(recent):.4f} "
+            f"{tokens / (time.time() - t0):.0f} tok/s")
+        recent = []
+    with torch.no_grad():
+        for m, p in zip(avg, params):
+            p.copy_(m)
+    polarity_prior(head, labels, train, a.polarity_prior)
     model.eval()
     head.eval()
+    record[name] = {"reviews": len(exs), "steps": steps, "seconds": round(time.time() - t0, 1),
+                    "final_loss": loss.item()}
+    return model, head
+
+
+def save_stage(model, head, meta, labels, out, base_rel="base"):
+    """out/adapter (PEFT; an adapter of zeros when the trunk was not trained) and out/head."""
+    if not lora.wrapped(model):
+        lora.add_lora(model, 1, 1, torch.Generator().manual_seed(0))  # B = 0: the base unchanged
+    lora.save_peft(model, os.path.join(out, "adapter"), base_rel)
+    tagging.save(head, meta, labels, os.path.join(out, "head"))
+
+
+@torch.no_grad()
+def predict(model, head, meta, tok, labels, reviews, path):
+    """Decode reviews [(id, text)] as compose/ does; write a Tianchi Result.csv."""
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         for i, text in reviews:
             recs = []
             if text:
-                ids, read, ranges = tagging.prompt(tok, meta, text, terms)
+                ids, read, ranges = tagging.prompt(tok, meta, text)
                 h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
                 recs, _, _ = tagging.decode(head, meta, h, text, ranges, labels)
             for r in recs:
                 w.writerow([i, r["aspect"], r["opinion"], r["category"], r["polarity"]])
             if not recs:
                 w.writerow([i, "_", "_", "_", "_"])
-    model.train()
-    head.train()
 
 
-def extract_dev(out, reviews, path, threads):
+def extract_dev(base_dir, adapter_dir, head_dir, reviews, path, threads):
     """The dev split through pocketdec itself (python/: base, adapter and head as `pocketdec
     extract` loads them), written as a Result.csv: the figure users get. Returns False (with the
     reason logged) when the library is not built."""
     try:
         import evaluate
         pd = evaluate.package()
-        with pd.Model(os.path.join(out, "base"), adapters=[(os.path.join(out, "adapter"), 1.0)],
-                      threads=threads) as model, \
-                pd.Extractor(model, tasks.SCHEMA, head=os.path.join(out, "head")) as ex:
+        with pd.Model(base_dir, adapters=[(adapter_dir, 1.0)], threads=threads) as model, \
+                pd.Extractor(model, tasks.SCHEMA, head=head_dir) as ex:
             recs = list(ex.extract_many((t for _, t in reviews), parallel=1))
     except (ImportError, OSError) as e:
         log(f"dev through pocketdec skipped ({e}); build the library (scripts/setup.sh build) to score it")
@@ -314,218 +394,72 @@ def f1(gold_path, pred_path):
     return {"S": S, "P": P, "G": G, "precision": pr, "recall": rc, "f1": 2 * pr * rc / max(pr + rc, 1e-9)}
 
 
+def label_args(ap):
+    """The options of the label stage (kfold.py takes them too)."""
+    ap.add_argument("--template", default=tagging.TEMPLATE,
+                    help="the head's prompt, fields, span rule and feature templates (head.json's keys)")
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--lora-r", type=int, default=16, help="0: the trunk is not trained (its states as they are)")
+    ap.add_argument("--lora-alpha", type=float, default=32)
+    ap.add_argument("--lora-lr", type=float, default=1e-3)
+    ap.add_argument("--head-lr", type=float, default=3e-3, help="the head's dense part (AdamW)")
+    ap.add_argument("--sparse-lr", type=float, default=0.05, help="the head's feature tables (Adagrad)")
+    ap.add_argument("--link-dim", type=int, default=64)
+    ap.add_argument("--drop", type=float, default=0.1, help="dropout on the states the head reads")
+    ap.add_argument("--features", type=int, default=1, help="0: no wide part (the trunk's states alone)")
+    ap.add_argument("--deep", type=int, default=1, help="0: no dense part and no adapter (the features alone)")
+    ap.add_argument("--jackknife", type=int, default=5,
+                    help="folds of the lexicon and memory features in training (review id mod N)")
+    ap.add_argument("--minority-copies", type=int, default=1,
+                    help="each epoch holds N copies of the reviews with a quadruple of a polarity rarer than "
+                         "the most frequent one (oversampling; 1: none)")
+    ap.add_argument("--polarity-prior", type=float, default=0.5,
+                    help="tau of the logit adjustment: label bias -= tau x log(share of its polarity)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     common_args(ap)
-    ap.add_argument("--template", default=tagging.TEMPLATE)
-    ap.add_argument("--tokenizer", choices=("char", "bpe"), default="char",
-                    help="char: BPE merges learned within characters (every character boundary is a token "
-                         "boundary); bpe: merges across characters too (byte-level BPE as train_all.py's, "
-                         "--vocab ids; a span edge inside a token grows to the whole token)")
-    ap.add_argument("--drop", type=float, default=0.1, help="dropout on the states the head reads")
-    ap.add_argument("--base-steps", type=int, default=1000)
-    ap.add_argument("--lm-weight", type=float, default=1.0, help="next-token loss weight in base training")
-    ap.add_argument("--continue-steps", type=int, default=600,
-                    help="more base steps after --base-steps (a new warmup and cosine at half the peak rate), "
-                         "with the augmented reviews when --augment is given; also continues a base loaded "
-                         "from an earlier run in --out")
-    ap.add_argument("--extra-steps", type=int, default=0,
-                    help="after those, more base steps (a new warmup and cosine at a quarter of the peak rate) "
-                         "with a second augmented copy of the labelled reviews (with --augment); also on a "
-                         "base loaded from an earlier run in --out")
-    ap.add_argument("--finetune-steps", type=int, default=300)
-    ap.add_argument("--lora-r", type=int, default=16)
-    ap.add_argument("--lora-alpha", type=float, default=32)
-    ap.add_argument("--lora-lr", type=float, default=3e-4)
-    ap.add_argument("--link-dim", type=int, default=64)
-    ap.add_argument("--soup", type=int, default=1,
-                    help="train the adapter stage this many times (other random draws for batches, LoRA init "
-                         "and dropout) and ship their uniform soup: the adapters side by side at 1/N each "
-                         "(rank N x r, the same sum of deltas) and the mean of the heads")
-    ap.add_argument("--soup-teachers", type=int, default=0,
-                    help="1: soup stage k > 0 learns from a teacher of its own (--seed + k) and the self-training "
-                         "set that teacher gives, instead of the run's (+ about 3 min a stage)")
-    ap.add_argument("--no-record", type=int, default=1,
-                    help="the adapter stage's label classifier gets a no-record class (head.json no_record), "
-                         "trained on the aspects of the labelled reviews that no quadruple holds without an "
-                         "opinion, so an aspect no opinion links to is written only when it stands alone; 2 = "
-                         "also on the (aspect or _, opinion) pairs of gold spans that no quadruple holds; 0 = off")
-    ap.add_argument("--label-states", default="first,last",
-                    help="the span token states the adapter stage's label classifier reads (head.json "
-                         "label_states; the base stage's head reads the last); first,last or last")
-    ap.add_argument("--finetune-lm-weight", type=float, default=0.0,
-                    help="next-token loss weight in the adapter stage (keeps the trunk's language)")
-    ap.add_argument("--teacher-epochs", type=int, default=6,
-                    help="distillation: a perceptron tagger trained on the gold spans tags the unlabelled "
-                         "reviews (the test reviews; never dev) for the trunk's tagging loss; 0 = off")
-    ap.add_argument("--pseudo-batch", type=int, default=8, help="teacher-tagged reviews per step")
-    ap.add_argument("--self-train", type=int, default=1,
-                    help="1: before the adapter stage the base and its head decode the teacher-tagged reviews; "
-                         "where their spans are the teacher's, their links and labels train too; 0 = off")
-    ap.add_argument("--folds", type=int, default=5,
-                    help="with a gazetteer in the template: each labelled review's marks come from the terms "
-                         "of the other folds of the training reviews (jackknife), so the trunk learns that a "
-                         "mark can be wrong or missing; the shipped gazetteer has every training term")
+    label_args(ap)
+    ap.add_argument("--base", help="an HF base directory (tokenizer.json with it): train the label stage alone")
+    ap.add_argument("--base-steps", type=int, default=1500)
     ap.add_argument("--dev-through-pocketdec", type=int, default=1,
                     help="1: score dev through the built library too (python/, what users get); 0 = the "
                          "Python decode alone")
-    ap.add_argument("--augment", type=int, default=1,
-                    help="augmented copies of the training reviews (terms swapped for others with the same "
-                         "label) added to the labelled pool; 0 = off")
     a = ap.parse_args(argv)
     rng, record, t_start = start(a)
     meta = tagging.load_template(a.template)
+    if not a.features:
+        meta.pop("features", None)
     texts, train = D.all_text(a.data), labelled_spans(a.data, "train")
     dev = [(i, t) for i, t, _ in D.labelled(a.data, "dev")]
     if a.limit:
         texts, train, dev = texts[:a.limit], train[:a.limit], dev[:a.limit]
     labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
-
-    marks = [m for pair in meta.get("gazetteer", {}).get("marks", {}).values() for m in pair]
-    tok = bpe.train(texts, a.vocab, specials=bpe.SPECIALS + [m for m in marks if m not in bpe.SPECIALS],
-                    within_chars=a.tokenizer == "char")
-    tok.save(os.path.join(a.out, "tokenizer.json"))
-    cfg = qwen3.make_config(len(tok), a.hidden, a.layers, a.heads, a.kv_heads, a.head_dim, a.ffn,
-                            bos=tok.token_id("<|endoftext|>"), eos=tok.token_id("<|im_end|>"))
-    head_tags = tagging.tag_names(meta["spans"])
-    terms = fold_terms = None
-    if "gazetteer" in meta:
-        terms = gazetteer(train)
-        fold_terms = [gazetteer([r for r in train if r[0] % a.folds != k]) for k in range(a.folds)]
-        record["gazetteer"] = {"terms": len(terms), "folds": a.folds}
-    own = (lambda i: fold_terms[i % a.folds]) if terms else (lambda i: None)  # noqa: E731
-    exs = [Example(tok, meta, head_tags, labels, t, q, terms=own(i)) for i, t, q in train]
-    augmented = []
-    if a.augment:
-        augmented = [Example(tok, meta, head_tags, labels, t, q, terms=own(i))
-                     for i, t, q in augment(train, random.Random(a.seed + 5), a.augment)]
-    pseudo, taught = [], []
-    if a.teacher_epochs:
-        t0 = time.time()
-        seen = {t for _, t, _ in train}
-        unlabelled = [t for _, t in D.read_reviews(os.path.join(a.data, "test_reviews.csv")) if t not in seen]
-        if a.limit:
-            unlabelled = unlabelled[:a.limit]
-        taught = teach(train, unlabelled, a.teacher_epochs, a.seed)
-        pseudo = [Example(tok, meta, head_tags, labels, t, spans=sp, terms=terms) for t, sp in taught]
-        record["teacher"] = {"reviews": len(pseudo), "seconds": round(time.time() - t0, 1)}
-    log(f"{len(texts)} texts, {len(exs)} labelled reviews, {len(pseudo)} teacher-tagged, vocab {len(tok)}")
-
-    def task_batch(r):
-        return r.sample(exs, a.batch) + (r.sample(pseudo, min(a.pseudo_batch, len(pseudo))) if pseudo else [])
-
-    base_dir = os.path.join(a.out, "base")
-    text_terms = {t: own(i) for i, t, _ in train}
-    echo = [tagging.prompt(tok, meta, t, text_terms.get(t, terms))[0] for t in texts]
-
-    def mixed_batch(model, head, lm_weight, r=rng):
-        """A step's loss: the task's, plus lm_weight x the next-token loss on the echo prompts."""
-        def batch(step):
-            l1, n1 = lm_loss(model, echo, r, a.batch) if lm_weight else (0.0, 0)
-            l2, n2 = task_loss(model, head, task_batch(r), a.drop, a.no_record)
-            return lm_weight * l1 + l2, n1 + n2
-        return batch
-
-    def base_stage(model, head0, steps, lr, name):
-        fit(list(model.parameters()) + list(head0.parameters()), steps, lr, mixed_batch(model, head0, a.lm_weight),
-            name, record)
-
-    def save_base(model, head0):
-        qwen3.save_hf(model, base_dir, tok.to_json())
-        tagging.save(head0, meta, labels, os.path.join(a.out, "head0"), terms)
-        with open(os.path.join(a.out, "base_log.json"), "w") as f:
-            json.dump({k: record[k] for k in ("parameters", "base", "base_continued", "base_extra")
-                       if k in record}, f)
-
-    if os.path.exists(os.path.join(base_dir, "model.safetensors")):
-        model = qwen3.load_hf(base_dir)
-        head0 = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].train()
-        record.update(json.load(open(os.path.join(a.out, "base_log.json"))))
-        log("base: loaded from an earlier run")
+    base_dir = a.base or base_stage(a, texts, meta, rng, record)
+    tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
+    stage_log = os.path.join(a.out, "label_log.json")
+    if os.path.exists(stage_log):
+        model = lora.load_peft(qwen3.load_hf(base_dir), os.path.join(a.out, "adapter")).eval()
+        head = tagging.load(os.path.join(a.out, "head"), model.config["hidden_size"])[0]
+        with open(stage_log) as f:
+            record.update(json.load(f))
+        log("label stage: loaded from an earlier run")
     else:
-        model = qwen3.Qwen3(cfg)
-        model.init_weights(torch.Generator().manual_seed(a.seed))
-        record["parameters"] = sum(p.numel() for p in model.parameters())
-        log(f"base: {record['parameters']} parameters")
-        head0 = tagging.TaggerHead(a.hidden, meta["spans"], a.link_dim, len(labels),
-                                   torch.Generator().manual_seed(a.seed + 2))
-        base_stage(model, head0, a.base_steps, a.lr, "base")
-        save_base(model, head0)
-    exs += augmented
-    if a.continue_steps and "base_continued" not in record:
-        base_stage(model, head0, a.continue_steps, a.lr / 2, "base_continued")
-        save_base(model, head0)
-    if a.extra_steps and a.augment:
-        exs += [Example(tok, meta, head_tags, labels, t, q, terms=own(i))
-                for i, t, q in augment(train, random.Random(a.seed + 6), a.augment)]
-    if a.extra_steps and "base_extra" not in record:
-        base_stage(model, head0, a.extra_steps, a.lr / 4, "base_extra")
-        save_base(model, head0)
-    if a.self_train and taught:
-        t0 = time.time()
-        pseudo = self_train(model, tagging.load(os.path.join(a.out, "head0"), a.hidden)[0], meta, tok, labels,
-                            head_tags, taught, terms, a.no_record)
-        record["self_train"] = {"agreed": sum(1 for x in pseudo if x.labels), "reviews": len(pseudo),
-                                "seconds": round(time.time() - t0, 1)}
-        log(f"self-training: the trunk agrees with the teacher on {record['self_train']['agreed']} of "
-            f"{len(pseudo)} unlabelled reviews")
-
-    def adapter_stage(k):
-        """Adapter k of the soup on a fresh copy of the base (k = 0: the run's own random draws), saved
-        under stage<k>/ so that an interrupted or longer soup run loads the stages it already has."""
-        saved = os.path.join(a.out, f"stage{k}")
-        if os.path.exists(os.path.join(saved, "stage_log.json")):
-            m = lora.load_peft(model if k == 0 else qwen3.load_hf(base_dir), os.path.join(saved, "adapter"))
-            record.update(json.load(open(os.path.join(saved, "stage_log.json"))))
-            log(f"adapter stage {k}: loaded from an earlier run")
-            return m, tagging.load(os.path.join(saved, "head"), a.hidden)[0]
-        nonlocal pseudo
-        m, r = model, rng
-        if k:
-            m, r = qwen3.load_hf(base_dir), random.Random(a.seed + 1000 * k)
-            torch.manual_seed(a.seed + 1000 * k)
-        if k and a.soup_teachers and taught:  # this stage's own teacher, and what the trunk agrees with
-            t0 = time.time()
-            own = teach(train, unlabelled, a.teacher_epochs, a.seed + k)
-            pseudo = (self_train(m, tagging.load(os.path.join(a.out, "head0"), a.hidden)[0], meta, tok, labels,
-                                 head_tags, own, terms, a.no_record) if a.self_train else
-                      [Example(tok, meta, head_tags, labels, t, spans=sp, terms=terms) for t, sp in own])
-            record[f"teacher{k}"] = {"agreed": sum(1 for x in pseudo if x.labels), "seconds": round(time.time() - t0, 1)}
-            log(f"adapter stage {k}: its own teacher (seed {a.seed + k}); the trunk agrees on "
-                f"{record[f'teacher{k}']['agreed']} of {len(pseudo)} reviews")
-        head = tagging.load(os.path.join(a.out, "head0"), a.hidden)[0].with_label_states(a.label_states.split(","),
-                                                                                     a.no_record)
-        head.train()
-        params = lora.add_lora(m, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 1 + 1000 * k))
-        params += list(head.parameters())
-        fit(params, a.finetune_steps, a.lora_lr, mixed_batch(m, head, a.finetune_lm_weight, r),
-            "finetune" + (str(k) if k else ""), record)
-        lora.save_peft(m, os.path.join(saved, "adapter"), "base")
-        tagging.save(head, meta, labels, os.path.join(saved, "head"), terms)
-        with open(os.path.join(saved, "stage_log.json"), "w") as f:
-            json.dump({n: record[n] for n in ("finetune" + (str(k) if k else ""), f"teacher{k}") if n in record}, f)
-        return m, head
-
-    stages = [adapter_stage(k) for k in range(a.soup)]
-    if a.soup == 1:
-        (model, head), = stages
-        lora.save_peft(model, os.path.join(a.out, "adapter"), "base")
-    else:  # the uniform soup: the mean of the adapters' deltas and of the heads
-        lora.save_soup([m for m, _ in stages], os.path.join(a.out, "adapter"), "base")
-        head = tagging.average([h for _, h in stages])
-        model = lora.load_peft(qwen3.load_hf(base_dir), os.path.join(a.out, "adapter"))
-        log(f"soup of {a.soup} adapter stages: adapter rank {a.soup * a.lora_r}")
-    head.eval()
-    tagging.save(head, meta, labels, os.path.join(a.out, "head"), terms)
+        model, head = label_stage(a, base_dir, meta, labels, train, record)
+        save_stage(model, head, meta, labels, a.out, os.path.relpath(base_dir, a.out))
+        with open(stage_log, "w") as f:
+            json.dump({"label": record["label"]}, f)
     gold = os.path.join(a.data, "dev_labels.csv")
     t0 = time.time()
-    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_python_Result.csv"), terms)
+    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_python_Result.csv"))
     record["dev_python"] = f1(gold, os.path.join(a.out, "dev_python_Result.csv"))
     record["dev_python"]["seconds"] = round(time.time() - t0, 1)
     log(f"dev (the Python decode, the reference of the agreement tests): {record['dev_python']}")
     finish(a, model, tok, record, t_start)
     t0 = time.time()
-    if a.dev_through_pocketdec and extract_dev(a.out, dev, os.path.join(a.out, "dev_Result.csv"), a.threads):
+    if a.dev_through_pocketdec and extract_dev(base_dir, os.path.join(a.out, "adapter"), os.path.join(a.out, "head"), dev,
+                                                 os.path.join(a.out, "dev_Result.csv"), a.threads):
         record["dev"] = f1(gold, os.path.join(a.out, "dev_Result.csv"))
         record["dev"]["seconds"] = round(time.time() - t0, 1)
         log(f"dev (pocketdec extract, what users get): {record['dev']}")

@@ -223,27 +223,24 @@ def test_training(tmp):
 
 
 def test_tagger_training(tmp):
-    """train_tagger.py end to end on a few reviews, with a gazetteer (the bundled default's plain
-    template is covered by its agreement test): a tokenizer whose tokens never cross a character
-    (and equal pocketdec's ids), packaged files that pocketdec loads and agrees with (test_default.py:
-    hidden states, logits, the tagger's traces), and pocketdec extract's records equal to the Python
-    decode's on the dev reviews the run scored; a soup of two adapter stages (the second with a teacher
-    of its own), and a rerun that loads every stage and writes the same adapter and head."""
+    """train_tagger.py end to end on a few reviews (the wide-and-deep head: features, lexicon and
+    memory): a tokenizer whose tokens never cross a character (and equal pocketdec's ids), packaged
+    files that pocketdec loads and agrees with (test_default.py: hidden states, logits, the tagger's
+    traces), pocketdec extract's records equal to the Python decode's on the dev reviews the run
+    scored, a rerun that loads every stage and writes the same adapter and head, and kfold.py over
+    the run's base (three folds scored through pocketdec)."""
     import train_tagger
     out, pkg = os.path.join(tmp, "tagger"), os.path.join(tmp, "tagger-pkg")
     args = ["--out", out, "--seed", "3", "--threads", "1", "--limit", "40", "--hidden", "64",
             "--layers", "2", "--heads", "4", "--kv-heads", "2", "--head-dim", "16", "--ffn", "96",
-            "--batch", "4", "--pseudo-batch", "2", "--base-steps", "40", "--continue-steps", "6",
-            "--extra-steps", "4", "--augment", "1",
-            "--finetune-steps", "20", "--soup", "2", "--soup-teachers", "1",
-            "--lora-r", "4", "--link-dim", "8", "--teacher-epochs", "1", "--lr", "5e-3",
-            "--template", os.path.join(ROOT, "train", "tagger_template_gazetteer.json"),
+            "--batch", "4", "--base-steps", "40", "--epochs", "2",
+            "--lora-r", "4", "--link-dim", "8", "--lr", "5e-3",
             # a sanitized libpocketdec cannot be loaded into an uninstrumented python3
             "--dev-through-pocketdec", "0" if SANITIZED else "1"]
     train_tagger.main(args)
     shipped = {f: open(os.path.join(out, f), "rb").read()
                for f in ("adapter/adapter_model.safetensors", "head/head.safetensors")}
-    # a rerun resumes: every stage (the soup's two adapter stages too) is loaded, the same files come out
+    # a rerun resumes: every stage is loaded, the same files come out
     train_tagger.main(args)
     for f, b in shipped.items():
         assert open(os.path.join(out, f), "rb").read() == b, f"{f} differs after a resumed run"
@@ -272,6 +269,29 @@ def test_tagger_training(tmp):
             "the trainer's dev scoring (the pocketdec package) and pocketdec extract disagree"
         assert json.load(open(os.path.join(out, "train_log.json")))["dev"]["S"] >= 0
     print(f"ok: tagger training; {want.count(chr(10))} dev rows equal between pocketdec and Python")
+    if SANITIZED:
+        return
+    import kfold
+    kf = os.path.join(tmp, "kfold")
+    kfold.main(["--base", os.path.join(out, "base"), "--out", kf, "--threads", "1", "--limit", "60", "--batch", "4",
+                "--epochs", "1", "--lora-r", "4", "--link-dim", "8", "--folds", "3", "--minority-copies", "2",
+                "--compare-priors", "0"])
+    s = json.load(open(os.path.join(kf, "kfold.json"), encoding="utf-8"))
+    assert s["folds"] == 3 and len(s["f1"]) == 3 and s["pooled"]["gold"] > 0, s
+    assert s["prior0"]["folds"] == 3 and s["prior0"]["pooled"]["gold"] == s["pooled"]["gold"], s
+    folds = [json.load(open(os.path.join(kf, f"fold{k}", "score.json"))) for k in range(3)]
+    # the folds partition the 60 reviews
+    assert sum(f["reviews"] for f in folds) == 60
+    # --minority-copies 2: an epoch holds the trained reviews and a second copy of those with a
+    # negative or neutral quadruple (the first 60 reviews have some)
+    minority = {i for i, _, quads in train_tagger.labelled_spans(train_tagger.D.DATA, "train")[:60]
+                if any(q[7] != "正面" for q in quads)}
+    assert minority, "the smoke data has no minority review"
+    folds_ids = kfold.folds(sorted(i for i, _, _ in train_tagger.labelled_spans(train_tagger.D.DATA, "train")[:60]), 3)
+    for f, test_ids in zip(folds, folds_ids):
+        trained = [i for j, ids in enumerate(folds_ids) if ids is not test_ids for i in ids]
+        assert f["steps"] == -(-(len(trained) + len(minority & set(trained))) // 4), (f["steps"], len(trained))
+    print(f"ok: kfold.py, 3 folds: F1 {s['mean']:.4f} +- {s['standard_error']:.4f}")
 
 
 def main():

@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""Score a recipe by k-fold cross-validation on the labelled training reviews, through pocketdec.
+
+  kfold.py --base RUN/base --out DIR [--folds 5] [label stage options of train_tagger.py]
+
+The labelled reviews outside the dev split are cut into --folds folds (a seeded shuffle of their ids,
+--fold-seed); for each fold the label stage of train_tagger.py (the adapter and the wide-and-deep
+head: the only stages that read labels) is trained on the other folds over one base, and the fold's
+reviews are extracted by the C library (the pocketdec package: what `pocketdec extract` writes) and
+scored by tianchi-eval's library. The base must have been pre-trained without labels (train_tagger.py's
+base stage reads review text only), so no fold's labels reach it; its text includes the folds'
+reviews, as it includes the test reviews' (unlabelled text is what a user has too).
+
+Writes DIR/fold<k>/ (adapter, head, Result.csv, gold.csv, score.json; a finished fold is loaded on a
+rerun) and DIR/kfold.json, and prints the mean F1 over the folds with its standard error, the pooled
+figures (every fold's records against every fold's gold) and the pooled precision, recall and F1 of
+each polarity. A fold of about 509 reviews costs the label stage on 4/5 of the data plus a few
+seconds to extract and score: 5-6 min on one thread with the defaults, so two processes of one thread
+(--only 0 --only 2 --only 4 and --only 1 --only 3, --threads 1) score 5 folds in about 18 min on 2
+cores; a rerun without --only then only sums them up.
+"""
+
+import argparse
+import copy
+import csv
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import data as D
+import train_tagger as T
+import tagging
+from train_all import common_args, log, start
+
+FOLD_SEED = 20261204
+
+
+def folds(ids, k, seed=FOLD_SEED):
+    """k lists of ids: a seeded shuffle of the sorted ids, dealt round robin; each list sorted."""
+    order = sorted(ids)
+    random.Random(seed).shuffle(order)
+    return [sorted(order[j::k]) for j in range(k)]
+
+
+def write_gold(path, data, ids):
+    """The original train_labels.csv lines of ids (with its header): tianchi-eval's gold file."""
+    with open(os.path.join(data, "train_labels.csv"), encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    keep = set(ids)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([rows[0]] + [r for r in rows[1:] if int(r[0]) in keep])
+
+
+def score(pd, gold, pred, reviews):
+    s = pd.tianchi_eval.score(gold, pred, reviews=reviews)
+    return {"overall": s["overall"], "polarities": s["polarities"], "pairs": s["pairs"]}
+
+
+def extract_and_score(a, pd, out, reviews, result, gold, head=None):
+    """Extract reviews with out/adapter and the head (out/head) through pocketdec; their figures."""
+    if not T.extract_dev(a.base, os.path.join(out, "adapter"), head or os.path.join(out, "head"), reviews, result,
+                         a.threads):
+        sys.exit("kfold.py scores through the pocketdec library: build it first (meson compile -C build)")
+    return score(pd, gold, result, dict(reviews))
+
+
+def run_fold(a, k, test_ids, train, meta, labels, pd):
+    out = os.path.join(a.out, f"fold{k}")
+    done = os.path.join(out, "score.json")
+    if os.path.exists(done):
+        with open(done, encoding="utf-8") as f:
+            return json.load(f)
+    os.makedirs(out, exist_ok=True)
+    record = {}
+    held = set(test_ids)
+    model, head = T.label_stage(a, a.base, meta, labels, [r for r in train if r[0] not in held], record,
+                                name=f"fold{k}")
+    T.save_stage(model, head, meta, labels, out, os.path.relpath(a.base, out))
+    reviews = [(i, t) for i, t, _ in train if i in held]
+    result, gold = os.path.join(out, "Result.csv"), os.path.join(out, "gold.csv")
+    write_gold(gold, a.data, test_ids)
+    t0 = time.time()
+    s = extract_and_score(a, pd, out, reviews, result, gold)
+    s.update(record[f"fold{k}"], extract_seconds=round(time.time() - t0, 1), reviews=len(reviews))
+    # the same trained fold with other polarity priors (only the label biases differ)
+    fold_train = [r for r in train if r[0] not in held]
+    for tau in a.compare_priors:
+        sub = os.path.join(out, f"prior{tau:g}")
+        other = copy.deepcopy(head)
+        T.polarity_prior(other, labels, fold_train, tau - a.polarity_prior)
+        tagging.save(other, meta, labels, os.path.join(sub, "head"))
+        s[f"prior{tau:g}"] = extract_and_score(a, pd, out, reviews, os.path.join(sub, "Result.csv"), gold,
+                                               os.path.join(sub, "head"))
+    with open(done, "w", encoding="utf-8") as f:
+        json.dump(s, f, ensure_ascii=False, indent=2)
+    log(f"fold {k}: F1 {s['overall']['f1']:.4f} ({len(reviews)} reviews, {s['seconds']} s)")
+    return s
+
+
+def summary(scores, pooled):
+    f = [s["overall"]["f1"] for s in scores]
+    mean = sum(f) / len(f)
+    se = math.sqrt(sum((x - mean) ** 2 for x in f) / (len(f) - 1) / len(f)) if len(f) > 1 else 0.0
+    return {"folds": len(f), "f1": f, "mean": mean, "standard_error": se,
+            "pooled": pooled["overall"], "pooled_pairs": pooled["pairs"], "pooled_polarities": pooled["polarities"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    common_args(ap)
+    T.label_args(ap)
+    ap.add_argument("--base", required=True, help="a base pre-trained without labels (train_tagger.py's RUN/base)")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--fold-seed", type=int, default=FOLD_SEED)
+    ap.add_argument("--only", type=int, action="append", help="run this fold only (repeatable); no summary")
+    ap.add_argument("--compare-priors", type=lambda v: [float(x) for x in v.split(",")], default=[],
+                    help="also score each fold with these --polarity-prior values (comma-separated): the same "
+                         "adapter and head, other label biases")
+    a = ap.parse_args(argv)
+    start(a)
+    meta = tagging.load_template(a.template)
+    if not a.features:
+        meta.pop("features", None)
+    labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
+    train = T.labelled_spans(a.data, "train")
+    if a.limit:
+        train = train[:a.limit]
+    parts = folds([i for i, _, _ in train], a.folds, a.fold_seed)
+    import evaluate
+    pd = evaluate.package()
+    todo = a.only if a.only else range(a.folds)
+    scores = [run_fold(a, k, parts[k], train, meta, labels, pd) for k in todo]
+    if a.only:
+        return
+    # pooled: every fold's records and gold in one file each
+    pred, gold = os.path.join(a.out, "pooled_Result.csv"), os.path.join(a.out, "pooled_gold.csv")
+    with open(pred, "w", encoding="utf-8", newline="") as f:
+        for k in range(a.folds):
+            with open(os.path.join(a.out, f"fold{k}", "Result.csv"), encoding="utf-8") as g:
+                f.write(g.read())
+    write_gold(gold, a.data, [i for p in parts for i in p])
+    pooled = score(pd, gold, pred, {i: t for i, t, _ in train})
+    s = summary(scores, pooled)
+    for tau in a.compare_priors:
+        pred = os.path.join(a.out, f"pooled_prior{tau:g}_Result.csv")
+        with open(pred, "w", encoding="utf-8", newline="") as f:
+            for k in range(a.folds):
+                with open(os.path.join(a.out, f"fold{k}", f"prior{tau:g}", "Result.csv"), encoding="utf-8") as g:
+                    f.write(g.read())
+        s[f"prior{tau:g}"] = summary([x[f"prior{tau:g}"] for x in scores],
+                                     score(pd, gold, pred, {i: t for i, t, _ in train}))
+        report(s[f"prior{tau:g}"], a.folds, f"--polarity-prior {tau:g}: ")
+    s["args"] = {k: v for k, v in vars(a).items() if k not in ("out", "data")}
+    with open(os.path.join(a.out, "kfold.json"), "w", encoding="utf-8") as f:
+        json.dump(s, f, ensure_ascii=False, indent=2)
+    report(s, a.folds, f"--polarity-prior {a.polarity_prior:g}: ")
+
+
+def report(s, n, what):
+    pol = ", ".join(f"{v['label']} P {v['precision']:.3f} R {v['recall']:.3f} F1 {v['f1']:.3f}"
+                    for v in s["pooled_polarities"])
+    print(f"{what}{n} folds: F1 {s['mean']:.4f} +- {s['standard_error']:.4f} "
+          f"(folds {', '.join(f'{x:.4f}' for x in s['f1'])}); pooled F1 {s['pooled']['f1']:.4f}, "
+          f"pairs {s['pooled_pairs']['f1']:.4f}; {pol}")
+
+
+if __name__ == "__main__":
+    main()
