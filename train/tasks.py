@@ -3,11 +3,12 @@ them) and decisions (pointer-head prompts over the joint category/polarity candi
 
 import os
 
-import torch
 import yaml
 
 import data as D
-import pointer
+
+# PyTorch (and pointer.py, which needs it) are imported by the functions that build tensors, so
+# that evaluate.py, which reads the schema's template and candidates only, runs without it.
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCHEMA = os.path.join(os.path.dirname(HERE), "schemas", "tianchi-makeup.yaml")
@@ -59,6 +60,7 @@ def extraction_example(tok, t, text, quads):
 
 def decision_examples(tok, t, text, quads, cands):
     """One pointer-head example per quadruple: (ids, pos, vis, key indices, query, gold index)."""
+    import pointer
     out = []
     for a, o, c, p in quads:
         q = t["question"].format(aspect=a, opinion=o)
@@ -69,6 +71,7 @@ def decision_examples(tok, t, text, quads, cands):
 
 def collate_lm(examples):
     """Right-padded ids/targets, causal mask that hides padding keys."""
+    import torch
     T = max(len(i) for i, _ in examples)
     ids = torch.zeros(len(examples), T, dtype=torch.long)
     tgt = torch.full((len(examples), T), IGNORE, dtype=torch.long)
@@ -84,6 +87,7 @@ def collate_lm(examples):
 
 def collate_decisions(examples):
     """Padded ids, positions, masks; key indices [B, C]; query indices [B]; gold [B]."""
+    import torch
     T = max(len(e[0]) for e in examples)
     B = len(examples)
     ids = torch.zeros(B, T, dtype=torch.long)
