@@ -142,6 +142,7 @@ class Spec:
         self.templates = {d: [(t, parse_template(t)) for t in doc[d]["templates"]] for d in DECISIONS if d in doc}
         self.lexicon = lexicon or {}
         self.memory = memory or {}
+        self._link_from = self._link_to = None  # set_link: the link's span fields
         self._memo = {}
 
     def id(self, decision, key):
@@ -249,8 +250,7 @@ class Spec:
         if "label" not in self.templates:
             return []
         texts = [text[s[0]:s[1]] if s else "_" for s in spans]
-        anchor = None
-        if getattr(self, "_link_from", None) is not None and spans[self.spans.index(self._link_from)]:
+        if self._link_from is not None and spans[self.spans.index(self._link_from)]:
             anchor = spans[self.spans.index(self._link_from)]
         else:
             anchor = next((s for s in spans if s), None)

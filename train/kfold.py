@@ -76,8 +76,8 @@ def run_fold(a, k, test_ids, train, meta, labels, pd):
     os.makedirs(out, exist_ok=True)
     record = {}
     held = set(test_ids)
-    model, head = T.label_stage(a, a.base, meta, labels, [r for r in train if r[0] not in held], record,
-                                name=f"fold{k}")
+    fold_train = [r for r in train if r[0] not in held]
+    model, head = T.label_stage(a, a.base, meta, labels, fold_train, record, name=f"fold{k}")
     T.save_stage(model, head, meta, labels, out, os.path.relpath(a.base, out))
     reviews = [(i, t) for i, t, _ in train if i in held]
     result, gold = os.path.join(out, "Result.csv"), os.path.join(out, "gold.csv")
@@ -86,7 +86,6 @@ def run_fold(a, k, test_ids, train, meta, labels, pd):
     s = extract_and_score(a, pd, out, reviews, result, gold)
     s.update(record[f"fold{k}"], extract_seconds=round(time.time() - t0, 1), reviews=len(reviews))
     # the same trained fold with other polarity priors (only the label biases differ)
-    fold_train = [r for r in train if r[0] not in held]
     for tau in a.compare_priors:
         sub = os.path.join(out, f"prior{tau:g}")
         other = copy.deepcopy(head)

@@ -165,8 +165,6 @@ class TaggerHead(nn.Module):
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
                 else:
                     p.zero_()
-        # allowed[prev, next]: I-f only after B-f or I-f; cont[prev, next]: a token inside a
-        # character continues its predecessor.
         # the wide part: one table a decision, zeros at first (the head decides as the dense part alone)
         self.sparse = nn.ModuleDict()
         if features is not None:
@@ -174,6 +172,8 @@ class TaggerHead(nn.Module):
             for d, b in features.buckets.items():
                 self.sparse[d] = nn.Embedding(b, width[d])
                 nn.init.zeros_(self.sparse[d].weight)
+        # allowed[prev, next]: I-f only after B-f or I-f; cont[prev, next]: a token inside a
+        # character continues its predecessor.
         allowed = torch.ones(T, T, dtype=torch.bool)
         cont = torch.zeros(T, T, dtype=torch.bool)
         first = torch.ones(T, dtype=torch.bool)

@@ -273,7 +273,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
         raise SystemExit(f"--minority-copies must be at least 1, not {a.minority_copies}")
     # the reviews holding a rarer polarity than the most frequent one, a.minority_copies times an epoch
     common = collections.Counter(q[7] for _, _, quads in train for q in quads).most_common(1)
-    pool = exs + [x for x in exs if x.polarities - {p for p, _ in common}] * (a.minority_copies - 1)
+    major = common[0][0] if common else None
+    pool = exs + [x for x in exs if x.polarities - {major}] * (a.minority_copies - 1)
     steps, step, tokens, recent = a.epochs * math.ceil(len(pool) / a.batch), 0, 0, []
     log(f"{name}: {len(exs)} labelled reviews ({len(pool)} an epoch), {steps} steps, LoRA r {a.lora_r if lora_params else 0}, "
         f"features {'on' if spec else 'off'}")
