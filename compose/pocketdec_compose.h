@@ -88,49 +88,10 @@ PD_API void pd_tag_extractor_free(pd_tag_extractor *tx);
 PD_API pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                                 pd_extraction **out, pd_error *err);
 
-/* What one tagger pass saw and decided, for tests and debugging. */
-typedef struct pd_tag_span {
-    int32_t field;        /* index of its field in the head's spans (tag B = 1 + 2 field) */
-    const char *name;     /* that field's name */
-    int32_t first, last;  /* its first and last token, indices within the read copy */
-    char *text;           /* its bytes, NUL-terminated */
-    double probability;   /* P(these tokens are one span of this field) under the head's CRF */
-} pd_tag_span;
-
-typedef struct pd_tag_link {
-    int32_t from;         /* index in spans of a span of the link's `from` field */
-    int32_t n_scores;     /* the `to` spans in text order, then "none" */
-    float *scores;
-    int32_t choice;       /* index in spans of the chosen `to` span, -1 for none */
-} pd_tag_link;
-
-typedef struct pd_tag_trace {
-    int32_t n_tokens;     /* the whole prompt */
-    int32_t *tokens;
-    int32_t read_start;   /* index in tokens of the read copy's first token */
-    int32_t n_read;       /* tokens of the read copy */
-    int32_t n_tags;       /* 1 + 2 x span fields */
-    char **tag_names;     /* [n_tags]: "O", "B-<field>", "I-<field>", ... */
-    float *emissions;     /* [n_read][n_tags] */
-    int32_t *tags;        /* [n_read] */
-    int32_t n_spans;      /* in text order */
-    pd_tag_span *spans;
-    int32_t n_links;      /* one per span of the `from` field, in text order */
-    pd_tag_link *links;
-    int32_t n_label_rows; /* one per record before sorting and dropping repeats; 0 without labels */
-    int32_t n_labels;     /* label classes of the head, its no-record class included */
-    float *label_logits;  /* [n_label_rows][n_labels] */
-    int32_t forward_passes; /* pd_eval calls (1; 0 for an empty text) */
-    int32_t no_record;    /* 1 when the head has the no-record class: the last of n_labels, a record
-                             whose argmax it is is not written */
-} pd_tag_trace;
-
-/* pd_tag_extract that also fills *trace (may be NULL; free it with
- * pd_tag_trace_free). out may be NULL when only the trace is wanted. */
+/* pd_tag_extract that also fills *trace (pocketdec_heads.h; may be NULL;
+ * free it with pd_tag_trace_free). out may be NULL when only the trace is wanted. */
 PD_API pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                                       pd_extraction **out, pd_tag_trace **trace, pd_error *err);
-/* Release a trace and its arrays (NULL is fine). */
-PD_API void pd_tag_trace_free(pd_tag_trace *trace);
 
 #ifdef __cplusplus
 }

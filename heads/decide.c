@@ -210,18 +210,6 @@ static uint8_t *parallel_mask(const prompt *p, int32_t b0, pd_error *err)
 
 /* ------------------------------------------------------------- scoring */
 
-double pdi_head_dot(const float *a, const float *b, int64_t n)
-{
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += (double)a[i] * (double)b[i];
-    return s;
-}
-
-void pdi_head_affine(const float *w, const float *b, const float *x, int64_t rows, int64_t cols, double *y)
-{
-    for (int64_t r = 0; r < rows; r++) y[r] = pdi_head_dot(w + r * cols, x, cols) + (double)b[r];
-}
-
 static pd_status score_pointer(pd_decider *d, const prompt *p, pd_decision *dec, pd_error *err)
 {
     const pd_head *h = d->head;

@@ -1,6 +1,9 @@
-/* heads.h - what head.c (head files), decide.c (prompts, scoring) and
- * tagger.c (tagger heads: files and scores) share, and what a composer
- * reads of a loaded head. */
+/* heads.h - what the files of heads/ share, and what a composer reads of a
+ * loaded head: head.c (head files) and head_files.c (their text files and
+ * tensors), decide.c (decision prompts and scores), tagger.c (tagger heads:
+ * files and scores), tag_prompt.c and tag_run.c (a tagger's pass),
+ * tag_lattice.c (its CRF), gazetteer.c, features.c and feature_sums.c (its
+ * terms and sparse features), head_math.c (the arithmetic all of them use). */
 #ifndef PD_HEADS_H
 #define PD_HEADS_H
 
@@ -248,6 +251,43 @@ void pdi_features_link(const pd_feat_text *x, pd_feat_span from, const pd_feat_s
 /* Label logits of a record (spans[k]: its span of head span field k):
  * out[n_labels + no_record]. */
 void pdi_features_label(const pd_feat_text *x, const pd_feat_span *spans, double *out);
+
+/* ------------------------------------------------- a tagger head's pass */
+
+/* A tagger head ready to run on one model (tag_prompt.c): its prompt
+ * template split at each {text} and {marked}, the literal parts tokenized
+ * once, its gazetteer's marker tokens resolved. Immutable; head and model
+ * must outlive it. */
+typedef struct pdi_tag_runner pdi_tag_runner;
+/* A head of another type, or without a tagger, gives PD_ERR_ARG; a head for
+ * another hidden size PD_ERR_SHAPE; a model without a tokenizer PD_ERR_ARG;
+ * a gazetteer marker that is no token of the model PD_ERR_FORMAT. */
+pd_status pdi_tag_runner_new(const pd_head *head, const pd_model *model, pdi_tag_runner **out, pd_error *err);
+void pdi_tag_runner_free(pdi_tag_runner *r);
+const pd_head *pdi_tag_runner_head(const pdi_tag_runner *r);
+const pd_model *pdi_tag_runner_model(const pdi_tag_runner *r);
+/* The prompt of text (len > 0 bytes) into tr: tokens, n_tokens, read_start, n_read. */
+pd_status pdi_tag_prompt(const pdi_tag_runner *r, const char *text, size_t len, pd_tag_trace *tr, pd_error *err);
+
+/* A record the head decided (tag_run.c): its span (an index in the trace's
+ * spans) of each head span field, -1 for `_`, and its label class (the
+ * argmax of its label logits, the trace's row of the same index; n_labels is
+ * the no-record class; -1 when the head has no labels). */
+typedef struct pdi_tag_record {
+    int32_t span[PD_TAGGER_MAX_SPANS];
+    int32_t label;
+} pdi_tag_record;
+
+/* One pass over text (len bytes of valid UTF-8): the prompt evaluated in one
+ * pd_eval on ctx (its cache cleared first; a prompt longer than the context
+ * gives PD_ERR_CONTEXT before the model runs), then emissions, tags, spans,
+ * links and label logits into tr (zeroed by the caller; tag names only with
+ * names), and the records into *recs (malloc'ed, *n_recs of them): one per
+ * `from` span in text order with its chosen partner, then one per `to` span
+ * that no `from` span chose (one per span without a link). An empty text
+ * decides nothing and does not run the model. */
+pd_status pdi_tag_run(const pdi_tag_runner *r, pd_context *ctx, const char *text, size_t len, bool names,
+                      pd_tag_trace *tr, pdi_tag_record **recs, int32_t *n_recs, pd_error *err);
 
 /* [d0, d1, ...] of a tensor's shape into buf, for messages. */
 void pdi_tensor_shape_text(const pd_tensor *t, char *buf, size_t n);

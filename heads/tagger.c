@@ -360,11 +360,3 @@ void pdi_tagger_label_logits(const pd_head *h, const float *const *x, const doub
         out[l] = (float)(sparse ? s + sparse[l] : s);
     }
 }
-
-int32_t pdi_argmax(const float *v, int32_t n)
-{
-    int32_t best = 0;
-    for (int32_t i = 1; i < n; i++)
-        if (v[i] > v[best]) best = i;
-    return best;
-}
