@@ -38,26 +38,6 @@ def g7(v):
     return [float(f"{x:.7g}") for x in v]
 
 
-def bf16_bytes(a):
-    """F32 array -> BF16 bytes, rounded to nearest even (what torch's .bfloat16() does)."""
-    u = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2").tobytes()
-
-
-def write_bf16_safetensors(path, tensors):
-    header, off, blobs = {}, 0, []
-    for k in sorted(tensors):
-        b = bf16_bytes(tensors[k])
-        header[k] = {"dtype": "BF16", "shape": list(tensors[k].shape), "data_offsets": [off, off + len(b)]}
-        off += len(b)
-        blobs.append(b)
-    header["__metadata__"] = {"format": "pt"}
-    hj = json.dumps(header, separators=(",", ":")).encode()
-    hj += b" " * (-len(hj) % 8)
-    with open(path, "wb") as f:
-        f.write(len(hj).to_bytes(8, "little") + hj + b"".join(blobs))
-
-
 def package(run, out):
     os.makedirs(out, exist_ok=True)
     base = os.path.join(out, "base")
@@ -67,8 +47,9 @@ def package(run, out):
     cfg["torch_dtype"] = "bfloat16"
     with open(os.path.join(base, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
-    write_bf16_safetensors(os.path.join(base, "model.safetensors"),
-                           qwen3.read_safetensors(os.path.join(run, "base", "model.safetensors")))
+    qwen3.safetensors_io.write(os.path.join(base, "model.safetensors"),
+                               qwen3.read_safetensors(os.path.join(run, "base", "model.safetensors")), "BF16",
+                               {"format": "pt"})
     shutil.copy(os.path.join(run, "base", "tokenizer.json"), os.path.join(base, "tokenizer.json"))
     for sub, files in (("adapter", ("adapter_config.json", "adapter_model.safetensors")),
                        ("head", ("head.json", "head.safetensors"))):

@@ -9,11 +9,15 @@ import json
 import math
 import os
 import struct
+import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import safetensors_io  # noqa: E402  (the one writer of train/ and tools/testmodels/)
 
 CONFIG_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                "num_attention_heads", "num_key_value_heads", "head_dim", "rope_theta",
@@ -164,20 +168,8 @@ def make_config(vocab_size, hidden=256, layers=4, heads=4, kv_heads=2, head_dim=
 # ----------------------------------------------------------------------------- safetensors
 
 def write_safetensors(path, tensors, metadata=None):
-    """F32 safetensors of {name: array-like}, names sorted, 8-byte aligned header."""
-    arrays = {k: np.ascontiguousarray(np.asarray(v, dtype="<f4")) for k, v in sorted(tensors.items())}
-    header, off = {}, 0
-    for k, a in arrays.items():
-        header[k] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + a.nbytes]}
-        off += a.nbytes
-    if metadata:
-        header["__metadata__"] = metadata
-    hj = json.dumps(header, separators=(",", ":")).encode()
-    hj += b" " * (-len(hj) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(hj)) + hj)
-        for a in arrays.values():
-            f.write(a.tobytes())
+    """F32 safetensors of {name: array-like}, names sorted (tools/safetensors_io.py)."""
+    safetensors_io.write(path, tensors, "F32", metadata)
 
 
 def read_safetensors(path):

@@ -20,7 +20,6 @@ so a key or scale mistake on either side shows up as a mismatch.
 import argparse
 import json
 import os
-import struct
 import sys
 import zlib
 
@@ -29,6 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_model  # noqa: E402  (f32_to_bf16_bits, PRESETS)
 import reference  # noqa: E402
+import safetensors_io  # noqa: E402  (on the path make_model adds)
 
 PROJ = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj", "o": "self_attn.o_proj",
         "gate": "mlp.gate_proj", "up": "mlp.up_proj", "down": "mlp.down_proj"}
@@ -70,23 +70,8 @@ def config_of(args):
 
 
 def write_safetensors(path, tensors):
-    """tensors: {name: (dtype, array)}; PEFT/safetensors layout, 8-byte aligned header."""
-    header, blobs, off = {}, [], 0
-    for name in sorted(tensors):
-        dt, x = tensors[name]
-        x = np.ascontiguousarray(x, np.float32)
-        raw = (make_model.f32_to_bf16_bits(x).tobytes() if dt == "BF16" else
-               x.astype(np.float16).tobytes() if dt == "F16" else x.tobytes())
-        header[name] = {"dtype": dt, "shape": list(x.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    header["__metadata__"] = {"format": "pt"}
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h)
-        for b in blobs:
-            f.write(b)
+    """tensors: {name: (dtype, array)}; PEFT/safetensors layout."""
+    safetensors_io.write(path, tensors, metadata={"format": "pt"})
 
 
 def rng_for(seed, name):

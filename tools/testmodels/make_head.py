@@ -32,7 +32,6 @@ Tagger heads (extraction by decisions, float64, written from docs/extraction-by-
 import argparse
 import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -40,6 +39,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_model  # noqa: E402  (synthetic tokenizer, BF16 bits)
 import reference   # noqa: E402  (the float64 forward)
+import safetensors_io  # noqa: E402  (on the path make_model adds)
 import tag_features  # noqa: E402  (sparse features: random sections, the reference sums)
 
 MARKERS = ["<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>", "<|fim_suffix|>"]
@@ -69,22 +69,8 @@ def byte_ids(text):
 
 
 def write_safetensors(path, tensors, dtype):
-    header, blobs, off = {}, [], 0
-    for name, x in tensors.items():
-        x = np.asarray(x, np.float32)
-        if dtype == "F32":
-            raw = x.astype("<f4").tobytes()
-        elif dtype == "F16":
-            raw = x.astype("<f2").tobytes()
-        else:
-            raw = make_model.f32_to_bf16_bits(x.ravel()).astype("<u2").tobytes()
-        header[name] = {"dtype": dtype, "shape": list(x.shape), "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+    """tensors: {name: array}, all stored as dtype, in the given order."""
+    safetensors_io.write(path, tensors, dtype, sort=False)
 
 
 def write_head(out, kind, hidden, head_dim=16, labels=None, temperature=1.0, layout="sequential", seed=0,

@@ -36,6 +36,10 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import safetensors_io  # noqa: E402  (the one safetensors writer of train/ and tools/testmodels/)
+from safetensors_io import f32_to_bf16_bits  # noqa: E402,F401  (BF16 round to nearest even, NaN kept)
+
 PRESETS = {
     # name: layers, hidden, heads, kv_heads, head_dim, ffn, vocab, tied
     "tiny": dict(layers=2, hidden=64, heads=4, kv_heads=2, head_dim=16, ffn=128, vocab=256, tied=True),
@@ -145,15 +149,6 @@ def generate(cfg, spec):
 
 # ----------------------------------------------------------------------------- encoders
 # Each encoder maps a flat float32 array (length a multiple of the block size) to bytes.
-
-def f32_to_bf16_bits(x):
-    """BF16 bits of float32 values, round to nearest even (ggml_compute_fp32_to_bf16)."""
-    u = np.ascontiguousarray(x, dtype=np.float32).reshape(-1).view(np.uint32)
-    r = ((u + (np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1)))) >> np.uint32(16)).astype(np.uint16)
-    nan = np.nonzero((u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000))[0]
-    r[nan] = (u[nan] >> np.uint32(16)) | np.uint32(64)  # keep NaN, make it quiet
-    return r.reshape(np.shape(x))
-
 
 def _roundf(x):
     """C roundf (half away from zero) of float32 values, exactly: rint, then the (rare)
@@ -418,20 +413,12 @@ def hf_config(cfg, dtype, vocab):
 
 def write_safetensors(path, cfg, specs, dtype):
     """One safetensors file holding `specs` (in order), all encoded as dtype."""
-    header, offset = {}, 0
-    for s in specs:
-        n = s.size * ST_SIZES[dtype]
-        header[s.hf] = {"dtype": dtype, "shape": list(s.shape), "data_offsets": [offset, offset + n]}
-        offset += n
-    header["__metadata__"] = {"format": "pt"}
-    raw = json.dumps(header, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)  # keep the data 8-byte aligned, as safetensors does
+    entries = [(s.hf, dtype, s.shape, s.size * ST_SIZES[dtype]) for s in specs]
     with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
+        f.write(safetensors_io.header(entries, {"format": "pt"}))
         for s in specs:
             write_tensor(f, cfg, s, dtype)
-    return offset
+    return sum(e[3] for e in entries)
 
 
 def split_shards(specs, n_shards, itemsize):
