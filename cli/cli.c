@@ -51,77 +51,21 @@ static char *adapter_spec(const char *spec, float *weight)
     return dir;
 }
 
-/* PATH/part when PATH is a bundle folder (no config.json of its own, a base/
- * beside the other parts, as models/tianchi) holding that part; else NULL.
- * malloc'ed. */
-static char *bundle_part(const char *path, const char *part)
-{
-    struct stat st;
-    size_t n = strlen(path) + 16;
-    char *own = malloc(n), *base = malloc(n), *want = malloc(n);
-    bool bundle = own && base && want && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-    if (bundle) {
-        snprintf(own, n, "%s/config.json", path);
-        snprintf(base, n, "%s/base", path);
-        snprintf(want, n, "%s/%s", path, part);
-        bundle = stat(own, &st) != 0 && stat(base, &st) == 0 && stat(want, &st) == 0;
-    }
-    free(own);
-    free(base);
-    if (!bundle) free(want);
-    return bundle ? want : NULL;
-}
-
 char *cli_model_path(const char *path)
 {
-    char *base = bundle_part(path, "base");
+    char *base = pd_bundle_part(path, "base");
     return base ? base : strdup(path);
 }
 
-const char *cli_head_dir(cli_args *a, const cli_model *m)
+/* --adapter-mode into *mode. */
+static int adapter_mode_opt(cli_args *a, pd_apply_mode *mode)
 {
-    const char *head = cli_opt(a, "--head");
-    return head ? head : m->bundle_head;
-}
-
-/* Apply the bundle's adapter/ (when --model is a bundle folder), then every
- * --adapter DIR[:WEIGHT] (PD_APPLY_AUTO: merged on F32 bases and where the
- * rank is large for a 16-bit matrix, else at runtime; --adapter-mode
- * overrides). */
-static int apply_adapters(cli_args *a, cli_model *m, const char *bundle_adapter)
-{
-    int n = 0, given = 0, first = bundle_adapter ? 1 : 0;
-    while (cli_opt_nth(a, "--adapter", n)) n++;
-    for (int i = 0; i < a->argc; i++) given += strcmp(a->argv[i], "--adapter") == 0;
-    if (given != n) return cli_usage(a, "--adapter needs DIR[:WEIGHT]");
-    const char *mode_s = cli_opt(a, "--adapter-mode");
-    pd_apply_mode mode = PD_APPLY_AUTO;
-    if (mode_s && !strcmp(mode_s, "merge")) mode = PD_APPLY_MERGE;
-    else if (mode_s && !strcmp(mode_s, "runtime")) mode = PD_APPLY_RUNTIME;
-    else if (mode_s && strcmp(mode_s, "auto") != 0) return cli_usage(a, "--adapter-mode must be auto, merge or runtime");
-    n += first;
-    if (n == 0) return 0;
-    pd_adapter **list = calloc((size_t)n, sizeof *list);
-    float *weights = calloc((size_t)n, sizeof *weights);
-    pd_error err;
-    int rc = list && weights ? 0 : cli_failf("out of memory");
-    for (int i = 0; rc == 0 && i < n; i++) {
-        char *dir = i < first ? strdup(bundle_adapter) : adapter_spec(cli_opt_nth(a, "--adapter", i - first), &weights[i]);
-        if (i < first) weights[i] = 1.0f;
-        if (!dir) rc = cli_failf("out of memory");
-        else if (!(list[i] = pd_adapter_load(dir, &err))) rc = cli_fail(&err);
-        free(dir);
-    }
-    if (rc == 0) {
-        pd_model *adapted = pd_model_apply_adapters(m->base, (const pd_adapter *const *)list, weights, (size_t)n,
-                                                    mode, &err);
-        if (adapted) m->model = adapted;
-        else rc = cli_fail(&err);
-    }
-    for (int i = 0; list && i < n; i++) pd_adapter_free(list[i]);
-    free(list);
-    free(weights);
-    return rc;
+    const char *v = cli_opt(a, "--adapter-mode");
+    *mode = PD_APPLY_AUTO;
+    if (v && !strcmp(v, "merge")) *mode = PD_APPLY_MERGE;
+    else if (v && !strcmp(v, "runtime")) *mode = PD_APPLY_RUNTIME;
+    else if (v && strcmp(v, "auto") != 0) return cli_usage(a, "--adapter-mode must be auto, merge or runtime");
+    return 0;
 }
 
 int cli_layout_opt(cli_args *a, pd_model_params *p)
@@ -140,36 +84,45 @@ int cli_layout_opt(cli_args *a, pd_model_params *p)
     return 0;
 }
 
-int cli_model_open(cli_args *a, cli_model *m)
+int cli_model_open(cli_args *a, cli_model *m, bool with_head)
 {
-    m->base = m->model = NULL;
-    m->bundle_head = NULL;
+    *m = (cli_model){0};
     const char *path = cli_opt(a, "--model");
     if (!path) return cli_usage(a, "--model PATH is required");
-    pd_model_params mp;
-    if (cli_layout_opt(a, &mp)) return 2;
+    pd_bundle_params p = pd_bundle_default_params();
+    if (cli_layout_opt(a, &p.model) || adapter_mode_opt(a, &p.adapter_mode)) return 2;
+    int n = 0, given = 0;
+    while (cli_opt_nth(a, "--adapter", n)) n++;
+    for (int i = 0; i < a->argc; i++) given += strcmp(a->argv[i], "--adapter") == 0;
+    if (given != n) return cli_usage(a, "--adapter needs DIR[:WEIGHT]");
+    char **dirs = calloc((size_t)n + 1, sizeof *dirs);
+    float *weights = calloc((size_t)n + 1, sizeof *weights);
+    int rc = dirs && weights ? 0 : cli_failf("out of memory");
+    for (int i = 0; rc == 0 && i < n; i++)
+        if (!(dirs[i] = adapter_spec(cli_opt_nth(a, "--adapter", i), &weights[i]))) rc = cli_failf("out of memory");
+    p.adapters = (const char *const *)dirs;
+    p.weights = weights;
+    p.n_adapters = (size_t)n;
+    p.head = with_head ? cli_opt(a, "--head") : NULL;
+    p.no_head = !with_head;
     pd_error err;
-    char *file = cli_model_path(path);
-    if (!file) return cli_failf("out of memory");
-    m->base = pd_model_load(file, &mp, &err);
-    free(file);
-    if (!m->base) return cli_fail(&err);
-    m->model = m->base;
-    char *adapter = bundle_part(path, "adapter");
-    int rc = apply_adapters(a, m, adapter);
-    free(adapter);
-    m->bundle_head = bundle_part(path, "head");
-    if (rc) cli_model_close(m);
+    if (rc == 0 && !(m->bundle = pd_bundle_open(path, &p, &err))) rc = cli_fail(&err);
+    if (rc == 0) {
+        m->model = pd_bundle_model(m->bundle);
+        m->base = pd_bundle_base(m->bundle);
+        m->head = pd_bundle_head(m->bundle);
+        m->head_dir = pd_bundle_head_dir(m->bundle);
+    }
+    for (int i = 0; dirs && i < n; i++) free(dirs[i]);
+    free(dirs);
+    free(weights);
     return rc;
 }
 
 void cli_model_close(cli_model *m)
 {
-    if (m->model != m->base) pd_model_free(m->model);
-    pd_model_free(m->base);
-    free(m->bundle_head);
-    m->base = m->model = NULL;
-    m->bundle_head = NULL;
+    pd_bundle_free(m->bundle);
+    *m = (cli_model){0};
 }
 
 bool cli_flag(cli_args *a, const char *name)
@@ -427,7 +380,7 @@ int cli_model_context(cli_args *a, cli_model *cm, pd_context **ctx, int32_t **id
     if (cli_threads_opt(a, &cp.n_threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 30, &cp.n_ctx) ||
         cli_kv_cache_opt(a, &cp.kv_type))
         return 2;
-    int rc = cli_model_open(a, cm);
+    int rc = cli_model_open(a, cm, false);
     if (rc) return rc;
     if (ids_s && (size_t)cp.n_ctx < *n_ids) cp.n_ctx = (int32_t)*n_ids;
     pd_error err;

@@ -41,20 +41,23 @@ int cli_kv_cache_opt(cli_args *a, pd_kv_type *t);
 int cli_layout_opt(cli_args *a, pd_model_params *p);
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
 
-/* The model a command evaluates: --model PATH, with the adapters of every
- * --adapter DIR[:WEIGHT] applied (commands that take adapters list the option
+/* The model a command evaluates (pd_bundle_open): --model PATH, with the
+ * adapters of every --adapter DIR[:WEIGHT] applied (commands that take adapters list the option
  * in their usage). PATH may be a bundle folder (base/, adapter/, head/ side
  * by side, as models/tianchi): base/ is loaded, adapter/ applied before any
  * --adapter, and head/ is the head of commands that take --head unless one
  * is given. `model` is what to evaluate; `base` is the loaded file. */
 typedef struct cli_model {
-    pd_model *base;
-    pd_model *model;
-    char *bundle_head; /* the bundle's head/ (malloc'ed), or NULL */
+    pd_bundle *bundle;
+    const pd_model *model;  /* what to evaluate: the base with the adapters applied */
+    const pd_model *base;   /* the loaded file */
+    const pd_head *head;    /* with_head: --head DIR, else the bundle's head/; NULL when neither */
+    const char *head_dir;   /* where head came from */
 } cli_model;
 
-/* Returns 0, or the exit code after printing the error (1) or usage (2). */
-int cli_model_open(cli_args *a, cli_model *m);
+/* with_head: the command takes --head (the head is loaded with the model).
+ * Returns 0, or the exit code after printing the error (1) or usage (2). */
+int cli_model_open(cli_args *a, cli_model *m, bool with_head);
 void cli_model_close(cli_model *m);
 /* The model file of --model PATH: PATH, or PATH/base for a bundle folder
  * (for the commands that load the base alone: info, bench). malloc'ed; NULL
@@ -65,8 +68,6 @@ char *cli_model_path(const char *path);
  * the context made long enough for them. 0, or the exit code after printing
  * the error (1) or usage (2). */
 int cli_model_context(cli_args *a, cli_model *cm, pd_context **ctx, int32_t **ids, size_t *n_ids);
-/* --head DIR, else the head/ of a bundle folder given as --model, else NULL. */
-const char *cli_head_dir(cli_args *a, const cli_model *m);
 
 /* "1,2,3" -> ids (malloc'd); non-zero when malformed. */
 int cli_parse_ids(const char *s, int32_t **ids, size_t *n);

@@ -435,13 +435,13 @@ int cmd_extract(cli_args *a)
     FILE *out = NULL;
     pd_extractor *ex = NULL;
     pd_tag_extractor *tx = NULL;
-    pd_head *head = NULL;
-    if ((rc = cli_model_open(a, &m))) goto done_schema;
-    head_dir = cli_head_dir(a, &m);
+    if ((rc = cli_model_open(a, &m, true))) goto done_schema;
+    const pd_head *head = m.head;
+    head_dir = m.head_dir;
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;
-    if ((head_dir && !(head = pd_head_load(head_dir, m.model, &err))) || !(s.ctx = pd_context_new(m.model, &cp, &err))) {
+    if (!(s.ctx = pd_context_new(m.model, &cp, &err))) {
         rc = cli_fail(&err);
         goto done;
     }
@@ -489,7 +489,6 @@ done:
     pd_context_free(s.ctx);
     pd_decider_free(s.decider);
     pd_tag_extractor_free(tx);
-    pd_head_free(head);
     pd_extractor_free(ex);
     cli_model_close(&m);
 done_schema:

@@ -186,12 +186,11 @@ int cmd_score(cli_args *a)
     for (int32_t i = 0; i < n; i++) cands[i] = cli_opt_nth(a, "--candidate", i);
 
     cli_model cm = {0};
-    pd_head *head = NULL;
     pd_decider *d = NULL;
     pd_error err;
-    int rc = cli_model_open(a, &cm);
-    head_dir = cli_head_dir(a, &cm);
-    if (rc == 0 && head_dir && !(head = pd_head_load(head_dir, cm.model, &err))) rc = cli_fail(&err);
+    int rc = cli_model_open(a, &cm, true);
+    const pd_head *head = cm.head;
+    head_dir = cm.head_dir;
     if (rc == 0 && head && pd_head_get_type(head) == PD_HEAD_TAGGER)
         rc = cli_failf("%s: a tagger head extracts records (pocketdec tag, pocketdec extract --head); score needs a "
                        "pointer or classifier head, or none for the LM's log-probabilities", head_dir);
@@ -201,7 +200,6 @@ int cmd_score(cli_args *a)
     if (rc == 0 && jsonl) rc = score_jsonl(d, head, &cm, &o);
     else if (rc == 0) rc = score_one(d, head, &cm, text, q ? q : "", cands, n, &o, NULL);
     pd_decider_free(d);
-    pd_head_free(head);
     cli_model_close(&cm);
     free(cands);
     return rc;

@@ -76,10 +76,10 @@ int cmd_tag(cli_args *a)
     pd_schema *schema = pd_schema_load(schema_path, &err);
     if (!schema) return cli_fail(&err);
     cli_model m;
-    int rc = cli_model_open(a, &m);
-    head_dir = cli_head_dir(a, &m);
-    if (rc == 0 && !head_dir) rc = cli_usage(a, "--head DIR is required (or --model a bundle folder with a head/)");
-    pd_head *head = NULL;
+    int rc = cli_model_open(a, &m, true);
+    const pd_head *head = m.head;
+    head_dir = m.head_dir;
+    if (rc == 0 && !head) rc = cli_usage(a, "--head DIR is required (or --model a bundle folder with a head/)");
     pd_tag_extractor *tx = NULL;
     pd_context *ctx = NULL;
     pd_extraction *x = NULL;
@@ -87,7 +87,6 @@ int cmd_tag(cli_args *a)
     pd_context_params cp = pd_context_default_params();
     cp.n_threads = threads;
     cp.n_ctx = ctx_len;
-    if (rc == 0 && !(head = pd_head_load(head_dir, m.model, &err))) rc = cli_fail(&err);
     if (rc == 0 && pd_head_get_type(head) != PD_HEAD_TAGGER)
         rc = cli_failf("%s: not a tagger head: tag runs one (head.json type \"tagger\"); a pointer or classifier "
                        "head scores candidates (pocketdec score)", head_dir);
@@ -100,7 +99,6 @@ int cmd_tag(cli_args *a)
     pd_extraction_free(x);
     pd_context_free(ctx);
     pd_tag_extractor_free(tx);
-    pd_head_free(head);
     cli_model_close(&m);
     pd_schema_free(schema);
     return rc;

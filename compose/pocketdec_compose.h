@@ -7,12 +7,53 @@
 #ifndef POCKETDEC_COMPOSE_H
 #define POCKETDEC_COMPOSE_H
 
+#include "pocketdec_adapters.h"
 #include "pocketdec_heads.h"
 #include "pocketdec_schemas.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------- bundles */
+
+/* What a user names as "the model", opened in one call: a bundle folder
+ * (base/ an HF directory or .gguf file, adapter/ a PEFT adapter, head/ a
+ * head; a folder with no config.json of its own and a base/ beside its
+ * parts, as models/tianchi), an HF directory or a .gguf file. The base is
+ * loaded, the bundle's adapter/ and then params' adapters are applied, and
+ * the head (params' head, else the bundle's head/) is loaded against the
+ * result. Immutable like its parts: share it between contexts and threads. */
+typedef struct pd_bundle pd_bundle;
+
+typedef struct pd_bundle_params {
+    pd_model_params model;       /* how the base is loaded (layout, quantize) */
+    const char *const *adapters; /* more adapter directories, applied after the bundle's adapter/ */
+    const float *weights;        /* [n_adapters] their weights; NULL: 1 each */
+    size_t n_adapters;
+    pd_apply_mode adapter_mode;  /* how all of them are applied */
+    const char *head;            /* a head directory in place of the bundle's head/; NULL: the bundle's */
+    int no_head;                 /* nonzero: load no head at all */
+} pd_bundle_params;
+
+/* Defaults: the model as stored, no more adapters, PD_APPLY_AUTO, the bundle's head. */
+PD_API pd_bundle_params pd_bundle_default_params(void);
+/* Open path (params may be NULL: the defaults). Each failure is the failing
+ * part's (pd_model_load, pd_adapter_load, pd_model_apply_adapters,
+ * pd_head_load: their codes and messages, naming the file); NULL then. */
+PD_API pd_bundle *pd_bundle_open(const char *path, const pd_bundle_params *params, pd_error *err);
+/* Release it and its parts (NULL is fine); nothing may still use them. */
+PD_API void pd_bundle_free(pd_bundle *bundle);
+/* The model to run: the base with every adapter applied (the base without any). */
+PD_API const pd_model *pd_bundle_model(const pd_bundle *bundle);
+/* The base as loaded, before the adapters. */
+PD_API const pd_model *pd_bundle_base(const pd_bundle *bundle);
+/* The loaded head, NULL when there is none; and the directory it came from. */
+PD_API const pd_head *pd_bundle_head(const pd_bundle *bundle);
+PD_API const char *pd_bundle_head_dir(const pd_bundle *bundle);
+/* path/part (release it with pd_free) when path is a bundle folder holding that
+ * part (e.g. "base" for a command that reads the base alone), else NULL. */
+PD_API char *pd_bundle_part(const char *path, const char *part);
 
 /* ------------------------------------------- extraction relabelled by a head */
 

@@ -1,7 +1,9 @@
 /* example_model.h - what the examples share: the options before their
- * positional arguments (--adapter DIR, --head DIR) and a model loaded with its
- * LoRA adapter applied. A trained adapter is what makes a small base useful:
- * without it the bundled models answer near-uniformly. */
+ * positional arguments (--adapter DIR, --head DIR) and the model opened with
+ * pd_bundle_open: a bundle folder (models/tianchi: base, adapter and head in
+ * one), an HF directory or a .gguf file, with the LoRA adapter applied. A
+ * trained adapter is what makes a small base useful: without it the bundled
+ * models answer near-uniformly. */
 #ifndef EXAMPLE_MODEL_H
 #define EXAMPLE_MODEL_H
 
@@ -12,8 +14,9 @@
 
 typedef struct example_model {
     const char *adapter_dir, *head_dir; /* NULL when not given */
-    pd_model *base;                     /* the model file */
-    pd_model *model;                    /* base with the adapter applied, or base */
+    pd_bundle *bundle;
+    const pd_model *model;              /* the base with the adapters applied */
+    const pd_head *head;                /* --head, else a bundle's head/; NULL when neither */
 } example_model;
 
 /* Take "--adapter DIR" and "--head DIR" off the front of argv; returns the
@@ -32,27 +35,28 @@ static int example_options(int argc, char **argv, example_model *m)
     return i;
 }
 
-/* Load the model at path and apply the adapter (merged on F32 weights, at
- * runtime on 16-bit and quantized ones). Returns 0, or -1 with err set. */
+/* Open the model at path with the adapter applied (merged on F32 weights, at
+ * runtime on 16-bit and quantized ones) and the head loaded. Returns 0, or
+ * -1 with err set. */
 static int example_load(example_model *m, const char *path, pd_error *err)
 {
-    if (!(m->model = m->base = pd_model_load(path, NULL, err))) return -1;
-    if (!m->adapter_dir) return 0;
-    pd_adapter *adapter = pd_adapter_load(m->adapter_dir, err);
-    const pd_adapter *list[1] = {adapter};
-    const float weight = 1.0f;
-    pd_model *adapted = adapter ? pd_model_apply_adapters(m->base, list, &weight, 1, PD_APPLY_AUTO, err) : NULL;
-    pd_adapter_free(adapter); /* the adapted model keeps what it needs */
-    if (!adapted) return -1;
-    m->model = adapted;
+    pd_bundle_params p = pd_bundle_default_params();
+    const char *adapters[1] = {m->adapter_dir};
+    p.adapters = adapters;
+    p.n_adapters = m->adapter_dir ? 1 : 0;
+    p.head = m->head_dir;
+    if (!(m->bundle = pd_bundle_open(path, &p, err))) return -1;
+    m->model = pd_bundle_model(m->bundle);
+    m->head = pd_bundle_head(m->bundle);
     return 0;
 }
 
 static void example_free(example_model *m)
 {
-    if (m->model != m->base) pd_model_free(m->model);
-    pd_model_free(m->base);
-    m->model = m->base = NULL;
+    pd_bundle_free(m->bundle);
+    m->bundle = NULL;
+    m->model = NULL;
+    m->head = NULL;
 }
 
 #endif

@@ -12,11 +12,13 @@
  *
  *   $ cc examples/extract_tagged.c $(pkg-config --cflags --libs pocketdec) \
  *       -Wl,-rpath,"$(pkg-config --variable=libdir pocketdec)" -o extract_tagged
- *   $ ./extract_tagged --adapter models/tianchi/adapter --head models/tianchi/head \
- *       models/tianchi/base schemas/tianchi-makeup.yaml "物流很快，第二天就到了，包装也很好"
+ *   $ ./extract_tagged models/tianchi schemas/tianchi-makeup.yaml "物流很快，第二天就到了，包装也很好"
+ *
+ * (the same as --adapter models/tianchi/adapter --head models/tianchi/head models/tianchi/base)
  *
  * prints the spans and the records (物流,很快,物流,正面 among them).
- * Usage: extract_tagged [--adapter DIR] --head DIR MODEL SCHEMA.yaml TEXT
+ * Usage: extract_tagged [--adapter DIR] [--head DIR] MODEL SCHEMA.yaml TEXT
+ * (MODEL a bundle folder such as models/tianchi brings its adapter and head)
  */
 #include "example_model.h"
 
@@ -26,16 +28,21 @@ int main(int argc, char **argv)
 {
     example_model m;
     int k = example_options(argc, argv, &m);
-    if (k < 0 || argc - k != 3 || !m.head_dir) {
-        fprintf(stderr, "usage: %s [--adapter DIR] --head DIR MODEL SCHEMA.yaml TEXT\n", argv[0]);
+    if (k < 0 || argc - k != 3) {
+        fprintf(stderr, "usage: %s [--adapter DIR] [--head DIR] MODEL SCHEMA.yaml TEXT\n", argv[0]);
         return 2;
     }
     const char *text = argv[k + 2];
     pd_error err;
     pd_schema *schema = example_load(&m, argv[k], &err) ? NULL : pd_schema_load(argv[k + 1], &err);
-    pd_head *head = schema ? pd_head_load(m.head_dir, m.model, &err) : NULL;
+    if (schema && !m.head) {
+        fprintf(stderr, "extract_tagged: %s has no head/: name a tagger head with --head DIR\n", argv[k]);
+        pd_schema_free(schema);
+        example_free(&m);
+        return 2;
+    }
     /* bound once, immutable: share it between contexts and threads */
-    pd_tag_extractor *tx = head ? pd_tag_extractor_new(m.model, schema, head, &err) : NULL;
+    pd_tag_extractor *tx = schema ? pd_tag_extractor_new(m.model, schema, m.head, &err) : NULL;
     pd_context *ctx = tx ? pd_context_new(m.model, NULL, &err) : NULL;
     pd_extraction *x = NULL;
     pd_tag_trace *trace = NULL;
@@ -62,7 +69,6 @@ int main(int argc, char **argv)
     pd_extraction_free(x);
     pd_context_free(ctx);
     pd_tag_extractor_free(tx);
-    pd_head_free(head);
     pd_schema_free(schema);
     example_free(&m);
     return rc;

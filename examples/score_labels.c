@@ -62,12 +62,10 @@ int main(int argc, char **argv)
     snprintf(question, sizeof question, "属性：%s；观点：%s", aspect, opinion);
 
     pd_error err;
-    pd_head *head = NULL;
     pd_decider *d = NULL;
     pd_decision *dec = NULL;
     int rc = 1;
-    if (example_load(&m, argv[k], &err) || (m.head_dir && !(head = pd_head_load(m.head_dir, m.model, &err))) ||
-        !(d = pd_decider_new(m.model, head, NULL, &err)) ||
+    if (example_load(&m, argv[k], &err) || !(d = pd_decider_new(m.model, m.head, NULL, &err)) ||
         pd_decide(d, review, question, cands, N_CANDIDATES, &dec, &err)) {
         fprintf(stderr, "score_labels: %s\n", err.message);
     } else {
@@ -98,7 +96,6 @@ int main(int argc, char **argv)
     }
     pd_decision_free(dec);
     pd_decider_free(d);
-    pd_head_free(head);
     example_free(&m);
     return rc;
 }

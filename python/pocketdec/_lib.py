@@ -167,6 +167,7 @@ _PD_PROTOTYPES = {
     "pd_tokenizer_decode": (c_int, [P, POINTER(c_int32), c_size_t, POINTER(c_void_p), POINTER(c_size_t), E]),
     "pd_tokenizer_token_id": (c_int32, [P, c_char_p]),
     "pd_model_load": (P, [c_char_p, POINTER(ModelParams), E]),
+    "pd_bundle_part": (c_void_p, [c_char_p, c_char_p]),
     "pd_model_free": (None, [P]),
     "pd_model_config": (POINTER(Config), [P]),
     "pd_model_tokenizer": (P, [P]),

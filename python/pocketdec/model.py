@@ -30,15 +30,19 @@ def check_model(model):
 
 def bundle_part(path, part):
     """PATH/part when PATH is a bundle folder (base/, adapter/, head/ side by side and no
-    config.json of its own, as models/tianchi), else None: the rule of the command line."""
+    config.json of its own, as models/tianchi), else None: the library's rule
+    (pd_bundle_part), the command line's too."""
     try:
-        path = os.fsdecode(path)
-    except TypeError:
+        file = cpath(path, "path")
+    except _lib.Error:
         return None
-    if (os.path.isdir(path) and not os.path.exists(os.path.join(path, "config.json"))
-            and os.path.exists(os.path.join(path, "base")) and os.path.exists(os.path.join(path, part))):
-        return os.path.join(path, part)
-    return None
+    ptr = pd.pd_bundle_part(file, part.encode())
+    if not ptr:
+        return None
+    try:
+        return os.fsdecode(ctypes.string_at(ptr))
+    finally:
+        pd.pd_free(ptr)
 
 
 class Tokenizer(Owner):
