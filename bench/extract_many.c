@@ -3,7 +3,8 @@
  *   sequential   pd_extract one review at a time, the whole prompt evaluated
  *                each time (the cache cleared first), no speculation;
  *   prefix       the same, the schema's prompt prefix kept in the cache;
- *   many N       pd_extract_many with N reviews in flight (N = 1, 4, 8, 16),
+ *   many N       an extraction pipeline (pd_pipeline_extract_many: what users
+ *                run) with N reviews in flight (N = 1, 4, 8, 16),
  *                no speculation, then with speculation K;
  * best of R runs each; then, as llama_score --batched times llama.cpp, N
  * contexts decoding a token each a pd_eval_many (no schema, full LM head).
@@ -86,6 +87,7 @@ static char *describe(const pd_extraction *x)
 
 typedef struct bench {
     const pd_model *m;
+    const pd_schema *schema;
     const pd_extractor *ex;
     const char **texts;
     size_t *lens;
@@ -118,32 +120,42 @@ typedef struct workload {
     double mean_kv;
 } workload;
 
-/* One configuration: parallel 0 = pd_extract (clear: the cache cleared before each). */
+/* One configuration: parallel 0 = pd_extract on one context (clear: the
+ * cache cleared before each review); parallel N = what users run, an
+ * extraction pipeline with N reviews in flight (pd_pipeline_extract_many). */
 static workload run(bench *b, const char *name, int parallel, bool clear, int speculate)
 {
     pd_extract_params p = pd_extract_default_params();
     p.speculate = speculate;
-    int slots = parallel ? parallel : 1;
-    pd_context **ctxs = calloc((size_t)slots, sizeof *ctxs);
-    for (int k = 0; k < slots; k++) ctxs[k] = new_ctx(b->m, k ? 1 : b->threads, k ? 1 + PD_SPECULATE_MAX : 256);
+    pd_context *ctx = parallel ? NULL : new_ctx(b->m, b->threads, 256);
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    pp.extract = p;
+    pp.n_threads = b->threads;
+    pp.n_ctx = 1024;
+    pp.parallel = parallel;
+    pd_error err;
+    pd_pipeline *pipe = parallel ? pd_pipeline_new(b->m, b->schema, NULL, &pp, &err) : NULL;
+    if (parallel && !pipe) {
+        fprintf(stderr, "bench_extract_many: %s\n", err.message);
+        exit(1);
+    }
     pd_extraction **outs = calloc((size_t)b->n, sizeof *outs);
     double best = 1e30;
     long tokens = 0, passes = 0;
     workload w = {0};
     bool same = true;
-    pd_error err;
     for (int r = 0; r < b->runs; r++) {
-        for (int k = 0; k < slots; k++) pd_context_kv_truncate(ctxs[k], 0, &err);
+        if (ctx) pd_context_kv_truncate(ctx, 0, &err);
         double t0 = now_s();
         if (parallel) {
-            if (pd_extract_many(ctxs, parallel, b->ex, b->texts, b->lens, b->n, &p, outs, NULL, &err)) {
+            if (pd_pipeline_extract_many(pipe, b->texts, b->lens, b->n, outs, NULL, &err)) {
                 fprintf(stderr, "bench_extract_many: %s\n", err.message);
                 exit(1);
             }
         } else {
             for (int i = 0; i < b->n; i++) {
-                if (clear) pd_context_kv_truncate(ctxs[0], 0, &err);
-                if (pd_extract(ctxs[0], b->ex, b->texts[i], b->lens[i], &p, &outs[i], &err)) {
+                if (clear) pd_context_kv_truncate(ctx, 0, &err);
+                if (pd_extract(ctx, b->ex, b->texts[i], b->lens[i], &p, &outs[i], &err)) {
                     fprintf(stderr, "bench_extract_many: %s\n", err.message);
                     exit(1);
                 }
@@ -178,8 +190,8 @@ static workload run(bench *b, const char *name, int parallel, bool clear, int sp
            name, parallel, speculate, b->n, b->threads, best, b->n / best, (double)tokens / best, passes, w.rows,
            b->base_s / best, (double)ru.ru_maxrss / 1024.0, same ? "true" : "false", b->round);
     fflush(stdout);
-    for (int k = 0; k < slots; k++) pd_context_free(ctxs[k]);
-    free(ctxs);
+    pd_context_free(ctx);
+    pd_pipeline_free(pipe);
     free(outs);
     return w;
 }
@@ -295,8 +307,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_extract_many: %s\n", ex ? "no reviews" : err.message);
         return 1;
     }
-    bench b = {m, ex, (const char **)texts, calloc((size_t)n, sizeof(size_t)), n, threads, runs > 0 ? runs : 1,
-               calloc((size_t)n, sizeof(char *)), 0, 0};
+    bench b = {.m = m, .schema = sc, .ex = ex, .texts = (const char **)texts, .lens = calloc((size_t)n, sizeof(size_t)),
+               .n = n, .threads = threads, .runs = runs > 0 ? runs : 1, .want = calloc((size_t)n, sizeof(char *))};
     for (int i = 0; i < n; i++) b.lens[i] = strlen(texts[i]);
     const char *rounds_env = getenv("PD_BENCH_ROUNDS");
     int rounds = rounds_env ? atoi(rounds_env) : 0;

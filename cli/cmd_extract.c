@@ -99,14 +99,8 @@ static bool next_row(reader *r, row *w)
 
 typedef struct run_state {
     cli_args *a;
-    pd_context *ctx;
-    pd_context **slots;  /* --parallel N: ctx, then N - 1 contexts with a cache each */
-    int32_t parallel;
-    pd_decider *decider; /* --head: relabels each extraction (NULL: none) */
-    const pd_extractor *ex;
-    const pd_tag_extractor *tx; /* --head with a tagger head: extraction in one pass instead */
+    pd_pipeline *pipe;
     const pd_schema *schema;
-    pd_extract_params params;
     pd_record_format fmt;
     FILE *out;
     long reviews, records, broken, failed, tokens, forward, drafted, accepted, copies_drafted, copies_kept;
@@ -143,11 +137,11 @@ static int broken_row(run_state *s, reader *r, row *w)
     return write_result(s, w, NULL);
 }
 
-/* A review's extraction x (NULL with failed set when it failed: err says
- * why), relabelled with --head, counted and written; takes x. */
-static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, bool failed, pd_error *err)
+/* A review's extraction x (NULL when it failed: err says why), counted and
+ * written; takes x. */
+static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, pd_error *err)
 {
-    if (failed || (s->decider && pd_extraction_decide(s->decider, s->schema, w->text, x, err))) {
+    if (!x) {
         /* the id stays in the output (no quadruple), so nothing is lost */
         fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, cli_message(err));
         s->failed++;
@@ -172,15 +166,13 @@ static int one_row(run_state *s, reader *r, row *w)
     if (w->problem[0]) return broken_row(s, r, w);
     pd_extraction *x = NULL;
     pd_error err;
-    bool failed = s->tx ? pd_tag_extract(s->ctx, s->tx, w->text, w->text_len, &x, &err)
-                        : pd_extract(s->ctx, s->ex, w->text, w->text_len, &s->params, &x, &err);
-    return finish_row(s, r, w, x, failed, &err);
+    pd_pipeline_extract(s->pipe, w->text, w->text_len, &x, &err);
+    return finish_row(s, r, w, x, &err);
 }
 
-/* --parallel: rows gathered WINDOW_PER_SLOT a context at a time (their id
- * and text copied), extracted together, then written in input order. */
-#define WINDOW_PER_SLOT 32
-
+/* Generation with reviews in flight: rows gathered a window at a time
+ * (pd_pipeline_window; their id and text copied), extracted together, then
+ * written in input order. */
 typedef struct window {
     row *rows;
     char **copies; /* [2 n]: each row's id and text */
@@ -252,7 +244,7 @@ static int window_flush(run_state *s, reader *r, window *win)
             win->lens[n++] = win->rows[i].text_len;
         }
     pd_error err;
-    pd_extract_many(s->slots, s->parallel, s->ex, win->texts, win->lens, n, &s->params, win->outs, win->errs, &err);
+    pd_pipeline_extract_many(s->pipe, win->texts, win->lens, n, win->outs, win->errs, &err);
     int rc = 0;
     for (int32_t i = 0, k = 0; i < win->n; i++) {
         row *w = &win->rows[i];
@@ -261,7 +253,7 @@ static int window_flush(run_state *s, reader *r, window *win)
             continue;
         }
         if (rc) pd_extraction_free(win->outs[k]);
-        else rc = finish_row(s, r, w, win->outs[k], win->outs[k] == NULL, &win->errs[k]);
+        else rc = finish_row(s, r, w, win->outs[k], &win->errs[k]);
         k++;
     }
     window_clear(win);
@@ -297,8 +289,8 @@ static int stream(run_state *s, reader *r)
     row w;
     int rc = 0;
     window win = {0};
-    bool many = s->ex && s->parallel > 1;
-    if (many && !window_init(&win, WINDOW_PER_SLOT * s->parallel)) rc = cli_failf("out of memory");
+    bool many = pd_pipeline_window(s->pipe) > 1;
+    if (many && !window_init(&win, pd_pipeline_window(s->pipe))) rc = cli_failf("out of memory");
     while (rc == 0 && next_row(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
@@ -327,7 +319,7 @@ static int stream(run_state *s, reader *r)
         return cli_failf("%s: no reviews found (the input is empty%s)", r->name,
                          r->jsonl ? " or holds only blank lines" : ", or holds only a header");
     double dt = cli_seconds() - t0;
-    if (s->tx) /* one forward pass a review, nothing generated */
+    if (pd_pipeline_get_path(s->pipe) == PD_PIPELINE_TAG) /* one forward pass a review, nothing generated */
         fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed in %.2f s (%.1f reviews/s)\n",
                 s->reviews, s->records, s->broken, s->failed, dt, (double)s->reviews / (dt > 0 ? dt : 1));
     else
@@ -365,48 +357,12 @@ static int open_files(cli_args *a, reader *r, FILE **out)
     return 0;
 }
 
-/* Options of generation that a tagger head (no generation) cannot honour: a usage error. */
-static int tagger_options(cli_args *a, const char *head_dir)
-{
-    static const char *const gen[] = {"--max-records", "--max-tokens", "--temperature", "--seed", "--speculate",
-                                      "--parallel"};
-    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
-        if (cli_opt(a, gen[i])) {
-            char what[256];
-            snprintf(what, sizeof what, "%s does not apply to the tagger head %s (no generation)", gen[i], head_dir);
-            return cli_usage(a, what);
-        }
-    return 0;
-}
-
-/* Reviews in flight in generation, by default 2 a thread: enough rows a pass
- * to read the weights once for several reviews, few enough that the passes
- * stay short of the cores' arithmetic roof (2 threads: 4 in flight measured
- * best, with or without speculation; bench/run.sh --extract). */
-#define PARALLEL_DEFAULT_MAX 16
-#define PARALLEL_MAX 256
-
-/* The contexts of --parallel N beyond ctx: a cache each (one thread, a
- * batch of a draft's rows: the passes run on ctx's scratch and threads). */
-static int open_slots(run_state *s, const pd_model *model, int32_t n_ctx)
-{
-    if (!(s->slots = calloc((size_t)s->parallel, sizeof *s->slots)))
-        return cli_failf("out of memory for %d contexts", s->parallel);
-    s->slots[0] = s->ctx;
-    pd_context_params cp = pd_context_default_params();
-    cp.n_ctx = n_ctx;
-    cp.n_batch = 1 + PD_SPECULATE_MAX;
-    pd_error err;
-    for (int32_t k = 1; k < s->parallel; k++)
-        if (!(s->slots[k] = pd_context_new(model, &cp, &err))) return cli_fail(&err);
-    return 0;
-}
-
 int cmd_extract(cli_args *a)
 {
-    run_state s = {.a = a, .params = pd_extract_default_params()};
-    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format"), *head_dir = NULL;
-    int32_t threads, ctx_len, seed;
+    run_state s = {.a = a};
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format");
+    int32_t seed;
     double temp;
     int rc = cli_float_opt(a, "--progress", -1.0, 0.0, 86400.0, &s.every);
     if (rc) return rc;
@@ -415,17 +371,16 @@ int cmd_extract(cli_args *a)
         return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
     if (fmt && strcmp(fmt, "tianchi") && strcmp(fmt, "jsonl")) return cli_usage(a, "--format must be tianchi or jsonl");
     s.fmt = fmt && strcmp(fmt, "jsonl") == 0 ? PD_FORMAT_JSONL : PD_FORMAT_TIANCHI;
-    if ((rc = cli_threads_opt(a, &threads)) ||
-        (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &s.params.max_records)) ||
-        (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &s.params.max_tokens)) ||
-        (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &s.params.speculate)) ||
-        (rc = cli_int_opt(a, "--parallel", 2 * threads < PARALLEL_DEFAULT_MAX ? 2 * threads : PARALLEL_DEFAULT_MAX, 1,
-                          PARALLEL_MAX, &s.parallel)) ||
-        (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
+    if ((rc = cli_threads_opt(a, &pp.n_threads)) ||
+        (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &pp.extract.max_records)) ||
+        (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &pp.extract.max_tokens)) ||
+        (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &pp.extract.speculate)) ||
+        (rc = cli_int_opt(a, "--parallel", 0, 1, PD_PIPELINE_PARALLEL_MAX, &pp.parallel)) ||
+        (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &pp.n_ctx)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)))
         return rc;
-    s.params.sampler.temperature = (float)temp;
-    s.params.sampler.seed = (uint64_t)seed;
+    pp.extract.sampler.temperature = (float)temp;
+    pp.extract.sampler.seed = (uint64_t)seed;
     pd_error err;
     pd_schema *schema = pd_schema_load(schema_path, &err);
     if (!schema) return cli_fail(&err);
@@ -433,48 +388,11 @@ int cmd_extract(cli_args *a)
     cli_model m;
     reader r = {0};
     FILE *out = NULL;
-    pd_extractor *ex = NULL;
-    pd_tag_extractor *tx = NULL;
     if ((rc = cli_model_open(a, &m, true))) goto done_schema;
-    const pd_head *head = m.head;
-    head_dir = m.head_dir;
-    pd_context_params cp = pd_context_default_params();
-    cp.n_threads = threads;
-    cp.n_ctx = ctx_len;
-    if (!(s.ctx = pd_context_new(m.model, &cp, &err))) {
+    if (!(s.pipe = pd_pipeline_new(m.model, schema, m.head, &pp, &err))) {
         rc = cli_fail(&err);
         goto done;
     }
-    if (head && pd_head_get_type(head) == PD_HEAD_TAGGER) {
-        rc = tagger_options(a, head_dir);
-        if (rc == 0 && !(tx = pd_tag_extractor_new(m.model, schema, head, &err))) rc = cli_fail(&err);
-        if (rc) goto done;
-        s.tx = tx; /* no relabelling: the tagger head decides the labels */
-    } else if (head_dir && pd_schema_n_candidates(schema) == 0) {
-        rc = cli_failf("%s: --head needs a 'decide' section in the schema (or a tagger head)", schema_path);
-        goto done;
-    } else if (!(ex = pd_extractor_new(m.model, schema, &err))) {
-        rc = cli_fail(&err);
-        goto done;
-    }
-    if (head && !tx) {
-        pd_decider_params dp = pd_decider_default_params();
-        dp.n_threads = threads;
-        dp.n_ctx = ctx_len;
-        if (!(s.decider = pd_decider_new(m.model, head, &dp, &err))) {
-            rc = cli_fail(&err);
-            goto done;
-        }
-    }
-    s.ex = ex;
-    if (ex && s.parallel > 1 && (rc = open_slots(&s, m.model, pd_context_n_ctx(s.ctx)))) goto done;
-    /* the limits of --max-records and --max-tokens, once before any input (an empty text runs no model) */
-    pd_extraction *probe = NULL;
-    if (ex && pd_extract(s.ctx, ex, "", 0, &s.params, &probe, &err)) {
-        rc = cli_fail(&err);
-        goto done;
-    }
-    pd_extraction_free(probe);
     if ((rc = open_files(a, &r, &out))) goto done;
     s.out = out;
     s.bar = s.every < 0 && isatty(STDERR_FILENO);
@@ -484,12 +402,7 @@ int cmd_extract(cli_args *a)
 done:
     te_csv_free(r.csv);
     cli_jsonl_free(&r.jl);
-    for (int32_t k = 1; s.slots && k < s.parallel; k++) pd_context_free(s.slots[k]);
-    free(s.slots);
-    pd_context_free(s.ctx);
-    pd_decider_free(s.decider);
-    pd_tag_extractor_free(tx);
-    pd_extractor_free(ex);
+    pd_pipeline_free(s.pipe);
     cli_model_close(&m);
 done_schema:
     pd_schema_free(schema);

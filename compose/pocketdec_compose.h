@@ -55,6 +55,75 @@ PD_API const char *pd_bundle_head_dir(const pd_bundle *bundle);
  * part (e.g. "base" for a command that reads the base alone), else NULL. */
 PD_API char *pd_bundle_part(const char *path, const char *part);
 
+/* ------------------------------------------------------- the extraction pipeline */
+
+/* Extraction's one entry point: records from texts under a schema, by the
+ * path the head calls for, chosen once:
+ *   - a tagger head: extraction by decisions, one forward pass a text
+ *     (pd_tag_extractor_new / pd_tag_extract);
+ *   - a pointer or classifier head: generation under the schema's
+ *     constraints (pd_extract), each text's records then relabelled by the
+ *     head (pd_extraction_decide: the schema needs a `decide` section);
+ *   - no head: generation alone.
+ * The pipeline owns its contexts: one with n_threads and, for generation,
+ * parallel - 1 more holding a cache each, so that pd_pipeline_extract_many
+ * keeps that many texts in flight in joint passes (pd_extract_many). Use a
+ * pipeline from one thread at a time (one per thread); model, schema and
+ * head are only read and must outlive it. */
+typedef struct pd_pipeline pd_pipeline;
+
+typedef enum pd_pipeline_path {
+    PD_PIPELINE_TAG = 0,      /* a tagger head decides spans, links and labels */
+    PD_PIPELINE_GENERATE = 1, /* generation under the schema */
+    PD_PIPELINE_RELABEL = 2   /* generation, then relabelled by a decision head */
+} pd_pipeline_path;
+
+#define PD_PIPELINE_PARALLEL_MAX 256
+
+typedef struct pd_pipeline_params {
+    pd_extract_params extract; /* generation's limits, sampler and speculation; a tagger head takes
+                                  only the defaults (another value: PD_ERR_ARG naming it) */
+    int32_t n_threads;         /* threads of each forward pass; 0 = 1 */
+    int32_t n_ctx;             /* each context's length; 0 = min(model max, 4096) */
+    int32_t parallel;          /* generation: texts in flight; 0 = 2 a thread, at most 16. A tagger
+                                  head takes 0 or 1 (one pass a text) */
+    size_t max_bytes;          /* memory budget of the main context (pd_context_params); 0 = none */
+} pd_pipeline_params;
+
+/* extract as pd_extract_default_params, one thread, the default context, parallel 0. */
+PD_API pd_pipeline_params pd_pipeline_default_params(void);
+/* A pipeline (params NULL: the defaults). Refused: no model or schema, a
+ * negative param, a generation option or parallel > 1 with a tagger head, a
+ * decision head with a schema that has no `decide` section (PD_ERR_ARG, the
+ * message naming the head or schema); parallel over PD_PIPELINE_PARALLEL_MAX
+ * (PD_ERR_LIMIT); limits past the schema's (PD_ERR_LIMIT, checked here before
+ * any text); and whatever binding the head to the schema and model refuses
+ * (pd_tag_extractor_new, pd_extractor_new, pd_decider_new). */
+PD_API pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
+                                    const pd_pipeline_params *params, pd_error *err);
+/* Release it and its contexts (NULL is fine). */
+PD_API void pd_pipeline_free(pd_pipeline *p);
+/* The path it chose. */
+PD_API pd_pipeline_path pd_pipeline_get_path(const pd_pipeline *p);
+/* Texts it keeps in flight (1 for a tagger head). */
+PD_API int32_t pd_pipeline_parallel(const pd_pipeline *p);
+/* How many texts a caller of pd_pipeline_extract_many should hand it at a
+ * time to keep every context busy (a read-ahead window; 1 for a tagger head). */
+PD_API int32_t pd_pipeline_window(const pd_pipeline *p);
+
+/* Records of text (len bytes of valid UTF-8) into *out (free with
+ * pd_extraction_free), as the path's own call gives them; an empty text gives
+ * none without running the model. On error *out is NULL. */
+PD_API pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t len, pd_extraction **out,
+                                     pd_error *err);
+/* n texts: outs[i] as pd_pipeline_extract(texts[i]) gives it (generation: the
+ * texts advance together, pd_extract_many), or NULL when text i fails, with
+ * its reason in errs[i] (errs may be NULL): one text's failure loses no other.
+ * Returns PD_OK when every text has its records, else the status of the first
+ * failed text, its message in err prefixed by its index. */
+PD_API pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, const size_t *lens, int32_t n,
+                                          pd_extraction **outs, pd_error *errs, pd_error *err);
+
 /* ------------------------------------------- extraction relabelled by a head */
 
 /* Relabel x with a decision head, for a schema with a `decide` section

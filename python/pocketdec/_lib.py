@@ -142,6 +142,11 @@ class Record(Structure):
     _fields_ = [("values", POINTER(c_char_p))]
 
 
+class PipelineParams(Structure):
+    _fields_ = [("extract", ExtractParams), ("n_threads", c_int32), ("n_ctx", c_int32), ("parallel", c_int32),
+                ("max_bytes", c_size_t)]
+
+
 class Extraction(Structure):
     _fields_ = [("n_fields", c_int32), ("n_records", c_int32), ("records", POINTER(Record)),
                 ("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("stop", c_int), ("n_sparse", c_int32),
@@ -206,6 +211,14 @@ _PD_PROTOTYPES = {
                                 POINTER(ExtractParams), POINTER(POINTER(Extraction)), E, E]),
     "pd_extraction_free": (None, [POINTER(Extraction)]),
     "pd_extraction_decide": (c_int, [P, P, c_char_p, POINTER(Extraction), E]),
+    "pd_pipeline_default_params": (PipelineParams, []),
+    "pd_pipeline_new": (P, [P, P, P, POINTER(PipelineParams), E]),
+    "pd_pipeline_free": (None, [P]),
+    "pd_pipeline_get_path": (c_int, [P]),
+    "pd_pipeline_window": (c_int32, [P]),
+    "pd_pipeline_extract": (c_int, [P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),
+    "pd_pipeline_extract_many": (c_int, [P, POINTER(c_char_p), POINTER(c_size_t), c_int32, POINTER(POINTER(Extraction)),
+                                         POINTER(_Error), E]),
     "pd_tag_extractor_new": (P, [P, P, P, E]),
     "pd_tag_extractor_free": (None, [P]),
     "pd_tag_extract": (c_int, [P, P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),

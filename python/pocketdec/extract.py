@@ -3,22 +3,16 @@ generation under the schema's constraints (with a decision head relabelling the 
 
 import collections
 import concurrent.futures
-import contextlib
 import ctypes
 import itertools
 import threading
 
 from . import _lib
 from ._lib import Handle, Owner, arg_error, byref, check, cpath, cstr, pd
-from .decide import head_dir, head_type, load_head
+from .decide import head_dir, load_head
 from .model import check_model
 
-
-class _Worker:
-    """What one extraction at a time needs: a context, and a decider when a head relabels."""
-
-    def __init__(self, ctx, decider):
-        self.ctx, self.decider = ctx, decider
+_PATHS = ("tagger", "generate", "decide")  # pd_pipeline_path
 
 
 class Extractor(Owner):
@@ -59,62 +53,48 @@ class Extractor(Owner):
         self._lock = threading.Lock()
         self._free = []
         try:
-            self._bind(model, head_dir(model, head), schema,
-                       max_records or max_tokens or temperature or seed or speculate is not None)
+            self._bind(model, head_dir(model, head))
         except BaseException:
             self.close()
             raise
 
-    def _bind(self, model, head, schema, generation_options):
+    def _bind(self, model, head):
         with self._schema.use() as s:
             self.fields = [pd.pd_schema_field_name(s, i).decode() for i in range(pd.pd_schema_n_fields(s))]
-            decide_section = pd.pd_schema_n_candidates(s) > 0
         self._head = load_head(model, head) if head is not None else None
         if self._head:
             self._handles.append(self._head)
-        kind = head_type(self._head) if self._head else None
-        if kind == "tagger":
-            if generation_options:
-                raise arg_error(f"max_records, max_tokens, temperature, seed and speculate do not apply to the tagger head "
-                                f"{head} (no generation)")
-            self.mode = "tagger"
-            self._ex = Handle.make("Extractor", pd.pd_tag_extractor_free, pd.pd_tag_extractor_new,
-                                   [model._h, self._schema, self._head])
+        first = self._pipeline(1)  # the path, the options and the limits are checked here
+        self._handles.append(first)
+        with first.use() as p:
+            self.mode = _PATHS[pd.pd_pipeline_get_path(p)]
+        self._free.append(first)
+
+    def _pipeline(self, parallel):
+        """A pd_pipeline over the model, schema and head with parallel texts in flight."""
+        pp = pd.pd_pipeline_default_params()
+        pp.extract, pp.n_threads, pp.n_ctx, pp.parallel = self.params, self._threads, self._ctx, parallel
+        parents = [self.model._h, self._schema] + ([self._head] if self._head else [])
+        if self._head:
+            def make(m, s, h, err):
+                return pd.pd_pipeline_new(m, s, h, byref(pp), err)
         else:
-            if self._head and not decide_section:
-                raise arg_error(f"{schema}: a {kind} head needs a 'decide' section in the schema (or a tagger head)")
-            self.mode = "decide" if self._head else "generate"
-            self._ex = Handle.make("Extractor", pd.pd_extractor_free, pd.pd_extractor_new, [model._h, self._schema])
-        self._handles.append(self._ex)
-        if self.mode != "tagger":  # the limits of max_records and max_tokens, once (an empty text runs no model)
-            self.extract("")
+            def make(m, s, err):
+                return pd.pd_pipeline_new(m, s, None, byref(pp), err)
+        return Handle.make("Extractor", pd.pd_pipeline_free, make, parents)
 
     def _worker(self):
+        """A pipeline of one text at a time from the pool (one is made when none is free)."""
         with self._lock:
             self._check_open()
             if self._free:
                 return self._free.pop()
-        cp = pd.pd_context_default_params()
-        cp.n_threads, cp.n_ctx = self._threads, self._ctx
-        ctx = Handle.make("Extractor", pd.pd_context_free, lambda m, err: pd.pd_context_new(m, byref(cp), err),
-                          [self.model._h])
-        decider = None
-        if self.mode == "decide":
-            dp = _lib.DeciderParams(0, self._threads, self._ctx, 0)
-            try:
-                decider = Handle.make("Extractor", pd.pd_decider_free,
-                                      lambda m, h, err: pd.pd_decider_new(m, h, byref(dp), err),
-                                      [self.model._h, self._head])
-            except BaseException:
-                ctx.close()
-                raise
-        made = [h for h in (ctx, decider) if h]
+        w = self._pipeline(1)
         with self._lock:
             if self._finalizer.alive:
-                self._handles += made
-                return _Worker(ctx, decider)
-        for h in made:  # closed meanwhile
-            h.close()
+                self._handles.append(w)
+                return w
+        w.close()  # closed meanwhile
         self._check_open()
 
     def _give_back(self, w):
@@ -129,27 +109,15 @@ class Extractor(Owner):
         data = cstr(text, "text")
         w = self._worker()
         try:
-            with contextlib.ExitStack() as stack:  # a closed model or extractor raises Error here
-                _, ctx, ex, schema = (stack.enter_context(h.use()) for h in (self.model._h, w.ctx, self._ex,
-                                                                             self._schema))
-                decider = stack.enter_context(w.decider.use()) if w.decider else None
-                return self._run(ctx, ex, schema, decider, data)
+            with self.model._h.use(), w.use() as p:  # a closed model or extractor raises Error here
+                out, err = ctypes.POINTER(_lib.Extraction)(), _lib.new_error()
+                try:
+                    check(pd.pd_pipeline_extract(p, data, len(data), byref(out), byref(err)), err)
+                    return self._records(out)
+                finally:
+                    pd.pd_extraction_free(out)
         finally:
             self._give_back(w)
-
-    def _run(self, ctx, ex, schema, decider, data):
-        out, err = ctypes.POINTER(_lib.Extraction)(), _lib.new_error()
-        try:
-            if self.mode == "tagger":
-                status = pd.pd_tag_extract(ctx, ex, data, len(data), byref(out), byref(err))
-            else:
-                status = pd.pd_extract(ctx, ex, data, len(data), byref(self.params), byref(out), byref(err))
-                if not status and decider:
-                    status = pd.pd_extraction_decide(decider, schema, data, out, byref(err))
-            check(status, err)
-            return self._records(out)
-        finally:
-            pd.pd_extraction_free(out)
 
     def _records(self, out):
         x = out.contents
@@ -161,7 +129,8 @@ class Extractor(Owner):
         order; parallel texts at a time. Generation: the texts in flight advance together
         in joint forward passes on one context's threads (pd_extract_many: the weights
         are read once a pass for all of them), each with a KV cache of its own, reading
-        ahead 32 x parallel texts; the records are those of extract(). A tagger head:
+        ahead as many texts as the pipeline asks (pd_pipeline_window: 32 x parallel); the
+        records are those of extract(). A tagger head:
         threads sharing the model, each with a context of its own (threads x parallel
         should not pass the cores), reading ahead 2 x parallel texts. Memory does not grow
         with the input. A text that fails raises its Error when its turn to be yielded
@@ -173,25 +142,19 @@ class Extractor(Owner):
         return self._many(iter(texts), parallel) if self.mode == "tagger" else self._joint(iter(texts), parallel)
 
     def _joint(self, texts, parallel):
-        w = self._worker()
-        cp = pd.pd_context_default_params()
-        cp.n_threads, cp.n_ctx, cp.n_batch = 1, self._ctx, 17  # a cache each: the passes run on w.ctx
-        slots = []
+        w = self._pipeline(parallel)
         try:
-            for _ in range(parallel - 1):
-                slots.append(Handle.make("Extractor", pd.pd_context_free,
-                                         lambda m, err: pd.pd_context_new(m, byref(cp), err), [self.model._h]))
+            with w.use() as p:
+                size = pd.pd_pipeline_window(p)
             while True:
-                window = list(itertools.islice(texts, 32 * parallel))
+                window = list(itertools.islice(texts, size))
                 if not window:
                     return
-                yield from self._window(w, slots, window)
+                yield from self._window(w, window)
         finally:
-            for h in slots:
-                h.close()
-            self._give_back(w)
+            w.close()
 
-    def _window(self, w, slots, window):
+    def _window(self, w, window):
         """The window's records (or the Error of a text), in order."""
         data, results = [], [None] * len(window)
         for i, text in enumerate(window):
@@ -204,21 +167,15 @@ class Extractor(Owner):
         texts = (ctypes.c_char_p * max(n, 1))(*[d for _, d in data])
         lens = (ctypes.c_size_t * max(n, 1))(*[len(d) for _, d in data])
         try:
-            with contextlib.ExitStack() as stack:
-                _, ctx, ex, schema = (stack.enter_context(h.use()) for h in (self.model._h, w.ctx, self._ex,
-                                                                             self._schema))
-                ctxs = (ctypes.c_void_p * (1 + len(slots)))(ctx, *[stack.enter_context(h.use()) for h in slots])
-                decider = stack.enter_context(w.decider.use()) if w.decider else None
-                pd.pd_extract_many(ctxs, len(ctxs), ex, texts, lens, n, byref(self.params), outs, errs, byref(err))
-                for k, (i, d) in enumerate(data):
-                    try:
-                        if not outs[k]:
-                            _lib.raise_error(errs[k])
-                        if decider:
-                            check(pd.pd_extraction_decide(decider, schema, d, outs[k], byref(err)), err)
-                        results[i] = self._records(outs[k])
-                    except _lib.Error as e:
-                        results[i] = e
+            with self.model._h.use(), w.use() as p:
+                pd.pd_pipeline_extract_many(p, texts, lens, n, outs, errs, byref(err))
+            for k, (i, _) in enumerate(data):
+                try:
+                    if not outs[k]:
+                        _lib.raise_error(errs[k])
+                    results[i] = self._records(outs[k])
+                except _lib.Error as e:
+                    results[i] = e
         finally:
             for k in range(n):
                 pd.pd_extraction_free(outs[k])

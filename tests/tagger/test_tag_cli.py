@@ -114,7 +114,8 @@ def test_extract():
               and "reviews.jsonl:%d" % (len(cases) + 1) in err, (out, err))
         rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                            "--input", src, "--output", "-", "--max-records", "3")
-        check("extract --head (tagger) refuses --max-records (usage)", rc == 2 and "--max-records" in err, err)
+        check("extract --head (tagger) refuses --max-records, naming it", rc == 1 and "max_records does not apply" in err,
+              err)
         bad = next(b for b in DOC["bad_heads"] if b["name"] == "label value not in the enum")
         rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", bad["dir"],
                            "--input", src, "--output", "-")

@@ -1,0 +1,228 @@
+/* pipeline.c - the one entry point of extraction: a model, a schema and an
+ * optional head, and the path they call for (tagging, generation, or
+ * generation relabelled by a decision head) chosen once; the contexts, the
+ * reviews in flight and the limits are the pipeline's own. The command,
+ * Python and the bench call it and hold no policy of their own. */
+#include "pocketdec_compose.h"
+#include "heads.h"
+#include "records.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Reviews in flight in generation, by default 2 a thread: enough rows a pass
+ * to read the weights once for several reviews, few enough that the passes
+ * stay short of the cores' arithmetic roof (2 threads: 4 in flight measured
+ * best, with or without speculation; bench/run.sh --extract). */
+#define PARALLEL_DEFAULT_MAX 16
+/* Reviews gathered a context at a time by a caller of extract_many. */
+#define WINDOW_PER_SLOT 32
+
+struct pd_pipeline {
+    const pd_schema *schema;
+    const pd_head *head;
+    pd_pipeline_path path;
+    pd_extract_params extract;
+    pd_tag_extractor *tx;  /* PD_PIPELINE_TAG */
+    pd_extractor *ex;      /* generation */
+    pd_decider *decider;   /* PD_PIPELINE_RELABEL */
+    pd_context **slots;    /* [parallel]: slots[0] runs the passes with the threads, the others hold a cache each */
+    int32_t parallel;
+};
+
+pd_pipeline_params pd_pipeline_default_params(void)
+{
+    return (pd_pipeline_params){.extract = pd_extract_default_params(), .n_threads = 1};
+}
+
+void pd_pipeline_free(pd_pipeline *p)
+{
+    if (!p) return;
+    for (int32_t k = 0; p->slots && k < p->parallel; k++) pd_context_free(p->slots[k]);
+    free(p->slots);
+    pd_decider_free(p->decider);
+    pd_extractor_free(p->ex);
+    pd_tag_extractor_free(p->tx);
+    free(p);
+}
+
+pd_pipeline_path pd_pipeline_get_path(const pd_pipeline *p) { return p->path; }
+int32_t pd_pipeline_parallel(const pd_pipeline *p) { return p->parallel; }
+int32_t pd_pipeline_window(const pd_pipeline *p) { return p->path == PD_PIPELINE_TAG ? 1 : WINDOW_PER_SLOT * p->parallel; }
+
+/* The generation options a tagger head cannot honour, named; NULL when none is set. */
+static const char *generation_option(const pd_pipeline_params *pp)
+{
+    pd_extract_params d = pd_extract_default_params();
+    const pd_extract_params *e = &pp->extract;
+    if (e->max_records != d.max_records) return "max_records";
+    if (e->max_tokens != d.max_tokens) return "max_tokens";
+    if (e->sampler.temperature != d.sampler.temperature) return "temperature";
+    if (e->sampler.seed != d.sampler.seed) return "seed";
+    if (e->speculate != d.speculate) return "speculate";
+    if (pp->parallel > 1) return "parallel";
+    return NULL;
+}
+
+/* The path the head calls for, and whether the schema and params allow it. */
+static pd_status choose_path(pd_pipeline *p, const pd_pipeline_params *pp, pd_error *err)
+{
+    const pd_head *h = p->head;
+    const char *src = pdi_schema_source(p->schema);
+    if (h && pd_head_get_type(h) == PD_HEAD_TAGGER) {
+        const char *opt = generation_option(pp);
+        if (opt)
+            return pdi_set_error(err, PD_ERR_ARG, "%s does not apply to the tagger head %s (no generation)", opt,
+                                 h->source);
+        p->path = PD_PIPELINE_TAG;
+        return PD_OK;
+    }
+    if (h && pd_schema_n_candidates(p->schema) == 0)
+        return pdi_set_error(err, PD_ERR_ARG, "%s: a decision head (%s) needs a 'decide' section in the schema (or a tagger head)",
+                             src, h->source);
+    p->path = h ? PD_PIPELINE_RELABEL : PD_PIPELINE_GENERATE;
+    return PD_OK;
+}
+
+/* The contexts: slots[0] with the threads, and for generation parallel - 1
+ * more with a cache each (one thread, a batch of a draft's rows: the passes
+ * run on slots[0]'s scratch and threads). */
+static pd_status open_slots(pd_pipeline *p, const pd_model *model, const pd_pipeline_params *pp, pd_error *err)
+{
+    int32_t threads = pp->n_threads > 0 ? pp->n_threads : 1;
+    p->parallel = p->path == PD_PIPELINE_TAG ? 1
+                  : pp->parallel > 0         ? pp->parallel
+                  : 2 * threads < PARALLEL_DEFAULT_MAX ? 2 * threads
+                                                       : PARALLEL_DEFAULT_MAX;
+    if (p->parallel > PD_PIPELINE_PARALLEL_MAX)
+        return pdi_set_error(err, PD_ERR_LIMIT, "parallel %d: at most %d reviews in flight", p->parallel,
+                             PD_PIPELINE_PARALLEL_MAX);
+    if (!(p->slots = calloc((size_t)p->parallel, sizeof *p->slots)))
+        return pdi_set_error(err, PD_ERR_NOMEM, "out of memory for %d contexts", p->parallel);
+    pd_context_params cp = pd_context_default_params();
+    cp.n_threads = threads;
+    cp.n_ctx = pp->n_ctx;
+    cp.max_bytes = pp->max_bytes;
+    if (!(p->slots[0] = pd_context_new(model, &cp, err))) return err->code;
+    cp.n_threads = 1;
+    cp.n_ctx = pd_context_n_ctx(p->slots[0]);
+    cp.n_batch = 1 + PD_SPECULATE_MAX;
+    for (int32_t k = 1; k < p->parallel; k++)
+        if (!(p->slots[k] = pd_context_new(model, &cp, err))) return err->code;
+    return PD_OK;
+}
+
+/* The extractors of the path; for generation the limits of max_records and
+ * max_tokens checked once (an empty text runs no model). */
+static pd_status bind(pd_pipeline *p, const pd_model *model, const pd_pipeline_params *pp, pd_error *err)
+{
+    if (p->path == PD_PIPELINE_TAG)
+        return (p->tx = pd_tag_extractor_new(model, p->schema, p->head, err)) ? PD_OK : err->code;
+    if (!(p->ex = pd_extractor_new(model, p->schema, err))) return err->code;
+    if (p->path == PD_PIPELINE_RELABEL) {
+        pd_decider_params dp = pd_decider_default_params();
+        dp.n_threads = pp->n_threads;
+        dp.n_ctx = pp->n_ctx;
+        if (!(p->decider = pd_decider_new(model, p->head, &dp, err))) return err->code;
+    }
+    pd_extraction *probe = NULL;
+    pd_status rc = pd_extract(p->slots[0], p->ex, "", 0, &p->extract, &probe, err);
+    pd_extraction_free(probe);
+    return rc;
+}
+
+pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
+                             const pd_pipeline_params *params, pd_error *err)
+{
+    pd_pipeline_params pp = params ? *params : pd_pipeline_default_params();
+    pd_error local;
+    if (!err) err = &local; /* the callees' codes are read back */
+    if (!model || !schema) {
+        pdi_set_error(err, PD_ERR_ARG, "an extraction pipeline needs a model and a schema");
+        return NULL;
+    }
+    if (pp.n_threads < 0 || pp.n_ctx < 0 || pp.parallel < 0) {
+        pdi_set_error(err, PD_ERR_ARG, "pipeline params: n_threads, n_ctx and parallel must not be negative");
+        return NULL;
+    }
+    pd_pipeline *p = calloc(1, sizeof *p);
+    if (!p) {
+        pdi_set_error(err, PD_ERR_NOMEM, "out of memory for an extraction pipeline");
+        return NULL;
+    }
+    *p = (pd_pipeline){.schema = schema, .head = head, .extract = pp.extract};
+    pd_status rc = choose_path(p, &pp, err);
+    if (!rc) rc = open_slots(p, model, &pp, err);
+    if (!rc) rc = bind(p, model, &pp, err);
+    if (rc) {
+        pd_pipeline_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Relabel x, extracted from text[0..len), with the decision head (the decider
+ * reads a NUL-terminated text). */
+static pd_status relabel(pd_pipeline *p, const char *text, size_t len, pd_extraction *x, pd_error *err)
+{
+    char *copy = malloc(len + 1);
+    if (!copy) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory relabelling a text of %zu bytes", len);
+    if (len) memcpy(copy, text, len);
+    copy[len] = '\0';
+    pd_status rc = pd_extraction_decide(p->decider, p->schema, copy, x, err);
+    free(copy);
+    return rc;
+}
+
+pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
+{
+    if (out) *out = NULL;
+    if (!p || !out || (!text && len)) return pdi_set_error(err, PD_ERR_ARG, "no pipeline, text or output to extract with");
+    pd_extraction *x = NULL;
+    pd_status rc = p->path == PD_PIPELINE_TAG ? pd_tag_extract(p->slots[0], p->tx, text, len, &x, err)
+                                              : pd_extract(p->slots[0], p->ex, text, len, &p->extract, &x, err);
+    if (!rc && p->decider) rc = relabel(p, text, len, x, err);
+    if (rc) {
+        pd_extraction_free(x);
+        return rc;
+    }
+    *out = x;
+    return PD_OK;
+}
+
+pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, const size_t *lens, int32_t n,
+                                   pd_extraction **outs, pd_error *errs, pd_error *err)
+{
+    if (!p || n < 0 || (n && (!texts || !lens || !outs)))
+        return pdi_set_error(err, PD_ERR_ARG, "no pipeline, texts, lengths or outputs to extract with");
+    pd_status first = PD_OK;
+    if (p->path == PD_PIPELINE_TAG || p->parallel == 1) {
+        for (int32_t i = 0; i < n; i++) {
+            pd_error e;
+            pd_status rc = pd_pipeline_extract(p, texts[i], lens[i], &outs[i], &e);
+            if (errs) errs[i] = rc ? e : (pd_error){.code = PD_OK};
+            if (rc && !first) {
+                first = rc;
+                pdi_set_error(err, rc, "text %d: %s", i, e.message);
+            }
+        }
+        return first;
+    }
+    pd_error *own = errs ? NULL : calloc((size_t)n + 1, sizeof *own);
+    if (!errs && !own) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory for %d texts", n);
+    pd_error *e = errs ? errs : own;
+    first = pd_extract_many(p->slots, p->parallel, p->ex, texts, lens, n, &p->extract, outs, e, err);
+    for (int32_t i = 0; p->decider && i < n; i++) {
+        if (!outs[i]) continue;
+        pd_status rc = relabel(p, texts[i], lens[i], outs[i], &e[i]);
+        if (!rc) continue;
+        pd_extraction_free(outs[i]);
+        outs[i] = NULL;
+        if (!first) {
+            first = rc;
+            pdi_set_error(err, rc, "text %d: %s", i, e[i].message);
+        }
+    }
+    free(own);
+    return first;
+}

@@ -1,0 +1,232 @@
+/* test_pipeline.c - pd_pipeline, extraction's one entry point, on the bundled
+ * models: the path each head calls for; its records equal those of the
+ * path's own calls (pd_tag_extract; pd_extract then pd_extraction_decide;
+ * pd_extract), one text at a time and many at once; every bad combination
+ * refused with its code and a message naming what is wrong. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pocketdec.h"
+
+static const char *root;
+
+static const char *const texts[] = {"物流很快，第二天就到了，包装也很好", "宝贝收到了，产品非常的不好，简直就是个垃圾，我都扔了。",
+                                    "", "味道一般，价格还行", "很好用，会回购"};
+#define N_TEXTS 5
+
+static pd_bundle *open_bundle(const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/models/%s", root, name);
+    pd_error err;
+    pd_bundle *b = pd_bundle_open(path, NULL, &err);
+    if (!b) fail_msg("%s", err.message);
+    return b;
+}
+
+static pd_schema *open_schema(const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/schemas/%s", root, name);
+    pd_error err;
+    pd_schema *s = pd_schema_load(path, &err);
+    if (!s) fail_msg("%s", err.message);
+    return s;
+}
+
+/* The records of x as one string, for comparisons. */
+static char *describe(const pd_extraction *x)
+{
+    size_t n = 1;
+    for (int32_t r = 0; r < x->n_records; r++)
+        for (int32_t f = 0; f < x->n_fields; f++) n += strlen(x->records[r].values[f]) + 1;
+    char *s = calloc(n, 1);
+    assert_non_null(s);
+    for (int32_t r = 0; r < x->n_records; r++)
+        for (int32_t f = 0; f < x->n_fields; f++) {
+            strcat(s, x->records[r].values[f]);
+            strcat(s, f + 1 < x->n_fields ? "," : ";");
+        }
+    return s;
+}
+
+static void assert_same(const pd_extraction *a, const pd_extraction *b)
+{
+    char *x = describe(a), *y = describe(b);
+    assert_string_equal(x, y);
+    free(x);
+    free(y);
+}
+
+/* The pipeline's records of every text, one at a time and many at once,
+ * against want(i) (the path's own calls). */
+static void check_against(pd_pipeline *p, pd_extraction *const *want)
+{
+    pd_error err, errs[N_TEXTS];
+    size_t lens[N_TEXTS];
+    pd_extraction *outs[N_TEXTS];
+    for (int i = 0; i < N_TEXTS; i++) {
+        lens[i] = strlen(texts[i]);
+        pd_extraction *x = NULL;
+        if (pd_pipeline_extract(p, texts[i], lens[i], &x, &err)) fail_msg("%s", err.message);
+        assert_same(x, want[i]);
+        pd_extraction_free(x);
+    }
+    if (pd_pipeline_extract_many(p, texts, lens, N_TEXTS, outs, errs, &err)) fail_msg("%s", err.message);
+    for (int i = 0; i < N_TEXTS; i++) {
+        assert_int_equal(errs[i].code, PD_OK);
+        assert_same(outs[i], want[i]);
+        pd_extraction_free(outs[i]);
+    }
+}
+
+static void test_tagger_path(void **state)
+{
+    (void)state;
+    pd_bundle *b = open_bundle("tianchi");
+    pd_schema *s = open_schema("tianchi-makeup.yaml");
+    pd_error err;
+    pd_pipeline *p = pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), NULL, &err);
+    if (!p) fail_msg("%s", err.message);
+    assert_int_equal(pd_pipeline_get_path(p), PD_PIPELINE_TAG);
+    assert_int_equal(pd_pipeline_parallel(p), 1);
+    assert_int_equal(pd_pipeline_window(p), 1);
+    pd_tag_extractor *tx = pd_tag_extractor_new(pd_bundle_model(b), s, pd_bundle_head(b), &err);
+    pd_context *ctx = pd_context_new(pd_bundle_model(b), NULL, &err);
+    assert_non_null(tx);
+    assert_non_null(ctx);
+    pd_extraction *want[N_TEXTS];
+    for (int i = 0; i < N_TEXTS; i++)
+        if (pd_tag_extract(ctx, tx, texts[i], strlen(texts[i]), &want[i], &err)) fail_msg("%s", err.message);
+    assert_true(want[0]->n_records > 0); /* the comparison can fail */
+    check_against(p, want);
+    for (int i = 0; i < N_TEXTS; i++) pd_extraction_free(want[i]);
+    pd_context_free(ctx);
+    pd_tag_extractor_free(tx);
+    pd_pipeline_free(p);
+
+    /* generation options and parallel do not apply to a tagger head */
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    pp.extract.max_records = 3;
+    assert_null(pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), &pp, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "max_records"));
+    assert_non_null(strstr(err.message, "tagger head"));
+    pp = pd_pipeline_default_params();
+    pp.parallel = 4;
+    assert_null(pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), &pp, &err));
+    assert_non_null(strstr(err.message, "parallel"));
+    pd_schema_free(s);
+    pd_bundle_free(b);
+}
+
+static void test_generation_paths(void **state)
+{
+    (void)state;
+    pd_bundle *b = open_bundle("tianchi-gen");
+    pd_schema *s = open_schema("tianchi-makeup.yaml");
+    const pd_model *m = pd_bundle_model(b);
+    pd_error err;
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    pp.n_threads = 2;
+    pp.parallel = 3;
+    pd_pipeline *relabel = pd_pipeline_new(m, s, pd_bundle_head(b), &pp, &err);
+    if (!relabel) fail_msg("%s", err.message);
+    assert_int_equal(pd_pipeline_get_path(relabel), PD_PIPELINE_RELABEL);
+    assert_int_equal(pd_pipeline_parallel(relabel), 3);
+    assert_true(pd_pipeline_window(relabel) >= 3);
+    pd_pipeline *plain = pd_pipeline_new(m, s, NULL, NULL, &err);
+    if (!plain) fail_msg("%s", err.message);
+    assert_int_equal(pd_pipeline_get_path(plain), PD_PIPELINE_GENERATE);
+    assert_int_equal(pd_pipeline_parallel(plain), 2); /* 2 a thread, one thread */
+
+    pd_extractor *ex = pd_extractor_new(m, s, &err);
+    pd_context *ctx = pd_context_new(m, NULL, &err);
+    pd_decider *d = pd_decider_new(m, pd_bundle_head(b), NULL, &err);
+    assert_non_null(ex);
+    assert_non_null(ctx);
+    assert_non_null(d);
+    pd_extract_params ep = pd_extract_default_params();
+    pd_extraction *gen[N_TEXTS], *lab[N_TEXTS];
+    for (int i = 0; i < N_TEXTS; i++) {
+        if (pd_extract(ctx, ex, texts[i], strlen(texts[i]), &ep, &gen[i], &err) ||
+            pd_extract(ctx, ex, texts[i], strlen(texts[i]), &ep, &lab[i], &err) ||
+            pd_extraction_decide(d, s, texts[i], lab[i], &err))
+            fail_msg("%s", err.message);
+    }
+    check_against(plain, gen);
+    check_against(relabel, lab);
+    for (int i = 0; i < N_TEXTS; i++) {
+        pd_extraction_free(gen[i]);
+        pd_extraction_free(lab[i]);
+    }
+    pd_decider_free(d);
+    pd_context_free(ctx);
+    pd_extractor_free(ex);
+    pd_pipeline_free(relabel);
+    pd_pipeline_free(plain);
+
+    /* limits past the schema's are refused before any text */
+    pp = pd_pipeline_default_params();
+    pp.extract.max_records = 100000;
+    assert_null(pd_pipeline_new(m, s, NULL, &pp, &err));
+    assert_int_equal(err.code, PD_ERR_LIMIT);
+    pp = pd_pipeline_default_params();
+    pp.parallel = PD_PIPELINE_PARALLEL_MAX + 1;
+    assert_null(pd_pipeline_new(m, s, NULL, &pp, &err));
+    assert_int_equal(err.code, PD_ERR_LIMIT);
+    pp = pd_pipeline_default_params();
+    pp.n_threads = -1;
+    assert_null(pd_pipeline_new(m, s, NULL, &pp, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_null(pd_pipeline_new(NULL, s, NULL, NULL, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_null(pd_pipeline_new(m, NULL, NULL, NULL, NULL)); /* no error object: still NULL */
+    pd_schema_free(s);
+
+    /* a decision head needs a schema with a decide section */
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/tests/schemas/data/tianchi-test.yaml", root);
+    pd_schema *bare = pd_schema_load(path, &err);
+    if (!bare) fail_msg("%s", err.message);
+    assert_int_equal(pd_schema_n_candidates(bare), 0);
+    assert_null(pd_pipeline_new(m, bare, pd_bundle_head(b), NULL, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "decide"));
+    pd_schema_free(bare);
+    pd_bundle_free(b);
+}
+
+static void test_bad_calls(void **state)
+{
+    (void)state;
+    pd_error err;
+    pd_extraction *x = (pd_extraction *)1;
+    assert_int_equal(pd_pipeline_extract(NULL, "a", 1, &x, &err), PD_ERR_ARG);
+    assert_null(x);
+    assert_int_equal(pd_pipeline_extract_many(NULL, NULL, NULL, 0, NULL, NULL, &err), PD_ERR_ARG);
+    pd_pipeline_free(NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_pipeline SOURCE_ROOT\n");
+        return 2;
+    }
+    root = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tagger_path),
+        cmocka_unit_test(test_generation_paths),
+        cmocka_unit_test(test_bad_calls),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
