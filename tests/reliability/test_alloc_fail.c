@@ -1,7 +1,7 @@
 /* test_alloc_fail.c - every allocation of a load, a context and an evaluation,
  * of a head load and its decisions, of an adapter load and application, of
- * a schema load and an extraction, and of a tagger head with sparse features
- * and its extraction fails in turn (malloc, calloc and
+ * a schema load and an extraction, of a tagger head with sparse features
+ * and its extraction, of extraction pipelines and of a bundle fails in turn (malloc, calloc and
  * realloc are wrapped at link time): each run must end in a clean error,
  * never a crash, and free everything (ASan's leak check runs at exit in CI). */
 #include <setjmp.h>
@@ -250,6 +250,60 @@ static pd_status tagger_scenario(pd_error *err)
     return rc;
 }
 
+/* Extraction pipelines: generation relabelled by a pointer head with two
+ * reviews in flight, and a tagger head with sparse features; each extracts
+ * two reviews at once. */
+static pd_status pipeline_scenario(pd_error *err)
+{
+    static const char *const reviews[2] = {"很好，超值，很好用", "包装很好用，味道超值！物流快快快。"};
+    const size_t lens[2] = {strlen(reviews[0]), strlen(reviews[1])};
+    snprintf(path_buf, sizeof path_buf, "%s/head-a-pointer", heads_dir);
+    pd_head *pointer = pd_head_load(path_buf, head_model, err);
+    snprintf(path_buf, sizeof path_buf, "%s/head-pair-features", tagger_dir);
+    pd_head *tagger = pointer ? pd_head_load(path_buf, tagger_model, err) : NULL;
+    pd_schema *schema = tagger ? pd_schema_load(schema_path, err) : NULL;
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    pp.n_ctx = 256;
+    pp.parallel = 2;
+    pp.extract.max_tokens = 12;
+    pd_pipeline *relabel = schema ? pd_pipeline_new(head_model, schema, pointer, &pp, err) : NULL;
+    pp = pd_pipeline_default_params();
+    pp.n_ctx = 128;
+    pd_pipeline *tag = relabel ? pd_pipeline_new(tagger_model, schema, tagger, &pp, err) : NULL;
+    pd_status rc = tag ? PD_OK : err->code;
+    pd_pipeline *both[2] = {relabel, tag};
+    for (int k = 0; k < 2 && !rc; k++) {
+        pd_extraction *outs[2] = {NULL, NULL};
+        rc = pd_pipeline_extract_many(both[k], reviews, lens, 2, outs, NULL, err);
+        pd_extraction_free(outs[0]);
+        pd_extraction_free(outs[1]);
+    }
+    pd_pipeline_free(tag);
+    pd_pipeline_free(relabel);
+    pd_schema_free(schema);
+    pd_head_free(tagger);
+    pd_head_free(pointer);
+    return rc;
+}
+
+/* A model opened with pd_bundle_open and an adapter applied. */
+static pd_status bundle_scenario(pd_error *err)
+{
+    char model[1024], adapter[1024];
+    snprintf(model, sizeof model, "%s/gqa-hf-f32", adapters_dir);
+    snprintf(adapter, sizeof adapter, "%s/adapter-gqa-all7-r2", adapters_dir);
+    const char *list[1] = {adapter};
+    pd_bundle_params p = pd_bundle_default_params();
+    p.adapters = list;
+    p.n_adapters = 1;
+    pd_bundle *b = pd_bundle_open(model, &p, err);
+    pd_status rc = b ? PD_OK : err->code;
+    pd_bundle_free(b);
+    return rc;
+}
+
+static void test_pipeline(void **state) { (void)state; fail_each_allocation(pipeline_scenario, "extraction pipelines"); }
+static void test_bundle(void **state) { (void)state; fail_each_allocation(bundle_scenario, "bundle with an adapter"); }
 static void test_heads(void **state) { (void)state; fail_each_allocation(heads_scenario, "heads and decisions"); }
 static void test_tagger(void **state)
 {
@@ -308,6 +362,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_adapters),
         cmocka_unit_test(test_extract),
         cmocka_unit_test(test_tagger),
+        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_bundle),
     };
     int rc = cmocka_run_group_tests_name("alloc_fail", tests, NULL, NULL);
     pd_model_free(tagger_model);
