@@ -40,7 +40,7 @@ int cmd_bench(cli_args *a)
     if (!model) return cli_fail(&err);
     double load_s = cli_seconds() - t0;
     const pd_config *c = pd_model_config(model);
-    pd_context_params cp = {n_prompt + n_gen, threads, 512, 0, kv_type};
+    pd_context_params cp = {.n_ctx = n_prompt + n_gen, .n_threads = threads, .n_batch = 512, .kv_type = kv_type};
     pd_context *ctx = pd_context_new(model, &cp, &err);
     if (!ctx) {
         pd_model_free(model);

@@ -17,7 +17,7 @@ int cmd_generate(cli_args *a)
 {
     const char *prompt = cli_opt(a, "--prompt");
     if (!prompt) return cli_usage(a, "--prompt TEXT is required");
-    pd_generate_params gp = {pd_sampler_default_params(), 0, cli_flag(a, "--chat")};
+    pd_generate_params gp = {.sampler = pd_sampler_default_params(), .chat = cli_flag(a, "--chat")};
     double temp = 0.0, top_p = 1.0;
     int32_t seed = 0;
     if (cli_int_opt(a, "--max-tokens", 128, 0, 1 << 30, &gp.max_tokens) ||

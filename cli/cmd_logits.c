@@ -15,7 +15,7 @@ static int cmd_logits_or_hidden(cli_args *a, bool hidden)
     if (rc == 0 && n == 0) rc = cli_usage(a, "--ids 1,2,3 is required");
     if (rc == 0) {
         pd_error err;
-        pd_batch b = {ids, (int32_t)n, NULL, NULL, NULL, 0, !hidden};
+        pd_batch b = {.tokens = ids, .n_tokens = (int32_t)n, .want_logits = !hidden};
         if (hidden) {
             rows = malloc(n * sizeof *rows);
             if (!rows) rc = cli_failf("out of memory");

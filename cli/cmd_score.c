@@ -86,7 +86,7 @@ static int bench(pd_decider *d, const cli_model *cm, const pd_decision *first, c
     double best[N_TIMED][2], start[2];
     for (int k = 0; k < N_TIMED; k++) best[k][0] = best[k][1] = INFINITY;
     pd_error err;
-    pd_context_params cp = {first->prompt_tokens, o->threads, 0, 0, PD_KV_AUTO};
+    pd_context_params cp = {.n_ctx = first->prompt_tokens, .n_threads = o->threads, .kv_type = PD_KV_AUTO};
     pd_context *ctx = pd_context_new(cm->model, &cp, &err);
     int rc = ctx ? 0 : cli_fail(&err);
     for (int32_t r = 0; rc == 0 && r < o->bench_reps; r++) {

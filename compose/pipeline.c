@@ -32,7 +32,7 @@ struct pd_pipeline {
 
 pd_pipeline_params pd_pipeline_default_params(void)
 {
-    return (pd_pipeline_params){.extract = pd_extract_default_params(), .n_threads = 1};
+    return (pd_pipeline_params){.extract = pd_extract_default_params(), .n_threads = 0};
 }
 
 void pd_pipeline_free(pd_pipeline *p)
@@ -89,7 +89,7 @@ static pd_status choose_path(pd_pipeline *p, const pd_pipeline_params *pp, pd_er
  * run on slots[0]'s scratch and threads). */
 static pd_status open_slots(pd_pipeline *p, const pd_model *model, const pd_pipeline_params *pp, pd_error *err)
 {
-    int32_t threads = pp->n_threads > 0 ? pp->n_threads : 1;
+    int32_t threads = pp->n_threads > 0 ? pp->n_threads : pd_cpu_count();
     p->parallel = p->path == PD_PIPELINE_TAG ? 1
                   : pp->parallel > 0         ? pp->parallel
                   : 2 * threads < PARALLEL_DEFAULT_MAX ? 2 * threads

@@ -83,14 +83,14 @@ typedef enum pd_pipeline_path {
 typedef struct pd_pipeline_params {
     pd_extract_params extract; /* generation's limits, sampler and speculation; a tagger head takes
                                   only the defaults (another value: PD_ERR_ARG naming it) */
-    int32_t n_threads;         /* threads of each forward pass; 0 = 1 */
+    int32_t n_threads;         /* threads of each forward pass; 0 = pd_cpu_count() (pd_context_params) */
     int32_t n_ctx;             /* each context's length; 0 = min(model max, 4096) */
     int32_t parallel;          /* generation: texts in flight; 0 = 2 a thread, at most 16. A tagger
                                   head takes 0 or 1 (one pass a text) */
     size_t max_bytes;          /* memory budget of the main context (pd_context_params); 0 = none */
 } pd_pipeline_params;
 
-/* extract as pd_extract_default_params, one thread, the default context, parallel 0. */
+/* extract as pd_extract_default_params, every core (n_threads 0), the default context, parallel 0. */
 PD_API pd_pipeline_params pd_pipeline_default_params(void);
 /* A pipeline (params NULL: the defaults). Refused: no model or schema, a
  * negative param, a generation option or parallel > 1 with a tagger head, a

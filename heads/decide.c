@@ -20,7 +20,7 @@ struct pd_decider {
 
 pd_decider_params pd_decider_default_params(void)
 {
-    pd_decider_params p = {PD_LAYOUT_DEFAULT, 1, 0, 0};
+    pd_decider_params p = {.layout = PD_LAYOUT_DEFAULT, .n_threads = 0};
     return p;
 }
 
@@ -63,7 +63,7 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
         free(d);
         return NULL;
     }
-    pd_context_params cp = {p.n_ctx, p.n_threads, 0, p.max_bytes, PD_KV_AUTO};
+    pd_context_params cp = {.n_ctx = p.n_ctx, .n_threads = p.n_threads, .max_bytes = p.max_bytes, .kv_type = PD_KV_AUTO};
     if (!(d->ctx = pd_context_new(model, &cp, err))) {
         free(d);
         return NULL;
@@ -359,8 +359,9 @@ static pd_status run_decision(pd_decider *d, const prompt *p, int32_t b0, pd_dec
     if (d->layout == PD_LAYOUT_PARALLEL && !(vis = parallel_mask(p, b0, err))) rc = err ? err->code : PD_ERR_NOMEM;
     if (!rc) rc = pd_context_kv_truncate(d->ctx, b0, err);
     if (!rc) {
-        pd_batch b = {p->tok.v + b0, (int32_t)p->tok.n - b0, p->pos + b0, vis, rows, n_rows,
-                      d->type == PD_HEAD_VERBALIZER};
+        pd_batch b = {.tokens = p->tok.v + b0, .n_tokens = (int32_t)p->tok.n - b0, .positions = p->pos + b0,
+                      .visible = vis, .outputs = rows, .n_outputs = n_rows,
+                      .want_logits = d->type == PD_HEAD_VERBALIZER};
         d->passes++;
         dec->forward_passes++;
         rc = pd_eval(d->ctx, &b, err);
@@ -437,7 +438,7 @@ pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err)
     if (!rc && !ivec_push(&v, d->markers[PD_MK_MIDDLE])) rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
     if (!rc) rc = pd_context_kv_truncate(d->ctx, 0, err);
     if (!rc) {
-        pd_batch b = {v.v, (int32_t)v.n, NULL, NULL, NULL, 0, 0};
+        pd_batch b = {.tokens = v.v, .n_tokens = (int32_t)v.n};
         d->passes++;
         rc = pd_eval(d->ctx, &b, err);
     }

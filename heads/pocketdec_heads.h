@@ -62,7 +62,7 @@ PD_API const char *const *pd_head_labels(const pd_head *head, int32_t *n);
 
 typedef struct pd_decider_params {
     pd_layout layout;  /* DEFAULT: the head's layout (sequential without a head) */
-    int32_t n_threads; /* 0 = 1 */
+    int32_t n_threads; /* 0 = pd_cpu_count() (pd_context_params) */
     int32_t n_ctx;     /* 0 = min(model max, 4096) */
     size_t max_bytes;  /* memory budget of the decider's context (see pd_context_params); 0 = none */
 } pd_decider_params;
@@ -71,7 +71,7 @@ typedef struct pd_decider_params {
  * head may have): more give PD_ERR_LIMIT before anything is tokenized. */
 #define PD_MAX_CANDIDATES 4096
 
-/* Layout DEFAULT, one thread, the default context length. */
+/* Layout DEFAULT, every core (n_threads 0), the default context length. */
 PD_API pd_decider_params pd_decider_default_params(void);
 
 /* A decider: one context over model plus a head (NULL: LM verbalizer).

@@ -236,7 +236,8 @@ typedef enum pd_kv_type { PD_KV_AUTO = 0, PD_KV_F32 = 1, PD_KV_F16 = 2 } pd_kv_t
 
 typedef struct pd_context_params {
     int32_t n_ctx;     /* KV cache length in tokens; 0 = min(model max, 4096) */
-    int32_t n_threads; /* threads, the caller's included; 0 = 1; at most pd_cpu_count() run */
+    int32_t n_threads; /* threads, the caller's included; 0 = pd_cpu_count() (the default everywhere:
+                          the command's --threads, Python's threads=None); at most pd_cpu_count() run */
     int32_t n_batch;   /* tokens per prefill chunk; 0 = 256 */
     size_t max_bytes;  /* memory budget of the context (KV cache, scratch, kept outputs); 0 = none */
     pd_kv_type kv_type; /* KV cache element type; PD_KV_AUTO (0) as above */

@@ -67,7 +67,7 @@ void pd_extractor_free(pd_extractor *ex)
 
 pd_extract_params pd_extract_default_params(void)
 {
-    pd_extract_params p = {pd_sampler_default_params(), 0, 0, -1, PD_SPECULATE_DEFAULT};
+    pd_extract_params p = {.sampler = pd_sampler_default_params(), .sparse_head = -1, .speculate = PD_SPECULATE_DEFAULT};
     return p;
 }
 
@@ -171,7 +171,7 @@ static bool use_sparse(const decoder *d, int32_t n)
 /* The next evaluation: tokens, with full logits only when the next step needs them. */
 static void prepare(decoder *d, const int32_t *ids, int32_t n, bool full)
 {
-    d->next = (pd_batch){ids, n, NULL, NULL, NULL, 0, full};
+    d->next = (pd_batch){.tokens = ids, .n_tokens = n, .want_logits = full};
     d->row = 0;
     d->n_rows = 1;
     d->full = full;
@@ -246,7 +246,7 @@ static void prepare_draft(decoder *d, int32_t k, bool full, pd_extraction *x)
     for (int32_t j = 0; j <= k; j++) d->rows[j] = j;
     /* the sparse head reads only the allowed rows of each (unless the caller said never) */
     d->full = d->p.sparse_head == 0;
-    d->next = (pd_batch){d->batch, 1 + k, NULL, NULL, d->rows, 1 + k, d->full};
+    d->next = (pd_batch){.tokens = d->batch, .n_tokens = 1 + k, .outputs = d->rows, .n_outputs = 1 + k, .want_logits = d->full};
     d->row = 0;
     d->n_rows = 1 + k;
     x->n_drafted += k;
@@ -509,7 +509,7 @@ static void finish_text(many *m, int32_t k, pd_status rc, pd_error *e)
 {
     int32_t i = m->text_of[k];
     rc = decoder_close(&m->slot[k], rc, &m->outs[i], e);
-    if (m->errs) m->errs[i] = rc ? *e : (pd_error){PD_OK, ""};
+    if (m->errs) m->errs[i] = rc ? *e : (pd_error){.code = PD_OK};
     if (rc && (m->first_failed < 0 || i < m->first_failed)) {
         m->first_failed = i;
         m->first_rc = rc;

@@ -7,7 +7,7 @@
 
 pd_context_params pd_context_default_params(void)
 {
-    pd_context_params p = {0, 1, 256, 0, PD_KV_AUTO};
+    pd_context_params p = {.n_ctx = 0, .n_threads = 0, .n_batch = 256, .max_bytes = 0, .kv_type = PD_KV_AUTO};
     return p;
 }
 
@@ -46,7 +46,7 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
     if (p->n_ctx > c->max_positions)
         return pdi_set_error(err, PD_ERR_RANGE, "%s: context of %d tokens asked, the model supports %d", model->source,
                              p->n_ctx, c->max_positions);
-    if (p->n_threads == 0) p->n_threads = 1;
+    if (p->n_threads == 0) p->n_threads = pd_cpu_count(); /* the one default: every core this process may use */
     if (p->n_batch == 0) p->n_batch = 256;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
     if (p->kv_type == PD_KV_AUTO) p->kv_type = pd_dtype_is_block(c->n_layers ? model->layers[0].wk.dtype : PD_F32)
@@ -288,8 +288,8 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
         pdi_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
         return NULL;
     }
-    pd_context_params p = {src->n_ctx, pdi_pool_size(src->pool), src->n_batch, src->max_bytes,
-                           src->kv_f16 ? PD_KV_F16 : PD_KV_F32};
+    pd_context_params p = {.n_ctx = src->n_ctx, .n_threads = pdi_pool_size(src->pool), .n_batch = src->n_batch,
+                           .max_bytes = src->max_bytes, .kv_type = src->kv_f16 ? PD_KV_F16 : PD_KV_F32};
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
     /* the blocks that hold the used positions, the last one in full */

@@ -698,7 +698,7 @@ pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
 
 pd_status pd_eval_tokens(pd_context *ctx, const int32_t *ids, int32_t n_ids, pd_error *err)
 {
-    pd_batch b = {ids, n_ids, NULL, NULL, NULL, 0, 1};
+    pd_batch b = {.tokens = ids, .n_tokens = n_ids, .want_logits = 1};
     return pd_eval(ctx, &b, err);
 }
 

@@ -33,7 +33,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     if (text) *text = NULL;
     if (!tok) return pdi_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to read a text prompt", m->source);
     if (!prompt) return pdi_set_error(err, PD_ERR_ARG, "pd_generate: no prompt");
-    pd_generate_params p = {pd_sampler_default_params(), 0, 0};
+    pd_generate_params p = {.sampler = pd_sampler_default_params()};
     if (params) p = *params;
     if (p.max_tokens < 0) return pdi_set_error(err, PD_ERR_ARG, "pd_generate: max_tokens %d is negative", p.max_tokens);
 

@@ -6,7 +6,7 @@
 
 pd_sampler_params pd_sampler_default_params(void)
 {
-    pd_sampler_params p = {0.0f, 0, 1.0f, 0};
+    pd_sampler_params p = {.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .seed = 0};
     return p;
 }
 

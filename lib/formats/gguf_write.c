@@ -351,7 +351,7 @@ pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quan
         rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     if (rc == PD_OK) rc = plan_tensors(&st, &cfg, q->dtype, t, &n, err);
     if (rc == PD_OK) rc = write_file(path, hf_dir, &cfg, q, &v, t, n, &bytes, err);
-    if (rc == PD_OK && stats) *stats = (pd_quantize_stats){(int32_t)n, bytes};
+    if (rc == PD_OK && stats) *stats = (pd_quantize_stats){.n_tensors = (int32_t)n, .n_bytes = bytes};
     free(t);
     vocab_free(&v);
     pdi_store_free(&st);

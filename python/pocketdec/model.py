@@ -114,13 +114,14 @@ class Model(Owner):
         model = Model("base", adapters=[("adapter", 1.0)], quantize="q8_0", threads=2)
     """
 
-    def __init__(self, path, adapters=(), quantize=None, threads=2, *, layout="auto", adapter_mode="auto"):
+    def __init__(self, path, adapters=(), quantize=None, threads=None, *, layout="auto", adapter_mode="auto"):
         """adapters: PEFT LoRA directories, each a path or a (path, weight) pair, applied in
         order (after a bundle's adapter/). quantize: None, "q8_0", "q4_0", "q4_1" or "q4_64"
-        (float weights quantized as they load). threads: the threads of each forward pass
-        (at most the cores this process may use run). layout: "auto" or "file" (how
+        (float weights quantized as they load). threads: the threads of each forward pass;
+        None: every core this process may use (pd_cpu_count(), the library's and the
+        command's default too; at most that many run). layout: "auto" or "file" (how
         block-quantized weights are held). adapter_mode: "auto", "merge" or "runtime"."""
-        self.threads = _lib.positive(threads, "threads")
+        self.threads = pd.pd_cpu_count() if threads is None else _lib.positive(threads, "threads")
         params = _lib.ModelParams(choice(_LAYOUT, layout, "layout"), choice(_QUANT, quantize, "quantize"))
         mode = choice(_APPLY, adapter_mode, "adapter_mode")
         stack = [(d, 1.0) for d in [bundle_part(path, "adapter")] if d] + _adapter_list(adapters)

@@ -1,0 +1,67 @@
+/* struct_layout.c - the size and field offsets of every public struct the
+ * Python package mirrors with ctypes, as the C compiler lays them out, in
+ * JSON (test_layout.py compares them with the ctypes structs). */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "pocketdec.h"
+#include "tianchi_eval.h"
+
+static int first_struct = 1, first_field;
+
+#define STRUCT(T)                                                                        \
+    printf("%s\"%s\": {\"size\": %zu, \"fields\": {", first_struct ? "" : ", ", #T, sizeof(T)); \
+    first_struct = 0;                                                                    \
+    first_field = 1
+#define FIELD(T, f)                                                                      \
+    printf("%s\"%s\": %zu", first_field ? "" : ", ", #f, offsetof(T, f));               \
+    first_field = 0
+#define END() printf("}}")
+
+int main(void)
+{
+    printf("{");
+    STRUCT(pd_error); FIELD(pd_error, code); FIELD(pd_error, message); END();
+    STRUCT(te_error); FIELD(te_error, code); FIELD(te_error, message); END();
+    STRUCT(pd_config);
+    FIELD(pd_config, n_layers); FIELD(pd_config, hidden); FIELD(pd_config, n_heads); FIELD(pd_config, n_kv_heads);
+    FIELD(pd_config, head_dim); FIELD(pd_config, ffn); FIELD(pd_config, vocab); FIELD(pd_config, max_positions);
+    FIELD(pd_config, rope_theta); FIELD(pd_config, rms_eps); FIELD(pd_config, tied_embeddings);
+    FIELD(pd_config, bos_id); FIELD(pd_config, eos_id); END();
+    STRUCT(pd_model_params); FIELD(pd_model_params, layout); FIELD(pd_model_params, quantize); END();
+    STRUCT(pd_context_params);
+    FIELD(pd_context_params, n_ctx); FIELD(pd_context_params, n_threads); FIELD(pd_context_params, n_batch);
+    FIELD(pd_context_params, max_bytes); FIELD(pd_context_params, kv_type); END();
+    STRUCT(pd_batch);
+    FIELD(pd_batch, tokens); FIELD(pd_batch, n_tokens); FIELD(pd_batch, positions); FIELD(pd_batch, visible);
+    FIELD(pd_batch, outputs); FIELD(pd_batch, n_outputs); FIELD(pd_batch, want_logits); END();
+    STRUCT(pd_decider_params);
+    FIELD(pd_decider_params, layout); FIELD(pd_decider_params, n_threads); FIELD(pd_decider_params, n_ctx);
+    FIELD(pd_decider_params, max_bytes); END();
+    STRUCT(pd_decision);
+    FIELD(pd_decision, n_candidates); FIELD(pd_decision, probs); FIELD(pd_decision, scores);
+    FIELD(pd_decision, mean_logprob); FIELD(pd_decision, label_index); FIELD(pd_decision, forward_passes);
+    FIELD(pd_decision, prompt_tokens); FIELD(pd_decision, tokens); FIELD(pd_decision, positions);
+    FIELD(pd_decision, query_index); FIELD(pd_decision, key_index); END();
+    STRUCT(pd_sampler_params);
+    FIELD(pd_sampler_params, temperature); FIELD(pd_sampler_params, top_k); FIELD(pd_sampler_params, top_p);
+    FIELD(pd_sampler_params, seed); END();
+    STRUCT(pd_extract_params);
+    FIELD(pd_extract_params, sampler); FIELD(pd_extract_params, max_records); FIELD(pd_extract_params, max_tokens);
+    FIELD(pd_extract_params, sparse_head); FIELD(pd_extract_params, speculate); END();
+    STRUCT(pd_record); FIELD(pd_record, values); END();
+    STRUCT(pd_pipeline_params);
+    FIELD(pd_pipeline_params, extract); FIELD(pd_pipeline_params, n_threads); FIELD(pd_pipeline_params, n_ctx);
+    FIELD(pd_pipeline_params, parallel); FIELD(pd_pipeline_params, max_bytes); END();
+    STRUCT(pd_extraction);
+    FIELD(pd_extraction, n_fields); FIELD(pd_extraction, n_records); FIELD(pd_extraction, records);
+    FIELD(pd_extraction, n_prompt_tokens); FIELD(pd_extraction, n_tokens); FIELD(pd_extraction, stop);
+    FIELD(pd_extraction, n_sparse); FIELD(pd_extraction, mask_us); FIELD(pd_extraction, n_cached_tokens);
+    FIELD(pd_extraction, n_forward); FIELD(pd_extraction, n_drafted); FIELD(pd_extraction, n_accepted);
+    FIELD(pd_extraction, n_copies_drafted); FIELD(pd_extraction, n_copies_kept); END();
+    STRUCT(te_quad);
+    FIELD(te_quad, id); FIELD(te_quad, aspect); FIELD(te_quad, opinion); FIELD(te_quad, category);
+    FIELD(te_quad, polarity); END();
+    printf("}\n");
+    return 0;
+}
