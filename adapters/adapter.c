@@ -212,7 +212,7 @@ pd_adapter *pd_adapter_load(const char *dir, pd_error *err)
     pd_error local;
     if (!err) err = &local;
     if (!dir || !*dir) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_adapter_load: no directory given");
+        pdi_set_error(err, PD_ERR_ARG, "adapter: no directory given");
         return NULL;
     }
     pd_adapter *a = calloc(1, sizeof *a);
@@ -293,14 +293,14 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
                                   size_t n, pd_apply_mode mode, pd_error *err)
 {
     if (!base || (n > 0 && !adapters) || mode < PD_APPLY_AUTO || mode > PD_APPLY_RUNTIME) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_model_apply_adapters: no base model, no adapters or an unknown mode");
+        pdi_set_error(err, PD_ERR_ARG, "applying adapters: no base model, no adapters or an unknown mode");
         return NULL;
     }
     const pd_config *c = pd_model_config(base);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (!adapters[i]) {
-            pdi_set_error(err, PD_ERR_ARG, "pd_model_apply_adapters: adapter %zu is NULL", i);
+            pdi_set_error(err, PD_ERR_ARG, "applying adapters: adapter %zu is NULL", i);
             return NULL;
         }
         if (weights && !isfinite(weights[i])) {
@@ -317,7 +317,7 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
     char **names = calloc(total ? total : 1, sizeof *names);
     pd_model *m = NULL;
     if (!u || !names) {
-        pdi_set_error(err, PD_ERR_NOMEM, "pd_model_apply_adapters: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "applying adapters: out of memory");
         goto done;
     }
     size_t j = 0;
@@ -327,7 +327,7 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
             const target *t = &a->targets[k];
             size_t len = strlen(t->module) + sizeof ".weight";
             if (!(names[j] = malloc(len))) {
-                pdi_set_error(err, PD_ERR_NOMEM, "pd_model_apply_adapters: out of memory");
+                pdi_set_error(err, PD_ERR_NOMEM, "applying adapters: out of memory");
                 goto done;
             }
             snprintf(names[j], len, "%s.weight", t->module);

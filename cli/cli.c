@@ -252,16 +252,9 @@ void cli_print_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
-const char *cli_message(const pd_error *err)
-{
-    const char *msg = err->message;
-    size_t n = strspn(msg, "abcdefghijklmnopqrstuvwxyz0123456789_");
-    return strncmp(msg, "pd_", 3) == 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
-}
-
 int cli_fail(const pd_error *err)
 {
-    fprintf(stderr, "pocketdec: %s\n", cli_message(err));
+    fprintf(stderr, "pocketdec: %s\n", err->message);
     return 1;
 }
 

@@ -77,11 +77,8 @@ void cli_print_floats(FILE *f, const float *v, int64_t n);
 /* A JSON string of bytes; invalid UTF-8 sequences become U+FFFD. */
 void cli_print_json_string(FILE *f, const char *s, size_t len);
 
-/* The library's message without the C function that some of them begin
- * with ("pd_decide: no candidates" -> "no candidates"): a command's user
- * called no such function. */
-const char *cli_message(const pd_error *err);
-/* Print "pocketdec: message" (cli_message) on stderr and return 1. */
+/* Print "pocketdec: message" (the library's messages name files and values,
+ * never its C functions) on stderr and return 1. */
 int cli_fail(const pd_error *err);
 int cli_failf(const char *fmt, ...);
 /* Print a usage error for the subcommand and return 2. */

@@ -114,7 +114,7 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
     size_t len = 0;
     pd_error err;
     if (pd_extraction_format(s->schema, x, w->id, s->fmt, &text, &len, &err)) {
-        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, cli_message(&err));
+        fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, err.message);
         s->failed++;
         return 0;
     }
@@ -143,7 +143,7 @@ static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, p
 {
     if (!x) {
         /* the id stays in the output (no quadruple), so nothing is lost */
-        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, cli_message(err));
+        fprintf(stderr, "pocketdec: %s:%ld: id %s: %s\n", r->name, w->line, w->id, err->message);
         s->failed++;
     }
     s->reviews++;

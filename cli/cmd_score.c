@@ -118,7 +118,7 @@ static int score_one(pd_decider *d, const pd_head *head, const cli_model *cm, co
 {
     pd_error err;
     pd_decision *dec = NULL;
-    if (pd_decide(d, text, q, cands, n, &dec, &err)) return where ? cli_failf("%s: %s", where, cli_message(&err)) : cli_fail(&err);
+    if (pd_decide(d, text, q, cands, n, &dec, &err)) return where ? cli_failf("%s: %s", where, err.message) : cli_fail(&err);
     int32_t n_labels = 0;
     const char *const *labels = n == 0 && head ? pd_head_labels(head, &n_labels) : cands;
     int rc = 0;

@@ -17,7 +17,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
             return cli_jsonl_fail(r);
         }
         if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err))
-            return cli_failf("%s:%ld: %s", r->name, r->line, cli_message(&err));
+            return cli_failf("%s:%ld: %s", r->name, r->line, err.message);
         cli_print_ids(stdout, ids, n);
         pd_free(ids);
         return 0;
@@ -27,7 +27,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
     size_t len = 0;
     int rc = 0;
     if (pd_tokenizer_decode(tok, ids, n, &text, &len, &err)) {
-        rc = cli_failf("%s:%ld: %s", r->name, r->line, cli_message(&err));
+        rc = cli_failf("%s:%ld: %s", r->name, r->line, err.message);
     } else {
         cli_print_json_string(stdout, text, len);
         fputc('\n', stdout);

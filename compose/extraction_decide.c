@@ -10,7 +10,7 @@
 
 static pd_status out_of_memory(pd_error *err)
 {
-    return pdi_set_error(err, PD_ERR_NOMEM, "pd_extraction_decide: out of memory");
+    return pdi_set_error(err, PD_ERR_NOMEM, "relabelling records: out of memory");
 }
 
 /* Ask d about record rec and give it the most probable candidate's labels. */
@@ -33,12 +33,12 @@ static pd_status relabel(pd_decider *d, const pd_schema *sc, pd_record *rec, pd_
 
 pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *text, pd_extraction *x, pd_error *err)
 {
-    if (!d || !sc || !text || !x) return pdi_set_error(err, PD_ERR_ARG, "pd_extraction_decide: NULL argument");
+    if (!d || !sc || !text || !x) return pdi_set_error(err, PD_ERR_ARG, "relabelling records: NULL argument");
     if (!pdi_schema_has_decide(sc))
         return pdi_set_error(err, PD_ERR_ARG, "%s: the schema has no 'decide' section to relabel with",
                              pdi_schema_source(sc));
     if (x->n_fields != pd_schema_n_fields(sc))
-        return pdi_set_error(err, PD_ERR_ARG, "pd_extraction_decide: the extraction has %d fields, %s has %d",
+        return pdi_set_error(err, PD_ERR_ARG, "relabelling records: the extraction has %d fields, %s has %d",
                              x->n_fields, pdi_schema_source(sc), pd_schema_n_fields(sc));
     if (x->n_records == 0) return PD_OK; /* nothing to ask: no model call */
     pd_status rc = pd_decider_set_text(d, text, err);

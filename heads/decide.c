@@ -28,12 +28,12 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
                            pd_error *err)
 {
     if (!model) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_decider_new: no model");
+        pdi_set_error(err, PD_ERR_ARG, "decider: no model");
         return NULL;
     }
     pd_decider_params p = params ? *params : pd_decider_default_params();
     if (p.layout < PD_LAYOUT_DEFAULT || p.layout > PD_LAYOUT_PARALLEL) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_decider_new: unknown layout %d", (int)p.layout);
+        pdi_set_error(err, PD_ERR_ARG, "decider: unknown layout %d", (int)p.layout);
         return NULL;
     }
     if (head && head->type == PD_HEAD_TAGGER) {
@@ -49,7 +49,7 @@ pd_decider *pd_decider_new(const pd_model *model, const pd_head *head, const pd_
     }
     pd_decider *d = calloc(1, sizeof *d);
     if (!d) {
-        pdi_set_error(err, PD_ERR_NOMEM, "pd_decider_new: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "decider: out of memory");
         return NULL;
     }
     d->model = model;
@@ -159,7 +159,7 @@ static pd_status build_prompt(const pd_decider *d, const char *text, const char 
         size_t before = p->tok.n;
         if ((rc = append_text(&p->tok, tok, cands[i], "candidate", err))) return rc;
         if (d->type == PD_HEAD_VERBALIZER && p->tok.n == before)
-            return pdi_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is empty (nothing to score)", i);
+            return pdi_set_error(err, PD_ERR_ARG, "decision: candidate %d is empty (nothing to score)", i);
         if (d->type == PD_HEAD_POINTER && !ivec_push(&p->tok, mk[PD_MK_CAND_END])) goto nomem;
     }
     p->block[p->n_blocks] = (int32_t)p->tok.n;
@@ -167,7 +167,7 @@ static pd_status build_prompt(const pd_decider *d, const char *text, const char 
         p->query = (int32_t)p->tok.n;
         if (!ivec_push(&p->tok, mk[PD_MK_SUFFIX])) goto nomem;
     }
-    if (p->tok.n > INT32_MAX / 2) return pdi_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt is too long");
+    if (p->tok.n > INT32_MAX / 2) return pdi_set_error(err, PD_ERR_CONTEXT, "decision: the prompt is too long");
     if (!(p->pos = malloc(p->tok.n * sizeof *p->pos))) goto nomem;
     /* Parallel: every block starts right after the prefix; the query keeps
      * its index (prefix + all candidate tokens), which no order changes. */
@@ -177,7 +177,7 @@ static pd_status build_prompt(const pd_decider *d, const char *text, const char 
             for (int32_t i = p->block[b]; i < p->block[b + 1]; i++) p->pos[i] = p->prefix_len + i - p->block[b];
     return PD_OK;
 nomem:
-    return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    return pdi_set_error(err, PD_ERR_NOMEM, "decision: out of memory");
 }
 
 /* The tree mask of the batch that starts at prompt index b0: prefix and
@@ -191,7 +191,7 @@ static uint8_t *parallel_mask(const prompt *p, int32_t b0, pd_error *err)
     if (!group || !vis) {
         free(group);
         free(vis);
-        pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory for a mask of %zu tokens", n);
+        pdi_set_error(err, PD_ERR_NOMEM, "decision: out of memory for a mask of %zu tokens", n);
         return NULL;
     }
     for (size_t i = 0; i < p->tok.n; i++) group[i] = -1;
@@ -214,7 +214,7 @@ static pd_status score_pointer(pd_decider *d, const prompt *p, pd_decision *dec,
 {
     const pd_head *h = d->head;
     double *q = malloc((size_t)h->head_dim * 2 * sizeof *q);
-    if (!q) return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    if (!q) return pdi_set_error(err, PD_ERR_NOMEM, "decision: out of memory");
     double *k = q + h->head_dim;
     /* kept rows: the end marker of each candidate, then the query */
     pdi_head_affine(h->wq, h->bq, pd_context_hidden(d->ctx, p->n_blocks), h->head_dim, h->hidden, q);
@@ -350,11 +350,11 @@ static pd_status run_decision(pd_decider *d, const prompt *p, int32_t b0, pd_dec
 {
     /* before the mask (tokens squared bytes) is made */
     if (p->tok.n > (size_t)pd_context_n_ctx(d->ctx))
-        return pdi_set_error(err, PD_ERR_CONTEXT, "pd_decide: the prompt's %zu tokens do not fit the context of %d",
+        return pdi_set_error(err, PD_ERR_CONTEXT, "decision: the prompt's %zu tokens do not fit the context of %d",
                              p->tok.n, pd_context_n_ctx(d->ctx));
     uint8_t *vis = NULL;
     int32_t n_rows = 0, *rows = kept_rows(d, p, b0, &n_rows);
-    if (!rows) return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    if (!rows) return pdi_set_error(err, PD_ERR_NOMEM, "decision: out of memory");
     pd_status rc = PD_OK;
     if (d->layout == PD_LAYOUT_PARALLEL && !(vis = parallel_mask(p, b0, err))) rc = err ? err->code : PD_ERR_NOMEM;
     if (!rc) rc = pd_context_kv_truncate(d->ctx, b0, err);
@@ -379,20 +379,20 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
 {
     if (out) *out = NULL;
     if (!d || !question || !out || n_candidates < 0 || (n_candidates > 0 && !candidates))
-        return pdi_set_error(err, PD_ERR_ARG, "pd_decide: missing decider, question, candidates or output");
+        return pdi_set_error(err, PD_ERR_ARG, "decision: missing decider, question, candidates or output");
     if (n_candidates == 0 && d->type != PD_HEAD_CLASSIFIER)
-        return pdi_set_error(err, PD_ERR_ARG, "pd_decide: no candidates to score");
+        return pdi_set_error(err, PD_ERR_ARG, "decision: no candidates to score");
     if (n_candidates > PD_MAX_CANDIDATES)
-        return pdi_set_error(err, PD_ERR_LIMIT, "pd_decide: %d candidates, more than the limit of %d (PD_MAX_CANDIDATES)",
+        return pdi_set_error(err, PD_ERR_LIMIT, "decision: %d candidates, more than the limit of %d (PD_MAX_CANDIDATES)",
                              n_candidates, PD_MAX_CANDIDATES);
     for (int32_t i = 0; i < n_candidates; i++)
-        if (!candidates[i]) return pdi_set_error(err, PD_ERR_ARG, "pd_decide: candidate %d is NULL", i);
+        if (!candidates[i]) return pdi_set_error(err, PD_ERR_ARG, "decision: candidate %d is NULL", i);
     if (!text && !d->doc)
-        return pdi_set_error(err, PD_ERR_ARG, "pd_decide: no text and no document (see pd_decider_set_text)");
+        return pdi_set_error(err, PD_ERR_ARG, "decision: no text and no document (see pd_decider_set_text)");
     if (text) pd_decider_set_text(d, NULL, NULL); /* the prompt overwrites the document's cache */
     int32_t n = d->type == PD_HEAD_CLASSIFIER && n_candidates == 0 ? d->head->n_labels : n_candidates;
     pd_decision *dec = decision_new(d->type, n);
-    if (!dec) return pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+    if (!dec) return pdi_set_error(err, PD_ERR_NOMEM, "decision: out of memory");
     prompt p;
     pd_status rc = PD_OK;
     if (d->type == PD_HEAD_CLASSIFIER) rc = map_labels(d->head, candidates, n_candidates, dec, err);
@@ -402,7 +402,7 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
     /* the cache now starts with the text's document: keep it for text NULL
      * (failing here rather than leaving a later call without its document) */
     if (!rc && text && !(d->doc = malloc((size_t)p.doc_len * sizeof *d->doc)))
-        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_decide: out of memory");
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "decision: out of memory");
     if (!rc) {
         softmax(dec);
         dec->prompt_tokens = (int32_t)p.tok.n;
@@ -427,7 +427,7 @@ pd_status pd_decide(pd_decider *d, const char *text, const char *question, const
 
 pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err)
 {
-    if (!d) return pdi_set_error(err, PD_ERR_ARG, "pd_decider_set_text: no decider");
+    if (!d) return pdi_set_error(err, PD_ERR_ARG, "decider text: no decider");
     free(d->doc);
     d->doc = NULL;
     d->doc_len = 0;
@@ -454,12 +454,12 @@ pd_status pd_decider_set_text(pd_decider *d, const char *text, pd_error *err)
 pd_decider *pd_decider_fork(const pd_decider *d, pd_error *err)
 {
     if (!d) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_decider_fork: no decider");
+        pdi_set_error(err, PD_ERR_ARG, "forking a decider: no decider");
         return NULL;
     }
     pd_decider *f = malloc(sizeof *f);
     if (!f) {
-        pdi_set_error(err, PD_ERR_NOMEM, "pd_decider_fork: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "forking a decider: out of memory");
         return NULL;
     }
     *f = *d;
@@ -467,7 +467,7 @@ pd_decider *pd_decider_fork(const pd_decider *d, pd_error *err)
     f->doc = NULL;
     if (d->doc && !(f->doc = malloc((size_t)d->doc_len * sizeof *f->doc))) {
         free(f);
-        pdi_set_error(err, PD_ERR_NOMEM, "pd_decider_fork: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "forking a decider: out of memory");
         return NULL;
     }
     if (d->doc) memcpy(f->doc, d->doc, (size_t)d->doc_len * sizeof *f->doc);

@@ -195,7 +195,7 @@ static pd_status load_tensors(pd_head *h, const char *path, pd_error *err)
 pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *err)
 {
     if (!dir || !model) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_head_load: no directory or no model");
+        pdi_set_error(err, PD_ERR_ARG, "head: no directory or no model");
         return NULL;
     }
     pd_head *h = calloc(1, sizeof *h);

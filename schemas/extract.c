@@ -21,7 +21,7 @@ struct pd_extractor {
 pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, pd_error *err)
 {
     if (!model || !schema) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_extractor_new: no model or no schema");
+        pdi_set_error(err, PD_ERR_ARG, "extractor: no model or no schema");
         return NULL;
     }
     const pd_tokenizer *tok = pd_model_tokenizer(model);
@@ -31,7 +31,7 @@ pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, p
     }
     pd_extractor *ex = calloc(1, sizeof *ex);
     if (!ex) {
-        pdi_set_error(err, PD_ERR_NOMEM, "pd_extractor_new: out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "extractor: out of memory");
         return NULL;
     }
     ex->model = model;
@@ -268,7 +268,7 @@ static pd_status choose(decoder *d, int32_t n, bool sparse, int32_t *id, pd_erro
         for (int32_t k = 0; k < n; k++) d->cand[k] = logits[d->allowed[k]];
     }
     int32_t k = pd_sample(d->cand, n, NULL, &d->p.sampler, &d->rng);
-    if (k < 0) return pdi_set_error(err, PD_ERR_INTERNAL, "pd_extract: no token to sample");
+    if (k < 0) return pdi_set_error(err, PD_ERR_INTERNAL, "extraction: no token to sample");
     *id = d->allowed[k];
     return PD_OK;
 }
@@ -279,7 +279,7 @@ static pd_status prompt_ids(const pd_extractor *ex, const char *text, size_t len
     const char *tpl = ex->schema->prompt, *at = strstr(tpl, "{text}");
     size_t pre = (size_t)(at - tpl), post = strlen(at + 6);
     char *full = malloc(pre + len + post + 1);
-    if (!full) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    if (!full) return pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     memcpy(full, tpl, pre);
     memcpy(full + pre, text, len);
     memcpy(full + pre + len, at + 6, post + 1);
@@ -352,7 +352,7 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
         bool repeated = false;
         for (size_t i = 0; i < blen && !repeated; i++) {
             if (!pdi_cstate_step(&d->con, &d->s, (uint8_t)bytes[i]))
-                return pdi_set_error(err, PD_ERR_INTERNAL, "pd_extract: token %d left the schema", id);
+                return pdi_set_error(err, PD_ERR_INTERNAL, "extraction: token %d left the schema", id);
             /* a token may end one record and start the next: check at each boundary */
             if ((d->s.phase == PD_PH_START && d->s.field == 0) || d->s.phase == PD_PH_DONE)
                 repeated = !keep_record(d, x, &d->s, &d->complete);
@@ -423,7 +423,7 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
     const pd_schema *sc = ex->schema;
     *d = (decoder){.ctx = ctx, .ex = ex, .p = *p, .rng = p->sampler.seed, .copy_drafts = true};
     *done = true;
-    if (!(d->x = calloc(1, sizeof *d->x))) return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+    if (!(d->x = calloc(1, sizeof *d->x))) return pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     d->x->n_fields = sc->n_fields;
     if (len == 0) return PD_OK; /* nothing to extract from: no records, no model call */
     pd_status rc = prompt_ids(ex, text, len, &d->ids, &d->n_ids, err);
@@ -438,7 +438,7 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
     d->batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
     d->x->mask_us = calloc((size_t)d->p.max_tokens + 1, sizeof *d->x->mask_us);
     if (!d->allowed || !d->cand || !d->out || !d->scratch || !d->batch || !d->x->mask_us)
-        return pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+        return pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     if ((rc = pdi_constraint_init(&d->con, sc, text, len, d->p.max_records, err))) return rc;
     d->x->n_prompt_tokens = (int32_t)d->n_ids;
     /* the prompt's tokens the cache already holds (the schema's text before
@@ -457,7 +457,7 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
 static pd_status decoder_close(decoder *d, pd_status rc, pd_extraction **out, pd_error *err)
 {
     if (!rc && d->x && add_records(d->x, d->ex->schema, (const char *)d->con.buf, d->complete))
-        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract: out of memory");
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     pdi_constraint_free(&d->con);
     free(d->ids);
     free(d->allowed);
@@ -475,7 +475,7 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
                      const pd_extract_params *params, pd_extraction **out, pd_error *err)
 {
     if (out) *out = NULL;
-    if (!ctx || !ex || (!text && len) || !out) return pdi_set_error(err, PD_ERR_ARG, "pd_extract: NULL argument");
+    if (!ctx || !ex || (!text && len) || !out) return pdi_set_error(err, PD_ERR_ARG, "extraction: NULL argument");
     pd_extract_params p = params ? *params : pd_extract_default_params();
     pd_status rc = resolve_params(ex, &p, "pd_extract", err);
     if (rc) return rc;
@@ -537,12 +537,12 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
                           pd_error *errs, pd_error *err)
 {
     if (!ctxs || n_ctxs <= 0 || !ex || n_texts < 0 || (n_texts > 0 && (!texts || !lens || !outs)))
-        return pdi_set_error(err, PD_ERR_ARG, "pd_extract_many: NULL argument, no contexts or a negative count");
+        return pdi_set_error(err, PD_ERR_ARG, "extraction of many texts: NULL argument, no contexts or a negative count");
     for (int32_t k = 0; k < n_ctxs; k++)
-        if (!ctxs[k]) return pdi_set_error(err, PD_ERR_ARG, "pd_extract_many: context %d is NULL", k);
+        if (!ctxs[k]) return pdi_set_error(err, PD_ERR_ARG, "extraction of many texts: context %d is NULL", k);
     for (int32_t i = 0; i < n_texts; i++) {
         outs[i] = NULL;
-        if (!texts[i] && lens[i]) return pdi_set_error(err, PD_ERR_ARG, "pd_extract_many: text %d is NULL", i);
+        if (!texts[i] && lens[i]) return pdi_set_error(err, PD_ERR_ARG, "extraction of many texts: text %d is NULL", i);
     }
     many m = {ctxs, ex, texts, lens, n_texts, 0, params ? *params : pd_extract_default_params(), outs, errs,
               .first_failed = -1};
@@ -556,7 +556,7 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
     int32_t *busy = malloc(((size_t)n_slots + 1) * sizeof *busy);
     for (int32_t k = 0; m.text_of && k < n_slots; k++) m.text_of[k] = -1; /* read by the cleanup below */
     if (!m.slot || !m.text_of || !on || !batches || !busy) {
-        rc = pdi_set_error(err, PD_ERR_NOMEM, "pd_extract_many: out of memory for %d slots", n_slots);
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "extraction of many texts: out of memory for %d slots", n_slots);
         goto done;
     }
     for (int32_t k = 0; k < n_slots; k++) fill_slot(&m, k);
@@ -596,7 +596,7 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
         rc = m.first_rc;
         if (err) {
             *err = m.first_err;
-            pdi_error_prefix(err, "pd_extract_many: text %d", m.first_failed);
+            pdi_error_prefix(err, "extraction of many texts: text %d", m.first_failed);
         }
     }
 done:

@@ -120,7 +120,7 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
                                char **text, size_t *len, pd_error *err)
 {
     if (text) *text = NULL;
-    if (!schema || !id || !text) return pdi_set_error(err, PD_ERR_ARG, "pd_extraction_format: NULL argument");
+    if (!schema || !id || !text) return pdi_set_error(err, PD_ERR_ARG, "writing records: NULL argument");
     if (x && x->n_fields != schema->n_fields)
         return pdi_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
                              schema->n_fields);
@@ -137,11 +137,11 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
         pdi_buf_append(&b, "\n", 1);
         free(s);
     } else {
-        return pdi_set_error(err, PD_ERR_ARG, "pd_extraction_format: unknown format %d", (int)fmt);
+        return pdi_set_error(err, PD_ERR_ARG, "writing records: unknown format %d", (int)fmt);
     }
     if (b.failed) {
         free(b.data);
-        return pdi_set_error(err, PD_ERR_NOMEM, "pd_extraction_format: out of memory");
+        return pdi_set_error(err, PD_ERR_NOMEM, "writing records: out of memory");
     }
     *text = b.data;
     if (len) *len = b.len;

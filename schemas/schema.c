@@ -335,7 +335,7 @@ pd_schema *pd_schema_load(const char *path, pd_error *err)
     char *data = NULL;
     size_t len = 0;
     if (!path) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_schema_load: no path");
+        pdi_set_error(err, PD_ERR_ARG, "schema: no path");
         return NULL;
     }
     if (pdi_read_file(path, &data, &len, err)) return NULL;

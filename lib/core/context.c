@@ -40,7 +40,7 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
     const pd_config *c = &model->cfg;
     if (p->n_ctx < 0 || p->n_threads < 0 || p->n_batch < 0 || p->n_threads > 256)
         return pdi_set_error(err, PD_ERR_ARG,
-                             "pd_context_new: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
+                             "context: negative or oversize parameter (n_ctx %d, n_threads %d, n_batch %d)",
                              p->n_ctx, p->n_threads, p->n_batch);
     if (p->n_ctx == 0) p->n_ctx = c->max_positions < 4096 ? c->max_positions : 4096;
     if (p->n_ctx > c->max_positions)
@@ -52,7 +52,7 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
     if (p->kv_type == PD_KV_AUTO) p->kv_type = pd_dtype_is_block(c->n_layers ? model->layers[0].wk.dtype : PD_F32)
                                                    ? PD_KV_F16 : PD_KV_F32;
     if (p->kv_type != PD_KV_F32 && p->kv_type != PD_KV_F16)
-        return pdi_set_error(err, PD_ERR_ARG, "pd_context_new: unknown KV cache type %d", (int)p->kv_type);
+        return pdi_set_error(err, PD_ERR_ARG, "context: unknown KV cache type %d", (int)p->kv_type);
     return PD_OK;
 }
 
@@ -186,7 +186,7 @@ static void free_qact(pd_qact *a)
 pd_context *pd_context_new(const pd_model *model, const pd_context_params *params, pd_error *err)
 {
     if (!model) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_context_new: no model");
+        pdi_set_error(err, PD_ERR_ARG, "context: no model");
         return NULL;
     }
     pd_context_params p = params ? *params : pd_context_default_params();
@@ -285,7 +285,7 @@ void pd_context_free(pd_context *ctx)
 pd_context *pd_context_fork(const pd_context *src, pd_error *err)
 {
     if (!src) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_context_fork: no context");
+        pdi_set_error(err, PD_ERR_ARG, "forking a context: no context");
         return NULL;
     }
     pd_context_params p = {.n_ctx = src->n_ctx, .n_threads = pdi_pool_size(src->pool), .n_batch = src->n_batch,
@@ -309,7 +309,7 @@ pd_kv_type pd_context_kv_type(const pd_context *ctx) { return ctx->kv_f16 ? PD_K
 pd_status pd_context_kv_truncate(pd_context *ctx, int32_t n, pd_error *err)
 {
     if (n < 0 || n > ctx->kv_len)
-        return pdi_set_error(err, PD_ERR_RANGE, "pd_context_kv_truncate: %d is outside [0, %d]", n, ctx->kv_len);
+        return pdi_set_error(err, PD_ERR_RANGE, "cache truncation: %d is outside [0, %d]", n, ctx->kv_len);
     ctx->kv_len = n;
     if (ctx->kv_plain > n) ctx->kv_plain = n;
     return PD_OK;

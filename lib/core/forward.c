@@ -472,7 +472,7 @@ static pd_status check_batch(const pd_context *ctx, const pd_batch *b, pd_error 
     const pd_config *c = &ctx->model->cfg;
     const char *src = ctx->model->source;
     if (!b || !b->tokens || b->n_tokens <= 0)
-        return pdi_set_error(err, PD_ERR_ARG, "pd_eval: empty batch");
+        return pdi_set_error(err, PD_ERR_ARG, "evaluation: empty batch");
     if (b->n_tokens > ctx->n_ctx - ctx->kv_len)
         return pdi_set_error(err, PD_ERR_CONTEXT, "%s: %d tokens do not fit: %d of the context's %d are in use", src,
                              b->n_tokens, ctx->kv_len, ctx->n_ctx);
@@ -488,21 +488,21 @@ static pd_status check_batch(const pd_context *ctx, const pd_batch *b, pd_error 
         size_t n = (size_t)b->n_tokens;
         for (size_t i = 0; i < n; i++) {
             if (!b->visible[i * n + i])
-                return pdi_set_error(err, PD_ERR_ARG, "pd_eval: token %zu of the batch must see itself", i);
+                return pdi_set_error(err, PD_ERR_ARG, "evaluation: token %zu of the batch must see itself", i);
             for (size_t j = i + 1; j < n; j++)
                 if (b->visible[i * n + j])
                     return pdi_set_error(err, PD_ERR_ARG,
-                                         "pd_eval: token %zu may not see the later token %zu (the mask must be lower-triangular)", i, j);
+                                         "evaluation: token %zu may not see the later token %zu (the mask must be lower-triangular)", i, j);
         }
     }
     if (b->n_outputs < 0 || (b->n_outputs > 0 && !b->outputs))
-        return pdi_set_error(err, PD_ERR_ARG, "pd_eval: %d outputs asked with no output list", b->n_outputs);
+        return pdi_set_error(err, PD_ERR_ARG, "evaluation: %d outputs asked with no output list", b->n_outputs);
     if (b->n_outputs > b->n_tokens) /* bounds the output buffers by the batch */
-        return pdi_set_error(err, PD_ERR_LIMIT, "pd_eval: %d outputs asked for a batch of %d tokens (at most one a token)",
+        return pdi_set_error(err, PD_ERR_LIMIT, "evaluation: %d outputs asked for a batch of %d tokens (at most one a token)",
                              b->n_outputs, b->n_tokens);
     for (int32_t k = 0; k < b->n_outputs; k++)
         if (b->outputs[k] < 0 || b->outputs[k] >= b->n_tokens)
-            return pdi_set_error(err, PD_ERR_RANGE, "pd_eval: output row %d is outside the batch of %d tokens",
+            return pdi_set_error(err, PD_ERR_RANGE, "evaluation: output row %d is outside the batch of %d tokens",
                                  b->outputs[k], b->n_tokens);
     return PD_OK;
 }
@@ -515,21 +515,21 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
         size_t hb, lb;
         if (!pd_mul_size((size_t)cap, (size_t)c->hidden * sizeof(float), &hb) ||
             !pd_mul_size((size_t)cap, (size_t)c->vocab * sizeof(float), &lb))
-            return pdi_set_error(err, PD_ERR_NOMEM, "pd_eval: %d outputs are too many", n);
+            return pdi_set_error(err, PD_ERR_NOMEM, "evaluation: %d outputs are too many", n);
         size_t out = hb + (logits ? lb : 0); /* the context's own bytes are within its budget */
         if (ctx->max_bytes && (out < hb || out > ctx->max_bytes - ctx->bytes))
             return pdi_set_error(err, PD_ERR_LIMIT,
-                                 "pd_eval: %d kept rows need %zu bytes of outputs; with the context's %zu bytes that "
+                                 "evaluation: %d kept rows need %zu bytes of outputs; with the context's %zu bytes that "
                                  "is over its budget of %zu bytes",
                                  cap, out, ctx->bytes, ctx->max_bytes);
         float *h = realloc(ctx->out_hidden, hb);
-        if (!h) return pdi_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for %d outputs", n);
+        if (!h) return pdi_set_error(err, PD_ERR_NOMEM, "evaluation: out of memory for %d outputs", n);
         ctx->out_hidden = h;
         free(ctx->out_logits);
         ctx->out_logits = NULL;
         if (logits && !(ctx->out_logits = malloc(lb))) {
             ctx->cap_outputs = 0;
-            return pdi_set_error(err, PD_ERR_NOMEM, "pd_eval: out of memory for the logits of %d outputs", n);
+            return pdi_set_error(err, PD_ERR_NOMEM, "evaluation: out of memory for the logits of %d outputs", n);
         }
         ctx->cap_outputs = cap;
     }
@@ -612,25 +612,25 @@ static pd_status check_many(const pd_context *lead, pd_context *const *ctxs, con
     if (!lead || !ctxs || !batches || n <= 0)
         return pdi_set_error(err, PD_ERR_ARG, "%s: no context or no batch", n == 1 ? "pd_eval" : "pd_eval_many");
     for (int32_t i = 0; i < n; i++) {
-        if (!ctxs[i]) return pdi_set_error(err, PD_ERR_ARG, "pd_eval_many: context %d is NULL", i);
+        if (!ctxs[i]) return pdi_set_error(err, PD_ERR_ARG, "joint evaluation: context %d is NULL", i);
         if (ctxs[i]->model != lead->model)
-            return pdi_set_error(err, PD_ERR_ARG, "pd_eval_many: context %d is of another model than the pass context", i);
+            return pdi_set_error(err, PD_ERR_ARG, "joint evaluation: context %d is of another model than the pass context", i);
         if (ctxs[i]->n_ctx > lead->n_ctx)
             return pdi_set_error(err, PD_ERR_ARG,
-                                 "pd_eval_many: context %d holds %d tokens, more than the pass context's %d (whose "
+                                 "joint evaluation: context %d holds %d tokens, more than the pass context's %d (whose "
                                  "scratch the passes use)", i, ctxs[i]->n_ctx, lead->n_ctx);
         for (int32_t j = 0; j < i; j++)
             if (ctxs[j] == ctxs[i])
-                return pdi_set_error(err, PD_ERR_ARG, "pd_eval_many: contexts %d and %d are the same context", j, i);
+                return pdi_set_error(err, PD_ERR_ARG, "joint evaluation: contexts %d and %d are the same context", j, i);
         pd_status rc = check_batch(ctxs[i], &batches[i], err);
-        if (rc && n > 1) pdi_error_prefix(err, "pd_eval_many: context %d", i);
+        if (rc && n > 1) pdi_error_prefix(err, "joint evaluation: context %d", i);
         if (rc) return rc;
     }
     for (int32_t i = 0; i < n; i++) {
         int32_t last, n_out;
         kept_outputs(&batches[i], &last, &n_out);
         pd_status rc = reserve_outputs(ctxs[i], n_out, batches[i].want_logits, err);
-        if (rc && n > 1) pdi_error_prefix(err, "pd_eval_many: context %d", i);
+        if (rc && n > 1) pdi_error_prefix(err, "joint evaluation: context %d", i);
         if (rc) return rc;
     }
     return PD_OK;
@@ -692,7 +692,7 @@ pd_status pd_eval_many(pd_context *lead, pd_context *const *ctxs, const pd_batch
 
 pd_status pd_eval(pd_context *ctx, const pd_batch *batch, pd_error *err)
 {
-    if (!ctx) return pdi_set_error(err, PD_ERR_ARG, "pd_eval: no context");
+    if (!ctx) return pdi_set_error(err, PD_ERR_ARG, "evaluation: no context");
     return pd_eval_many(ctx, &ctx, batch, 1, err);
 }
 
@@ -707,12 +707,12 @@ pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows
 {
     const pd_config *c = &ctx->model->cfg;
     if (i < 0 || i >= ctx->n_outputs)
-        return pdi_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: output %d of %d", i, ctx->n_outputs);
+        return pdi_set_error(err, PD_ERR_RANGE, "logits of kept rows: output %d of %d", i, ctx->n_outputs);
     if (n_rows < 0 || (n_rows > 0 && (!rows || !out)))
-        return pdi_set_error(err, PD_ERR_ARG, "pd_context_logits_rows: no rows or no output buffer");
+        return pdi_set_error(err, PD_ERR_ARG, "logits of kept rows: no rows or no output buffer");
     for (int32_t k = 0; k < n_rows; k++)
         if (rows[k] < 0 || rows[k] >= c->vocab)
-            return pdi_set_error(err, PD_ERR_RANGE, "pd_context_logits_rows: row %d is outside [0, %d)", rows[k],
+            return pdi_set_error(err, PD_ERR_RANGE, "logits of kept rows: row %d is outside [0, %d)", rows[k],
                                  c->vocab);
     matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1);
     return PD_OK;

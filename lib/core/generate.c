@@ -32,13 +32,13 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     const pd_tokenizer *tok = m->tokenizer;
     if (text) *text = NULL;
     if (!tok) return pdi_set_error(err, PD_ERR_ARG, "%s: the model has no tokenizer to read a text prompt", m->source);
-    if (!prompt) return pdi_set_error(err, PD_ERR_ARG, "pd_generate: no prompt");
+    if (!prompt) return pdi_set_error(err, PD_ERR_ARG, "generation: no prompt");
     pd_generate_params p = {.sampler = pd_sampler_default_params()};
     if (params) p = *params;
-    if (p.max_tokens < 0) return pdi_set_error(err, PD_ERR_ARG, "pd_generate: max_tokens %d is negative", p.max_tokens);
+    if (p.max_tokens < 0) return pdi_set_error(err, PD_ERR_ARG, "generation: max_tokens %d is negative", p.max_tokens);
 
     char *wrapped = p.chat ? pd_chatml_user(prompt) : NULL;
-    if (p.chat && !wrapped) return pdi_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+    if (p.chat && !wrapped) return pdi_set_error(err, PD_ERR_NOMEM, "generation: out of memory");
     const char *full = wrapped ? wrapped : prompt;
     int32_t *ids = NULL;
     size_t n_ids = 0;
@@ -47,7 +47,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     if (rc) return rc;
     if (n_ids == 0) {
         free(ids);
-        return pdi_set_error(err, PD_ERR_ARG, "pd_generate: the prompt is empty");
+        return pdi_set_error(err, PD_ERR_ARG, "generation: the prompt is empty");
     }
     if (n_ids > (size_t)(ctx->n_ctx - ctx->kv_len)) {
         free(ids);
@@ -62,7 +62,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
                         m->cfg.eos_id};
     uint64_t rng = p.sampler.seed;
     pd_buf out = {0};
-    if (!pdi_buf_append(&out, "", 0)) return pdi_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+    if (!pdi_buf_append(&out, "", 0)) return pdi_set_error(err, PD_ERR_NOMEM, "generation: out of memory");
     for (int32_t produced = 0; p.max_tokens == 0 || produced < p.max_tokens; produced++) {
         int32_t id = pd_sample(pd_context_logits(ctx, 0), m->cfg.vocab, NULL, &p.sampler, &rng);
         if (id < 0 || is_stop(m, id, stops, 3)) break;
@@ -74,7 +74,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
         }
         if (!pdi_buf_append(&out, piece, plen)) {
             free(out.data);
-            return pdi_set_error(err, PD_ERR_NOMEM, "pd_generate: out of memory");
+            return pdi_set_error(err, PD_ERR_NOMEM, "generation: out of memory");
         }
         if (callback && callback(id, piece, plen, user)) break;
         if (ctx->kv_len >= ctx->n_ctx) break; /* the context is full: stop, as at max_tokens */

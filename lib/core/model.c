@@ -132,7 +132,7 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
     pd_error local;
     if (!err) err = &local;
     if (!path || !*path) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_model_load: no path given");
+        pdi_set_error(err, PD_ERR_ARG, "model: no path given");
         return NULL;
     }
     struct stat sb;
@@ -630,7 +630,7 @@ pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size
                            pd_error *err)
 {
     if (!base || (n_updates > 0 && !updates) || mode < PD_DERIVE_AUTO || mode > PD_DERIVE_RUNTIME) {
-        pdi_set_error(err, PD_ERR_ARG, "pdi_model_derive: no base model, no updates or an unknown mode");
+        pdi_set_error(err, PD_ERR_ARG, "deriving a model: no base model, no updates or an unknown mode");
         return NULL;
     }
     for (size_t i = 0; i < n_updates; i++) {

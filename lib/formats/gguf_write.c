@@ -329,7 +329,7 @@ static pd_status write_file(const char *path, const char *dir, const pd_config *
 pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quant type, pd_quantize_stats *stats,
                             pd_error *err)
 {
-    if (!hf_dir || !path) return pdi_set_error(err, PD_ERR_ARG, "pd_model_quantize: no model directory or no output path");
+    if (!hf_dir || !path) return pdi_set_error(err, PD_ERR_ARG, "quantizing: no model directory or no output path");
     const qtype *q = NULL;
     for (size_t i = 0; i < sizeof QTYPES / sizeof QTYPES[0]; i++)
         if (type == QTYPES[i].quant) q = &QTYPES[i];

@@ -19,7 +19,7 @@ pd_status pd_tokenizer_decode(const pd_tokenizer *tok, const int32_t *ids, size_
                               size_t *text_len, pd_error *err)
 {
     if (!tok || !text || !text_len || (!ids && n_ids))
-        return pdi_set_error(err, PD_ERR_ARG, "pd_tokenizer_decode: NULL argument");
+        return pdi_set_error(err, PD_ERR_ARG, "decoding tokens: NULL argument");
     *text = NULL;
     *text_len = 0;
     size_t total = 0;

@@ -332,7 +332,7 @@ static pd_tokenizer *read_root(const jctx *c, const json_t *root)
 pd_tokenizer *pd_tokenizer_load(const char *path, pd_error *err)
 {
     if (!path) {
-        pdi_set_error(err, PD_ERR_ARG, "pd_tokenizer_load: path is NULL");
+        pdi_set_error(err, PD_ERR_ARG, "tokenizer: path is NULL");
         return NULL;
     }
     char *data;
