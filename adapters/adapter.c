@@ -145,10 +145,10 @@ static target *find_or_add(pd_adapter *a, const key_parts *k, size_t cap)
 }
 
 /* Copy a 2-D tensor to F32 (any safetensors dtype). */
-static float *to_f32(const pd_tensor *t)
+static float *to_f32(const pdi_tensor *t)
 {
     size_t n = (size_t)t->shape[0] * (size_t)t->shape[1], bytes;
-    if (!pd_mul_size(n, sizeof(float), &bytes)) return NULL;
+    if (!pdi_mul_size(n, sizeof(float), &bytes)) return NULL;
     float *d = malloc(bytes ? bytes : 1);
     if (!d) return NULL;
     size_t rb = pdi_dtype_row_bytes(t->dtype, t->shape[1]);
@@ -157,7 +157,7 @@ static float *to_f32(const pd_tensor *t)
     return d;
 }
 
-static pd_status add_tensor(pd_adapter *a, const pd_tensor *t, const char *path, size_t cap, const key_parts *first,
+static pd_status add_tensor(pd_adapter *a, const pdi_tensor *t, const char *path, size_t cap, const key_parts *first,
                             pd_error *err)
 {
     key_parts k;
@@ -188,7 +188,7 @@ static pd_status add_tensor(pd_adapter *a, const pd_tensor *t, const char *path,
 
 static pd_status load_tensors(pd_adapter *a, const char *path, pd_error *err)
 {
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pdi_store_init(&st);
     pd_status rc = pdi_safetensors_add(&st, path, err);
     if (!rc && st.n_tensors == 0) rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: holds no tensors", path);
@@ -313,7 +313,7 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
             if (check_fit(adapters[i], &adapters[i]->targets[k], c, err)) return NULL;
         total += adapters[i]->n_targets;
     }
-    pd_lowrank *u = calloc(total ? total : 1, sizeof *u);
+    pdi_lowrank *u = calloc(total ? total : 1, sizeof *u);
     char **names = calloc(total ? total : 1, sizeof *names);
     pd_model *m = NULL;
     if (!u || !names) {
@@ -331,11 +331,11 @@ pd_model *pd_model_apply_adapters(const pd_model *base, const pd_adapter *const 
                 goto done;
             }
             snprintf(names[j], len, "%s.weight", t->module);
-            u[j] = (pd_lowrank){names[j], t->rows, t->cols, t->rank, a->scale * (weights ? weights[i] : 1.0f),
+            u[j] = (pdi_lowrank){names[j], t->rows, t->cols, t->rank, a->scale * (weights ? weights[i] : 1.0f),
                                 t->A, t->B};
         }
     }
-    static const pd_derive_mode modes[] = {PD_DERIVE_AUTO, PD_DERIVE_MERGE, PD_DERIVE_RUNTIME};
+    static const pdi_derive_mode modes[] = {PD_DERIVE_AUTO, PD_DERIVE_MERGE, PD_DERIVE_RUNTIME};
     m = pdi_model_derive(base, u, total, modes[mode], err);
 done:
     for (size_t i = 0; names && i < total; i++) free(names[i]);

@@ -44,7 +44,7 @@ static uint32_t next_random(uint64_t *s)
 
 /* rows x cols weights of type t, random but finite: block scales are small
  * halves, BF16 values are in [-2, 2). */
-static uint8_t *random_matrix(pd_dtype t, int64_t rows, int64_t cols, uint64_t *seed)
+static uint8_t *random_matrix(pdi_dtype t, int64_t rows, int64_t cols, uint64_t *seed)
 {
     size_t rb = pdi_dtype_row_bytes(t, cols), bytes = rb * (size_t)rows;
     uint8_t *w = malloc(bytes);
@@ -52,7 +52,7 @@ static uint8_t *random_matrix(pd_dtype t, int64_t rows, int64_t cols, uint64_t *
     for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)next_random(seed);
     if (t == PD_BF16)
         for (size_t i = 0; i + 1 < bytes; i += 2) w[i + 1] = (uint8_t)((w[i + 1] & 0x80) | 0x3f);
-    size_t block = t == PD_BF16 ? 0 : pd_block_bytes(t);
+    size_t block = t == PD_BF16 ? 0 : pdi_block_bytes(t);
     for (size_t b = 0; block && b < bytes / block; b++) {
         uint16_t d = pdi_f32_to_f16(0.01f + (float)(next_random(seed) % 100) * 1e-4f);
         memcpy(w + b * block, &d, 2);
@@ -61,14 +61,14 @@ static uint8_t *random_matrix(pd_dtype t, int64_t rows, int64_t cols, uint64_t *
 }
 
 typedef struct bench_case {
-    const pd_kernels *k;
-    pd_dtype type;
+    const pdi_kernels *k;
+    pdi_dtype type;
     int64_t rows, cols, tokens;
 } bench_case;
 
 /* The products of every copy, timed: the best of runs sweeps, in MAC/ns;
  * y receives the first copy's product. */
-static double time_case(const bench_case *c, uint8_t *const *copies, int n_copies, const pd_qact *a, const float *x,
+static double time_case(const bench_case *c, uint8_t *const *copies, int n_copies, const pdi_qact *a, const float *x,
                         float *y, int runs)
 {
     size_t rb = pdi_dtype_row_bytes(c->type, c->cols);
@@ -94,7 +94,7 @@ static double time_case(const bench_case *c, uint8_t *const *copies, int n_copie
 }
 
 /* One shape and type on every table; false when memory ran out. */
-static bool run_shape(const pd_kernels *const *tables, int n_tables, pd_dtype type, int64_t rows, int64_t cols,
+static bool run_shape(const pdi_kernels *const *tables, int n_tables, pdi_dtype type, int64_t rows, int64_t cols,
                       const int64_t *tokens, int n_tokens, int runs, size_t sweep)
 {
     uint64_t seed = 42;
@@ -107,14 +107,14 @@ static bool run_shape(const pd_kernels *const *tables, int n_tables, pd_dtype ty
     float *x = malloc((size_t)(max_tok * cols) * sizeof *x);
     float *y = malloc((size_t)(max_tok * rows) * sizeof *y);
     size_t ds = (size_t)((cols / 32 + 1) * max_tok) * sizeof(float);
-    pd_qact a = {max_tok, max_tok, cols, malloc((size_t)(max_tok * cols)), malloc(ds), malloc(ds),
+    pdi_qact a = {max_tok, max_tok, cols, malloc((size_t)(max_tok * cols)), malloc(ds), malloc(ds),
                  malloc((size_t)(max_tok * cols / 32) * sizeof(int32_t))};
     bool memory = plain && copies && x && y && a.q && a.d && a.s && a.block_bias, ok = memory;
     for (int i = 0; ok && i < n_copies; i++) ok = memory = (copies[i] = malloc(bytes)) != NULL;
     for (int64_t i = 0; ok && i < max_tok * cols; i++) x[i] = (float)(next_random(&seed) % 2001) / 1000.0f - 1.0f;
     if (ok) pdi_quantize_act(&a, x, cols, 0, max_tok, 0, cols / 32);
     for (int t = 0; ok && t < n_tables; t++) {
-        const pd_kernels *k = tables[t];
+        const pdi_kernels *k = tables[t];
         int n = type == PD_BF16 ? 0 : k->interleave;
         for (int i = 0; i < n_copies; i++) {
             if (n) pdi_x_pack(type, n, plain, rb, rows, copies[i]);
@@ -203,14 +203,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64, at most 4096]\n");
         return 2;
     }
-    const pd_kernels *vector[] = {pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
-    const pd_kernels *tables[3];
+    const pdi_kernels *vector[] = {pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
+    const pdi_kernels *tables[3];
     int n_tables = 0;
     for (int i = 0; i < 3; i++)
         if (vector[i]) tables[n_tables++] = vector[i];
     if (n_tables == 0) tables[n_tables++] = pdi_kernels_portable();
     static const struct {
-        pd_dtype type;
+        pdi_dtype type;
         int64_t rows, cols;
     } shapes[] = {{PD_Q4_0, 2560, 896}, {PD_Q4_0, 896, 2560}, {PD_Q8_0, 2560, 896},
                   {PD_Q8_0, 896, 2560}, {PD_BF16, 704, 256},  {PD_BF16, 256, 704}};

@@ -11,7 +11,7 @@
 
 struct pd_tag_extractor {
     const pd_schema *schema;
-    const pd_tagger *t;
+    const pdi_tagger *t;
     pdi_tag_runner *runner;
     int32_t span_field[PD_TAGGER_MAX_SPANS]; /* schema field of each head span */
     int32_t *label_field;         /* [n_label_fields] schema field of each label field */
@@ -31,7 +31,7 @@ void pd_tag_extractor_free(pd_tag_extractor *tx)
 static pd_status bind_fields(pd_tag_extractor *tx, const char *src, pd_error *err)
 {
     const pd_schema *sc = tx->schema;
-    const pd_tagger *t = tx->t;
+    const pdi_tagger *t = tx->t;
     const char *sp = pdi_schema_source(sc);
     for (int32_t k = 0; k < t->n_spans; k++) {
         int32_t f = tx->span_field[k] = pdi_schema_field_index(sc, t->spans[k]);
@@ -102,7 +102,7 @@ static int by_key(const void *a, const void *b)
 static pd_status make_records(const pd_tag_extractor *tx, const pd_tag_trace *tr, const pdi_tag_record *recs,
                               int32_t n_recs, pd_extraction *x, pd_error *err)
 {
-    const pd_tagger *t = tx->t;
+    const pdi_tagger *t = tx->t;
     const pd_schema *sc = tx->schema;
     keyed *order = malloc(sizeof *order * ((size_t)n_recs + 1));
     const char **values = calloc((size_t)pd_schema_n_fields(sc) + 1, sizeof *values);

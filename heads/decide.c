@@ -187,7 +187,7 @@ static uint8_t *parallel_mask(const prompt *p, int32_t b0, pd_error *err)
 {
     size_t n = p->tok.n - (size_t)b0, bytes;
     int32_t *group = malloc(p->tok.n * sizeof *group);
-    uint8_t *vis = pd_mul_size(n, n, &bytes) ? calloc(bytes, 1) : NULL;
+    uint8_t *vis = pdi_mul_size(n, n, &bytes) ? calloc(bytes, 1) : NULL;
     if (!group || !vis) {
         free(group);
         free(vis);

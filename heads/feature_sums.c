@@ -27,7 +27,7 @@ static char kind_of(int32_t cp)
     return 'p';
 }
 
-int32_t pdi_feat_text_char(const pd_feat_text *x, size_t byte)
+int32_t pdi_feat_text_char(const pdi_feat_text *x, size_t byte)
 {
     int32_t lo = 0, hi = x->n; /* the last character that starts at or before byte */
     if (byte >= x->len) return byte == x->len ? x->n : -1;
@@ -40,9 +40,9 @@ int32_t pdi_feat_text_char(const pd_feat_text *x, size_t byte)
 }
 
 /* Lexicon marks of field k: B I... E or S on its matches, - elsewhere. */
-static pd_status mark_field(pd_feat_text *x, int32_t k, pd_error *err)
+static pd_status mark_field(pdi_feat_text *x, int32_t k, pd_error *err)
 {
-    pd_gaz_match *m = NULL;
+    pdi_gaz_match *m = NULL;
     int32_t n = 0;
     char *marks = x->marks + (size_t)k * (size_t)x->n;
     memset(marks, '-', (size_t)x->n);
@@ -56,9 +56,9 @@ static pd_status mark_field(pd_feat_text *x, int32_t k, pd_error *err)
     return rc;
 }
 
-pd_status pdi_feat_text_init(pd_feat_text *x, const pd_features *f, const char *bytes, size_t len, pd_error *err)
+pd_status pdi_feat_text_init(pdi_feat_text *x, const pdi_features *f, const char *bytes, size_t len, pd_error *err)
 {
-    *x = (pd_feat_text){.f = f, .bytes = bytes, .len = len};
+    *x = (pdi_feat_text){.f = f, .bytes = bytes, .len = len};
     if (len > INT32_MAX / 2) return pdi_set_error(err, PD_ERR_LIMIT, "features: a text of %zu bytes", len);
     int32_t n = 0;
     for (size_t i = 0; i < len; i++) n += ((uint8_t)bytes[i] & 0xC0) != 0x80;
@@ -93,7 +93,7 @@ pd_status pdi_feat_text_init(pd_feat_text *x, const pd_features *f, const char *
     return rc;
 }
 
-void pdi_feat_text_free(pd_feat_text *x)
+void pdi_feat_text_free(pdi_feat_text *x)
 {
     free(x->start);
     free(x->cp);
@@ -102,22 +102,22 @@ void pdi_feat_text_free(pd_feat_text *x)
     free(x->scratch);
     free(x->key);
     free(x->marks);
-    *x = (pd_feat_text){.f = x->f};
+    *x = (pdi_feat_text){.f = x->f};
 }
 
 /* ------------------------------------------------------------- the sums */
 
 /* What the atoms of one token, link candidate or record read. */
 typedef struct feat_ctx {
-    const pd_feat_text *x;
+    const pdi_feat_text *x;
     int32_t i;                   /* tag: the token's character */
-    pd_feat_span from, to;       /* link: the pair (to.start < 0: none) */
-    const pd_feat_span *tos;     /* link: every `to` span of the review */
+    pdi_feat_span from, to;       /* link: the pair (to.start < 0: none) */
+    const pdi_feat_span *tos;     /* link: every `to` span of the review */
     int32_t n_to, in_clause;     /* link: their count; how many lie in from's clause */
     bool before;                 /* link: to ends before from starts */
     int32_t gap_a, gap_b;        /* link: the characters between them */
-    const pd_feat_span *spans;   /* label: the record's span of each field (start < 0: `_`) */
-    pd_feat_span anchor;         /* label */
+    const pdi_feat_span *spans;   /* label: the record's span of each field (start < 0: `_`) */
+    pdi_feat_span anchor;         /* label */
     int32_t n_distinct;          /* label: distinct characters of the anchor's clause (x->scratch) */
     int32_t memory;              /* link: 1/0 the pair is a memory key; label: its memory label, -1 none */
 } feat_ctx;
@@ -125,13 +125,13 @@ typedef struct feat_ctx {
 static uint64_t feed_str(uint64_t h, const char *s) { return pdi_fnv_feed(h, s, strlen(s)); }
 
 /* Characters [a, b) of the text. */
-static uint64_t feed_chars(uint64_t h, const pd_feat_text *x, int32_t a, int32_t b)
+static uint64_t feed_chars(uint64_t h, const pdi_feat_text *x, int32_t a, int32_t b)
 {
     return pdi_fnv_feed(h, x->bytes + x->start[a], x->start[b] - x->start[a]);
 }
 
 /* Character c, <s> before the text, </s> after it. */
-static uint64_t feed_char(uint64_t h, const pd_feat_text *x, int32_t c)
+static uint64_t feed_char(uint64_t h, const pdi_feat_text *x, int32_t c)
 {
     return c < 0 ? feed_str(h, "<s>") : c >= x->n ? feed_str(h, "</s>") : feed_chars(h, x, c, c + 1);
 }
@@ -143,7 +143,7 @@ static uint64_t feed_count(uint64_t h, int32_t n)
 }
 
 /* Span s's text, `_` when empty. */
-static uint64_t feed_span(uint64_t h, const pd_feat_text *x, pd_feat_span s)
+static uint64_t feed_span(uint64_t h, const pdi_feat_text *x, pdi_feat_span s)
 {
     return s.start < 0 ? feed_str(h, "_") : feed_chars(h, x, s.start, s.end);
 }
@@ -151,7 +151,7 @@ static uint64_t feed_span(uint64_t h, const pd_feat_text *x, pd_feat_span s)
 /* The link atoms that compare the pair (dir, dist, gap, break, between). */
 static uint64_t feed_pair(uint64_t h, int kind, const feat_ctx *c)
 {
-    const pd_feat_text *x = c->x;
+    const pdi_feat_text *x = c->x;
     int32_t d = c->gap_b - c->gap_a;
     if (kind == A_DIR || kind == A_DIST) h = feed_str(h, c->before ? "L" : "R");
     if (kind == A_DIST) {
@@ -175,8 +175,8 @@ static uint64_t feed_pair(uint64_t h, int kind, const feat_ctx *c)
 /* Value j of atom a (j counts a multi-valued atom's values). */
 static uint64_t feed_atom(uint64_t h, const atom *a, const feat_ctx *c, int32_t j)
 {
-    const pd_feat_text *x = c->x;
-    const pd_features *f = x->f;
+    const pdi_feat_text *x = c->x;
+    const pdi_features *f = x->f;
     bool none = c->to.start < 0;
     int32_t k = c->i + a->offset;
     switch (a->kind) {
@@ -220,7 +220,7 @@ static uint64_t feed_atom(uint64_t h, const atom *a, const feat_ctx *c, int32_t 
 static int32_t n_values(const atom *a, const feat_ctx *c)
 {
     if (a->kind == A_CLAUSE) return c->n_distinct;
-    pd_feat_span s = c->spans[a->field];
+    pdi_feat_span s = c->spans[a->field];
     int32_t len = s.start < 0 ? 0 : s.end - s.start;
     return a->kind == A_CHARS ? len : len > 1 ? len - 1 : 0;
 }
@@ -242,9 +242,9 @@ static void sum_table(const feat_table *tb, const feat_ctx *c, double *out)
 
 /* The clause of span s: from just after the last clause punctuation before
  * it to just before the first at or after its end. */
-static pd_feat_span clause_of(const pd_feat_text *x, pd_feat_span s)
+static pdi_feat_span clause_of(const pdi_feat_text *x, pdi_feat_span s)
 {
-    pd_feat_span c = {s.start, s.end};
+    pdi_feat_span c = {s.start, s.end};
     while (c.start > 0 && !x->punct[c.start - 1]) c.start--;
     while (c.end < x->n && !x->punct[c.end]) c.end++;
     return c;
@@ -258,9 +258,9 @@ static int compare_ints(const void *a, const void *b)
 
 /* The memory's entry for the key of these span texts (one per field, start
  * < 0: `_`), NULL when it has none. */
-static const mem_entry *memory_find(const pd_feat_text *x, const pd_feat_span *spans)
+static const mem_entry *memory_find(const pdi_feat_text *x, const pdi_feat_span *spans)
 {
-    const pd_features *f = x->f;
+    const pdi_features *f = x->f;
     size_t n = 0;
     for (int32_t k = 0; k < f->n_spans; k++) {
         if (k) x->key[n++] = '\t';
@@ -276,27 +276,27 @@ static const mem_entry *memory_find(const pd_feat_text *x, const pd_feat_span *s
     return f->n_memory ? bsearch(&key, f->memory, (size_t)f->n_memory, sizeof key, pdi_feat_compare_keys) : NULL;
 }
 
-void pdi_features_tag(const pd_feat_text *x, int32_t i, double *out)
+void pdi_features_tag(const pdi_feat_text *x, int32_t i, double *out)
 {
     feat_ctx c = {.x = x, .i = i};
     if (pdi_features_on(x->f, PD_FEAT_TAG)) sum_table(&x->f->table[D_TAG], &c, out);
 }
 
-void pdi_features_link(const pd_feat_text *x, pd_feat_span from, const pd_feat_span *to, int32_t n_to, double *out)
+void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to, double *out)
 {
-    const pd_features *f = x->f;
+    const pdi_features *f = x->f;
     if (!pdi_features_on(f, PD_FEAT_LINK)) return;
     const feat_table *tb = &f->table[D_LINK];
     feat_ctx c = {.x = x, .from = from, .tos = to, .n_to = n_to};
-    pd_feat_span clause = clause_of(x, from);
+    pdi_feat_span clause = clause_of(x, from);
     for (int32_t s = 0; s < n_to; s++) c.in_clause += to[s].start >= clause.start && to[s].end <= clause.end;
     for (int32_t a = 0; a <= n_to; a++) {
-        c.to = a < n_to ? to[a] : (pd_feat_span){-1, -1};
+        c.to = a < n_to ? to[a] : (pdi_feat_span){-1, -1};
         c.before = c.to.end <= from.start;
         c.gap_a = c.before ? c.to.end : from.end;
         c.gap_b = c.before ? from.start : c.to.start > from.end ? c.to.start : from.end;
         if (a < n_to && (tb->kinds & (1u << A_LINK_MEMORY))) {
-            pd_feat_span pair[PD_TAGGER_MAX_SPANS];
+            pdi_feat_span pair[PD_TAGGER_MAX_SPANS];
             pair[f->link_from] = from;
             pair[f->link_to] = c.to;
             c.memory = memory_find(x, pair) != NULL;
@@ -307,9 +307,9 @@ void pdi_features_link(const pd_feat_text *x, pd_feat_span from, const pd_feat_s
     }
 }
 
-void pdi_features_label(const pd_feat_text *x, const pd_feat_span *spans, double *out)
+void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, double *out)
 {
-    const pd_features *f = x->f;
+    const pdi_features *f = x->f;
     if (!pdi_features_on(f, PD_FEAT_LABEL)) return;
     const feat_table *tb = &f->table[D_LABEL];
     feat_ctx c = {.x = x, .spans = spans, .memory = -1}; /* a record always has a span: the anchor */
@@ -317,7 +317,7 @@ void pdi_features_label(const pd_feat_text *x, const pd_feat_span *spans, double
     while (k < f->n_spans && spans[k].start < 0) k++;
     if (k < f->n_spans) c.anchor = spans[k];
     if (tb->kinds & (1u << A_CLAUSE)) { /* its distinct characters, in any order: sums are order-free */
-        pd_feat_span cl = clause_of(x, c.anchor);
+        pdi_feat_span cl = clause_of(x, c.anchor);
         for (int32_t i = cl.start; i < cl.end; i++)
             if (x->cp[i] >= 0) x->scratch[c.n_distinct++] = x->cp[i];
         qsort(x->scratch, (size_t)c.n_distinct, sizeof *x->scratch, compare_ints);

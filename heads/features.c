@@ -38,7 +38,7 @@ static const struct {
     {"memory", D_LABEL, A_MEMORY, W_PLAIN, 0, 0, 0},
 };
 
-void pdi_features_free(pd_features *f)
+void pdi_features_free(pdi_features *f)
 {
     if (!f) return;
     for (int d = 0; d < D_COUNT; d++) {
@@ -80,7 +80,7 @@ static const char *unknown_key(json_t *obj, const char *const *names, int n)
     return NULL;
 }
 
-static int32_t field_index(const pd_tagger *t, const char *s, size_t n)
+static int32_t field_index(const pdi_tagger *t, const char *s, size_t n)
 {
     for (int32_t k = 0; k < t->n_spans; k++)
         if (strlen(t->spans[k]) == n && memcmp(t->spans[k], s, n) == 0) return k;
@@ -97,7 +97,7 @@ typedef struct where {
 #define TPL_ARGS(w) (w)->path, (w)->decision, (w)->index, (w)->tpl
 
 /* One atom a[0..n) of a template of decision d into *out. */
-static pd_status parse_atom(const pd_tagger *t, int d, const char *a, size_t n, atom *out, bool *multi, const where *w,
+static pd_status parse_atom(const pdi_tagger *t, int d, const char *a, size_t n, atom *out, bool *multi, const where *w,
                             pd_error *err)
 {
     const char *open = memchr(a, '[', n), *dot = memchr(a, '.', n);
@@ -143,7 +143,7 @@ static pd_status parse_atom(const pd_tagger *t, int d, const char *a, size_t n, 
 
 /* A template: "bias" (no atom) or up to MAX_ATOMS atoms separated by single
  * spaces, at most one of them multi-valued. */
-static pd_status parse_template(pd_features *f, const pd_tagger *t, int d, feat_template *tp, const where *w,
+static pd_status parse_template(pdi_features *f, const pdi_tagger *t, int d, feat_template *tp, const where *w,
                                 pd_error *err)
 {
     const char *s = w->tpl;
@@ -177,7 +177,7 @@ static pd_status parse_template(pd_features *f, const pd_tagger *t, int d, feat_
 }
 
 /* features.tag / .link / .label: {"buckets": n, "templates": [...]}. */
-static pd_status parse_table(pd_features *f, const pd_tagger *t, int d, json_t *v, const char *path, pd_error *err)
+static pd_status parse_table(pdi_features *f, const pdi_tagger *t, int d, json_t *v, const char *path, pd_error *err)
 {
     static const char *const keys[] = {"buckets", "templates"};
     const char *name = decision_names[d], *bad;
@@ -230,7 +230,7 @@ static pd_status parse_table(pd_features *f, const pd_tagger *t, int d, json_t *
 }
 
 /* "hash": {"function": "fnv1a64", "seed": s} with s in [0, 2^32). */
-static pd_status parse_hash(pd_features *f, json_t *v, const char *path, pd_error *err)
+static pd_status parse_hash(pdi_features *f, json_t *v, const char *path, pd_error *err)
 {
     static const char *const keys[] = {"function", "seed"};
     const char *bad, *fn = json_string_value(json_object_get(v, "function"));
@@ -253,7 +253,7 @@ static pd_status parse_hash(pd_features *f, json_t *v, const char *path, pd_erro
 }
 
 /* Each label's values joined by sep into a malloc'ed string; NULL when out of memory. */
-static char *join_label(const pd_tagger *t, int32_t l, char sep)
+static char *join_label(const pdi_tagger *t, int32_t l, char sep)
 {
     size_t n = 0;
     for (int32_t j = 0; j < t->n_label_fields; j++) n += strlen(t->label_values[l * t->n_label_fields + j]) + 1;
@@ -277,7 +277,7 @@ int pdi_feat_compare_keys(const void *a, const void *b)
 
 /* One memory line: the span fields' texts in head order, then the label
  * fields' values, TAB-separated; the values one of the head's labels. */
-static pd_status memory_line(pd_features *f, const pd_tagger *t, char **tab_labels, char *s, size_t n, size_t line,
+static pd_status memory_line(pdi_features *f, const pdi_tagger *t, char **tab_labels, char *s, size_t n, size_t line,
                              const char *file, pd_error *err)
 {
     int32_t want = t->n_spans + t->n_label_fields, got = 0;
@@ -312,9 +312,9 @@ static pd_status memory_line(pd_features *f, const pd_tagger *t, char **tab_labe
 }
 
 /* The memory file: records a line (blank lines skipped), keys distinct. */
-static pd_status load_memory(pd_features *f, const pd_head *h, const char *name, pd_error *err)
+static pd_status load_memory(pdi_features *f, const pd_head *h, const char *name, pd_error *err)
 {
-    const pd_tagger *t = h->tagger;
+    const pdi_tagger *t = h->tagger;
     char *file = pdi_head_path(h, name), *s, **tab_labels = calloc((size_t)t->n_labels + 1, sizeof *tab_labels);
     size_t len = 0, lines = 0, pos = 0, n;
     pd_status rc = file && tab_labels ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", h->source);
@@ -341,16 +341,16 @@ static pd_status load_memory(pd_features *f, const pd_head *h, const char *name,
 pd_status pdi_features_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
     static const char *const keys[] = {"hash", "lexicon", "memory", "tag", "link", "label"};
-    pd_tagger *t = h->tagger;
+    pdi_tagger *t = h->tagger;
     json_t *v = json_object_get(root, "features");
     const char *bad;
     if (!v) return PD_OK;
     if (!json_is_object(v)) return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"features\" must be an object", path);
     if ((bad = unknown_key(v, keys, 6)))
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: features: unknown key '%s'", path, bad);
-    pd_features *f = t->features = calloc(1, sizeof *f);
+    pdi_features *f = t->features = calloc(1, sizeof *f);
     if (!f) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
-    *f = (pd_features){.n_spans = t->n_spans, .link_from = t->link_from, .link_to = t->link_to};
+    *f = (pdi_features){.n_spans = t->n_spans, .link_from = t->link_from, .link_to = t->link_to};
     pd_status rc = parse_hash(f, json_object_get(v, "hash"), path, err);
     const char *names[2] = {NULL, NULL}; /* lexicon, memory */
     for (int i = 0; !rc && i < 2; i++) {
@@ -375,9 +375,9 @@ pd_status pdi_features_parse(pd_head *h, json_t *root, const char *path, pd_erro
 
 /* ------------------------------------------------------ head.safetensors */
 
-pd_status pdi_features_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err)
+pd_status pdi_features_tensors(pd_head *h, const pdi_tensor_store *st, const char *path, pd_error *err)
 {
-    pd_features *f = h->tagger->features;
+    pdi_features *f = h->tagger->features;
     for (size_t i = 0; i < st->n_tensors; i++) {
         const char *name = st->tensors[i].name;
         if (strncmp(name, "features.", 9) != 0) continue;
@@ -391,7 +391,7 @@ pd_status pdi_features_tensors(pd_head *h, const pd_tensor_store *st, const char
         feat_table *tb = &f->table[d];
         char name[32];
         snprintf(name, sizeof name, "features.%s", decision_names[d]);
-        const pd_tensor *tn = pdi_store_find(st, name);
+        const pdi_tensor *tn = pdi_store_find(st, name);
         if (!tb->buckets) continue;
         if (tn && (tn->n_dims != 2 || tn->shape[0] != tb->buckets || tn->shape[1] != tb->width)) {
             char got[64];
@@ -406,4 +406,4 @@ pd_status pdi_features_tensors(pd_head *h, const pd_tensor_store *st, const char
     return PD_OK;
 }
 
-bool pdi_features_on(const pd_features *f, pd_feat_decision d) { return f && f->table[d].buckets > 0; }
+bool pdi_features_on(const pdi_features *f, pdi_feat_decision d) { return f && f->table[d].buckets > 0; }

@@ -20,7 +20,7 @@ typedef struct gaz_term {
     uint32_t fields;   /* bit k: span field k */
 } gaz_term;
 
-struct pd_gazetteer {
+struct pdi_gazetteer {
     char *data;        /* the file's bytes, cut into terms */
     gaz_term *terms;   /* sorted by bytes, distinct */
     int32_t n_terms;
@@ -29,7 +29,7 @@ struct pd_gazetteer {
     char *marks[PD_TAGGER_MAX_SPANS][2]; /* open and close marker of each span field; NULL without (a lexicon) */
 };
 
-void pdi_gazetteer_free(pd_gazetteer *g)
+void pdi_gazetteer_free(pdi_gazetteer *g)
 {
     if (!g) return;
     for (int32_t k = 0; k < PD_TAGGER_MAX_SPANS; k++) {
@@ -41,7 +41,7 @@ void pdi_gazetteer_free(pd_gazetteer *g)
     free(g);
 }
 
-const char *pdi_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close)
+const char *pdi_gazetteer_mark(const pdi_gazetteer *g, int32_t field, bool close)
 {
     return g && field >= 0 && field < PD_TAGGER_MAX_SPANS ? g->marks[field][close] : NULL;
 }
@@ -66,7 +66,7 @@ int32_t pdi_text_chars(const char *s, size_t n)
 }
 
 /* "marks": {field: [open, close]} for span fields of t. */
-static pd_status parse_marks(pd_gazetteer *g, const pd_tagger *t, json_t *marks, const char *path, pd_error *err)
+static pd_status parse_marks(pdi_gazetteer *g, const pdi_tagger *t, json_t *marks, const char *path, pd_error *err)
 {
     if (!json_is_object(marks) || json_object_size(marks) == 0)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: gazetteer.marks must be an object {span field: [open, close]}", path);
@@ -90,7 +90,7 @@ static pd_status parse_marks(pd_gazetteer *g, const pd_tagger *t, json_t *marks,
 }
 
 /* One line `field<TAB>term` (s[0..n), no newline) into g->terms. */
-static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t n, size_t line, const char *file,
+static pd_status parse_line(pdi_gazetteer *g, const pdi_tagger *t, char *s, size_t n, size_t line, const char *file,
                             pd_error *err)
 {
     char *tab = memchr(s, '\t', n);
@@ -119,7 +119,7 @@ static pd_status parse_line(pd_gazetteer *g, const pd_tagger *t, char *s, size_t
 /* File `name` (in the head's folder) into sorted distinct terms of the span
  * fields g->fields (a term on several lines has every field it is listed
  * under). */
-static pd_status read_terms(pd_gazetteer *g, const pd_head *h, const char *name, pd_error *err)
+static pd_status read_terms(pdi_gazetteer *g, const pd_head *h, const char *name, pd_error *err)
 {
     char *file = pdi_head_path(h, name), *s;
     size_t len = 0, lines = 0, pos = 0, n;
@@ -144,7 +144,7 @@ static pd_status read_terms(pd_gazetteer *g, const pd_head *h, const char *name,
 
 pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
-    pd_tagger *t = h->tagger;
+    pdi_tagger *t = h->tagger;
     json_t *gz = json_object_get(root, "gazetteer");
     bool marked = strstr(t->prompt, "{marked}") != NULL;
     if (!gz) {
@@ -159,7 +159,7 @@ pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_err
     const char *name = json_string_value(json_object_get(gz, "file"));
     if (!json_is_object(gz) || !name || !*name)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"gazetteer\" must be an object with \"file\" and \"marks\"", path);
-    pd_gazetteer *g = t->gazetteer = calloc(1, sizeof *t->gazetteer);
+    pdi_gazetteer *g = t->gazetteer = calloc(1, sizeof *t->gazetteer);
     if (!g) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     pd_status rc = parse_marks(g, t, json_object_get(gz, "marks"), path, err);
     for (int32_t k = 0; k < PD_TAGGER_MAX_SPANS; k++)
@@ -167,9 +167,9 @@ pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_err
     return rc ? rc : read_terms(g, h, name, err);
 }
 
-pd_status pdi_lexicon_load(const pd_head *h, const char *name, pd_gazetteer **out, pd_error *err)
+pd_status pdi_lexicon_load(const pd_head *h, const char *name, pdi_gazetteer **out, pd_error *err)
 {
-    pd_gazetteer *g = *out = calloc(1, sizeof *g);
+    pdi_gazetteer *g = *out = calloc(1, sizeof *g);
     if (!g) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", h->source);
     g->fields = (1u << h->tagger->n_spans) - 1;
     return read_terms(g, h, name, err);
@@ -177,7 +177,7 @@ pd_status pdi_lexicon_load(const pd_head *h, const char *name, pd_gazetteer **ou
 
 /* ---------------------------------------------------------------- matching */
 
-static const gaz_term *lookup(const pd_gazetteer *g, const char *s, size_t n)
+static const gaz_term *lookup(const pdi_gazetteer *g, const char *s, size_t n)
 {
     gaz_term key = {s, (uint32_t)n, 0, 0};
     return bsearch(&key, g->terms, (size_t)g->n_terms, sizeof *g->terms, compare_terms);
@@ -201,7 +201,7 @@ static int earlier(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-pd_status pdi_gazetteer_match(const pd_gazetteer *g, uint32_t fields, const char *text, size_t len, pd_gaz_match **out,
+pd_status pdi_gazetteer_match(const pdi_gazetteer *g, uint32_t fields, const char *text, size_t len, pdi_gaz_match **out,
                               int32_t *n_out, pd_error *err)
 {
     *out = NULL;
@@ -244,7 +244,7 @@ pd_status pdi_gazetteer_match(const pd_gazetteer *g, uint32_t fields, const char
     if (!rc) {
         qsort(cand, (size_t)n, sizeof *cand, earlier); /* text order */
         for (int32_t i = 0; i < n; i++)
-            (*out)[i] = (pd_gaz_match){starts[cand[i].start], starts[cand[i].start + cand[i].chars], cand[i].fields};
+            (*out)[i] = (pdi_gaz_match){starts[cand[i].start], starts[cand[i].start + cand[i].chars], cand[i].fields};
         *n_out = n;
     }
     free(starts);

@@ -169,12 +169,12 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
 
 static pd_status load_tensors(pd_head *h, const char *path, pd_error *err)
 {
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pdi_store_init(&st);
     pd_status rc = pdi_safetensors_add(&st, path, err);
     int64_t H = h->hidden;
     if (!rc && h->type == PD_HEAD_POINTER) {
-        const pd_tensor *q = pdi_store_find(&st, "q.weight");
+        const pdi_tensor *q = pdi_store_find(&st, "q.weight");
         if (q && q->n_dims == 2 && q->shape[1] == H && h->head_dim != q->shape[0])
             rc = pdi_set_error(err, PD_ERR_SHAPE, "%s: q.weight has %lld rows but head.json says head_dim %d", path,
                                (long long)q->shape[0], h->head_dim);

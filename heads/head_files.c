@@ -41,17 +41,17 @@ bool pdi_head_text_line(char *data, size_t len, size_t *pos, char **line, size_t
 
 /* ------------------------------------------------------ head.safetensors */
 
-void pdi_tensor_shape_text(const pd_tensor *t, char *buf, size_t n)
+void pdi_tensor_shape_text(const pdi_tensor *t, char *buf, size_t n)
 {
     buf[0] = '\0';
     for (int i = 0; i < t->n_dims && i < 4; i++)
         snprintf(buf + strlen(buf), n - strlen(buf), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
 }
 
-pd_status pdi_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
+pd_status pdi_head_take_tensor(const pdi_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
                                float **out, const char *path, pd_error *err)
 {
-    const pd_tensor *t = pdi_store_find(st, name);
+    const pdi_tensor *t = pdi_store_find(st, name);
     int64_t n = rows * (cols ? cols : 1);
     if (!t && optional) {
         if (!(*out = calloc((size_t)n, sizeof(float)))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);

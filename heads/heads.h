@@ -30,21 +30,21 @@ pd_status pdi_markers_resolve(const pd_model *model, const char *const names[PD_
 
 /* The token states of a span a label classifier may read (head.json's
  * "label_states": "first", "last"). */
-typedef enum { PD_SPAN_FIRST = 0, PD_SPAN_LAST = 1, PD_SPAN_N_STATES = 2 } pd_span_state;
+typedef enum { PD_SPAN_FIRST = 0, PD_SPAN_LAST = 1, PD_SPAN_N_STATES = 2 } pdi_span_state;
 
 /* A tagger head's gazetteer (gazetteer.c): terms of its span fields that the
  * prompt's {marked} copy shows between the field's marker tokens. */
-typedef struct pd_gazetteer pd_gazetteer;
+typedef struct pdi_gazetteer pdi_gazetteer;
 #define PD_GAZETTEER_MAX_CHARS 64 /* characters of one term */
 
 /* A tagger head's sparse features (features.c): hashed features of the
  * review's characters whose learned weights add to the dense scores. */
-typedef struct pd_features pd_features;
+typedef struct pdi_features pdi_features;
 
-typedef struct pd_tagger {
+typedef struct pdi_tagger {
     char *prompt;          /* template holding {text} once or more, and {marked} with a gazetteer */
-    pd_gazetteer *gazetteer; /* NULL without */
-    pd_features *features;   /* head.json "features"; NULL without */
+    pdi_gazetteer *gazetteer; /* NULL without */
+    pdi_features *features;   /* head.json "features"; NULL without */
     int32_t n_spans, n_tags;
     char **spans;          /* span field names, in tag order */
     int32_t link_from, link_to; /* indices in spans; -1 without a link */
@@ -56,13 +56,13 @@ typedef struct pd_tagger {
     bool no_record;        /* head.json "no_record": one more label row, last, that drops the record */
     bool posterior_spans;  /* head.json "span_decoding" "posterior": spans by their marginal probability */
     double span_threshold; /* with it, the least probability of a kept span, in [0.01, 1] */
-    pd_span_state label_states[PD_SPAN_N_STATES];
+    pdi_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */
     float *lq_w, *lq_b, *lk_w, *lk_b, *l_none; /* [d][hidden], [d], [d][hidden], [d], [d] */
     float *lab_w, *lab_b, *lab_none; /* [n_labels + no_record][n_spans * n_label_states * hidden],
                                         [n_labels + no_record], [hidden] */
-} pd_tagger;
+} pdi_tagger;
 
 struct pd_head {
     char *source;     /* the directory it was loaded from */
@@ -75,13 +75,13 @@ struct pd_head {
     float *w, *b;             /* classifier: [n_labels][hidden], [n_labels] */
     int32_t n_labels;
     char **labels;
-    pd_tagger *tagger;        /* PD_HEAD_TAGGER only */
+    pdi_tagger *tagger;        /* PD_HEAD_TAGGER only */
 };
 
 /* An F32 copy of tensor `name` (any float dtype in the file), which must have
  * shape [rows] (cols 0) or [rows, cols]; PD_ERR_SHAPE naming it otherwise.
  * With optional, a missing tensor gives zeros. */
-pd_status pdi_head_take_tensor(const pd_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
+pd_status pdi_head_take_tensor(const pdi_tensor_store *st, const char *name, int64_t rows, int64_t cols, bool optional,
                                float **out, const char *path, pd_error *err);
 
 /* A file named in head.json: name in the head's folder (as given when
@@ -109,8 +109,8 @@ void pdi_head_affine(const float *w, const float *b, const float *x, int64_t row
 /* head.json's tagger keys (prompt, spans, link, label_fields, labels, label_states) into h->tagger. */
 pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
 /* Its tensors from head.safetensors. */
-pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
-void pdi_tagger_free(pd_tagger *t);
+pd_status pdi_tagger_tensors(pd_head *h, const pdi_tensor_store *st, const char *path, pd_error *err);
+void pdi_tagger_free(pdi_tagger *t);
 
 /* Emissions of n hidden states rows[i] ([hidden] each): out[i][t] =
  * tag.weight[t] . h_i + tag.bias[t] + sparse[i][t], summed in double and
@@ -120,7 +120,7 @@ void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n,
  * I-f; a token that does not start a character, boundary[i] == 0, continues
  * its predecessor's span or is O). Ties go to the smaller tag. Scores in
  * double. PD_ERR_NOMEM is the only failure. */
-pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
+pd_status pdi_tagger_viterbi(const pdi_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
                              int32_t *tags, pd_error *err);
 /* Whether tag `next` may follow tag `prev` (-1: nothing, the first token) at
  * a token that starts a character (boundary) or continues one. */
@@ -129,30 +129,30 @@ bool pdi_tagger_allowed(int32_t prev, int32_t next, bool boundary);
 /* The tagger's CRF over the tag sequences of n tokens allowed as for the
  * Viterbi (start, emissions, transitions, end): forward and backward tables
  * in log space, double. */
-typedef struct pd_tag_lattice {
-    const pd_tagger *t;
+typedef struct pdi_tag_lattice {
+    const pdi_tagger *t;
     const float *emissions; /* [n][n_tags], borrowed */
     const uint8_t *boundary;
     int32_t n;
     double *alpha, *beta; /* [n][n_tags] each: prefix and suffix log-sums */
     double log_z;         /* log of the sum over every allowed sequence */
-} pd_tag_lattice;
+} pdi_tag_lattice;
 
 /* Fill L (emissions and boundary stay borrowed). PD_ERR_NOMEM is the only failure. */
-pd_status pdi_tag_lattice_init(pd_tag_lattice *L, const pd_tagger *t, const float *emissions, const uint8_t *boundary,
+pd_status pdi_tag_lattice_init(pdi_tag_lattice *L, const pdi_tagger *t, const float *emissions, const uint8_t *boundary,
                                int32_t n, pd_error *err);
-void pdi_tag_lattice_free(pd_tag_lattice *L);
+void pdi_tag_lattice_free(pdi_tag_lattice *L);
 /* log P(tokens first..last are one span of field `field`): tags B-f I-f ...
  * I-f there and the token after last (if any) not I-f. -inf when impossible
  * or out of range. */
-double pdi_tag_lattice_span_logprob(const pd_tag_lattice *L, int32_t field, int32_t first, int32_t last);
+double pdi_tag_lattice_span_logprob(const pdi_tag_lattice *L, int32_t field, int32_t first, int32_t last);
 /* The posterior span rule: every span whose probability is at least
  * threshold, most probable first (ties: earlier, smaller field, shorter),
  * kept unless it overlaps one kept before; tags B-f I-f... for the kept
  * spans, O elsewhere. At threshold >= 0.5 the kept spans are exactly those
  * at least that probable (two overlapping spans exclude each other, so both
  * cannot pass 0.5). PD_ERR_NOMEM is the only failure. */
-pd_status pdi_tag_lattice_posterior_tags(const pd_tag_lattice *L, double threshold, int32_t *tags, pd_error *err);
+pd_status pdi_tag_lattice_posterior_tags(const pdi_tag_lattice *L, double threshold, int32_t *tags, pd_error *err);
 
 /* Link scores of one `from` span (hidden state h_from) against the `to`
  * spans to[0..n_to) then "none": out[n_to + 1], plus sparse[n_to + 1] (or
@@ -169,20 +169,20 @@ void pdi_tagger_label_logits(const pd_head *h, const float *const *x, const doub
  * term listed under two fields has both) into h->tagger->gazetteer. The
  * prompt must hold {marked} exactly when there is a gazetteer. */
 pd_status pdi_gazetteer_parse(pd_head *h, json_t *root, const char *path, pd_error *err);
-void pdi_gazetteer_free(pd_gazetteer *g);
+void pdi_gazetteer_free(pdi_gazetteer *g);
 /* The open (close false) or close marker name of span field k; NULL when the
  * field has none. */
-const char *pdi_gazetteer_mark(const pd_gazetteer *g, int32_t field, bool close);
+const char *pdi_gazetteer_mark(const pdi_gazetteer *g, int32_t field, bool close);
 
 /* A term list of the same file format without marks (the sparse features'
  * lexicon): file `name` in the head's folder, every span field allowed. */
-pd_status pdi_lexicon_load(const pd_head *h, const char *name, pd_gazetteer **out, pd_error *err);
+pd_status pdi_lexicon_load(const pd_head *h, const char *name, pdi_gazetteer **out, pd_error *err);
 
 /* A match: bytes [start, end) of the text, the span fields (bit k) of its term. */
-typedef struct pd_gaz_match {
+typedef struct pdi_gaz_match {
     size_t start, end;
     uint32_t fields;
-} pd_gaz_match;
+} pdi_gaz_match;
 
 /* The matches in text (len bytes of valid UTF-8) of the terms of `fields`
  * (bits of span fields; ~0u for every term), in text order: at each
@@ -190,7 +190,7 @@ typedef struct pd_gaz_match {
  * earlier, each kept unless it overlaps one kept before (lengths in
  * characters). A match's fields are its term's among `fields`. *out is
  * malloc'ed (NULL when none). PD_ERR_NOMEM is the only failure. */
-pd_status pdi_gazetteer_match(const pd_gazetteer *g, uint32_t fields, const char *text, size_t len, pd_gaz_match **out,
+pd_status pdi_gazetteer_match(const pdi_gazetteer *g, uint32_t fields, const char *text, size_t len, pdi_gaz_match **out,
                               int32_t *n_out, pd_error *err);
 
 /* ------------------------------------------------------- sparse features */
@@ -203,25 +203,25 @@ pd_status pdi_features_parse(pd_head *h, json_t *root, const char *path, pd_erro
  * features.label [buckets, n_labels + no_record]; a features.* tensor that
  * head.json does not declare is refused (PD_ERR_SHAPE), with or without
  * features. */
-pd_status pdi_features_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err);
-void pdi_features_free(pd_features *f);
+pd_status pdi_features_tensors(pd_head *h, const pdi_tensor_store *st, const char *path, pd_error *err);
+void pdi_features_free(pdi_features *f);
 
-typedef enum { PD_FEAT_TAG, PD_FEAT_LINK, PD_FEAT_LABEL } pd_feat_decision;
+typedef enum { PD_FEAT_TAG, PD_FEAT_LINK, PD_FEAT_LABEL } pdi_feat_decision;
 /* Whether decision d has a sparse part (false when f is NULL). */
-bool pdi_features_on(const pd_features *f, pd_feat_decision d);
+bool pdi_features_on(const pdi_features *f, pdi_feat_decision d);
 /* FNV-1a 64 of p[0..n) from the basis 0xcbf29ce484222325 XOR seed. */
 uint64_t pdi_fnv1a64(uint64_t seed, const void *p, size_t n);
 
 /* Characters [start, end) of the text; start < 0: none (a record's `_`). */
-typedef struct pd_feat_span {
+typedef struct pdi_feat_span {
     int32_t start, end;
-} pd_feat_span;
+} pdi_feat_span;
 
 /* The review as the features see it: its characters (code points of the
  * bytes the read copy's tokens cover), their kinds, clause punctuation and
  * lexicon marks, and the room the sums work in. One per extraction. */
-typedef struct pd_feat_text {
-    const pd_features *f;
+typedef struct pdi_feat_text {
+    const pdi_features *f;
     const char *bytes; /* borrowed */
     size_t len;
     int32_t n;         /* characters */
@@ -232,25 +232,25 @@ typedef struct pd_feat_text {
     char *marks;       /* [n_spans][n] lexicon marks B I E S -, of the fields lex. atoms read */
     int32_t *scratch;  /* [n] a clause's distinct characters */
     char *key;         /* a record's memory key */
-} pd_feat_text;
+} pdi_feat_text;
 
 /* x over bytes[0..len) (borrowed; the read copy's bytes). PD_ERR_NOMEM and
  * PD_ERR_LIMIT (a text over 1 GiB) are the failures; x is empty after one. */
-pd_status pdi_feat_text_init(pd_feat_text *x, const pd_features *f, const char *bytes, size_t len, pd_error *err);
-void pdi_feat_text_free(pd_feat_text *x);
+pd_status pdi_feat_text_init(pdi_feat_text *x, const pdi_features *f, const char *bytes, size_t len, pd_error *err);
+void pdi_feat_text_free(pdi_feat_text *x);
 /* The character that starts at byte offset `byte` (n at the end of the
  * text); -1 inside a character or past the end. */
-int32_t pdi_feat_text_char(const pd_feat_text *x, size_t byte);
+int32_t pdi_feat_text_char(const pdi_feat_text *x, size_t byte);
 
 /* The sparse sums, added to out (the caller zeroes it). Emissions of the
  * token that starts at character i: out[n_tags]. */
-void pdi_features_tag(const pd_feat_text *x, int32_t i, double *out);
+void pdi_features_tag(const pdi_feat_text *x, int32_t i, double *out);
 /* Link scores of `from` against each to[0..n_to) (every `to` span of the
  * review, in text order) then none: out[n_to + 1]. */
-void pdi_features_link(const pd_feat_text *x, pd_feat_span from, const pd_feat_span *to, int32_t n_to, double *out);
+void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to, double *out);
 /* Label logits of a record (spans[k]: its span of head span field k):
  * out[n_labels + no_record]. */
-void pdi_features_label(const pd_feat_text *x, const pd_feat_span *spans, double *out);
+void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, double *out);
 
 /* ------------------------------------------------- a tagger head's pass */
 
@@ -290,7 +290,7 @@ pd_status pdi_tag_run(const pdi_tag_runner *r, pd_context *ctx, const char *text
                       pd_tag_trace *tr, pdi_tag_record **recs, int32_t *n_recs, pd_error *err);
 
 /* [d0, d1, ...] of a tensor's shape into buf, for messages. */
-void pdi_tensor_shape_text(const pd_tensor *t, char *buf, size_t n);
+void pdi_tensor_shape_text(const pdi_tensor *t, char *buf, size_t n);
 
 /* Index of the largest of v[0..n) (the first on ties). */
 int32_t pdi_argmax(const float *v, int32_t n);

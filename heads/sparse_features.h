@@ -46,11 +46,11 @@ typedef struct mem_entry {
     size_t line;
 } mem_entry;
 
-struct pd_features {
+struct pdi_features {
     uint64_t seed;
     int32_t n_spans, link_from, link_to; /* the head's */
     feat_table table[D_COUNT];
-    pd_gazetteer *lexicon; /* NULL without */
+    pdi_gazetteer *lexicon; /* NULL without */
     uint32_t lex_fields;   /* span fields (bits) that lex. atoms read */
     char *memory_data;     /* the memory file, cut into keys */
     mem_entry *memory;     /* sorted by key, distinct */

@@ -17,16 +17,16 @@ static double log_add(double a, double b)
 }
 
 /* Transition score of prev -> next at token i (prev -1: the start), -inf where not allowed. */
-static double step(const pd_tag_lattice *L, int32_t prev, int32_t next, int32_t i)
+static double step(const pdi_tag_lattice *L, int32_t prev, int32_t next, int32_t i)
 {
     if (!pdi_tagger_allowed(prev, next, L->boundary[i])) return -INFINITY;
     return prev < 0 ? (double)L->t->start[next] : (double)L->t->trans[prev * L->t->n_tags + next];
 }
 
-pd_status pdi_tag_lattice_init(pd_tag_lattice *L, const pd_tagger *t, const float *emissions, const uint8_t *boundary,
+pd_status pdi_tag_lattice_init(pdi_tag_lattice *L, const pdi_tagger *t, const float *emissions, const uint8_t *boundary,
                                int32_t n, pd_error *err)
 {
-    *L = (pd_tag_lattice){.t = t, .emissions = emissions, .boundary = boundary, .n = n, .log_z = -INFINITY};
+    *L = (pdi_tag_lattice){.t = t, .emissions = emissions, .boundary = boundary, .n = n, .log_z = -INFINITY};
     if (n <= 0) return PD_OK;
     int32_t T = t->n_tags;
     L->alpha = malloc(sizeof *L->alpha * (size_t)n * (size_t)T * 2);
@@ -52,7 +52,7 @@ pd_status pdi_tag_lattice_init(pd_tag_lattice *L, const pd_tagger *t, const floa
     return PD_OK;
 }
 
-void pdi_tag_lattice_free(pd_tag_lattice *L)
+void pdi_tag_lattice_free(pdi_tag_lattice *L)
 {
     free(L->alpha);
     L->alpha = L->beta = NULL;
@@ -60,7 +60,7 @@ void pdi_tag_lattice_free(pd_tag_lattice *L)
 
 /* log of the summed scores of the sequences whose tags end at token i with
  * `prev` and then do not continue with I-f (`in`): the span ends at i. */
-static double span_end(const pd_tag_lattice *L, int32_t prev, int32_t in, int32_t i)
+static double span_end(const pdi_tag_lattice *L, int32_t prev, int32_t in, int32_t i)
 {
     int32_t T = L->t->n_tags;
     if (i == L->n - 1) return (double)L->t->end[prev];
@@ -78,20 +78,20 @@ typedef struct span_walk {
     double head;
 } span_walk;
 
-static span_walk walk_start(const pd_tag_lattice *L, int32_t field, int32_t first)
+static span_walk walk_start(const pdi_tag_lattice *L, int32_t field, int32_t first)
 {
     int32_t b = 1 + 2 * field;
     return (span_walk){b, b + 1, first, L->alpha[first * L->t->n_tags + b]};
 }
 
-static void walk_next(const pd_tag_lattice *L, span_walk *w)
+static void walk_next(const pdi_tag_lattice *L, span_walk *w)
 {
     w->i++;
     w->head += step(L, w->prev, w->in, w->i) + (double)L->emissions[(int64_t)w->i * L->t->n_tags + w->in];
     w->prev = w->in;
 }
 
-double pdi_tag_lattice_span_logprob(const pd_tag_lattice *L, int32_t field, int32_t first, int32_t last)
+double pdi_tag_lattice_span_logprob(const pdi_tag_lattice *L, int32_t field, int32_t first, int32_t last)
 {
     if (first < 0 || last < first || last >= L->n || field < 0 || 1 + 2 * field >= L->t->n_tags) return -INFINITY;
     span_walk w = walk_start(L, field, first);
@@ -114,7 +114,7 @@ static int by_probability(const void *a, const void *b)
     return (x->last > y->last) - (x->last < y->last);
 }
 
-pd_status pdi_tag_lattice_posterior_tags(const pd_tag_lattice *L, double threshold, int32_t *tags, pd_error *err)
+pd_status pdi_tag_lattice_posterior_tags(const pdi_tag_lattice *L, double threshold, int32_t *tags, pd_error *err)
 {
     int32_t n = L->n, fields = (L->t->n_tags - 1) / 2;
     if (n <= 0) return PD_OK;

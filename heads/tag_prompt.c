@@ -76,7 +76,7 @@ static pd_status split_prompt(pdi_tag_runner *r, const char *src, pd_error *err)
 /* Each span field's gazetteer markers must be tokens of the model. */
 static pd_status resolve_marks(pdi_tag_runner *r, const char *src, pd_error *err)
 {
-    const pd_tagger *t = r->head->tagger;
+    const pdi_tagger *t = r->head->tagger;
     const pd_tokenizer *tok = pd_model_tokenizer(r->model);
     int32_t vocab = pd_model_config(r->model)->vocab;
     for (int32_t k = 0; t->gazetteer && k < t->n_spans; k++)
@@ -155,8 +155,8 @@ static pd_status append_plain(const pdi_tag_runner *r, const char *text, size_t 
 static pd_status marked_ids(const pdi_tag_runner *r, const char *text, size_t len, int32_t **out, size_t *n,
                             pd_error *err)
 {
-    const pd_tagger *t = r->head->tagger;
-    pd_gaz_match *m = NULL;
+    const pdi_tagger *t = r->head->tagger;
+    pdi_gaz_match *m = NULL;
     int32_t n_m = 0;
     size_t cap = 0, at = 0;
     *out = NULL;

@@ -28,7 +28,7 @@ void pd_tag_trace_free(pd_tag_trace *tr)
     free(tr);
 }
 
-static pd_status tag_names(const pd_tagger *t, pd_tag_trace *tr)
+static pd_status tag_names(const pdi_tagger *t, pd_tag_trace *tr)
 {
     tr->n_tags = t->n_tags;
     if (!(tr->tag_names = calloc((size_t)t->n_tags, sizeof *tr->tag_names)) || !(tr->tag_names[0] = strdup("O")))
@@ -49,15 +49,15 @@ static pd_status tag_names(const pd_tagger *t, pd_tag_trace *tr)
 /* The working set of one pass. */
 typedef struct pass {
     const pd_head *head;
-    const pd_tagger *t;
+    const pdi_tagger *t;
     pd_tag_trace *tr;
     const float **rows;   /* [n_read] hidden states of the read copy */
     char *bytes;          /* the read copy's bytes */
     size_t *offset;       /* [n_read + 1] byte offset of each token in bytes */
     uint8_t *boundary;    /* [n_read] whether the token starts a character */
-    const pd_features *features; /* the head's sparse features; NULL without */
-    pd_feat_text text;    /* with them: the read copy's characters */
-    pd_feat_span *chars;  /* [n_spans] each span's characters */
+    const pdi_features *features; /* the head's sparse features; NULL without */
+    pdi_feat_text text;    /* with them: the read copy's characters */
+    pdi_feat_span *chars;  /* [n_spans] each span's characters */
 } pass;
 
 static pd_status nomem(const pass *ps, pd_error *err)
@@ -114,7 +114,7 @@ static pd_status emissions(pass *ps, pd_error *err)
 }
 
 /* Each run B-f I-f* of the tags is a span of field f. */
-static pd_status find_spans(pass *ps, const pd_tag_lattice *lattice, pd_error *err)
+static pd_status find_spans(pass *ps, const pdi_tag_lattice *lattice, pd_error *err)
 {
     pd_tag_trace *tr = ps->tr;
     if (!(tr->spans = calloc((size_t)tr->n_read, sizeof *tr->spans))) return nomem(ps, err);
@@ -136,7 +136,7 @@ static pd_status find_spans(pass *ps, const pd_tag_lattice *lattice, pd_error *e
 
 /* The character at byte b of the read copy (the next one when b falls
  * inside one, which the tag constraints rule out at span ends). */
-static int32_t char_at(const pd_feat_text *x, size_t b)
+static int32_t char_at(const pdi_feat_text *x, size_t b)
 {
     int32_t c;
     while ((c = pdi_feat_text_char(x, b)) < 0 && b < x->len) b++;
@@ -150,7 +150,7 @@ static pd_status span_chars(pass *ps, pd_error *err)
     if (!ps->features) return PD_OK;
     if (!(ps->chars = malloc(sizeof *ps->chars * ((size_t)tr->n_spans + 1)))) return nomem(ps, err);
     for (int32_t s = 0; s < tr->n_spans; s++)
-        ps->chars[s] = (pd_feat_span){char_at(&ps->text, ps->offset[tr->spans[s].first]),
+        ps->chars[s] = (pdi_feat_span){char_at(&ps->text, ps->offset[tr->spans[s].first]),
                                       char_at(&ps->text, ps->offset[tr->spans[s].last + 1])};
     return PD_OK;
 }
@@ -169,7 +169,7 @@ static int32_t spans_of(const pd_tag_trace *tr, int32_t f, int32_t *idx)
 static pd_status link_records(pass *ps, pdi_tag_record *recs, int32_t *n_recs, pd_error *err)
 {
     pd_tag_trace *tr = ps->tr;
-    const pd_tagger *t = ps->t;
+    const pdi_tagger *t = ps->t;
     const pdi_tag_record empty = {.span = {-1, -1}, .label = -1};
     *n_recs = 0;
     if (t->link_from < 0) {
@@ -184,7 +184,7 @@ static pd_status link_records(pass *ps, pdi_tag_record *recs, int32_t *n_recs, p
     bool *chosen = calloc((size_t)tr->n_spans + 1, sizeof *chosen);
     float *work = malloc(sizeof *work * 2 * (size_t)t->link_dim);
     bool sparse_on = pdi_features_on(ps->features, PD_FEAT_LINK);
-    pd_feat_span *to_chars = malloc(sizeof *to_chars * (size_t)(tr->n_spans + 1));
+    pdi_feat_span *to_chars = malloc(sizeof *to_chars * (size_t)(tr->n_spans + 1));
     double *sparse = malloc(sizeof *sparse * (size_t)(tr->n_spans + 1));
     pd_status rc = from && to_rows && chosen && work && to_chars && sparse ? PD_OK : nomem(ps, err);
     int32_t n_from = rc ? 0 : spans_of(tr, t->link_from, from), n_to = rc ? 0 : spans_of(tr, t->link_to, to);
@@ -234,7 +234,7 @@ static pd_status link_records(pass *ps, pdi_tag_record *recs, int32_t *n_recs, p
 static pd_status label_records(pass *ps, pdi_tag_record *recs, int32_t n_recs, pd_error *err)
 {
     pd_tag_trace *tr = ps->tr;
-    const pd_tagger *t = ps->t;
+    const pdi_tagger *t = ps->t;
     int32_t classes = t->n_labels + t->no_record; /* the no-record class last */
     tr->n_labels = classes;
     tr->no_record = t->no_record;
@@ -247,10 +247,10 @@ static pd_status label_records(pass *ps, pdi_tag_record *recs, int32_t n_recs, p
     }
     for (int32_t r = 0; r < n_recs; r++) {
         const float *xs[PD_TAGGER_MAX_SPANS * PD_SPAN_N_STATES] = {NULL};
-        pd_feat_span chars[PD_TAGGER_MAX_SPANS];
+        pdi_feat_span chars[PD_TAGGER_MAX_SPANS];
         for (int32_t k = 0; k < t->n_spans; k++) {
             int32_t s = recs[r].span[k];
-            chars[k] = s >= 0 && sparse_on ? ps->chars[s] : (pd_feat_span){-1, -1};
+            chars[k] = s >= 0 && sparse_on ? ps->chars[s] : (pdi_feat_span){-1, -1};
             if (s < 0) continue;
             for (int32_t j = 0; j < t->n_label_states; j++)
                 xs[k * t->n_label_states + j] =
@@ -293,7 +293,7 @@ static pd_status run(pass *ps, pd_context *ctx, const pd_tokenizer *tok, pdi_tag
         !(tr->tags = malloc(sizeof *tr->tags * (size_t)n)))
         return nomem(ps, err);
     if ((rc = read_bytes(ps, tok, err)) || (rc = emissions(ps, err))) return rc;
-    pd_tag_lattice lattice;
+    pdi_tag_lattice lattice;
     rc = pdi_tag_lattice_init(&lattice, ps->t, tr->emissions, ps->boundary, n, err);
     if (!rc)
         rc = ps->t->posterior_spans ? pdi_tag_lattice_posterior_tags(&lattice, ps->t->span_threshold, tr->tags, err)

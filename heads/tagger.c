@@ -14,7 +14,7 @@ static void free_strings(char **v, int32_t n)
     free(v);
 }
 
-void pdi_tagger_free(pd_tagger *t)
+void pdi_tagger_free(pdi_tagger *t)
 {
     if (!t) return;
     free(t->prompt);
@@ -53,14 +53,14 @@ static pd_status string_list(json_t *root, const char *key, char ***out, int32_t
     return PD_OK;
 }
 
-static int32_t span_index(const pd_tagger *t, const char *name)
+static int32_t span_index(const pdi_tagger *t, const char *name)
 {
     for (int32_t k = 0; name && k < t->n_spans; k++)
         if (strcmp(t->spans[k], name) == 0) return k;
     return -1;
 }
 
-static pd_status parse_link(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+static pd_status parse_link(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *link = json_object_get(root, "link");
     t->link_from = t->link_to = -1;
@@ -85,7 +85,7 @@ static pd_status parse_link(pd_tagger *t, json_t *root, const char *path, pd_err
 }
 
 /* "label_states": which token states of a span the labels read, ["last"] by default. */
-static pd_status parse_label_states(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+static pd_status parse_label_states(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     static const char *const names[PD_SPAN_N_STATES] = {"first", "last"};
     json_t *a = json_object_get(root, "label_states");
@@ -104,14 +104,14 @@ static pd_status parse_label_states(pd_tagger *t, json_t *root, const char *path
             return pdi_set_error(err, PD_ERR_FORMAT, "%s: label_states[%zu] is not \"first\" or \"last\"", path, i);
         if (i == 1 && (int32_t)t->label_states[0] == k)
             return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"label_states\" names '%s' twice", path, s);
-        t->label_states[i] = (pd_span_state)k;
+        t->label_states[i] = (pdi_span_state)k;
     }
     t->n_label_states = (int32_t)n;
     return PD_OK;
 }
 
 /* "no_record": true adds a label class, after the labels, that means "no record here". */
-static pd_status parse_no_record(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+static pd_status parse_no_record(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *v = json_object_get(root, "no_record");
     if (!v) return PD_OK;
@@ -127,7 +127,7 @@ static pd_status parse_no_record(pd_tagger *t, json_t *root, const char *path, p
  * p probable, 0.01 <= p <= 1, 0.5 when not given). The floor bounds the
  * candidates: their probabilities add up to the expected number of spans,
  * at most one a token, so at most 100 a token pass 0.01. */
-static pd_status parse_span_decoding(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+static pd_status parse_span_decoding(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *v = json_object_get(root, "span_decoding");
     if (!v) return PD_OK;
@@ -152,7 +152,7 @@ static pd_status parse_span_decoding(pd_tagger *t, json_t *root, const char *pat
     return PD_OK;
 }
 
-static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_error *err)
+static pd_status parse_labels(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
     if (!fields && !labels) {
@@ -201,7 +201,7 @@ static pd_status parse_labels(pd_tagger *t, json_t *root, const char *path, pd_e
 
 pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
-    pd_tagger *t = h->tagger = calloc(1, sizeof *t);
+    pdi_tagger *t = h->tagger = calloc(1, sizeof *t);
     if (!t) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     const char *prompt = json_string_value(json_object_get(root, "prompt"));
     if (!prompt || !strstr(prompt, "{text}"))
@@ -221,9 +221,9 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
 
 /* ------------------------------------------------------ head.safetensors */
 
-pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *path, pd_error *err)
+pd_status pdi_tagger_tensors(pd_head *h, const pdi_tensor_store *st, const char *path, pd_error *err)
 {
-    pd_tagger *t = h->tagger;
+    pdi_tagger *t = h->tagger;
     int64_t H = h->hidden, T = t->n_tags, d = t->link_dim;
     pd_status rc = pdi_head_take_tensor(st, "tag.weight", T, H, false, &t->tag_w, path, err);
     if (!rc) rc = pdi_head_take_tensor(st, "tag.bias", T, 0, false, &t->tag_b, path, err);
@@ -251,7 +251,7 @@ pd_status pdi_tagger_tensors(pd_head *h, const pd_tensor_store *st, const char *
 
 void pdi_tagger_emissions(const pd_head *h, const float *const *rows, int32_t n, const double *sparse, float *out)
 {
-    const pd_tagger *t = h->tagger;
+    const pdi_tagger *t = h->tagger;
     for (int32_t i = 0; i < n; i++)
         for (int32_t k = 0; k < t->n_tags; k++) {
             int64_t at = (int64_t)i * t->n_tags + k;
@@ -268,7 +268,7 @@ bool pdi_tagger_allowed(int32_t prev, int32_t next, bool boundary)
     return prev_field == (next - 2) / 2;         /* I-f after B-f or I-f */
 }
 
-pd_status pdi_tagger_viterbi(const pd_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
+pd_status pdi_tagger_viterbi(const pdi_tagger *t, const float *emissions, const uint8_t *boundary, int32_t n,
                              int32_t *tags, pd_error *err)
 {
     int32_t T = t->n_tags;
@@ -334,7 +334,7 @@ static void project(const float *w, const float *b, const float *x, int32_t rows
 void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *const *to, int32_t n_to,
                             const double *sparse, float *work, float *out)
 {
-    const pd_tagger *t = h->tagger;
+    const pdi_tagger *t = h->tagger;
     int32_t d = t->link_dim;
     double scale = 1.0 / sqrt((double)d);
     float *q = work, *k = work + d;
@@ -350,7 +350,7 @@ void pdi_tagger_link_scores(const pd_head *h, const float *h_from, const float *
 
 void pdi_tagger_label_logits(const pd_head *h, const float *const *x, const double *sparse, float *out)
 {
-    const pd_tagger *t = h->tagger;
+    const pdi_tagger *t = h->tagger;
     int32_t inputs = t->n_spans * t->n_label_states;
     int64_t H = h->hidden, width = inputs * H;
     for (int32_t l = 0; l < t->n_labels + t->no_record; l++) {

@@ -74,13 +74,13 @@ void *pdi_grow(void *p, size_t *cap, size_t need, size_t elem)
         if (c > SIZE_MAX / 2) return NULL;
         c *= 2;
     }
-    if (!pd_mul_size(c, elem, &bytes)) return NULL;
+    if (!pdi_mul_size(c, elem, &bytes)) return NULL;
     void *q = realloc(p, bytes);
     if (q) *cap = c;
     return q;
 }
 
-bool pdi_buf_append(pd_buf *b, const void *s, size_t n)
+bool pdi_buf_append(pdi_buf *b, const void *s, size_t n)
 {
     char *d = b->failed || n > SIZE_MAX - 1 - b->len ? NULL : pdi_grow(b->data, &b->cap, b->len + n + 1, 1);
     if (!d) {

@@ -31,7 +31,7 @@ pd_status pdi_set_error(pd_error *err, pd_status code, const char *fmt, ...) PD_
 void pdi_error_prefix(pd_error *err, const char *fmt, ...) PD_PRINTF(2, 3);
 
 /* Overflow-checked size arithmetic: return false on overflow. */
-static inline bool pd_mul_size(size_t a, size_t b, size_t *out)
+static inline bool pdi_mul_size(size_t a, size_t b, size_t *out)
 {
     if (a != 0 && b > SIZE_MAX / a) return false;
     *out = a * b;
@@ -51,14 +51,14 @@ void *pdi_grow(void *p, size_t *cap, size_t need, size_t elem);
  * anything was appended; free it with free(). The first failed append
  * sticks: failed is set and later appends do nothing, so a writer may check
  * once at the end. */
-typedef struct pd_buf {
+typedef struct pdi_buf {
     char *data;
     size_t len, cap;
     bool failed;
-} pd_buf;
+} pdi_buf;
 
 /* Append n bytes of s; false (and b->failed) when memory is short. */
-bool pdi_buf_append(pd_buf *b, const void *s, size_t n);
+bool pdi_buf_append(pdi_buf *b, const void *s, size_t n);
 
 /* Read a whole file into memory (NUL-terminated). */
 pd_status pdi_read_file(const char *path, char **data, size_t *len, pd_error *err);
@@ -70,7 +70,7 @@ char *pdi_path_join(const char *dir, const char *name);
 
 /* Element types; the numbers are GGUF's ggml_type values, but for
  * PD_Q4_64, which no file holds: it is made only by quantizing at load. */
-typedef enum pd_dtype {
+typedef enum pdi_dtype {
     PD_F32 = 0,
     PD_F16 = 1,
     PD_Q4_0 = 2,
@@ -81,91 +81,91 @@ typedef enum pd_dtype {
      * block of 64, w = d * q + m, 36 bytes a block (d, m, then the nibbles of
      * its two halves of 32, each half as Q4_1 stores its 32). */
     PD_Q4_64 = 1064
-} pd_dtype;
+} pdi_dtype;
 
 #define PD_QBLOCK 32 /* weights per Q8_0/Q4_0/Q4_1 block, and per block of the quantized activations */
 #define PD_QBLOCK_64 64 /* weights per Q4_64 block */
 
-const char *pdi_dtype_name(pd_dtype t);
+const char *pdi_dtype_name(pdi_dtype t);
 /* Bytes of a row of n elements (n a multiple of the block size for block
  * types; returns 0 when it is not, or when t is unknown). */
-size_t pdi_dtype_row_bytes(pd_dtype t, int64_t n);
+size_t pdi_dtype_row_bytes(pdi_dtype t, int64_t n);
 /* Elements a block of t holds: 32 or 64 for the block types, 1 for the float ones. */
-int pdi_dtype_block_len(pd_dtype t);
+int pdi_dtype_block_len(pdi_dtype t);
 /* Whether t is a type a GGUF or safetensors file may hold (not PD_Q4_64). */
 bool pdi_dtype_known(int t);
 
 /* A tensor view into mapped file data. shape is outermost first (HF/numpy
  * order): a linear layer's weight is [out, in] and each of its `out` rows is
  * `in` contiguous elements, whichever file it came from. */
-typedef struct pd_tensor {
+typedef struct pdi_tensor {
     char *name;
-    pd_dtype dtype;
+    pdi_dtype dtype;
     int n_dims;
     int64_t shape[4];
     const uint8_t *data;
     size_t nbytes;
-} pd_tensor;
+} pdi_tensor;
 
 /* A memory mapping: of one file (read-only), or anonymous memory the
  * store owns (pdi_store_map_anonymous). */
-typedef struct pd_mapping {
+typedef struct pdi_mapping {
     char *path;
     const uint8_t *data;
     size_t size;
-} pd_mapping;
+} pdi_mapping;
 
 /* Every tensor of a model, whatever files it came from. Tensor names are HF
  * names (GGUF names are translated on load). */
-typedef struct pd_tensor_store {
-    pd_tensor *tensors;
+typedef struct pdi_tensor_store {
+    pdi_tensor *tensors;
     size_t n_tensors, cap_tensors;
-    pd_mapping *maps;
+    pdi_mapping *maps;
     size_t n_maps, cap_maps;
-} pd_tensor_store;
+} pdi_tensor_store;
 
-void pdi_store_init(pd_tensor_store *st);
-void pdi_store_free(pd_tensor_store *st);
+void pdi_store_init(pdi_tensor_store *st);
+void pdi_store_free(pdi_tensor_store *st);
 /* size bytes of zeroed, writable memory of the store's own (an anonymous
  * mapping appended to st->maps, named name in messages), freed with the
  * store; its pages can be given back with madvise as a file's can. */
-pd_status pdi_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err);
-const pd_tensor *pdi_store_find(const pd_tensor_store *st, const char *name);
+pd_status pdi_store_map_anonymous(pdi_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err);
+const pdi_tensor *pdi_store_find(const pdi_tensor_store *st, const char *name);
 
 /* Map one .safetensors file and add its tensors (F32/F16/BF16). The header is
  * validated: length inside the file, JSON well formed, offsets inside the
  * data, end - begin == product(shape) * dtype size, no overlaps, no duplicate
  * names across files. */
-pd_status pdi_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err);
+pd_status pdi_safetensors_add(pdi_tensor_store *st, const char *path, pd_error *err);
 
 /* Read config.json of a Qwen3 model (refuses other architectures). */
 pd_status pdi_hf_config_load(const char *path, pd_config *cfg, pd_error *err);
 
 /* Load an HF model directory: config.json, then model.safetensors or the
  * shards listed by model.safetensors.index.json. */
-pd_status pdi_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err);
+pd_status pdi_hf_dir_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd_error *err);
 
 /* The vocabulary parts a GGUF file carries (tokenizer.ggml.*). Owned by the
  * struct; freed with pdi_vocab_parts_free. */
-typedef struct pd_vocab_parts {
+typedef struct pdi_vocab_parts {
     char **tokens;        /* byte-level strings, as in tokenizer.json */
     int32_t *token_types; /* GGUF token_type (1 normal, 3 control, 4 user defined) or NULL */
     size_t n_tokens;
     char **merges;        /* "a b" */
     size_t n_merges;
     char *pre;            /* pre-tokenizer name ("qwen2"), may be NULL */
-} pd_vocab_parts;
+} pdi_vocab_parts;
 
-void pdi_vocab_parts_free(pd_vocab_parts *parts);
+void pdi_vocab_parts_free(pdi_vocab_parts *parts);
 
 /* Map a GGUF v3 file: metadata into cfg (qwen3.*), tensors into st under HF
  * names, with dims reversed into HF order. vocab (may be NULL) receives the
  * tokenizer.ggml.* arrays when present (n_tokens 0 otherwise). */
-pd_status pdi_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
+pd_status pdi_gguf_load(const char *path, pdi_tensor_store *st, pd_config *cfg, pdi_vocab_parts *vocab,
                         pd_error *err);
 
 /* Build a tokenizer from GGUF vocabulary parts (Qwen2/3 pre-tokenizer). */
-pd_tokenizer *pdi_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err);
+pd_tokenizer *pdi_tokenizer_from_parts(const pdi_vocab_parts *parts, const char *source, pd_error *err);
 
 /* ------------------------------------------------------ derived models */
 
@@ -173,13 +173,13 @@ pd_tokenizer *pdi_tokenizer_from_parts(const pd_vocab_parts *parts, const char *
  * with A [rank, cols] and B [rows, rank] in F32, rows contiguous. `matrix` is
  * the HF name of the base weight ("model.layers.3.self_attn.q_proj.weight");
  * the seven projections of every layer can be updated. The data is copied. */
-typedef struct pd_lowrank {
+typedef struct pdi_lowrank {
     const char *matrix;
     int64_t rows, cols; /* of W, as the caller read them from A and B */
     int64_t rank;
     float scale;
     const float *A, *B;
-} pd_lowrank;
+} pdi_lowrank;
 
 /* How pdi_model_derive applies the updates of a matrix: MERGE makes an owned
  * F32 copy W + sum scale*B*A; RUNTIME keeps W and adds scale*B(Ax) after
@@ -187,7 +187,7 @@ typedef struct pd_lowrank {
  * large for them (rank x (rows + cols) > rows x cols / 8), and keeps the
  * others (16-bit with a small update, quantized) as stored, adding the
  * updates at runtime, so no weight is ever re-rounded. */
-typedef enum pd_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIVE_RUNTIME = 2 } pd_derive_mode;
+typedef enum pdi_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIVE_RUNTIME = 2 } pdi_derive_mode;
 
 /* Largest rank applied at runtime (the per-token product A x lives on the stack). */
 #define PD_LOWRANK_MAX_RANK 1024
@@ -197,21 +197,21 @@ typedef enum pd_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIVE
  * modified and must outlive the result (free it with pd_model_free). An
  * update whose matrix is unknown or whose shapes do not fit is refused
  * (PD_ERR_SHAPE), naming the matrix and both shapes. */
-pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
+pd_model *pdi_model_derive(const pd_model *base, const pdi_lowrank *updates, size_t n_updates, pdi_derive_mode mode,
                            pd_error *err);
 
 /* ------------------------------------------------------------- kernels */
 
 /* Convert n elements of a row of type t to F32 (n a multiple of the block
  * size for block types). */
-void pdi_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n);
+void pdi_row_to_f32(pdi_dtype t, const void *src, float *dst, int64_t n);
 
 float pdi_f16_to_f32(uint16_t h);
 uint16_t pdi_f32_to_f16(float f);
 /* n floats (a multiple of the block) as Q8_0, Q4_0 or Q4_1 blocks with
  * ggml's quantize_row_*_ref arithmetic, or as Q4_64 blocks with Q4_1's
  * (lib/core/quantize.c). */
-void pdi_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out);
+void pdi_quantize_row(pdi_dtype t, const float *x, int64_t n, uint8_t *out);
 float pdi_bf16_to_f32(uint16_t h);
 
 #endif /* PD_INTERNAL_H */

@@ -68,7 +68,7 @@ static int32_t candidate_fields(const pd_schema *sc, int32_t fields[64])
 static void candidate_values(const pd_schema *sc, const int32_t *fields, int32_t nf, int32_t k, char **values)
 {
     for (int32_t j = nf - 1; j >= 0; j--) {
-        const pd_schema_field *f = &sc->fields[fields[j]];
+        const pdi_schema_field *f = &sc->fields[fields[j]];
         values[fields[j]] = f->values[k % f->n_values];
         k /= f->n_values;
     }

@@ -29,7 +29,7 @@ static bool grow(int32_t *cap, int n, void **arrays[], const size_t sizes[])
 
 /* ------------------------------------------------------------------ trie */
 
-pd_status pdi_trie_init(pd_trie *t, int32_t n_ids, pd_error *err)
+pd_status pdi_trie_init(pdi_trie *t, int32_t n_ids, pd_error *err)
 {
     memset(t, 0, sizeof *t);
     t->n_ids = n_ids;
@@ -39,7 +39,7 @@ pd_status pdi_trie_init(pd_trie *t, int32_t n_ids, pd_error *err)
     return pdi_trie_add(t, -1, NULL, 0, err); /* the root */
 }
 
-void pdi_trie_free(pd_trie *t)
+void pdi_trie_free(pdi_trie *t)
 {
     free(t->first_child);
     free(t->next_sibling);
@@ -49,14 +49,14 @@ void pdi_trie_free(pd_trie *t)
     memset(t, 0, sizeof *t);
 }
 
-int32_t pdi_trie_child(const pd_trie *t, int32_t node, uint8_t b)
+int32_t pdi_trie_child(const pdi_trie *t, int32_t node, uint8_t b)
 {
     for (int32_t c = t->first_child[node]; c >= 0; c = t->next_sibling[c])
         if (t->byte[c] == b) return c;
     return -1;
 }
 
-static int32_t new_node(pd_trie *t, uint8_t b)
+static int32_t new_node(pdi_trie *t, uint8_t b)
 {
     if (t->n_nodes == t->cap_nodes) {
         void **arrays[] = {(void **)&t->first_child, (void **)&t->next_sibling, (void **)&t->entry,
@@ -70,7 +70,7 @@ static int32_t new_node(pd_trie *t, uint8_t b)
     return n;
 }
 
-pd_status pdi_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err)
+pd_status pdi_trie_add(pdi_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err)
 {
     if (t->n_nodes == 0) return new_node(t, 0) < 0 ? pdi_set_error(err, PD_ERR_NOMEM, "trie: out of memory") : PD_OK;
     if (id < 0 || id >= t->n_ids || len == 0) return pdi_set_error(err, PD_ERR_ARG, "trie: bad entry %d", id);
@@ -91,14 +91,14 @@ pd_status pdi_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len,
 
 /* ------------------------------------------------------ suffix automaton */
 
-static int32_t sam_next(const pd_constraint *c, int32_t st, uint8_t b)
+static int32_t sam_next(const pdi_constraint *c, int32_t st, uint8_t b)
 {
     for (int32_t e = c->sam_edge[st]; e >= 0; e = c->edge_next[e])
         if (c->edge_byte[e] == b) return c->edge_to[e];
     return -1;
 }
 
-static bool sam_add_edge(pd_constraint *c, int32_t from, uint8_t b, int32_t to)
+static bool sam_add_edge(pdi_constraint *c, int32_t from, uint8_t b, int32_t to)
 {
     if (c->n_edges == c->cap_edges) {
         void **arrays[] = {(void **)&c->edge_to, (void **)&c->edge_next, (void **)&c->edge_byte};
@@ -113,14 +113,14 @@ static bool sam_add_edge(pd_constraint *c, int32_t from, uint8_t b, int32_t to)
     return true;
 }
 
-static void sam_redirect(pd_constraint *c, int32_t st, uint8_t b, int32_t to)
+static void sam_redirect(pdi_constraint *c, int32_t st, uint8_t b, int32_t to)
 {
     for (int32_t e = c->sam_edge[st]; e >= 0; e = c->edge_next[e])
         if (c->edge_byte[e] == b) c->edge_to[e] = to;
 }
 
 /* The textbook online construction (Blumer et al.), one byte at a time. */
-static bool sam_extend(pd_constraint *c, uint8_t b)
+static bool sam_extend(pdi_constraint *c, uint8_t b)
 {
     int32_t cur = c->n_states++;
     c->sam_len[cur] = c->sam_len[c->last] + 1;
@@ -149,7 +149,7 @@ static bool sam_extend(pd_constraint *c, uint8_t b)
     return true;
 }
 
-pd_status pdi_constraint_init(pd_constraint *c, const pd_schema *schema, const char *text, size_t len,
+pd_status pdi_constraint_init(pdi_constraint *c, const pd_schema *schema, const char *text, size_t len,
                               int32_t max_records, pd_error *err)
 {
     memset(c, 0, sizeof *c);
@@ -175,7 +175,7 @@ nomem:
     return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the input automaton", schema->path);
 }
 
-void pdi_constraint_free(pd_constraint *c)
+void pdi_constraint_free(pdi_constraint *c)
 {
     free(c->sam_len);
     free(c->sam_link);
@@ -190,11 +190,11 @@ void pdi_constraint_free(pd_constraint *c)
 
 /* ------------------------------------------------------- byte automaton */
 
-static bool step(pd_constraint *c, pd_cstate *s, uint8_t b);
+static bool step(pdi_constraint *c, pdi_cstate *s, uint8_t b);
 
-pd_cstate pdi_cstate_initial(void)
+pdi_cstate pdi_cstate_initial(void)
 {
-    pd_cstate s = {0, 0, PD_PH_START, 0, 0, 0, 0};
+    pdi_cstate s = {0, 0, PD_PH_START, 0, 0, 0, 0};
     return s;
 }
 
@@ -204,7 +204,7 @@ static const char *terminator(const pd_schema *sc, int field)
 }
 
 /* UTF-8 bookkeeping: values are whole characters of valid UTF-8. */
-static bool utf8_step(pd_cstate *s, uint8_t b)
+static bool utf8_step(pdi_cstate *s, uint8_t b)
 {
     if (b >= 0x80 && b < 0xC0) {
         if (s->need == 0) return false;
@@ -216,12 +216,12 @@ static bool utf8_step(pd_cstate *s, uint8_t b)
     return s->need != 9 && b != 0xC0 && b != 0xC1;
 }
 
-static int pattern_match(pd_constraint *c, const pd_schema_field *f, int32_t start, size_t n, uint32_t options)
+static int pattern_match(pdi_constraint *c, const pdi_schema_field *f, int32_t start, size_t n, uint32_t options)
 {
     return pcre2_match(f->re, c->buf + start, n, 0, options, c->md, NULL);
 }
 
-static bool value_complete(pd_constraint *c, const pd_cstate *s, const pd_schema_field *f)
+static bool value_complete(pdi_constraint *c, const pdi_cstate *s, const pdi_schema_field *f)
 {
     if (s->phase == PD_PH_EMPTY) return true;
     if (s->phase != PD_PH_VALUE || s->need) return false;
@@ -234,7 +234,7 @@ static bool value_complete(pd_constraint *c, const pd_cstate *s, const pd_schema
 }
 
 /* s->pos already counts b, which sits at buf[s->pos - 1]. */
-static bool value_step(pd_constraint *c, pd_cstate *s, const pd_schema_field *f, uint8_t b)
+static bool value_step(pdi_constraint *c, pdi_cstate *s, const pdi_schema_field *f, uint8_t b)
 {
     int32_t from = s->phase == PD_PH_START ? 0 : s->node;
     if (!utf8_step(s, b)) return false;
@@ -257,7 +257,7 @@ static bool value_step(pd_constraint *c, pd_cstate *s, const pd_schema_field *f,
     return s->node >= 0;
 }
 
-static bool put_byte(pd_constraint *c, int32_t pos, uint8_t b)
+static bool put_byte(pdi_constraint *c, int32_t pos, uint8_t b)
 {
     uint8_t *nb = pdi_grow(c->buf, &c->cap_buf, (size_t)pos + 1, 1);
     if (!nb) return false;
@@ -266,17 +266,17 @@ static bool put_byte(pd_constraint *c, int32_t pos, uint8_t b)
     return true;
 }
 
-bool pdi_cstate_step(pd_constraint *c, pd_cstate *s, uint8_t b)
+bool pdi_cstate_step(pdi_constraint *c, pdi_cstate *s, uint8_t b)
 {
     if (s->phase == PD_PH_DONE || !put_byte(c, s->pos, b)) return false;
     s->pos++;
     return step(c, s, b);
 }
 
-static bool step(pd_constraint *c, pd_cstate *s, uint8_t b)
+static bool step(pdi_constraint *c, pdi_cstate *s, uint8_t b)
 {
     const pd_schema *sc = c->schema;
-    const pd_schema_field *f = &sc->fields[s->field];
+    const pdi_schema_field *f = &sc->fields[s->field];
     const char *term = terminator(sc, s->field);
     if (s->phase == PD_PH_TERM) {
         if ((uint8_t)term[s->node] != b) return false;
@@ -303,7 +303,7 @@ static bool step(pd_constraint *c, pd_cstate *s, uint8_t b)
     return value_step(c, s, f, b);
 }
 
-bool pdi_cstate_can_end(const pd_constraint *c, const pd_cstate *s)
+bool pdi_cstate_can_end(const pdi_constraint *c, const pdi_cstate *s)
 {
     (void)c;
     return s->phase == PD_PH_DONE || (s->phase == PD_PH_START && s->field == 0);
@@ -312,16 +312,16 @@ bool pdi_cstate_can_end(const pd_constraint *c, const pd_cstate *s)
 /* ---------------------------------------------------------- allowed set */
 
 typedef struct walk {
-    pd_constraint *c;
-    const pd_trie *vocab;
+    pdi_constraint *c;
+    const pdi_trie *vocab;
     int32_t *ids, n;
 } walk;
 
-static void dfs(walk *w, int32_t node, const pd_cstate *s)
+static void dfs(walk *w, int32_t node, const pdi_cstate *s)
 {
-    const pd_trie *t = w->vocab;
+    const pdi_trie *t = w->vocab;
     for (int32_t ch = t->first_child[node]; ch >= 0; ch = t->next_sibling[ch]) {
-        pd_cstate next = *s;
+        pdi_cstate next = *s;
         if (!pdi_cstate_step(w->c, &next, t->byte[ch])) continue;
         for (int32_t id = t->entry[ch]; id >= 0; id = t->entry_next[id]) w->ids[w->n++] = id;
         if (t->first_child[ch] >= 0) dfs(w, ch, &next);
@@ -334,7 +334,7 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int32_t pdi_constraint_allowed(pd_constraint *c, const pd_cstate *s, const pd_trie *vocab, int32_t *ids)
+int32_t pdi_constraint_allowed(pdi_constraint *c, const pdi_cstate *s, const pdi_trie *vocab, int32_t *ids)
 {
     walk w = {c, vocab, ids, 0};
     if (s->phase != PD_PH_DONE) dfs(&w, 0, s);

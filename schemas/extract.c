@@ -13,7 +13,7 @@
 struct pd_extractor {
     const pd_model *model;
     const pd_schema *schema;
-    pd_trie vocab;   /* bytes of every ordinary token the model can emit */
+    pdi_trie vocab;   /* bytes of every ordinary token the model can emit */
     int32_t n_vocab; /* ids below this are rows of the LM head */
     int32_t end_id;
 };
@@ -121,7 +121,7 @@ typedef struct decoder {
     pd_context *ctx;
     const pd_extractor *ex;
     pd_extract_params p;
-    pd_constraint con;
+    pdi_constraint con;
     int32_t *allowed; /* [n_vocab + 1]: the step's candidates (the end token last) */
     float *cand;      /* their logits */
     uint64_t rng;
@@ -132,7 +132,7 @@ typedef struct decoder {
     bool full;        /* the last evaluation computed full logits */
     /* between evaluations (the loop is resumed after each, alone or with other decoders) */
     pd_extraction *x;
-    pd_cstate s;      /* the constraint's state after the output so far */
+    pdi_cstate s;      /* the constraint's state after the output so far */
     int32_t n;        /* candidates of the next token (in allowed) */
     bool sparse;      /* they are few enough for the sparse head */
     size_t complete;  /* bytes of the output's complete records */
@@ -153,7 +153,7 @@ typedef struct decoder {
 
 /* Candidates for the next token in state s: allowed text tokens, then the end
  * token when the output may end here. */
-static int32_t candidates(decoder *d, const pd_cstate *s, double *us)
+static int32_t candidates(decoder *d, const pdi_cstate *s, double *us)
 {
     double t0 = now_us();
     int32_t n = pdi_constraint_allowed(&d->con, s, &d->ex->vocab, d->allowed);
@@ -201,7 +201,7 @@ static int32_t copy_next(const decoder *d, int32_t n)
  * so far, so that a review whose spans end where the model ends them (words
  * of a few tokens) wastes about one row. Stops at the first state that
  * allows a choice outside a span, or at a record's end. Returns its length. */
-static int32_t draft(decoder *d, pd_cstate s, int32_t n_out, int32_t k_max)
+static int32_t draft(decoder *d, pdi_cstate s, int32_t n_out, int32_t k_max)
 {
     int32_t k = 0, n_copies = 0;
     const pd_tokenizer *tok = pd_model_tokenizer(d->ex->model);
@@ -304,7 +304,7 @@ static bool repeats(const pd_schema *sc, const uint8_t *buf, size_t start, size_
 
 /* A record just ended at s->pos: keep it (true), or, under distinct_records,
  * end the output before it when it repeats an earlier one. */
-static bool keep_record(decoder *d, pd_extraction *x, const pd_cstate *s, size_t *complete)
+static bool keep_record(decoder *d, pd_extraction *x, const pdi_cstate *s, size_t *complete)
 {
     if (d->ex->schema->distinct_records && repeats(d->ex->schema, d->con.buf, *complete, (size_t)s->pos)) {
         x->stop = PD_STOP_REPEAT;

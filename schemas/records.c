@@ -23,7 +23,7 @@ bool pdi_schema_distinct_records(const pd_schema *sc) { return sc->distinct_reco
 
 bool pdi_schema_enum_has(const pd_schema *sc, int32_t f, const char *value)
 {
-    const pd_schema_field *fd = &sc->fields[f];
+    const pdi_schema_field *fd = &sc->fields[f];
     for (int32_t i = 0; fd->kind == PD_FIELD_ENUM && i < fd->n_values; i++)
         if (strcmp(fd->values[i], value) == 0) return true;
     return false;
@@ -79,7 +79,7 @@ void pdi_extraction_drop_repeats(pd_extraction *x)
 /* ---------------------------------------------------------- printing */
 
 /* RFC 4180: quote a field holding a comma, a quote or a line break; double its quotes. */
-static void put_csv(pd_buf *b, const char *s)
+static void put_csv(pdi_buf *b, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
         pdi_buf_append(b, s, strlen(s));
@@ -94,7 +94,7 @@ static void put_csv(pd_buf *b, const char *s)
     pdi_buf_append(b, "\"", 1);
 }
 
-static void tianchi_row(pd_buf *b, const pd_schema *sc, const char *id, const pd_record *r)
+static void tianchi_row(pdi_buf *b, const pd_schema *sc, const char *id, const pd_record *r)
 {
     put_csv(b, id);
     for (int32_t c = 0; c < sc->n_csv; c++) {
@@ -124,7 +124,7 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
     if (x && x->n_fields != schema->n_fields)
         return pdi_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
                              schema->n_fields);
-    pd_buf b = {0};
+    pdi_buf b = {0};
     if (fmt == PD_FORMAT_TIANCHI) {
         if (!x || x->n_records == 0) tianchi_row(&b, schema, id, NULL);
         for (int32_t r = 0; x && r < x->n_records; r++) tianchi_row(&b, schema, id, &x->records[r]);

@@ -98,7 +98,7 @@ static pd_status get_bool(reader *r, const yaml_node_t *map, const char *key, bo
     return PD_OK;
 }
 
-static pd_status read_enum(reader *r, pd_schema *sc, pd_schema_field *f, const yaml_node_t *fn)
+static pd_status read_enum(reader *r, pd_schema *sc, pdi_schema_field *f, const yaml_node_t *fn)
 {
     yaml_node_t *vals = get(r, fn, "values");
     if (!vals || vals->type != YAML_SEQUENCE_NODE || vals->data.sequence.items.top == vals->data.sequence.items.start)
@@ -125,7 +125,7 @@ static pd_status read_enum(reader *r, pd_schema *sc, pd_schema_field *f, const y
     return rc;
 }
 
-static pd_status read_field(reader *r, pd_schema *sc, pd_schema_field *f, const yaml_node_t *fn)
+static pd_status read_field(reader *r, pd_schema *sc, pdi_schema_field *f, const yaml_node_t *fn)
 {
     static const char *const keys[] = {"name", "kind", "empty", "values", "pattern", NULL};
     pd_status rc;
@@ -348,7 +348,7 @@ void pd_schema_free(pd_schema *sc)
 {
     if (!sc) return;
     for (int32_t i = 0; i < sc->n_fields; i++) {
-        pd_schema_field *f = &sc->fields[i];
+        pdi_schema_field *f = &sc->fields[i];
         free(f->name);
         for (int32_t j = 0; j < f->n_values; j++) free(f->values[j]);
         free(f->values);

@@ -22,39 +22,39 @@
 
 /* A byte trie: node 0 is the root; children are a linked list. Each node may
  * end one or more entries (token ids, or enum value indices). */
-typedef struct pd_trie {
+typedef struct pdi_trie {
     int32_t *first_child, *next_sibling, *entry; /* entry: first id ending here, -1 none */
     uint8_t *byte;
     int32_t n_nodes, cap_nodes;
     int32_t *entry_next; /* per id: the next id with the same bytes, -1 none */
     int32_t n_ids;
-} pd_trie;
+} pdi_trie;
 
-pd_status pdi_trie_init(pd_trie *t, int32_t n_ids, pd_error *err);
+pd_status pdi_trie_init(pdi_trie *t, int32_t n_ids, pd_error *err);
 /* Add id with the given bytes (len > 0). */
-pd_status pdi_trie_add(pd_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err);
-void pdi_trie_free(pd_trie *t);
+pd_status pdi_trie_add(pdi_trie *t, int32_t id, const uint8_t *bytes, size_t len, pd_error *err);
+void pdi_trie_free(pdi_trie *t);
 /* Child of node on byte b, or -1. */
-int32_t pdi_trie_child(const pd_trie *t, int32_t node, uint8_t b);
+int32_t pdi_trie_child(const pdi_trie *t, int32_t node, uint8_t b);
 
-typedef enum pd_field_kind { PD_FIELD_SPAN = 0, PD_FIELD_ENUM = 1, PD_FIELD_PATTERN = 2 } pd_field_kind;
+typedef enum pdi_field_kind { PD_FIELD_SPAN = 0, PD_FIELD_ENUM = 1, PD_FIELD_PATTERN = 2 } pdi_field_kind;
 
 #define PD_PATTERN_MAX_BYTES 256 /* longest value a pattern field may produce */
 
-typedef struct pd_schema_field {
+typedef struct pdi_schema_field {
     char *name;
-    pd_field_kind kind;
+    pdi_field_kind kind;
     bool allow_empty;
     char **values; /* enum */
     int32_t n_values;
-    pd_trie trie;  /* enum: its values */
+    pdi_trie trie;  /* enum: its values */
     char *pattern; /* pattern: the source regex */
     pcre2_code *re;
-} pd_schema_field;
+} pdi_schema_field;
 
 struct pd_schema {
     char *path, *name;
-    pd_schema_field *fields;
+    pdi_schema_field *fields;
     int32_t n_fields;
     char *separator, *record_end; /* non-empty */
     char *end_token;              /* vocabulary token that ends the output */
@@ -88,7 +88,7 @@ void pdi_schema_free_candidates(char **cands, int32_t n);
  * vocabulary trie carries one per node. */
 enum { PD_PH_START = 0, PD_PH_VALUE, PD_PH_EMPTY, PD_PH_TERM, PD_PH_DONE };
 
-typedef struct pd_cstate {
+typedef struct pdi_cstate {
     int32_t rec;      /* complete records */
     int16_t field;    /* current field */
     uint8_t phase;    /* PD_PH_* */
@@ -96,11 +96,11 @@ typedef struct pd_cstate {
     int32_t node;     /* span: automaton state; enum: trie node; term: bytes matched */
     int32_t len;      /* bytes of the current value */
     int32_t pos;      /* bytes of output so far (where the next byte goes in buf) */
-} pd_cstate;
+} pdi_cstate;
 
 /* The constraint of one input text: the schema plus a suffix automaton of the
  * text. Mutable scratch (pattern buffer, match data): one per thread. */
-typedef struct pd_constraint {
+typedef struct pdi_constraint {
     const pd_schema *schema;
     int32_t max_records;
     /* suffix automaton: states with transition lists */
@@ -112,20 +112,20 @@ typedef struct pd_constraint {
     uint8_t *buf;     /* output bytes by position: committed, then the DFS path */
     size_t cap_buf;
     pcre2_match_data *md;
-} pd_constraint;
+} pdi_constraint;
 
-pd_status pdi_constraint_init(pd_constraint *c, const pd_schema *schema, const char *text, size_t len,
+pd_status pdi_constraint_init(pdi_constraint *c, const pd_schema *schema, const char *text, size_t len,
                               int32_t max_records, pd_error *err);
-void pdi_constraint_free(pd_constraint *c);
+void pdi_constraint_free(pdi_constraint *c);
 
-pd_cstate pdi_cstate_initial(void);
+pdi_cstate pdi_cstate_initial(void);
 /* Advance by one output byte; false when the byte leaves the language. */
-bool pdi_cstate_step(pd_constraint *c, pd_cstate *s, uint8_t b);
+bool pdi_cstate_step(pdi_constraint *c, pdi_cstate *s, uint8_t b);
 /* Whether the output may end here (a record boundary, records to spare). */
-bool pdi_cstate_can_end(const pd_constraint *c, const pd_cstate *s);
+bool pdi_cstate_can_end(const pdi_constraint *c, const pdi_cstate *s);
 
 /* Every token of the vocabulary trie whose bytes keep s a valid prefix,
  * ascending, into ids (room for vocab->n_ids). Visits only live branches. */
-int32_t pdi_constraint_allowed(pd_constraint *c, const pd_cstate *s, const pd_trie *vocab, int32_t *ids);
+int32_t pdi_constraint_allowed(pdi_constraint *c, const pdi_cstate *s, const pdi_trie *vocab, int32_t *ids);
 
 #endif

@@ -1,6 +1,6 @@
 /* attention.c - grouped-query attention of one layer for the rows of a pass.
  *
- * A pass holds the rows of one or more sequences (pd_seq_part): their
+ * A pass holds the rows of one or more sequences (pdi_seq_part): their
  * queries and outputs are rows of the pass context's scratch, their keys and
  * values are in each sequence's own cache. A token sees its cache before its
  * batch and its batch up to itself (the mask, if any, is lower-triangular and
@@ -13,16 +13,16 @@
 typedef struct {
     pd_context *ctx; /* the pass's scratch: q, att, scores, keep */
     int layer;
-    const pd_seq_part *parts;
+    const pdi_seq_part *parts;
     int32_t n_parts;
     bool trim; /* only the kept rows (ctx->keep) */
 } attn_job;
 
 /* Tokens of part p that attention runs for. */
-static int32_t part_items(const attn_job *a, const pd_seq_part *p) { return a->trim ? p->n_keep : p->n_tok; }
+static int32_t part_items(const attn_job *a, const pdi_seq_part *p) { return a->trim ? p->n_keep : p->n_tok; }
 
 /* The part-local index of part p's k-th token. */
-static inline int32_t tok_at(const attn_job *a, const pd_seq_part *p, int32_t k)
+static inline int32_t tok_at(const attn_job *a, const pdi_seq_part *p, int32_t k)
 {
     return a->trim ? a->ctx->keep[p->keep0 + k] - p->row0 : k;
 }
@@ -30,7 +30,7 @@ static inline int32_t tok_at(const attn_job *a, const pd_seq_part *p, int32_t k)
 /* nb cached rows (row bytes apart, hd elements each) as floats: the rows
  * themselves for an F32 cache, else widened into block ([nb][hd]); *stride
  * gets the bytes from one returned row to the next. */
-static const void *widen_block(const pd_kernels *kern, pd_dtype kvt, const uint8_t *rows, size_t row, int64_t nb,
+static const void *widen_block(const pdi_kernels *kern, pdi_dtype kvt, const uint8_t *rows, size_t row, int64_t nb,
                                int64_t hd, float *block, size_t *stride)
 {
     *stride = row;
@@ -60,7 +60,7 @@ static float row_max(const float *s, int64_t n)
  * other). Such a block is skipped: its scores would be set to -inf below and
  * its weights would be exp(-inf) = 0, and adding 0 * v to the sums changes
  * no bit of them, so the results are those of computing it. */
-static bool block_hidden(const pd_seq_part *p, int32_t i, int64_t t0, int64_t kv0)
+static bool block_hidden(const pdi_seq_part *p, int32_t i, int64_t t0, int64_t kv0)
 {
     const uint8_t *visible = p->batch->visible;
     if (!visible || t0 < p->batch_kv0) return false;
@@ -72,7 +72,7 @@ static bool block_hidden(const pd_seq_part *p, int32_t i, int64_t t0, int64_t kv
 }
 
 /* Whether some token of the tile [k0, k1) sees a key of the block at t0. */
-static bool block_seen(const attn_job *a, const pd_seq_part *p, int32_t k0, int32_t k1, int64_t t0, int64_t kv0)
+static bool block_seen(const attn_job *a, const pdi_seq_part *p, int32_t k0, int32_t k1, int64_t t0, int64_t kv0)
 {
     for (int32_t k = k0; k < k1; k++)
         if (t0 < kv0 + tok_at(a, p, k) && !block_hidden(p, tok_at(a, p, k), t0, kv0)) return true;
@@ -87,7 +87,7 @@ static void prefetch_bytes(const uint8_t *p, size_t bytes)
     for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o);
 }
 
-/* One work item: a tile of up to pd_attn_tokens tokens of one part and one
+/* One work item: a tile of up to pdi_attn_tokens tokens of one part and one
  * KV head, with every query head that shares it (grouped-query attention):
  * each block of keys is read (or, stored as rows, widened) once for the
  * tile, and every token's sums are those it would have alone. Items run part
@@ -97,9 +97,9 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     const attn_job *a = arg;
     pd_context *ctx = a->ctx;
     const pd_config *c = &ctx->model->cfg;
-    const pd_kernels *kern = ctx->model->kern;
+    const pdi_kernels *kern = ctx->model->kern;
     int64_t hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads, group = nh / nkv, n_ctx = ctx->n_ctx;
-    int64_t kvd = nkv * hd, tq = pd_attn_tokens(ctx->n_batch);
+    int64_t kvd = nkv * hd, tq = pdi_attn_tokens(ctx->n_batch);
     /* per thread: each tile token's group rows of n_ctx scores, then a block of widened key rows */
     size_t per_token = (size_t)(group * n_ctx);
     float *scores = ctx->scores + (size_t)thread * ((size_t)tq * per_token + (size_t)(PD_ATTN_BLOCK * hd));
@@ -109,7 +109,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     int32_t pi = 0;
     int64_t first = 0; /* the first item of part pi */
     for (int64_t item = begin; item < end; item++) {
-        const pd_seq_part *p = &a->parts[pi];
+        const pdi_seq_part *p = &a->parts[pi];
         int64_t tiles = (part_items(a, p) + tq - 1) / tq * nkv;
         while (item >= first + tiles) { /* items ascend: the part is found from the last one */
             first += tiles;
@@ -117,7 +117,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             tiles = (part_items(a, p) + tq - 1) / tq * nkv;
         }
         const pd_context *seq = p->seq; /* whose cache the part reads */
-        pd_dtype kvt = seq->kv_f16 ? PD_F16 : PD_F32;
+        pdi_dtype kvt = seq->kv_f16 ? PD_F16 : PD_F32;
         size_t elt = seq->kv_f16 ? 2 : 4, row = (size_t)kvd * elt; /* bytes from a position to the next in a block */
         const uint8_t *visible = p->batch->visible;
         const float *q_rows = ctx->q + (size_t)p->row0 * (size_t)(nh * hd);
@@ -126,7 +126,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
         int32_t n_items = part_items(a, p);
         int32_t k0 = (int32_t)((item - first) / nkv * tq), g = (int32_t)((item - first) % nkv);
         int32_t k1 = k0 + (int32_t)tq < n_items ? k0 + (int32_t)tq : n_items;
-        if (pd_rope_in_attention(p, ctx->n_batch, a->trim)) /* the part's one tile: every row, head g */
+        if (pdi_rope_in_attention(p, ctx->n_batch, a->trim)) /* the part's one tile: every row, head g */
             for (int32_t r = 0; r < p->n_tok; r++) pdi_rope_store(ctx, a->layer, p, p->row0 + r, g, g + 1);
         int64_t kv0 = (int64_t)p->batch_kv0 + p->chunk_start + 1; /* token i sees kv0 + i keys */
         int64_t keys_max = kv0 + tok_at(a, p, k1 - 1);             /* the tile's last token sees the most */
@@ -134,13 +134,13 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
             if (visible && !block_seen(a, p, k0, k1, t0, kv0)) continue;
             /* the KV head's keys from position t0: blocked, its rows of the
              * block ([hd][PD_KEY_BLOCK], as stored); else rows, widened */
-            const uint8_t *k = (const uint8_t *)seq->k_cache + pd_key_at(seq, kvd, a->layer, t0, g * hd) * elt;
+            const uint8_t *k = (const uint8_t *)seq->k_cache + pdi_key_at(seq, kvd, a->layer, t0, g * hd) * elt;
             /* on their way: the next block's keys, this block's values */
             if (seq->k_blocked && t0 + PD_ATTN_BLOCK < keys_max)
                 prefetch_bytes((const uint8_t *)seq->k_cache +
-                                   pd_key_at(seq, kvd, a->layer, t0 + PD_ATTN_BLOCK, g * hd) * elt,
+                                   pdi_key_at(seq, kvd, a->layer, t0 + PD_ATTN_BLOCK, g * hd) * elt,
                                (size_t)(hd * PD_KEY_BLOCK) * elt);
-            const uint8_t *v_block = (const uint8_t *)seq->v_cache + pd_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
+            const uint8_t *v_block = (const uint8_t *)seq->v_cache + pdi_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
             for (int64_t r = 0; r < PD_ATTN_BLOCK && t0 + r < keys_max; r++)
                 prefetch_bytes(v_block + (size_t)r * row, (size_t)hd * elt);
             size_t stride = 0;
@@ -187,7 +187,7 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
                 /* the block's value rows as stored: a kernel converts F16 as it
                  * loads, cheaper than widening the block first even for a
                  * tile of 4 tokens (and the same bits) */
-                const uint8_t *v = (const uint8_t *)seq->v_cache + pd_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
+                const uint8_t *v = (const uint8_t *)seq->v_cache + pdi_value_at(seq, kvd, a->layer, t0, g * hd) * elt;
                 for (int32_t k = k0; k < k1; k++) {
                     int32_t i = tok_at(a, p, k);
                     if (t0 >= kv0 + i || block_hidden(p, i, t0, kv0)) continue;
@@ -207,10 +207,10 @@ static void attention_range(void *arg, int64_t begin, int64_t end, int thread)
     }
 }
 
-void pdi_attention(pd_context *ctx, int layer, const pd_seq_part *parts, int32_t n_parts, bool trim)
+void pdi_attention(pd_context *ctx, int layer, const pdi_seq_part *parts, int32_t n_parts, bool trim)
 {
     attn_job a = {ctx, layer, parts, n_parts, trim};
-    int64_t tq = pd_attn_tokens(ctx->n_batch), items = 0;
+    int64_t tq = pdi_attn_tokens(ctx->n_batch), items = 0;
     for (int32_t p = 0; p < n_parts; p++) items += (part_items(&a, &parts[p]) + tq - 1) / tq * ctx->model->cfg.n_kv_heads;
     if (items) pdi_pool_for(ctx->pool, items, 1, attention_range, &a);
 }

@@ -27,7 +27,7 @@ static size_t widest_input(const pd_config *c)
 static float *alloc_floats(size_t a, size_t b, size_t c)
 {
     size_t n, bytes;
-    if (!pd_mul_size(a, b, &n) || !pd_mul_size(n, c, &n) || !pd_mul_size(n, sizeof(float), &bytes) || bytes == 0)
+    if (!pdi_mul_size(a, b, &n) || !pdi_mul_size(n, c, &n) || !pdi_mul_size(n, sizeof(float), &bytes) || bytes == 0)
         return NULL;
     return calloc(1, bytes);
 }
@@ -49,7 +49,7 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
     if (p->n_threads == 0) p->n_threads = pd_cpu_count(); /* the one default: every core this process may use */
     if (p->n_batch == 0) p->n_batch = 256;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
-    if (p->kv_type == PD_KV_AUTO) p->kv_type = pd_dtype_is_block(c->n_layers ? model->layers[0].wk.dtype : PD_F32)
+    if (p->kv_type == PD_KV_AUTO) p->kv_type = pdi_dtype_is_block(c->n_layers ? model->layers[0].wk.dtype : PD_F32)
                                                    ? PD_KV_F16 : PD_KV_F32;
     if (p->kv_type != PD_KV_F32 && p->kv_type != PD_KV_F16)
         return pdi_set_error(err, PD_ERR_ARG, "context: unknown KV cache type %d", (int)p->kv_type);
@@ -60,7 +60,7 @@ static pd_status resolve_params(const pd_model *model, pd_context_params *p, pd_
 static bool add_bytes(size_t *a, size_t b, size_t c)
 {
     size_t n;
-    if (!pd_mul_size(b, c, &n) || *a + n < n) return false;
+    if (!pdi_mul_size(b, c, &n) || *a + n < n) return false;
     *a += n;
     return true;
 }
@@ -69,7 +69,7 @@ static bool add_bytes(size_t *a, size_t b, size_t c)
 static bool add_floats(size_t *a, size_t b, size_t c, size_t d)
 {
     size_t n;
-    if (!pd_mul_size(b, c, &n) || !pd_mul_size(n, d, &n) || !pd_mul_size(n, sizeof(float), &n) || *a + n < n)
+    if (!pdi_mul_size(b, c, &n) || !pdi_mul_size(n, d, &n) || !pdi_mul_size(n, sizeof(float), &n) || *a + n < n)
         return false;
     *a += n;
     return true;
@@ -94,7 +94,7 @@ static bool cache_bytes(const pd_config *c, const pd_context_params *p, size_t *
 {
     size_t row = kv_dim(c) * kv_bytes_per(p->kv_type);
     *kv = 0;
-    return add_bytes(kv, pd_kv_blocks(p->n_ctx) * 2 * (size_t)c->n_layers * PD_KEY_BLOCK, row);
+    return add_bytes(kv, pdi_kv_blocks(p->n_ctx) * 2 * (size_t)c->n_layers * PD_KEY_BLOCK, row);
 }
 
 /* The cache's pages: zeroed by the system and only made resident where
@@ -139,11 +139,11 @@ static bool context_sizes(const pd_model *m, const pd_context_params *p, size_t 
     return cache_bytes(c, p, kv) &&
            add_floats(scratch, 3 * B, H, 1) &&
            add_floats(scratch, 2 * B, Q, 1) && add_floats(scratch, 2 * B, KV, 1) && add_floats(scratch, 2 * B, F, 1) &&
-           add_floats(scratch, T, (size_t)pd_attn_tokens(p->n_batch) * G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
+           add_floats(scratch, T, (size_t)pdi_attn_tokens(p->n_batch) * G * (size_t)p->n_ctx + PD_ATTN_BLOCK * (size_t)c->head_dim, 1) &&
            add_floats(scratch, 2 * B, R, 1) && add_floats(scratch, B, 1, 1) /* chunk_pos: int32 */ &&
            add_floats(scratch, (size_t)p->n_ctx, 1, 1) /* kv_ids: int32 */ &&
            add_floats(scratch, 2 * B, 1, 1) /* keep, slot: int32 */ &&
-           add_bytes(scratch, B, sizeof(pd_seq_part)) &&
+           add_bytes(scratch, B, sizeof(pdi_seq_part)) &&
            add_qact(scratch, B, max_cols) && add_qact(scratch, B, F) && *kv + *scratch >= *kv;
 }
 
@@ -159,13 +159,13 @@ size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
 /* Room in a for n tokens of cols columns (only block-quantized weights read
  * it, whose inputs are whole blocks); false when out of memory (what was
  * allocated is freed with the context). */
-static bool alloc_qact(pd_qact *a, int64_t n, size_t cols)
+static bool alloc_qact(pdi_qact *a, int64_t n, size_t cols)
 {
     n = (int64_t)qact_cap((size_t)n);
     size_t q, ds, block;
     /* d and s: [blocks][n] plus a vector of padding for the 8-token loads */
-    if (!pd_mul_size((size_t)n, cols, &q) || !pd_mul_size(cols / PD_QBLOCK + 1, (size_t)n, &ds) ||
-        !pd_mul_size(ds + 8, sizeof(float), &ds) || !pd_mul_size(q / PD_QBLOCK, sizeof(int32_t), &block))
+    if (!pdi_mul_size((size_t)n, cols, &q) || !pdi_mul_size(cols / PD_QBLOCK + 1, (size_t)n, &ds) ||
+        !pdi_mul_size(ds + 8, sizeof(float), &ds) || !pdi_mul_size(q / PD_QBLOCK, sizeof(int32_t), &block))
         return false;
     a->q = malloc(q);
     a->d = calloc(1, ds);
@@ -175,7 +175,7 @@ static bool alloc_qact(pd_qact *a, int64_t n, size_t cols)
     return a->q && a->d && a->s && a->block_bias;
 }
 
-static void free_qact(pd_qact *a)
+static void free_qact(pdi_qact *a)
 {
     free(a->q);
     free(a->d);
@@ -230,7 +230,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->gate = alloc_floats(B, F, 1);
     ctx->up = alloc_floats(B, F, 1);
     ctx->delta = alloc_floats(B, H, 1);
-    ctx->scores = alloc_floats(T, (size_t)pd_attn_tokens(p.n_batch) * (size_t)(c->n_heads / c->n_kv_heads) * (size_t)p.n_ctx +
+    ctx->scores = alloc_floats(T, (size_t)pdi_attn_tokens(p.n_batch) * (size_t)(c->n_heads / c->n_kv_heads) * (size_t)p.n_ctx +
                                       PD_ATTN_BLOCK * (size_t)c->head_dim, 1);
     ctx->rope_cos = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
     ctx->rope_sin = alloc_floats(B, (size_t)c->head_dim / 2 + 1, 1);
@@ -238,7 +238,7 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     ctx->kv_ids = calloc((size_t)p.n_ctx, sizeof(int32_t));
     ctx->keep = calloc(B, sizeof(int32_t));
     ctx->slot = calloc(B, sizeof(int32_t));
-    ctx->parts = calloc(B, sizeof(pd_seq_part));
+    ctx->parts = calloc(B, sizeof(pdi_seq_part));
     ctx->pool = pdi_pool_new(p.n_threads);
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
@@ -293,8 +293,8 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
     pd_context *ctx = pd_context_new(src->model, &p, err);
     if (!ctx) return NULL;
     /* the blocks that hold the used positions, the last one in full */
-    size_t block = pd_kv_block_elems(src, kv_dim(&src->model->cfg)) * kv_bytes_per(p.kv_type);
-    memcpy(ctx->k_cache, src->k_cache, pd_kv_blocks(src->kv_len) * block);
+    size_t block = pdi_kv_block_elems(src, kv_dim(&src->model->cfg)) * kv_bytes_per(p.kv_type);
+    memcpy(ctx->k_cache, src->k_cache, pdi_kv_blocks(src->kv_len) * block);
     ctx->kv_len = src->kv_len;
     memcpy(ctx->kv_ids, src->kv_ids, (size_t)src->kv_plain * sizeof(int32_t));
     ctx->kv_plain = src->kv_plain;

@@ -14,10 +14,10 @@
 /* ------------------------------------------------------------------ matmul */
 
 typedef struct {
-    const pd_kernels *kern;
-    const pd_matrix *w;
+    const pdi_kernels *kern;
+    const pdi_matrix *w;
     const float *x;  /* [n_tok][x_stride] */
-    const pd_qact *qx; /* x quantized, for block-quantized weights; else NULL */
+    const pdi_qact *qx; /* x quantized, for block-quantized weights; else NULL */
     float *y;        /* [n_tok][y_stride] */
     int64_t n_tok, x_stride, y_stride;
     const int32_t *rows; /* NULL: rows 0..n-1 of w; else the chosen rows (sparse head) */
@@ -45,7 +45,7 @@ typedef struct {
 
 /* A matrix product's rows across the pool, in chunks of whole grains (16s,
  * the interleaved groups, or 32s where a chunk quantizes its columns). */
-static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, int64_t grain, pd_range_fn fn, void *arg)
+static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, int64_t grain, pdi_range_fn fn, void *arg)
 {
     if (n_tok < FEW_TOKENS) pdi_pool_for_chunks(ctx->pool, rows, grain, FEW_CHUNKS, fn, arg);
     else pdi_pool_for(ctx->pool, rows, grain, fn, arg);
@@ -58,7 +58,7 @@ static void pool_rows(pd_context *ctx, int64_t n_tok, int64_t rows, int64_t grai
 /* Block-quantized weights: integer dots on the quantized activations. */
 static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
 {
-    const pd_matrix *w = j->w;
+    const pdi_matrix *w = j->w;
     if (j->rows && w->interleave) {
         /* a chosen row: its group, one token at a time, into as many floats */
         const int n = w->interleave;
@@ -92,7 +92,7 @@ static void qmatmul_range(const matmul_job *j, int64_t begin, int64_t end)
 
 static void matmul_part(const matmul_job *j, int64_t begin, int64_t end)
 {
-    const pd_matrix *w = j->w;
+    const pdi_matrix *w = j->w;
     if (j->qx) {
         qmatmul_range(j, begin, end);
         return;
@@ -121,8 +121,8 @@ static void matmul_range(void *arg, int64_t begin, int64_t end, int thread)
 }
 
 typedef struct {
-    const pd_kernels *kern;
-    pd_qact *a;
+    const pdi_kernels *kern;
+    pdi_qact *a;
     const float *x;
     int64_t x_stride;
 } quantize_job;
@@ -136,11 +136,11 @@ static void quantize_range(void *arg, int64_t begin, int64_t end, int thread)
 
 /* x quantized into the context's activation buffer when w is block-quantized
  * (NULL otherwise): done once for all the matrices that read the same x. */
-static const pd_qact *quantize_for(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride,
+static const pdi_qact *quantize_for(pd_context *ctx, const pdi_matrix *w, const float *x, int64_t x_stride,
                                    int64_t n_tok)
 {
-    if (!pd_dtype_is_block(w->dtype)) return NULL;
-    pd_qact *a = &ctx->qact;
+    if (!pdi_dtype_is_block(w->dtype)) return NULL;
+    pdi_qact *a = &ctx->qact;
     a->n_tok = n_tok;
     a->cols = w->cols;
     quantize_job q = {ctx->model->kern, a, x, x_stride};
@@ -154,10 +154,10 @@ static const pd_qact *quantize_for(pd_context *ctx, const pd_matrix *w, const fl
 
 /* y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when rows is NULL);
  * qx is x quantized (quantize_for), or NULL to quantize here if w needs it. */
-static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
-                        const pd_qact *qx, int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok)
+static void matmul_rows(pd_context *ctx, const pdi_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
+                        const pdi_qact *qx, int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok)
 {
-    if (pd_dtype_is_block(w->dtype) && !qx && n_tok > ctx->qact.n_cap) {
+    if (pdi_dtype_is_block(w->dtype) && !qx && n_tok > ctx->qact.n_cap) {
         /* more rows than a chunk (kept outputs): quantize and multiply a chunk at a time */
         for (int64_t t0 = 0; t0 < n_tok; t0 += ctx->qact.n_cap) {
             int64_t nt = n_tok - t0 < ctx->qact.n_cap ? n_tok - t0 : ctx->qact.n_cap;
@@ -165,15 +165,15 @@ static void matmul_rows(pd_context *ctx, const pd_matrix *w, const int32_t *rows
         }
         return;
     }
-    if (pd_dtype_is_block(w->dtype) && !qx) qx = quantize_for(ctx, w, x, x_stride, n_tok);
-    if (!pd_dtype_is_block(w->dtype)) qx = NULL;
+    if (pdi_dtype_is_block(w->dtype) && !qx) qx = quantize_for(ctx, w, x, x_stride, n_tok);
+    if (!pdi_dtype_is_block(w->dtype)) qx = NULL;
     matmul_job j = {ctx->model->kern, w, x, qx, y, n_tok, x_stride, y_stride, rows};
     pool_rows(ctx, n_tok, n_out, 16, matmul_range, &j);
 }
 
 typedef struct {
-    const pd_kernels *kern;
-    const pd_matrix *w;
+    const pdi_kernels *kern;
+    const pdi_matrix *w;
     const float *x;
     float *y;
     int64_t x_stride, y_stride;
@@ -189,14 +189,14 @@ static void delta_range(void *arg, int64_t begin, int64_t end, int thread)
     for (int64_t t = begin; t < end; t++) {
         const float *x = j->x + t * j->x_stride;
         float *y = j->y + t * j->y_stride;
-        for (const pd_delta *d = j->w->delta; d; d = d->next) {
+        for (const pdi_delta *d = j->w->delta; d; d = d->next) {
             for (int64_t k = 0; k < d->rank; k++) u[k] = d->scale * j->kern->dot(d->A + k * j->w->cols, x, j->w->cols);
             for (int64_t k = 0; k < d->rank; k++) j->kern->axpy(y, u[k], d->Bt + k * j->w->rows, j->w->rows);
         }
     }
 }
 
-static void add_deltas(pd_context *ctx, const pd_matrix *w, const float *x, int64_t x_stride, float *y,
+static void add_deltas(pd_context *ctx, const pdi_matrix *w, const float *x, int64_t x_stride, float *y,
                        int64_t y_stride, int64_t n_tok)
 {
     if (w->delta) {
@@ -206,7 +206,7 @@ static void add_deltas(pd_context *ctx, const pd_matrix *w, const float *x, int6
 }
 
 /* y = w x (and its adapters' deltas); qx: x already quantized, or NULL. */
-static void matmul(pd_context *ctx, const pd_matrix *w, const float *x, const pd_qact *qx, int64_t x_stride, float *y,
+static void matmul(pd_context *ctx, const pdi_matrix *w, const float *x, const pdi_qact *qx, int64_t x_stride, float *y,
                    int64_t y_stride, int64_t n_tok)
 {
     matmul_rows(ctx, w, NULL, w->rows, x, qx, x_stride, y, y_stride, n_tok);
@@ -222,7 +222,7 @@ typedef struct {
     matmul_job part[FUSED_MAX];
     int n_parts;
     bool paired, swiglu;
-    pd_qact *qout; /* with swiglu: where each chunk quantizes the columns it made */
+    pdi_qact *qout; /* with swiglu: where each chunk quantizes the columns it made */
 } fused_job;
 
 static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
@@ -257,16 +257,16 @@ static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
  * and up), y[0] becomes silu(gate) * up; given qout, it is also quantized
  * there by the threads that made it, and qout is returned (NULL when it was
  * not: adapters' deltas come after the loop). */
-static const pd_qact *matmul_fused(pd_context *ctx, int n, const pd_matrix *const *w, float *const *y, const int64_t *y_stride,
-                         const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu, pd_qact *qout)
+static const pdi_qact *matmul_fused(pd_context *ctx, int n, const pdi_matrix *const *w, float *const *y, const int64_t *y_stride,
+                         const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu, pdi_qact *qout)
 {
-    const pd_qact *qx = NULL;
+    const pdi_qact *qx = NULL;
     for (int p = 0; p < n && !qx; p++) qx = quantize_for(ctx, w[p], x, x_stride, n_tok);
     bool deltas = false;
     fused_job f = {.n_parts = n, .paired = paired};
     int64_t rows = 0;
     for (int p = 0; p < n; p++) {
-        f.part[p] = (matmul_job){ctx->model->kern, w[p], x, pd_dtype_is_block(w[p]->dtype) ? qx : NULL, y[p],
+        f.part[p] = (matmul_job){ctx->model->kern, w[p], x, pdi_dtype_is_block(w[p]->dtype) ? qx : NULL, y[p],
                                  n_tok, x_stride, y_stride[p], NULL};
         rows = paired ? w[p]->rows : rows + w[p]->rows;
         deltas = deltas || w[p]->delta;
@@ -342,7 +342,7 @@ typedef struct {
     pd_context *ctx;
     const float *norm;         /* residual_range: the norm's weights */
     int layer;                 /* rope_store_range: the layer, */
-    const pd_seq_part *parts;  /* the pass's parts (whose caches the rows go to) */
+    const pdi_seq_part *parts;  /* the pass's parts (whose caches the rows go to) */
     bool trim;                 /* and whether attention runs for the kept rows only */
 } token_job;
 
@@ -373,10 +373,10 @@ static void add_norm_range(void *arg, int64_t begin, int64_t end, int thread)
 }
 
 /* Row t's heads [g0, g1) normed, rotated and cached (model.h). */
-void pdi_rope_store(pd_context *ctx, int layer, const pd_seq_part *p, int64_t t, int g0, int g1)
+void pdi_rope_store(pd_context *ctx, int layer, const pdi_seq_part *p, int64_t t, int g0, int g1)
 {
     const pd_config *c = &ctx->model->cfg;
-    const pd_layer *L = &ctx->model->layers[layer];
+    const pdi_layer *L = &ctx->model->layers[layer];
     int64_t hd = c->head_dim, group = c->n_heads / c->n_kv_heads, KV = (int64_t)c->n_kv_heads * hd;
     const float *cs = ctx->rope_cos + (size_t)t * (hd / 2), *sn = ctx->rope_sin + (size_t)t * (hd / 2);
     float *q = ctx->q + t * c->n_heads * hd + g0 * group * hd, *k = ctx->k + t * KV + g0 * hd;
@@ -385,20 +385,20 @@ void pdi_rope_store(pd_context *ctx, int layer, const pd_seq_part *p, int64_t t,
     pd_context *seq = p->seq;
     size_t pos = (size_t)p->batch_kv0 + (size_t)p->chunk_start + (size_t)(t - p->row0);
     int64_t n = (g1 - g0) * hd;
-    store_cached(seq, seq->k_cache, pd_key_at(seq, KV, layer, (int64_t)pos, g0 * hd), seq->k_blocked ? PD_KEY_BLOCK : 1,
+    store_cached(seq, seq->k_cache, pdi_key_at(seq, KV, layer, (int64_t)pos, g0 * hd), seq->k_blocked ? PD_KEY_BLOCK : 1,
                  k, n);
-    store_cached(seq, seq->v_cache, pd_value_at(seq, KV, layer, (int64_t)pos, g0 * hd), 1, ctx->v + t * KV + g0 * hd, n);
+    store_cached(seq, seq->v_cache, pdi_value_at(seq, KV, layer, (int64_t)pos, g0 * hd), 1, ctx->v + t * KV + g0 * hd, n);
 }
 
-/* Every KV head of the rows whose part attention does not do them (pd_rope_in_attention). */
+/* Every KV head of the rows whose part attention does not do them (pdi_rope_in_attention). */
 static void rope_store_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     (void)thread;
     const token_job *j = arg;
-    const pd_seq_part *p = j->parts;
+    const pdi_seq_part *p = j->parts;
     for (int64_t t = begin; t < end; t++) {
         while (t >= p->row0 + p->n_tok) p++; /* the part that holds row t */
-        if (!pd_rope_in_attention(p, j->ctx->n_batch, j->trim))
+        if (!pdi_rope_in_attention(p, j->ctx->n_batch, j->trim))
             pdi_rope_store(j->ctx, j->layer, p, t, 0, j->ctx->model->cfg.n_kv_heads);
     }
 }
@@ -423,22 +423,22 @@ static void gather_rows(pd_context *ctx, const int32_t *rows, int32_t n_rows)
  * the kept rows go on through attention and the MLP, into rows 0..n_keep-1
  * of x: no other row's output is read, and each row's sums are those it has
  * in the whole pass. */
-static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int32_t n_parts, int32_t n_tok, bool trim,
+static void layer_forward(pd_context *ctx, int l, const pdi_seq_part *parts, int32_t n_parts, int32_t n_tok, bool trim,
                           int32_t n_keep)
 {
     const pd_model *m = ctx->model;
     const pd_config *c = &m->cfg;
-    const pd_layer *L = &m->layers[l];
+    const pdi_layer *L = &m->layers[l];
     int64_t H = c->hidden, hd = c->head_dim, Q = (int64_t)c->n_heads * hd, KV = (int64_t)c->n_kv_heads * hd;
     int64_t F = c->ffn;
 
-    const pd_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
+    const pdi_matrix *qkv[3] = {&L->wq, &L->wk, &L->wv};
     float *qkv_out[3] = {ctx->q, ctx->k, ctx->v};
     matmul_fused(ctx, 3, qkv, qkv_out, (const int64_t[3]){Q, KV, KV}, ctx->xn, H, n_tok, false, false, NULL);
 
     token_job rj = {.ctx = ctx, .layer = l, .parts = parts, .trim = trim};
     bool rope_apart = false; /* some part's rows are not roped by attention */
-    for (int32_t i = 0; i < n_parts && !rope_apart; i++) rope_apart = !pd_rope_in_attention(&parts[i], ctx->n_batch, trim);
+    for (int32_t i = 0; i < n_parts && !rope_apart; i++) rope_apart = !pdi_rope_in_attention(&parts[i], ctx->n_batch, trim);
     if (rope_apart) pdi_pool_for(ctx->pool, n_tok, 8, rope_store_range, &rj);
 
     pdi_attention(ctx, l, parts, n_parts, trim);
@@ -451,11 +451,11 @@ static void layer_forward(pd_context *ctx, int l, const pd_seq_part *parts, int3
     token_job ffn = {.ctx = ctx, .norm = L->ffn_norm};
     pdi_pool_for(ctx->pool, n_tok, 8, add_norm_range, &ffn);
 
-    const pd_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
+    const pdi_matrix *gate_up[2] = {&L->w_gate, &L->w_up};
     float *gate_up_out[2] = {ctx->gate, ctx->up};
     /* the down projection's input is quantized where silu(gate) * up is made */
-    const pd_qact *inner = matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true,
-                                        true, pd_dtype_is_block(L->w_down.dtype) ? &ctx->qact_inner : NULL);
+    const pdi_qact *inner = matmul_fused(ctx, 2, gate_up, gate_up_out, (const int64_t[2]){F, F}, ctx->xn, H, n_tok, true,
+                                        true, pdi_dtype_is_block(L->w_down.dtype) ? &ctx->qact_inner : NULL);
     matmul(ctx, &L->w_down, ctx->gate, inner, F, ctx->delta, H, n_tok);
     if (l + 1 < c->n_layers) {
         token_job next = {.ctx = ctx, .norm = m->layers[l + 1].attn_norm};
@@ -513,8 +513,8 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
     if (n > ctx->cap_outputs || (logits && !ctx->out_logits)) {
         int32_t cap = n > ctx->cap_outputs ? n : ctx->cap_outputs;
         size_t hb, lb;
-        if (!pd_mul_size((size_t)cap, (size_t)c->hidden * sizeof(float), &hb) ||
-            !pd_mul_size((size_t)cap, (size_t)c->vocab * sizeof(float), &lb))
+        if (!pdi_mul_size((size_t)cap, (size_t)c->hidden * sizeof(float), &hb) ||
+            !pdi_mul_size((size_t)cap, (size_t)c->vocab * sizeof(float), &lb))
             return pdi_set_error(err, PD_ERR_NOMEM, "evaluation: %d outputs are too many", n);
         size_t out = hb + (logits ? lb : 0); /* the context's own bytes are within its budget */
         if (ctx->max_bytes && (out < hb || out > ctx->max_bytes - ctx->bytes))
@@ -550,18 +550,18 @@ static const int32_t *kept_outputs(const pd_batch *b, int32_t *last, int32_t *n)
 /* One pass: the parts' rows (at most ctx->n_batch together) through the
  * trunk on ctx's scratch and threads. Each part's cache grows by its rows,
  * and its kept rows' final-norm hidden states go to its context's outputs. */
-static void run_pass(pd_context *ctx, pd_seq_part *parts, int32_t n_parts)
+static void run_pass(pd_context *ctx, pdi_seq_part *parts, int32_t n_parts)
 {
     const pd_model *m = ctx->model;
     const pd_config *c = &m->cfg;
     int64_t H = c->hidden;
     int32_t n_tok = 0, last, n_out;
     for (int32_t i = 0; i < n_parts; i++) {
-        pd_seq_part *p = &parts[i];
+        pdi_seq_part *p = &parts[i];
         const pd_batch *b = p->batch;
         p->row0 = n_tok;
         for (int32_t t = 0; t < p->n_tok; t++, n_tok++) {
-            pd_matrix_row(&m->embed, b->tokens[p->chunk_start + t], ctx->x + n_tok * H);
+            pdi_matrix_row(&m->embed, b->tokens[p->chunk_start + t], ctx->x + n_tok * H);
             ctx->chunk_pos[n_tok] = b->positions ? b->positions[p->chunk_start + t] : p->batch_kv0 + p->chunk_start + t;
         }
     }
@@ -574,7 +574,7 @@ static void run_pass(pd_context *ctx, pd_seq_part *parts, int32_t n_parts)
     int32_t n_keep = 0;
     for (int32_t t = 0; t < n_tok; t++) ctx->slot[t] = -1;
     for (int32_t i = 0; i < n_parts; i++) {
-        pd_seq_part *p = &parts[i];
+        pdi_seq_part *p = &parts[i];
         const int32_t *outputs = kept_outputs(p->batch, &last, &n_out);
         for (int32_t k = 0; k < n_out; k++)
             if (outputs[k] >= p->chunk_start && outputs[k] < p->chunk_start + p->n_tok)
@@ -591,7 +591,7 @@ static void run_pass(pd_context *ctx, pd_seq_part *parts, int32_t n_parts)
     for (int l = 0; l < c->n_layers; l++)
         layer_forward(ctx, l, parts, n_parts, n_tok, trim && l + 1 == c->n_layers, n_keep);
     for (int32_t i = 0; i < n_parts; i++) {
-        const pd_seq_part *p = &parts[i];
+        const pdi_seq_part *p = &parts[i];
         p->seq->kv_len = p->batch_kv0 + p->chunk_start + p->n_tok;
         const int32_t *outputs = kept_outputs(p->batch, &last, &n_out);
         for (int32_t k = 0; k < n_out; k++) {
@@ -676,7 +676,7 @@ pd_status pd_eval_many(pd_context *lead, pd_context *const *ctxs, const pd_batch
                 if (rows > 0 && left <= lead->n_batch) break; /* whole, in the next pass */
                 take = lead->n_batch - rows;
             }
-            lead->parts[n_parts++] = (pd_seq_part){ctxs[i], &batches[i], 0, take, start, ctxs[i]->kv_len - start, 0, 0};
+            lead->parts[n_parts++] = (pdi_seq_part){ctxs[i], &batches[i], 0, take, start, ctxs[i]->kv_len - start, 0, 0};
             rows += take;
             start += take;
             if (start == batches[i].n_tokens) {

@@ -61,7 +61,7 @@ pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_generate_par
     int32_t stops[3] = {pd_tokenizer_token_id(tok, "<|im_end|>"), pd_tokenizer_token_id(tok, "<|endoftext|>"),
                         m->cfg.eos_id};
     uint64_t rng = p.sampler.seed;
-    pd_buf out = {0};
+    pdi_buf out = {0};
     if (!pdi_buf_append(&out, "", 0)) return pdi_set_error(err, PD_ERR_NOMEM, "generation: out of memory");
     for (int32_t produced = 0; p.max_tokens == 0 || produced < p.max_tokens; produced++) {
         int32_t id = pd_sample(pd_context_logits(ctx, 0), m->cfg.vocab, NULL, &p.sampler, &rng);

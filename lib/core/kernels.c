@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-const pd_kernels *pdi_kernels_select(void)
+const pdi_kernels *pdi_kernels_select(void)
 {
     const char *force = getenv("PD_KERNELS");
     if (force && strcmp(force, "portable") == 0) return pdi_kernels_portable();
-    const pd_kernels *k = force && strcmp(force, "avx2") == 0 ? NULL : pdi_kernels_avx512();
+    const pdi_kernels *k = force && strcmp(force, "avx2") == 0 ? NULL : pdi_kernels_avx512();
     if (!k) k = pdi_kernels_avx2();
     if (!k) k = pdi_kernels_neon();
     return k ? k : pdi_kernels_portable();

@@ -11,10 +11,10 @@
 
 #include "kernels_shared.h"
 
-/* Positions in a block of a blocked key cache (pd_kernels.key_scores_t). */
+/* Positions in a block of a blocked key cache (pdi_kernels.key_scores_t). */
 #define PD_KEY_BLOCK 64
 
-typedef struct pd_kernels {
+typedef struct pdi_kernels {
     const char *name;
     /* sum of a[i]*b[i] for i < n */
     float (*dot)(const float *a, const float *b, int64_t n);
@@ -22,13 +22,13 @@ typedef struct pd_kernels {
     void (*axpy)(float *y, float s, const float *x, int64_t n);
     /* dot of one stored weight row of type t (n elements) with x, without
      * converting the row first (F32/F16/BF16 decode; every type in tests) */
-    float (*dot_row)(pd_dtype t, const void *row, const float *x, int64_t n);
+    float (*dot_row)(pdi_dtype t, const void *row, const float *x, int64_t n);
     /* Q8_0/Q4_0/Q4_1 rows times quantized activations, integer dot products:
      * y[t * y_stride + r] = row r . token t for r < n_rows, t0 <= t < t1, row r
      * at w + r * row_bytes. Each (row, token) is summed in one fixed order
      * (pdi_qdot_reference in kernels_shared.c), so every implementation and every
      * split of rows and tokens gives the same bits. */
-    void (*qmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+    void (*qmatmul)(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a, int64_t t0,
                     int64_t t1, float *y, int64_t y_stride);
     /* qmatmul for rows of type t interleaved `interleave` at a time
      * (pdi_x_pack): n_rows a multiple of interleave, w the group of the first
@@ -36,19 +36,19 @@ typedef struct pd_kernels {
      * same bits. interleave 0 in a table without it: the model then keeps the
      * file's layout. */
     int interleave; /* rows a group: 4, 8 or 16 */
-    void (*qmatmul_x)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+    void (*qmatmul_x)(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride);
     /* F32/F16/BF16 rows times float activations: y[t * y_stride + r] = row r .
      * x[t] (x row stride x_stride, n columns) for r < n_rows, t0 <= t < t1;
      * each stored row is widened once per tile of tokens, not once per token. */
-    void (*fmatmul)(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+    void (*fmatmul)(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                     int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
     /* pdi_row_to_f32's result: n stored elements of type t as floats */
-    void (*widen)(pd_dtype t, const void *src, float *dst, int64_t n);
+    void (*widen)(pdi_dtype t, const void *src, float *dst, int64_t n);
     /* n floats as F16 (the F16 KV cache), pdi_f32_to_f16's bits */
     void (*narrow)(const float *src, uint16_t *dst, int64_t n);
     /* pdi_quantize_act's result, bit for bit */
-    void (*quantize_act)(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1);
+    void (*quantize_act)(pdi_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1);
     /* Attention over cached rows (kt: PD_F32 or PD_F16), row j at k +
      * j*stride bytes, n elements each:
      * key_scores, for nh query heads sharing the rows (head h's query at q +
@@ -59,9 +59,9 @@ typedef struct pd_kernels {
      * nv of p_h[j] * v_j[d], for d < n, each the same bits whatever nh;
      * exp_sum: s[i] = exp(s[i] - max) for i < n (0 where s[i] is -inf), and
      * returns their sum. */
-    void (*key_scores)(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t q_stride,
+    void (*key_scores)(pdi_dtype kt, const void *k, size_t stride, int64_t nk, const float *q, int64_t q_stride,
                        int64_t nh, int64_t n, float scale, float *out, int64_t out_stride);
-    void (*value_mix)(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,
+    void (*value_mix)(pdi_dtype vt, const void *v, size_t stride, int64_t nv, const float *p, int64_t p_stride,
                       int64_t nh, int64_t n, float *out, int64_t out_stride);
     float (*exp_sum)(float *s, int64_t n, float max);
     /* Scores from a block of keys stored transposed, for tables where that
@@ -72,21 +72,21 @@ typedef struct pd_kernels {
      * h's query at q + h*q_stride): out_h[j] = scale * sum over d < n of
      * q_h[d] * k_j[d] for j < nk (<= PD_KEY_BLOCK), summed d = 0, 1, ... in
      * one chain of fmas, so each score has the same bits whatever nh and nk. */
-    void (*key_scores_t)(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride, int64_t nh,
+    void (*key_scores_t)(pdi_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride, int64_t nh,
                          int64_t n, float scale, float *out, int64_t out_stride);
     /* SwiGLU: g[i] = silu(g[i]) * u[i] for i < n, silu(x) = x / (1 + exp(-x)) */
     void (*silu_mul)(float *g, const float *u, int64_t n);
-} pd_kernels;
+} pdi_kernels;
 
 /* The table for this CPU: PD_KERNELS=portable gives the portable one,
  * PD_KERNELS=avx2 the AVX2 one where the CPU has it (else as unset);
  * otherwise AVX-512 VNNI, then AVX2, then NEON, then portable, the first
  * this CPU has and this build compiled. */
-const pd_kernels *pdi_kernels_select(void);
+const pdi_kernels *pdi_kernels_select(void);
 /* Each table, NULL where not compiled or (x86) not supported by this CPU. */
-const pd_kernels *pdi_kernels_portable(void); /* never NULL */
-const pd_kernels *pdi_kernels_avx2(void);
-const pd_kernels *pdi_kernels_avx512(void);
-const pd_kernels *pdi_kernels_neon(void);
+const pdi_kernels *pdi_kernels_portable(void); /* never NULL */
+const pdi_kernels *pdi_kernels_avx2(void);
+const pdi_kernels *pdi_kernels_avx512(void);
+const pdi_kernels *pdi_kernels_neon(void);
 
 #endif

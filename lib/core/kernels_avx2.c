@@ -60,7 +60,7 @@ AVX2 static __m256 i8x8(const uint8_t *p)
 /* 8 uint8 held in the low 64 bits of v, as floats */
 AVX2 static __m256 u8x8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
 
-AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n)
+AVX2 float pdi_dot_row_avx2(pdi_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
     __m256 acc = _mm256_setzero_ps();
@@ -87,7 +87,7 @@ AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t
             s = _mm256_fmadd_ps(i8x8(p + 10), _mm256_loadu_ps(x + 8), s);
             s = _mm256_fmadd_ps(i8x8(p + 18), _mm256_loadu_ps(x + 16), s);
             s = _mm256_fmadd_ps(i8x8(p + 26), _mm256_loadu_ps(x + 24), s);
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(pdi_f16_to_f32(pd_load_u16(p))), s, acc);
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(pdi_f16_to_f32(pdi_load_u16(p))), s, acc);
         }
         return hsum256(acc);
     case PD_Q4_0:
@@ -96,8 +96,8 @@ AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t
         const __m128i low = _mm_set1_epi8(0x0f);
         __m256 acc_x = _mm256_setzero_ps();
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, x += PD_QBLOCK) {
-            const uint8_t *blk = p + pd_sub_at(t, b);
-            __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + pd_sub_values(t, b)));
+            const uint8_t *blk = p + pdi_sub_at(t, b);
+            __m128i q = _mm_loadu_si128((const __m128i *)(const void *)(blk + pdi_sub_values(t, b)));
             __m128i lo = _mm_and_si128(q, low), hi = _mm_and_si128(_mm_srli_epi16(q, 4), low);
             __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
             __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
@@ -106,8 +106,8 @@ AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t
             s = _mm256_fmadd_ps(u8x8(hi), x2, s);
             s = _mm256_fmadd_ps(u8x8(_mm_srli_si128(hi, 8)), x3, s);
             __m256 xs = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
-            float d = pdi_f16_to_f32(pd_load_u16(blk));
-            float offset = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
+            float d = pdi_f16_to_f32(pdi_load_u16(blk));
+            float offset = pdi_dtype_has_min(t) ? pdi_f16_to_f32(pdi_load_u16(blk + 2)) : -8.0f * d;
             acc = _mm256_fmadd_ps(_mm256_set1_ps(d), s, acc);
             acc_x = _mm256_fmadd_ps(_mm256_set1_ps(offset), xs, acc_x);
         }
@@ -126,7 +126,7 @@ AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t
 
 
 /* pdi_row_to_f32 with F16 and BF16 widened eight at a time (exact either way). */
-AVX2 void pdi_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n)
+AVX2 void pdi_widen_avx2(pdi_dtype t, const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     int64_t i = 0;
@@ -180,7 +180,7 @@ AVX2_INLINE float welem(const int kind, const uint8_t *row, int64_t c)
         memcpy(&v, row + 4 * c, 4);
         return v;
     }
-    return kind == W_F16 ? pdi_f16_to_f32(pd_load_u16(row + 2 * c)) : pdi_bf16_to_f32(pd_load_u16(row + 2 * c));
+    return kind == W_F16 ? pdi_f16_to_f32(pdi_load_u16(row + 2 * c)) : pdi_bf16_to_f32(pdi_load_u16(row + 2 * c));
 }
 
 AVX2_INLINE void ftile(const int kind, const int RM, const int RN, const uint8_t *w, size_t row_bytes, int64_t n,
@@ -246,7 +246,7 @@ FMATMUL_VARIANT(fmatmul_f32, W_F32)
 FMATMUL_VARIANT(fmatmul_f16, W_F16)
 FMATMUL_VARIANT(fmatmul_bf16, W_BF16)
 
-void pdi_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+void pdi_fmatmul_avx2(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                          int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     if (t == PD_F16) fmatmul_f16(w, row_bytes, n_rows, n, x, x_stride, t0, t1, y, y_stride);
@@ -275,7 +275,7 @@ AVX2_INLINE __m256 round_away(__m256 x)
 /* pdi_quantize_act, eight values a step, with its bits: the same maximum
  * (NaN ignored, as fmaxf does), the same scalar d and 1/d, roundf, and the
  * clamp that turns NaN into -127. */
-AVX2 static void quantize_act_avx2(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0,
+AVX2 static void quantize_act_avx2(pdi_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0,
                                    int64_t b1)
 {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -384,7 +384,7 @@ AVX2_INLINE void value_mix_kind(bool f16, const uint8_t *v, size_t stride, int64
         for (int64_t j = 0; j < nv; j++) out[c] += p[j] * elem(f16, v + (size_t)j * stride, c);
 }
 
-AVX2 static void key_scores_avx2(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
+AVX2 static void key_scores_avx2(pdi_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
                                  int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
     for (int64_t h = 0; h < nh; h++) {
@@ -393,7 +393,7 @@ AVX2 static void key_scores_avx2(pd_dtype kt, const void *k, size_t stride, int6
     }
 }
 
-AVX2 static void value_mix_avx2(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
+AVX2 static void value_mix_avx2(pdi_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
                                 int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)
 {
     for (int64_t h = 0; h < nh; h++) {
@@ -455,7 +455,7 @@ AVX2_INLINE void scores_t_heads(const bool f16, const int NH, const uint8_t *kb,
     else if (nv == 1) scores_t_tile(f16, NH, 1, kb, j0, nk, q, q_stride, n, scale, out, out_stride);
 }
 
-AVX2 static void key_scores_t_avx2(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
+AVX2 static void key_scores_t_avx2(pdi_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
                                    int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
     const bool f16 = kt == PD_F16;
@@ -518,11 +518,11 @@ AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n)
     if (i < n) pdi_silu_mul(g + i, u + i, n - i);
 }
 
-static const pd_kernels avx2 = PD_X86_KERNELS("avx2", pdi_qmatmul_avx2, 8, pdi_qmatmul_x8_avx2, quantize_act_avx2,
+static const pdi_kernels avx2 = PD_X86_KERNELS("avx2", pdi_qmatmul_avx2, 8, pdi_qmatmul_x8_avx2, quantize_act_avx2,
                                                 key_scores_avx2, value_mix_avx2, key_scores_t_avx2, pdi_exp_sum_avx2,
                                                 pdi_silu_mul_avx2);
 
-const pd_kernels *pdi_kernels_avx2(void)
+const pdi_kernels *pdi_kernels_avx2(void)
 {
     __builtin_cpu_init();
     unsigned eax, ebx, ecx, edx;
@@ -533,5 +533,5 @@ const pd_kernels *pdi_kernels_avx2(void)
 }
 
 #else
-const pd_kernels *pdi_kernels_avx2(void) { return NULL; }
+const pdi_kernels *pdi_kernels_avx2(void) { return NULL; }
 #endif

@@ -25,19 +25,19 @@ AVX2_INLINE float hsum256(__m256 v)
 
 /* kernels_avx2_int.c: qmatmul (rows as stored) and qmatmul_x (eight rows
  * interleaved) with AVX2. */
-AVX2 void pdi_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+AVX2 void pdi_qmatmul_avx2(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a, int64_t t0,
                            int64_t t1, float *y, int64_t y_stride);
-AVX2 void pdi_qmatmul_x8_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+AVX2 void pdi_qmatmul_x8_avx2(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                               int64_t t0, int64_t t1, float *y, int64_t y_stride);
 
-/* kernels_avx2.c: the float kernels of both x86 tables (pd_kernels' dot,
+/* kernels_avx2.c: the float kernels of both x86 tables (pdi_kernels' dot,
  * axpy, dot_row, fmatmul, widen, narrow, exp_sum and silu_mul). */
 AVX2 float pdi_dot_avx2(const float *a, const float *b, int64_t n);
 AVX2 void pdi_axpy_avx2(float *y, float s, const float *x, int64_t n);
-AVX2 float pdi_dot_row_avx2(pd_dtype t, const void *row, const float *x, int64_t n);
-void pdi_fmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+AVX2 float pdi_dot_row_avx2(pdi_dtype t, const void *row, const float *x, int64_t n);
+void pdi_fmatmul_avx2(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
                       int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
-AVX2 void pdi_widen_avx2(pd_dtype t, const void *src, float *dst, int64_t n);
+AVX2 void pdi_widen_avx2(pdi_dtype t, const void *src, float *dst, int64_t n);
 AVX2 void pdi_narrow_avx2(const float *src, uint16_t *dst, int64_t n);
 AVX2 float pdi_exp_sum_avx2(float *s, int64_t n, float max);
 AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n);

@@ -20,7 +20,7 @@
  * not do well across four interleaved rows (one thread: 44 -> 55-60 tok/s). */
 #define PREFETCH_ROWS 8
 
-AVX2_INLINE float half_at(const uint8_t *p) { return _cvtsh_ss(pd_load_u16(p)); }
+AVX2_INLINE float half_at(const uint8_t *p) { return _cvtsh_ss(pdi_load_u16(p)); }
 
 /* The eight int32 lanes of u (unsigned bytes) times s (signed bytes), four
  * products a lane: maddubs to pairs, madd to quads. */
@@ -34,8 +34,8 @@ AVX2_INLINE __m256i lanes_u8s8(__m256i u, __m256i s)
  * per block the eight int32 lanes of w*x (maddubs + madd), then one fma per
  * lane with dw*dx. Q8_0 weights are signed, so |w| times x with w's sign
  * (maddubs wants one unsigned operand); 4-bit values are unsigned already. */
-AVX2_INLINE void qtile(const pd_dtype t, const bool with_off, const int RM, const int RN, const uint8_t *w,
-                       size_t row_bytes, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+AVX2_INLINE void qtile(const pdi_dtype t, const bool with_off, const int RM, const int RN, const uint8_t *w,
+                       size_t row_bytes, const pdi_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const bool q8 = t == PD_Q8_0;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
@@ -54,11 +54,11 @@ AVX2_INLINE void qtile(const pd_dtype t, const bool with_off, const int RM, cons
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) {
-            const uint8_t *blk = w + (size_t)r * row_bytes + pd_sub_at(t, b);
+            const uint8_t *blk = w + (size_t)r * row_bytes + pdi_sub_at(t, b);
             if (RN == 1) _mm_prefetch((const char *)(blk + PREFETCH_ROWS * row_bytes), _MM_HINT_T0);
             float dw = half_at(blk);
             if (with_off) {
-                __m128 o = _mm_set_ss(pd_dtype_has_min(t) ? half_at(blk + 2) : -8.0f * dw);
+                __m128 o = _mm_set_ss(pdi_dtype_has_min(t) ? half_at(blk + 2) : -8.0f * dw);
 #pragma GCC unroll 4
                 for (int u = 0; u < RN; u++) off[r][u] = _mm_fmadd_ss(o, _mm_set_ss(sx[u]), off[r][u]);
             }
@@ -67,7 +67,7 @@ AVX2_INLINE void qtile(const pd_dtype t, const bool with_off, const int RM, cons
                 wq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
                 aw = _mm256_abs_epi8(wq);
             } else {
-                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(blk + pd_sub_values(t, b)));
+                __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(blk + pdi_sub_values(t, b)));
                 wq = aw = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low);
             }
 #pragma GCC unroll 4
@@ -87,7 +87,7 @@ AVX2_INLINE void qtile(const pd_dtype t, const bool with_off, const int RM, cons
 
 /* The 4-bit block offsets (m, or -8 d) times s = dx * sum(q), added to rows
  * [0, n_rows) for tokens [t0, t1), eight tokens a vector (s is block-major). */
-AVX2_INLINE void q4_offsets(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+AVX2_INLINE void q4_offsets(const pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                             int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
@@ -97,8 +97,8 @@ AVX2_INLINE void q4_offsets(const pd_dtype t, const uint8_t *w, size_t row_bytes
             __m256 off = _mm256_setzero_ps();
             const float *s = a->s + tok;
             for (int64_t b = 0; b < nb; b++, s += a->n_cap) {
-                const uint8_t *blk = row + pd_sub_at(t, b);
-                float o = pd_dtype_has_min(t) ? half_at(blk + 2) : -8.0f * half_at(blk);
+                const uint8_t *blk = row + pdi_sub_at(t, b);
+                float o = pdi_dtype_has_min(t) ? half_at(blk + 2) : -8.0f * half_at(blk);
                 off = _mm256_fmadd_ps(_mm256_set1_ps(o), _mm256_loadu_ps(s), off);
             }
             float v[8];
@@ -115,8 +115,8 @@ AVX2_INLINE void q4_offsets(const pd_dtype t, const uint8_t *w, size_t row_bytes
  * while the tokens' blocks come from L2); leftovers in narrower tiles. The
  * 4-bit offsets go with each tile for a few tokens (decode), and in a pass of
  * eight tokens a vector for more (prefill). */
-AVX2_INLINE void qmatmul_kind(const pd_dtype t, const bool with_off, const uint8_t *w, size_t row_bytes,
-                              int64_t n_rows, const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+AVX2_INLINE void qmatmul_kind(const pdi_dtype t, const bool with_off, const uint8_t *w, size_t row_bytes,
+                              int64_t n_rows, const pdi_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r += QT_ROWS) {
         const uint8_t *wr = w + (size_t)r * row_bytes;
@@ -141,7 +141,7 @@ AVX2_INLINE void qmatmul_kind(const pd_dtype t, const bool with_off, const uint8
 #define OFFSETS_IN_TILE 8
 
 #define QMATMUL_VARIANT(NAME, T, WITH_OFF)                                                                             \
-    AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,           \
+    AVX2 static void NAME(const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a, int64_t t0,           \
                           int64_t t1, float *y, int64_t y_stride)                                                       \
     {                                                                                                                  \
         qmatmul_kind(T, WITH_OFF, w, row_bytes, n_rows, a, t0, t1, y, y_stride);                                       \
@@ -154,7 +154,7 @@ QMATMUL_VARIANT(qmatmul_q4_1_few, PD_Q4_1, true)
 QMATMUL_VARIANT(qmatmul_q4_64, PD_Q4_64, false)
 QMATMUL_VARIANT(qmatmul_q4_64_few, PD_Q4_64, true)
 
-AVX2 void pdi_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+AVX2 void pdi_qmatmul_avx2(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                            int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     bool few = t1 - t0 < OFFSETS_IN_TILE;
@@ -174,7 +174,7 @@ AVX2 void pdi_qmatmul_avx2(pd_dtype t, const uint8_t *w, size_t row_bytes, int64
  * vpmaddwd makes the 8 rows' whole block sums; a block then costs a token
  * one convert, one multiply (dw * dx) and one fma for 8 rows, where the four
  * rows a group took as many for two. Q4_0's -8 is taken out in the
- * integers (each sum starts from pd_qact's block_bias), Q4_1 and Q4_64 add
+ * integers (each sum starts from pdi_qact's block_bias), Q4_1 and Q4_64 add
  * m * s after each block, as pdi_qdot_x_reference orders them. Q8_0 goes as
  * |w| times x with w's sign, each piece widened to int32 on its own (two
  * could pass int16). A tile is one group x up to X8_TOKS tokens. */
@@ -195,7 +195,7 @@ typedef struct {
     __m256 dw, m;
 } x8_block;
 
-AVX2_INLINE void x8_load(const pd_dtype t, const uint8_t *vals, const uint8_t *scales, x8_block *xb)
+AVX2_INLINE void x8_load(const pdi_dtype t, const uint8_t *vals, const uint8_t *scales, x8_block *xb)
 {
     if (t == PD_Q8_0) {
 #pragma GCC unroll 8
@@ -210,13 +210,13 @@ AVX2_INLINE void x8_load(const pd_dtype t, const uint8_t *vals, const uint8_t *s
         }
     }
     xb->dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)scales));
-    xb->m = pd_dtype_has_min(t) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(scales + 16)))
+    xb->m = pdi_dtype_has_min(t) ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(scales + 16)))
                                 : _mm256_setzero_ps();
 }
 
 /* The 8 rows' block sums for one token's block xq (32 int8), from init;
  * vals: the block's pieces (Q8_0 reads the signs there). */
-AVX2_INLINE __m256i x8_dots(const pd_dtype t, const x8_block *xb, const uint8_t *vals, const int8_t *xq, int32_t init)
+AVX2_INLINE __m256i x8_dots(const pdi_dtype t, const x8_block *xb, const uint8_t *vals, const int8_t *xq, int32_t init)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     if (t == PD_Q8_0) {
@@ -238,10 +238,10 @@ AVX2_INLINE __m256i x8_dots(const pd_dtype t, const x8_block *xb, const uint8_t 
 
 /* One group (8 rows) times NT tokens from tok; stream: the group's first
  * tile, which reads it from memory (prefetching the blocks ahead). */
-AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, const uint8_t *g, const pd_qact *a,
+AVX2_INLINE void x8_tile(const pdi_dtype t, const int NT, const bool stream, const uint8_t *g, const pdi_qact *a,
                          int64_t tok, float *y, int64_t y_stride)
 {
-    const size_t vb = pd_xd_values_bytes(t, 8);
+    const size_t vb = pdi_xd_values_bytes(t, 8);
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     __m256 acc[X8_TOKS];
 #pragma GCC unroll 8
@@ -250,7 +250,7 @@ AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, cons
     const float *dx = a->d + tok, *sx = a->s + tok;
     const int32_t *bx = a->block_bias + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap, bx += cap) {
-        const uint8_t *sc = g + pd_xd_scales_at(t, 8, b), *vals = g + pd_xd_values_at(t, 8, b);
+        const uint8_t *sc = g + pdi_xd_scales_at(t, 8, b), *vals = g + pdi_xd_values_at(t, 8, b);
         if (stream) /* the group's first pass over its blocks: one stream of blocks from memory */
             for (size_t o = 0; o < vb; o += 64) _mm_prefetch((const char *)vals + X8_PREFETCH + o, _MM_HINT_T0);
         x8_block xb;
@@ -259,15 +259,15 @@ AVX2_INLINE void x8_tile(const pd_dtype t, const int NT, const bool stream, cons
         for (int u = 0; u < NT; u++) {
             __m256i l = x8_dots(t, &xb, vals, xq + u * cols, t == PD_Q4_0 ? bx[u] : 0);
             acc[u] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(xb.dw, _mm256_set1_ps(dx[u])), acc[u]);
-            if (pd_dtype_has_min(t)) acc[u] = _mm256_fmadd_ps(xb.m, _mm256_set1_ps(sx[u]), acc[u]);
+            if (pdi_dtype_has_min(t)) acc[u] = _mm256_fmadd_ps(xb.m, _mm256_set1_ps(sx[u]), acc[u]);
         }
     }
 #pragma GCC unroll 8
     for (int u = 0; u < NT; u++) _mm256_storeu_ps(y + u * y_stride, acc[u]);
 }
 
-AVX2_INLINE void qmatmul_x8_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
-                                 const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+AVX2_INLINE void qmatmul_x8_kind(const pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows,
+                                 const pdi_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
 /* stream as a constant at each call, so that the prefetch test leaves the block loop */
 #define X8_TILE(NT) \

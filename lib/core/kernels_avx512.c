@@ -30,7 +30,7 @@
 #define AVX512 __attribute__((target(AVX512_TARGET)))
 #define AVX512_INLINE __attribute__((target(AVX512_TARGET), always_inline)) static inline
 
-/* the dtypes' own values, so a kind is also a pd_dtype (pd_xd_values_bytes) */
+/* the dtypes' own values, so a kind is also a pdi_dtype (pdi_xd_values_bytes) */
 enum { KIND_Q8_0 = PD_Q8_0, KIND_Q4_0 = PD_Q4_0, KIND_Q4_1 = PD_Q4_1, KIND_Q4_64 = PD_Q4_64 };
 
 /* A register tile: up to TILE_PAIRS row pairs x TILE_TOKS tokens. 2 x 8 keeps
@@ -97,14 +97,14 @@ AVX512_INLINE pair_block load_pair(const int kind, const uint8_t *p0, const uint
 {
     pair_block pb;
     load_weights(kind, p0, p1, voff, &pb);
-    if (pd_dtype_has_min((pd_dtype)kind)) {
+    if (pdi_dtype_has_min((pdi_dtype)kind)) {
         /* d and m of both rows in one conversion: [d(r) m(r) d(r+1) m(r+1)] */
         uint64_t h = load_u32(p0) | (uint64_t)load_u32(p1) << 32;
         __m512 f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
         pb.dw = spread2(f, 0, 2);
         pb.o = spread2(f, 1, 3);
     } else {
-        uint32_t h = pd_load_u16(p0) | (uint32_t)pd_load_u16(p1) << 16;
+        uint32_t h = pdi_load_u16(p0) | (uint32_t)pdi_load_u16(p1) << 16;
         pb.dw = spread2(_mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h))), 0, 1);
         pb.o = _mm512_mul_ps(pb.dw, _mm512_set1_ps(-8.0f)); /* Q4_0; exact, and unused for Q8_0 */
     }
@@ -126,7 +126,7 @@ AVX512_INLINE __m512 hsum_halves(__m512 v)
  * conversion, dw*dx and one fma. The 4-bit offsets ride along as one vector
  * per pair, [o(r) s(t..t+7) | o(r+1) s(t..t+7)], since s is block-major. */
 AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8_t *w, size_t row_bytes, bool single,
-                         const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+                         const pdi_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const size_t step = single ? 0 : row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
@@ -143,12 +143,12 @@ AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8
         pair_block pb[TILE_PAIRS];
 #pragma GCC unroll 8
         for (int p = 0; p < NP; p++) {
-            const uint8_t *p0 = w + (size_t)(2 * p) * row_bytes + pd_sub_at((pd_dtype)kind, b);
+            const uint8_t *p0 = w + (size_t)(2 * p) * row_bytes + pdi_sub_at((pdi_dtype)kind, b);
             if (NT == 1) {
                 _mm_prefetch((const char *)p0 + PF_DIST, _MM_HINT_T0);
                 _mm_prefetch((const char *)p0 + step + PF_DIST, _MM_HINT_T0);
             }
-            pb[p] = load_pair(kind, p0, p0 + step, pd_sub_values((pd_dtype)kind, b));
+            pb[p] = load_pair(kind, p0, p0 + step, pdi_sub_values((pdi_dtype)kind, b));
         }
         if (kind != KIND_Q8_0) {
             /* s of 8 tokens from tok (the padding covers a tile of fewer) */
@@ -189,22 +189,22 @@ AVX512_INLINE void qtile(const int kind, const int NP, const int NT, const uint8
  * are converted together and scaled by dx once, the 4-bit offsets summed as
  * one vector of four rows, and the weights prefetched PF_DIST bytes ahead
  * (rows are contiguous, so that is a few panels further on). */
-AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t tok,
+AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, const pdi_qact *a, int64_t tok,
                             float *y)
 {
     /* bytes a sub-block takes of a row, on average */
     const size_t bsize = kind == KIND_Q8_0 ? 34 : kind == KIND_Q4_1 ? 20 : 18;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap;
     /* Q4_1 and Q4_64 scales come as [d m] per row, the others as [d] */
-    const bool has_min = pd_dtype_has_min((pd_dtype)kind);
+    const bool has_min = pdi_dtype_has_min((pdi_dtype)kind);
     const int sd = has_min ? 2 : 1;
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     __m256 off = _mm256_setzero_ps();
     const int8_t *xq = a->q + tok * a->cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
-        const uint8_t *p = w + pd_sub_at((pd_dtype)kind, b);
-        const size_t voff = pd_sub_values((pd_dtype)kind, b);
+        const uint8_t *p = w + pdi_sub_at((pdi_dtype)kind, b);
+        const size_t voff = pdi_sub_values((pdi_dtype)kind, b);
         if (b % (int64_t)(64 / bsize) == 0) /* about once a cache line of each row: more costs load slots */
 #pragma GCC unroll 4
             for (int r = 0; r < 4; r++) _mm_prefetch((const char *)p + (size_t)r * row_bytes + PF_DIST, _MM_HINT_T0);
@@ -214,9 +214,9 @@ AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, 
             uint64_t h23 = load_u32(p + 2 * row_bytes) | (uint64_t)load_u32(p + 3 * row_bytes) << 32;
             f = _mm256_cvtph_ps(_mm_set_epi64x((long long)h23, (long long)h01));
         } else {
-            uint64_t h = pd_load_u16(p) | (uint64_t)pd_load_u16(p + row_bytes) << 16 |
-                         (uint64_t)pd_load_u16(p + 2 * row_bytes) << 32 |
-                         (uint64_t)pd_load_u16(p + 3 * row_bytes) << 48;
+            uint64_t h = pdi_load_u16(p) | (uint64_t)pdi_load_u16(p + row_bytes) << 16 |
+                         (uint64_t)pdi_load_u16(p + 2 * row_bytes) << 32 |
+                         (uint64_t)pdi_load_u16(p + 3 * row_bytes) << 48;
             f = _mm256_cvtph_ps(_mm_cvtsi64_si128((long long)h));
         }
         __m512 dd = _mm512_castps256_ps512(_mm256_mul_ps(f, _mm256_set1_ps(*dx)));
@@ -250,7 +250,7 @@ AVX512_INLINE void qdecode4(const int kind, const uint8_t *w, size_t row_bytes, 
  * leftover tokens in tiles of 4, 2 and 1. The pairs' blocks stay in L1 while
  * the tokens' blocks come from L2. */
 AVX512_INLINE void qpanel(const int kind, const int NP, const uint8_t *w, size_t row_bytes, bool single,
-                          const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+                          const pdi_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     int64_t tok = t0;
     for (; tok + TILE_TOKS <= t1; tok += TILE_TOKS)
@@ -269,7 +269,7 @@ AVX512_INLINE void qpanel(const int kind, const int NP, const uint8_t *w, size_t
 
 /* Rows in panels of TILE_PAIRS pairs, then a last pair, then a last single
  * row (run as a pair of that row with itself, the copy's sums dropped). */
-AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+AVX512_INLINE void qmatmul_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                                 int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     int64_t r = 0;
@@ -294,7 +294,7 @@ PD_BLOCK_TYPE_ENTRY(AVX512, static, qmatmul_avx512, qmatmul, qmatmul_kind)
  * The weights are the unsigned operand: nibbles as they are, Q8_0's signed
  * values as v ^ 0x80 (v + 128). What that adds, or Q4_0's -8, is taken out in
  * the integers: each sum starts from -8 or -128 times the sum of the block's
- * activations (pd_qact's block_bias). Q4_1's offsets m * s go into the same
+ * activations (pdi_qact's block_bias). Q4_1's offsets m * s go into the same
  * accumulator after each block, as the reference orders them. */
 
 /* Tiles: prefill one group (16 rows) x TILE_TOKS tokens, the group's eight
@@ -329,7 +329,7 @@ AVX512_INLINE x16_block x16_load(const int kind, const uint8_t *vals, const uint
         }
     }
     xb.dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)scales));
-    xb.m = pd_dtype_has_min((pd_dtype)kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(scales + 32)))
+    xb.m = pdi_dtype_has_min((pdi_dtype)kind) ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(scales + 32)))
                              : _mm512_setzero_ps();
     return xb;
 }
@@ -353,7 +353,7 @@ AVX512_INLINE __m512i x16_dots(const x16_block *xb, const int8_t *xq, int32_t in
  * tok; stream: the tile reads its groups from memory (decode, or a panel's
  * first tile) and prefetches the blocks ahead. */
 AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bool stream, const uint8_t *w,
-                            size_t row_bytes, const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+                            size_t row_bytes, const pdi_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const size_t gstride = 16 * row_bytes;
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
@@ -384,19 +384,19 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
 #pragma GCC unroll 8
         for (int g = 0; g < NG; g++) {
             const uint8_t *grp = w + (size_t)g * gstride;
-            const uint8_t *sc = grp + pd_xd_scales_at((pd_dtype)kind, 16, b);
-            const uint8_t *vals = grp + pd_xd_values_at((pd_dtype)kind, 16, b);
+            const uint8_t *sc = grp + pdi_xd_scales_at((pdi_dtype)kind, 16, b);
+            const uint8_t *vals = grp + pdi_xd_values_at((pdi_dtype)kind, 16, b);
             if (stream) /* the group's stream PF_DIST ahead (pf) */
                 for (int64_t o = 0; o < step; o += 64)
                     _mm_prefetch((const char *)pf + (size_t)g * gstride + o, _MM_HINT_T0);
             x16_block xb = x16_load(kind, vals, sc);
 #pragma GCC unroll 8
             for (int u = 0; u < NT; u++) {
-                int32_t init = pd_dtype_has_min((pd_dtype)kind) ? 0 : (int32_t)((uint32_t)bx[u] << shift);
+                int32_t init = pdi_dtype_has_min((pdi_dtype)kind) ? 0 : (int32_t)((uint32_t)bx[u] << shift);
                 __m512i l = x16_dots(&xb, xq + u * cols, init, NT == 1 ? 2 : 1);
                 __m512 dd = _mm512_mul_ps(xb.dw, _mm512_set1_ps(dx[u]));
                 acc[g][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(l), dd, acc[g][u]);
-                if (pd_dtype_has_min((pd_dtype)kind)) acc[g][u] = _mm512_fmadd_ps(xb.m, _mm512_set1_ps(sx[u]), acc[g][u]);
+                if (pdi_dtype_has_min((pdi_dtype)kind)) acc[g][u] = _mm512_fmadd_ps(xb.m, _mm512_set1_ps(sx[u]), acc[g][u]);
             }
         }
         if (stream) {
@@ -420,7 +420,7 @@ AVX512_INLINE void x16_tile(const int kind, const int NG, const int NT, const bo
  * the others find it in L1 (a group's blocks are 7-20 KiB on the
  * MNN-Pocket shape). */
 _Static_assert(TILE_TOKS == 8, "the rest after the full tiles is 1 to 7 tokens");
-AVX512_INLINE void x16_panel(const int kind, const uint8_t *w, size_t row_bytes, const pd_qact *a, int64_t t0,
+AVX512_INLINE void x16_panel(const int kind, const uint8_t *w, size_t row_bytes, const pdi_qact *a, int64_t t0,
                              int64_t t1, float *y, int64_t y_stride)
 {
 /* stream as a constant at each call, so that the prefetch test leaves the block loop */
@@ -443,7 +443,7 @@ AVX512_INLINE void x16_panel(const int kind, const uint8_t *w, size_t row_bytes,
 }
 
 AVX512_INLINE void qmatmul_x16_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows,
-                                    const pd_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
+                                    const pdi_qact *a, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     const size_t gstride = 16 * row_bytes;
     int64_t g = 0, ng = n_rows / 16;
@@ -476,7 +476,7 @@ AVX512_INLINE __m512 round_away16(__m512 x)
  * maximum (NaN ignored, as fmaxf does: max_ps returns its second operand
  * when either is NaN), the same scalar d and 1/d, roundf, the clamp that
  * turns NaN into -127, and the block biases. */
-AVX512 static void quantize_act_avx512(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1,
+AVX512 static void quantize_act_avx512(pdi_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1,
                                        int64_t b0, int64_t b1)
 {
     const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
@@ -595,7 +595,7 @@ AVX512_INLINE void value_mix_kind(const int f16, const int NH, const uint8_t *v,
     }
 }
 
-AVX512 static void key_scores_avx512(pd_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
+AVX512 static void key_scores_avx512(pdi_dtype kt, const void *k, size_t stride, int64_t nk, const float *q,
                                  int64_t q_stride, int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
     int64_t h = 0;
@@ -611,7 +611,7 @@ AVX512 static void key_scores_avx512(pd_dtype kt, const void *k, size_t stride, 
 
 /* Heads four at a time (each value row loaded and widened once for four),
  * then the last 1-3 together. */
-AVX512 static void value_mix_avx512(pd_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
+AVX512 static void value_mix_avx512(pdi_dtype vt, const void *v, size_t stride, int64_t nv, const float *p,
                                 int64_t p_stride, int64_t nh, int64_t n, float *out, int64_t out_stride)
 {
 /* the kind and the head count as constants at each call */
@@ -701,7 +701,7 @@ AVX512_INLINE void scores_t_kind(const int f16, const uint8_t *kb, int64_t nk, c
     else if (nh - h == 1) scores_t_heads(f16, 1, kb, nk, q, q_stride, n, scale, out, out_stride);
 }
 
-AVX512 static void key_scores_t_avx512(pd_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
+AVX512 static void key_scores_t_avx512(pdi_dtype kt, const void *kb, int64_t nk, const float *q, int64_t q_stride,
                                    int64_t nh, int64_t n, float scale, float *out, int64_t out_stride)
 {
     if (kt == PD_F16) scores_t_kind(1, kb, nk, q, q_stride, nh, n, scale, out, out_stride);
@@ -769,12 +769,12 @@ AVX512 static void silu_mul_avx512(float *g, const float *u, int64_t n)
     if (i < n) pdi_silu_mul_avx2(g + i, u + i, n - i);
 }
 
-static const pd_kernels avx512 = PD_X86_KERNELS("avx512-vnni", qmatmul_avx512, 16, qmatmul_x16_avx512,
+static const pdi_kernels avx512 = PD_X86_KERNELS("avx512-vnni", qmatmul_avx512, 16, qmatmul_x16_avx512,
                                                   quantize_act_avx512, key_scores_avx512, value_mix_avx512,
                                                   key_scores_t_avx512, exp_sum_avx512, silu_mul_avx512);
 
-const pd_kernels *pdi_kernels_avx512(void) { return pdi_kernels_avx2() && avx512vnni_supported() ? &avx512 : NULL; }
+const pdi_kernels *pdi_kernels_avx512(void) { return pdi_kernels_avx2() && avx512vnni_supported() ? &avx512 : NULL; }
 
 #else
-const pd_kernels *pdi_kernels_avx512(void) { return NULL; }
+const pdi_kernels *pdi_kernels_avx512(void) { return NULL; }
 #endif

@@ -34,9 +34,9 @@ static void axpy_neon(float *y, float s, const float *x, int64_t n)
  * hardware conversion). Block rows go through the shared pdi_dot_row_blocks:
  * on aarch64 they take the integer path, dot_row is only their float
  * fallback. */
-static float dot_row_neon(pd_dtype t, const void *row, const float *x, int64_t n)
+static float dot_row_neon(pdi_dtype t, const void *row, const float *x, int64_t n)
 {
-    if (pd_dtype_is_block(t)) return pdi_dot_row_blocks(t, row, x, n);
+    if (pdi_dtype_is_block(t)) return pdi_dot_row_blocks(t, row, x, n);
     const uint8_t *p = row;
     float buf[256], total = 0.0f;
     size_t size = t == PD_F32 ? 4 : 2;
@@ -79,8 +79,8 @@ static inline int32x4_t lanes16(int8x16_t w, int8x16_t x)
 #define NT_ROWS 4
 #define NT_TOKS 2
 
-static inline __attribute__((always_inline)) void ntile(const pd_dtype t, const int RM, const int RN,
-                                                        const uint8_t *w, size_t row_bytes, const pd_qact *a,
+static inline __attribute__((always_inline)) void ntile(const pdi_dtype t, const int RM, const int RN,
+                                                        const uint8_t *w, size_t row_bytes, const pdi_qact *a,
                                                         int64_t tok, float *y, int64_t y_stride)
 {
     const bool q8 = t == PD_Q8_0;
@@ -93,14 +93,14 @@ static inline __attribute__((always_inline)) void ntile(const pd_dtype t, const 
     const float *dx = a->d + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap) {
         for (int r = 0; r < RM; r++) {
-            const uint8_t *blk = w + (size_t)r * row_bytes + pd_sub_at(t, b);
-            float dw = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(pd_load_u16(blk)))), 0);
+            const uint8_t *blk = w + (size_t)r * row_bytes + pdi_sub_at(t, b);
+            float dw = vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(pdi_load_u16(blk)))), 0);
             int8x16_t w0, w1;
             if (q8) {
                 w0 = vld1q_s8((const int8_t *)(blk + 2));
                 w1 = vld1q_s8((const int8_t *)(blk + 18));
             } else {
-                uint8x16_t raw = vld1q_u8(blk + pd_sub_values(t, b));
+                uint8x16_t raw = vld1q_u8(blk + pdi_sub_values(t, b));
                 w0 = vreinterpretq_s8_u8(vandq_u8(raw, low));
                 w1 = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
             }
@@ -123,7 +123,7 @@ static inline __attribute__((always_inline)) void ntile(const pd_dtype t, const 
 }
 
 /* The 4-bit block offsets times s, four tokens a vector (as the AVX2 kernels). */
-static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+static void q4_offsets(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a, int64_t t0,
                        int64_t t1, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK;
@@ -133,8 +133,8 @@ static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n
             float32x4_t off = vdupq_n_f32(0.0f);
             const float *s = a->s + tok;
             for (int64_t b = 0; b < nb; b++, s += a->n_cap) {
-                const uint8_t *blk = row + pd_sub_at(t, b);
-                float o = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * pdi_f16_to_f32(pd_load_u16(blk));
+                const uint8_t *blk = row + pdi_sub_at(t, b);
+                float o = pdi_dtype_has_min(t) ? pdi_f16_to_f32(pdi_load_u16(blk + 2)) : -8.0f * pdi_f16_to_f32(pdi_load_u16(blk));
                 off = vfmaq_f32(off, vdupq_n_f32(o), vld1q_f32(s));
             }
             float v[4];
@@ -144,8 +144,8 @@ static void q4_offsets(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n
     }
 }
 
-static inline __attribute__((always_inline)) void qmatmul_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes,
-                                                               int64_t n_rows, const pd_qact *a, int64_t t0,
+static inline __attribute__((always_inline)) void qmatmul_kind(const pdi_dtype t, const uint8_t *w, size_t row_bytes,
+                                                               int64_t n_rows, const pdi_qact *a, int64_t t0,
                                                                int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r += NT_ROWS) {
@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) void qmatmul_kind(const pd_dtype t,
     }
 }
 
-static void qmatmul_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+static void qmatmul_neon(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                          int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     if (t == PD_Q8_0) qmatmul_kind(PD_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
@@ -194,8 +194,8 @@ static inline __attribute__((always_inline)) float32x4_t half4(const uint8_t *p)
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
 }
 
-static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, const int RN, const uint8_t *w,
-                                                          const pd_qact *a, int64_t tok, float *y, int64_t y_stride)
+static inline __attribute__((always_inline)) void x4_tile(const pdi_dtype t, const int RN, const uint8_t *w,
+                                                          const pdi_qact *a, int64_t tok, float *y, int64_t y_stride)
 {
     const int64_t nb = a->cols / PD_QBLOCK, cap = a->n_cap, cols = a->cols;
     const uint8x16_t low = vdupq_n_u8(0x0f);
@@ -208,11 +208,11 @@ static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, cons
     const int8_t *xq = a->q + tok * cols;
     const float *dx = a->d + tok, *sx = a->s + tok;
     for (int64_t b = 0; b < nb; b++, xq += PD_QBLOCK, dx += cap, sx += cap) {
-        const uint8_t *p = w + pd_x4_sub_at(t, b);
-        const size_t at = pd_x4_values_at(t, b);
+        const uint8_t *p = w + pdi_x4_sub_at(t, b);
+        const size_t at = pdi_x4_values_at(t, b);
         float dw[4];
         vst1q_f32(dw, half4(p));
-        if (pd_dtype_has_min(t)) {
+        if (pdi_dtype_has_min(t)) {
             float32x4_t m4 = half4(p + 8);
             for (int u = 0; u < RN; u++) off[u] = vfmaq_f32(off[u], m4, vdupq_n_f32(sx[u]));
         }
@@ -245,13 +245,13 @@ static inline __attribute__((always_inline)) void x4_tile(const pd_dtype t, cons
         float32x2_t h[4];
         for (int i = 0; i < 4; i++) h[i] = vadd_f32(vget_low_f32(acc[i][u]), vget_high_f32(acc[i][u]));
         float32x4_t rows = vpaddq_f32(vcombine_f32(h[0], h[1]), vcombine_f32(h[2], h[3]));
-        if (pd_dtype_has_min(t)) rows = vaddq_f32(rows, off[u]);
+        if (pdi_dtype_has_min(t)) rows = vaddq_f32(rows, off[u]);
         vst1q_f32(y + u * y_stride, rows);
     }
 }
 
-static inline __attribute__((always_inline)) void qmatmul_x4_kind(const pd_dtype t, const uint8_t *w, size_t row_bytes,
-                                                                  int64_t n_rows, const pd_qact *a, int64_t t0,
+static inline __attribute__((always_inline)) void qmatmul_x4_kind(const pdi_dtype t, const uint8_t *w, size_t row_bytes,
+                                                                  int64_t n_rows, const pdi_qact *a, int64_t t0,
                                                                   int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r += 4) {
@@ -262,7 +262,7 @@ static inline __attribute__((always_inline)) void qmatmul_x4_kind(const pd_dtype
     }
 }
 
-static void qmatmul_x4_neon(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a, int64_t t0,
+static void qmatmul_x4_neon(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a, int64_t t0,
                             int64_t t1, float *y, int64_t y_stride)
 {
     if (t == PD_Q8_0) qmatmul_x4_kind(PD_Q8_0, w, row_bytes, n_rows, a, t0, t1, y, y_stride);
@@ -278,7 +278,7 @@ PD_WIDENED_ATTENTION(neon)
 #else
 #define NEON_NAME "neon"
 #endif
-static const pd_kernels neon = {
+static const pdi_kernels neon = {
     .name = NEON_NAME,
     .dot = dot_neon,
     .axpy = axpy_neon,
@@ -296,8 +296,8 @@ static const pd_kernels neon = {
     .silu_mul = pdi_silu_mul,
 };
 
-const pd_kernels *pdi_kernels_neon(void) { return &neon; }
+const pdi_kernels *pdi_kernels_neon(void) { return &neon; }
 
 #else
-const pd_kernels *pdi_kernels_neon(void) { return NULL; }
+const pdi_kernels *pdi_kernels_neon(void) { return NULL; }
 #endif

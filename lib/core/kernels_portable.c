@@ -24,7 +24,7 @@ static void axpy_portable(float *y, float s, const float *x, int64_t n)
 }
 
 /* Float rows 256 elements at a time; block rows by pdi_dot_row_blocks. */
-static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64_t n)
+static float dot_row_portable(pdi_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
     double total = 0.0;
@@ -58,7 +58,7 @@ static float dot_row_portable(pd_dtype t, const void *row, const float *x, int64
 }
 
 /* Pair by pair in the reference order: the slow but plain definition. */
-static void qmatmul_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+static void qmatmul_portable(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                              int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r++)
@@ -66,7 +66,7 @@ static void qmatmul_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int
             y[tok * y_stride + r] = pdi_qdot_reference(t, w + (size_t)r * row_bytes, a, tok);
 }
 
-static void qmatmul_x4_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pd_qact *a,
+static void qmatmul_x4_portable(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, const pdi_qact *a,
                                 int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
     for (int64_t r = 0; r < n_rows; r++)
@@ -75,7 +75,7 @@ static void qmatmul_x4_portable(pd_dtype t, const uint8_t *w, size_t row_bytes, 
 
 PD_WIDENED_ATTENTION(portable)
 
-static const pd_kernels portable = {
+static const pdi_kernels portable = {
     .name = "portable",
     .dot = dot_portable,
     .axpy = axpy_portable,
@@ -93,5 +93,5 @@ static const pd_kernels portable = {
     .silu_mul = pdi_silu_mul,
 };
 
-const pd_kernels *pdi_kernels_portable(void) { return &portable; }
+const pdi_kernels *pdi_kernels_portable(void) { return &portable; }
 

@@ -81,7 +81,7 @@ static void q4_min_values(float d, float m, const uint8_t *q, float *o)
     }
 }
 
-void pdi_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
+void pdi_row_to_f32(pdi_dtype t, const void *src, float *dst, int64_t n)
 {
     const uint8_t *p = src;
     switch (t) {
@@ -89,21 +89,21 @@ void pdi_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
         memcpy(dst, p, (size_t)n * 4);
         break;
     case PD_F16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pdi_f16_to_f32(pd_load_u16(p + 2 * i));
+        for (int64_t i = 0; i < n; i++) dst[i] = pdi_f16_to_f32(pdi_load_u16(p + 2 * i));
         break;
     case PD_BF16:
-        for (int64_t i = 0; i < n; i++) dst[i] = pdi_bf16_to_f32(pd_load_u16(p + 2 * i));
+        for (int64_t i = 0; i < n; i++) dst[i] = pdi_bf16_to_f32(pdi_load_u16(p + 2 * i));
         break;
     case PD_Q8_0:
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 34) {
-            float d = pdi_f16_to_f32(pd_load_u16(p));
+            float d = pdi_f16_to_f32(pdi_load_u16(p));
             const int8_t *q = (const int8_t *)(p + 2);
             for (int j = 0; j < PD_QBLOCK; j++) dst[b * PD_QBLOCK + j] = d * (float)q[j];
         }
         break;
     case PD_Q4_0:
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 18) {
-            float d = pdi_f16_to_f32(pd_load_u16(p));
+            float d = pdi_f16_to_f32(pdi_load_u16(p));
             float *o = dst + b * PD_QBLOCK;
             for (int j = 0; j < 16; j++) {
                 o[j] = d * (float)((p[2 + j] & 0x0f) - 8);
@@ -113,11 +113,11 @@ void pdi_row_to_f32(pd_dtype t, const void *src, float *dst, int64_t n)
         break;
     case PD_Q4_1:
         for (int64_t b = 0; b < n / PD_QBLOCK; b++, p += 20)
-            q4_min_values(pdi_f16_to_f32(pd_load_u16(p)), pdi_f16_to_f32(pd_load_u16(p + 2)), p + 4, dst + b * PD_QBLOCK);
+            q4_min_values(pdi_f16_to_f32(pdi_load_u16(p)), pdi_f16_to_f32(pdi_load_u16(p + 2)), p + 4, dst + b * PD_QBLOCK);
         break;
     case PD_Q4_64:
         for (int64_t b = 0; b < n / PD_QBLOCK_64; b++, p += 36) {
-            float d = pdi_f16_to_f32(pd_load_u16(p)), m = pdi_f16_to_f32(pd_load_u16(p + 2));
+            float d = pdi_f16_to_f32(pdi_load_u16(p)), m = pdi_f16_to_f32(pdi_load_u16(p + 2));
             q4_min_values(d, m, p + 4, dst + b * PD_QBLOCK_64);
             q4_min_values(d, m, p + 20, dst + b * PD_QBLOCK_64 + PD_QBLOCK);
         }
@@ -141,7 +141,7 @@ void pdi_rmsnorm(float *out, const float *v, const float *w, int64_t n, float ep
 
 /* ------------------------------------------------- quantized activations */
 
-void pdi_quantize_act(pd_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1)
+void pdi_quantize_act(pdi_qact *a, const float *x, int64_t x_stride, int64_t t0, int64_t t1, int64_t b0, int64_t b1)
 {
     for (int64_t t = t0; t < t1; t++) {
         const float *xt = x + t * x_stride;
@@ -182,7 +182,7 @@ void pdi_silu_mul(float *g, const float *u, int64_t n)
 
 #define WIDEN_PIECE 256
 
-void pdi_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pd_dtype kt, const void *k,
+void pdi_key_scores_widened(float (*dot)(const float *, const float *, int64_t), pdi_dtype kt, const void *k,
                             size_t stride, int64_t nk, const float *q, int64_t n, float scale, float *out)
 {
     float piece[WIDEN_PIECE];
@@ -202,7 +202,7 @@ void pdi_key_scores_widened(float (*dot)(const float *, const float *, int64_t),
     }
 }
 
-void pdi_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pd_dtype vt, const void *v,
+void pdi_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t), pdi_dtype vt, const void *v,
                            size_t stride, int64_t nv, const float *p, int64_t n, float *out)
 {
     float piece[WIDEN_PIECE];
@@ -223,9 +223,9 @@ void pdi_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t),
 /* The 32 integer values of sub-block b of a plain row as the integer dots
  * take them, from its block blk: the signed Q8_0 value, or the unsigned
  * 4-bit one; returns dw. */
-static float block_values(pd_dtype t, const uint8_t *blk, int64_t b, int v[PD_QBLOCK])
+static float block_values(pdi_dtype t, const uint8_t *blk, int64_t b, int v[PD_QBLOCK])
 {
-    const uint8_t *q = blk + pd_sub_values(t, b);
+    const uint8_t *q = blk + pdi_sub_values(t, b);
     if (t == PD_Q8_0) {
         for (int j = 0; j < PD_QBLOCK; j++) v[j] = (int8_t)q[j];
     } else {
@@ -234,20 +234,20 @@ static float block_values(pd_dtype t, const uint8_t *blk, int64_t b, int v[PD_QB
             v[j + 16] = q[j] >> 4;
         }
     }
-    return pdi_f16_to_f32(pd_load_u16(blk));
+    return pdi_f16_to_f32(pdi_load_u16(blk));
 }
 
-float pdi_qdot_reference(pd_dtype t, const uint8_t *row, const pd_qact *a, int64_t tok)
+float pdi_qdot_reference(pdi_dtype t, const uint8_t *row, const pdi_qact *a, int64_t tok)
 {
     int64_t nb = a->cols / PD_QBLOCK;
     float lane[8] = {0}, off = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = row + pd_sub_at(t, b);
+        const uint8_t *blk = row + pdi_sub_at(t, b);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
         int w[PD_QBLOCK];
         float dw = block_values(t, blk, b, w);
         if (t != PD_Q8_0) {
-            float o = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * dw;
+            float o = pdi_dtype_has_min(t) ? pdi_f16_to_f32(pdi_load_u16(blk + 2)) : -8.0f * dw;
             off = fmaf(o, a->s[b * a->n_cap + tok], off);
         }
         float dd = dw * a->d[b * a->n_cap + tok];
@@ -271,15 +271,15 @@ typedef struct {
 /* Row i's pieces of plain block b in a group of n: the scale, the
  * minimum, the values (Q8_0's four-row halves; Q4_64's two halves; eight or
  * sixteen rows' dwords). */
-static inline int x_pieces(pd_dtype t, int n, int64_t b, int i, x_piece p[10])
+static inline int x_pieces(pdi_dtype t, int n, int64_t b, int i, x_piece p[10])
 {
-    const size_t at = pd_sub_values(t, 0); /* the values in a plain block */
+    const size_t at = pdi_sub_values(t, 0); /* the values in a plain block */
     const int64_t subs = t == PD_Q4_64 ? 2 : 1; /* sub-blocks a block */
-    const bool has_min = pd_dtype_has_min(t);
+    const bool has_min = pdi_dtype_has_min(t);
     int k = 0;
     if (n >= 8) {
-        const size_t piece = 4 * (size_t)n, vb = pd_xd_values_bytes(t, n);
-        size_t sc = pd_xd_scales_at(t, n, b * subs), v0 = pd_xd_values_at(t, n, b * subs);
+        const size_t piece = 4 * (size_t)n, vb = pdi_xd_values_bytes(t, n);
+        size_t sc = pdi_xd_scales_at(t, n, b * subs), v0 = pdi_xd_values_at(t, n, b * subs);
         p[k++] = (x_piece){sc + 2 * (size_t)i, 0, 2};
         if (has_min) p[k++] = (x_piece){sc + 2 * (size_t)n + 2 * (size_t)i, 2, 2};
         for (int64_t s = 0; s < subs; s++)
@@ -287,7 +287,7 @@ static inline int x_pieces(pd_dtype t, int n, int64_t b, int i, x_piece p[10])
                 p[k++] = (x_piece){v0 + (size_t)s * vb + piece * c + 4 * (size_t)i, at + 16 * (size_t)s + 4 * c, 4};
         return k;
     }
-    size_t base = (size_t)b * pd_x4_block_bytes(t), v = 16 * (size_t)i;
+    size_t base = (size_t)b * pdi_x4_block_bytes(t), v = 16 * (size_t)i;
     p[k++] = (x_piece){base + 2 * (size_t)i, 0, 2};
     if (has_min) p[k++] = (x_piece){base + 8 + 2 * (size_t)i, 2, 2};
     if (t == PD_Q8_0) {
@@ -296,7 +296,7 @@ static inline int x_pieces(pd_dtype t, int n, int64_t b, int i, x_piece p[10])
         return k;
     }
     for (int64_t s = 0; s < subs; s++)
-        p[k++] = (x_piece){base + pd_x4_values_at(t, s) + v, at + 16 * (size_t)s, 16};
+        p[k++] = (x_piece){base + pdi_x4_values_at(t, s) + v, at + 16 * (size_t)s, 16};
     return k;
 }
 
@@ -311,7 +311,7 @@ static inline void copy_piece(uint8_t *dst, const uint8_t *src, size_t bytes)
 }
 
 /* Row r's plain block b of a matrix interleaved n at a time, into blk. */
-static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
+static void x_plain_block(pdi_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, int64_t b, uint8_t *blk)
 {
     const uint8_t *g = w + (size_t)(r - r % n) * row_bytes;
     x_piece p[10];
@@ -319,9 +319,9 @@ static void x_plain_block(pd_dtype t, int n, const uint8_t *w, size_t row_bytes,
         memcpy(blk + p[k].plain, g + p[k].group, p[k].bytes);
 }
 
-void pdi_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
+void pdi_x_pack(pdi_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t n_rows, uint8_t *dst)
 {
-    size_t bb = pd_block_bytes(t);
+    size_t bb = pdi_block_bytes(t);
     int64_t nb = (int64_t)(row_bytes / bb);
     for (int64_t g = 0; g < n_rows / n; g++) {
         uint8_t *o = dst + (size_t)(n * g) * row_bytes;
@@ -335,7 +335,7 @@ void pdi_x_pack(pd_dtype t, int n, const uint8_t *src, size_t row_bytes, int64_t
     }
 }
 
-void pdi_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
+void pdi_x_row_to_f32(pdi_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, float *dst, int64_t cols)
 {
     uint8_t blk[36];
     const int len = pdi_dtype_block_len(t);
@@ -345,19 +345,19 @@ void pdi_x_row_to_f32(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int
     }
 }
 
-float pdi_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pd_qact *a,
+float pdi_qdot_x_reference(pdi_dtype t, int n, const uint8_t *w, size_t row_bytes, int64_t r, const pdi_qact *a,
                            int64_t tok)
 {
     float lane[4] = {0}, off = 0.0f, acc = 0.0f;
     const int bias = t == PD_Q4_0 ? 8 : 0;
-    const bool has_min = pd_dtype_has_min(t);
+    const bool has_min = pdi_dtype_has_min(t);
     for (int64_t b = 0; b < a->cols / PD_QBLOCK; b++) {
         uint8_t blk[36];
         int v[PD_QBLOCK];
-        x_plain_block(t, n, w, row_bytes, r, pd_sub_block(t, b), blk);
+        x_plain_block(t, n, w, row_bytes, r, pdi_sub_block(t, b), blk);
         float dw = block_values(t, blk, b, v);
         const int8_t *xq = a->q + tok * a->cols + b * PD_QBLOCK;
-        float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : 0.0f;
+        float dd = dw * a->d[b * a->n_cap + tok], m = has_min ? pdi_f16_to_f32(pdi_load_u16(blk + 2)) : 0.0f;
         if (n >= 8) {
             int32_t l = 0;
             for (int j = 0; j < PD_QBLOCK; j++) l += (v[j] - bias) * xq[j];
@@ -377,7 +377,7 @@ float pdi_qdot_x_reference(pd_dtype t, int n, const uint8_t *w, size_t row_bytes
     return has_min ? sum + off : sum;
 }
 
-float pdi_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
+float pdi_dot_row_blocks(pdi_dtype t, const void *row, const float *x, int64_t n)
 {
     const uint8_t *p = row;
     double total = 0.0;
@@ -386,20 +386,20 @@ float pdi_dot_row_blocks(pd_dtype t, const void *row, const float *x, int64_t n)
             const int8_t *q = (const int8_t *)(p + 2);
             float s = 0.0f;
             for (int j = 0; j < PD_QBLOCK; j++) s += (float)q[j] * x[j];
-            total += pdi_f16_to_f32(pd_load_u16(p)) * s;
+            total += pdi_f16_to_f32(pdi_load_u16(p)) * s;
         }
         return (float)total;
     }
     for (int64_t b = 0; b < n / PD_QBLOCK; b++, x += PD_QBLOCK) {
-        const uint8_t *blk = p + pd_sub_at(t, b), *q = blk + pd_sub_values(t, b);
+        const uint8_t *blk = p + pdi_sub_at(t, b), *q = blk + pdi_sub_values(t, b);
         float s = 0.0f, xs = 0.0f;
         for (int j = 0; j < 16; j++) {
             s += (float)(q[j] & 0x0f) * x[j] + (float)(q[j] >> 4) * x[j + 16];
             xs += x[j] + x[j + 16];
         }
-        float d = pdi_f16_to_f32(pd_load_u16(blk));
+        float d = pdi_f16_to_f32(pdi_load_u16(blk));
         /* Q4_0: w = d*(q-8); Q4_1, Q4_64: w = d*q + m */
-        float offset = pd_dtype_has_min(t) ? pdi_f16_to_f32(pd_load_u16(blk + 2)) : -8.0f * d;
+        float offset = pdi_dtype_has_min(t) ? pdi_f16_to_f32(pdi_load_u16(blk + 2)) : -8.0f * d;
         total += d * s + offset * xs;
     }
     return (float)total;

@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static pd_status matrix_from(pd_matrix *m, const pd_tensor_store *st, const char *name, const char *src,
+static pd_status matrix_from(pdi_matrix *m, const pdi_tensor_store *st, const char *name, const char *src,
                              pd_error *err)
 {
-    const pd_tensor *t = pdi_store_find(st, name);
+    const pdi_tensor *t = pdi_store_find(st, name);
     if (!t) return pdi_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s", src, name);
     if (t->n_dims != 2) return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s is not a matrix", src, name);
     m->dtype = t->dtype;
@@ -31,10 +31,10 @@ static pd_status matrix_from(pd_matrix *m, const pd_tensor_store *st, const char
 }
 
 /* Copy a 1-D weight of n elements to F32 (norms are tiny; F32 keeps them exact). */
-static pd_status vector_from(float *dst, int64_t n, const pd_tensor_store *st, const char *name, const char *src,
+static pd_status vector_from(float *dst, int64_t n, const pdi_tensor_store *st, const char *name, const char *src,
                              pd_error *err)
 {
-    const pd_tensor *t = pdi_store_find(st, name);
+    const pdi_tensor *t = pdi_store_find(st, name);
     if (!t) return pdi_set_error(err, PD_ERR_SHAPE, "%s: missing tensor %s", src, name);
     if (t->n_dims != 1 || t->shape[0] != n || pdi_dtype_row_bytes(t->dtype, n) != t->nbytes)
         return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s must be a vector of %lld elements", src, name,
@@ -47,7 +47,7 @@ static pd_status bind_weights(pd_model *m, pd_error *err)
 {
     const pd_config *c = &m->cfg;
     const char *src = m->source;
-    const pd_tensor_store *st = &m->store;
+    const pdi_tensor_store *st = &m->store;
     pd_status rc;
     if ((rc = matrix_from(&m->embed, st, "model.embed_tokens.weight", src, err))) return rc;
     if (pdi_store_find(st, "lm_head.weight")) {
@@ -66,7 +66,7 @@ static pd_status bind_weights(pd_model *m, pd_error *err)
     char name[128];
 #define LAYER_NAME(fmt) (snprintf(name, sizeof name, "model.layers.%d." fmt, l), name)
     for (int l = 0; l < c->n_layers; l++) {
-        pd_layer *L = &m->layers[l];
+        pdi_layer *L = &m->layers[l];
         float *an = norms, *fn = an + c->hidden, *qn = fn + c->hidden, *kn = qn + c->head_dim;
         norms = kn + c->head_dim;
         if ((rc = vector_from(an, c->hidden, st, LAYER_NAME("input_layernorm.weight"), src, err)) ||
@@ -97,7 +97,7 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_error *err)
+static pd_status load_tokenizer(pd_model *m, const pdi_vocab_parts *vocab, pd_error *err)
 {
     /* A tokenizer.json beside the weights wins: it is the full HF description. */
     struct stat sb;
@@ -125,7 +125,7 @@ static pd_status load_tokenizer(pd_model *m, const pd_vocab_parts *vocab, pd_err
 
 static void interleave_weights(pd_model *m);
 static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err);
-static pd_pool *weights_pool(void);
+static pdi_pool *weights_pool(void);
 
 pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_error *err)
 {
@@ -147,7 +147,7 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
         return NULL;
     }
     pdi_store_init(&m->store);
-    pd_vocab_parts vocab;
+    pdi_vocab_parts vocab;
     memset(&vocab, 0, sizeof vocab);
     pd_status rc;
     if (S_ISDIR(sb.st_mode)) {
@@ -211,7 +211,7 @@ char *pd_model_info_json(const pd_model *m)
     const pd_model *root = m;
     while (root->base) root = root->base;
     for (size_t i = 0; i < root->store.n_tensors; i++) {
-        const pd_tensor *t = &root->store.tensors[i];
+        const pdi_tensor *t = &root->store.tensors[i];
         uint64_t n = 1;
         for (int d = 0; d < t->n_dims; d++) n *= (uint64_t)t->shape[d];
         params += n;
@@ -244,10 +244,10 @@ static const struct {
     const char *suffix;
     size_t offset;
 } layer_matrices[] = {
-    {"self_attn.q_proj.weight", offsetof(pd_layer, wq)},   {"self_attn.k_proj.weight", offsetof(pd_layer, wk)},
-    {"self_attn.v_proj.weight", offsetof(pd_layer, wv)},   {"self_attn.o_proj.weight", offsetof(pd_layer, wo)},
-    {"mlp.gate_proj.weight", offsetof(pd_layer, w_gate)}, {"mlp.up_proj.weight", offsetof(pd_layer, w_up)},
-    {"mlp.down_proj.weight", offsetof(pd_layer, w_down)},
+    {"self_attn.q_proj.weight", offsetof(pdi_layer, wq)},   {"self_attn.k_proj.weight", offsetof(pdi_layer, wk)},
+    {"self_attn.v_proj.weight", offsetof(pdi_layer, wv)},   {"self_attn.o_proj.weight", offsetof(pdi_layer, wo)},
+    {"mlp.gate_proj.weight", offsetof(pdi_layer, w_gate)}, {"mlp.up_proj.weight", offsetof(pdi_layer, w_up)},
+    {"mlp.down_proj.weight", offsetof(pdi_layer, w_down)},
 };
 #define N_LAYER_MATRICES (sizeof layer_matrices / sizeof layer_matrices[0])
 
@@ -271,9 +271,9 @@ static long matrix_index(const pd_config *c, const char *name)
     return -1;
 }
 
-static pd_matrix *matrix_at(pd_layer *layers, long index)
+static pdi_matrix *matrix_at(pdi_layer *layers, long index)
 {
-    return (pd_matrix *)(void *)((char *)&layers[index / (long)N_LAYER_MATRICES] +
+    return (pdi_matrix *)(void *)((char *)&layers[index / (long)N_LAYER_MATRICES] +
                                  layer_matrices[index % (long)N_LAYER_MATRICES].offset);
 }
 
@@ -293,12 +293,12 @@ static void *own(pd_model *m, void *p)
 /* Give back the pages of [p, p + n) when they lie in one of st's mappings:
  * a file's clean pages (read again from the file if ever touched), or the
  * anonymous weights quantized at load once they are packed (never read again). */
-static void release_mapped(const pd_tensor_store *st, const uint8_t *p, size_t n)
+static void release_mapped(const pdi_tensor_store *st, const uint8_t *p, size_t n)
 {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) return;
     for (size_t i = 0; i < st->n_maps; i++) {
-        const pd_mapping *mp = &st->maps[i];
+        const pdi_mapping *mp = &st->maps[i];
         if (!mp->data || p < mp->data || n > mp->size || (size_t)(p - mp->data) > mp->size - n) continue;
         uintptr_t mask = ~((uintptr_t)page - 1);
         uintptr_t b = ((uintptr_t)p + (uintptr_t)page - 1) & mask, e = ((uintptr_t)p + n) & mask;
@@ -308,7 +308,7 @@ static void release_mapped(const pd_tensor_store *st, const uint8_t *p, size_t n
 }
 
 /* The matrix interleave_weights may interleave: the layers' in order, then the LM head. */
-static pd_matrix *interleavable(pd_model *m, size_t i)
+static pdi_matrix *interleavable(pd_model *m, size_t i)
 {
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
     if (i < n_mat) return matrix_at(m->layers, (long)i);
@@ -321,7 +321,7 @@ static size_t line_padded(size_t bytes) { return (bytes + 63) & ~(size_t)63; }
 
 /* Matrix i of those quantize_weights may quantize (the layers' matrices,
  * the LM head, then untied embeddings), its tensor name in name; NULL past them. */
-static pd_matrix *quantizable(pd_model *m, size_t i, char name[96])
+static pdi_matrix *quantizable(pd_model *m, size_t i, char name[96])
 {
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES;
     if (i < n_mat) {
@@ -337,8 +337,8 @@ static pd_matrix *quantizable(pd_model *m, size_t i, char name[96])
 /* Quantizing one float matrix x as type t into out, rows spread over a pool. */
 typedef struct {
     const pd_model *m;
-    const pd_matrix *x;
-    pd_dtype t;
+    const pdi_matrix *x;
+    pdi_dtype t;
     uint8_t *out;
     float *rows; /* a row of scratch for each thread, max_cols floats apart */
     int64_t max_cols;
@@ -351,7 +351,7 @@ typedef struct {
 static void quantize_rows(void *arg, int64_t begin, int64_t end, int thread)
 {
     const weights_quant_job *j = arg;
-    const pd_matrix *x = j->x;
+    const pdi_matrix *x = j->x;
     float *row = j->rows + (size_t)thread * (size_t)j->max_cols;
     const size_t rb = pdi_dtype_row_bytes(j->t, x->cols);
     const uintptr_t page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
@@ -376,22 +376,22 @@ static void quantize_rows(void *arg, int64_t begin, int64_t end, int thread)
  * does a file's, so the peak stays near one copy of the weights. */
 static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
 {
-    static const pd_dtype types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0, [PD_QUANT_Q4_1] = PD_Q4_1,
+    static const pdi_dtype types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0, [PD_QUANT_Q4_1] = PD_Q4_1,
                                      [PD_QUANT_Q4_64] = PD_Q4_64};
     if (q < PD_QUANT_Q8_0 || q > PD_QUANT_Q4_64)
         return pdi_set_error(err, PD_ERR_ARG, "%s: unknown weight quantization %d", m->source, (int)q);
-    const pd_dtype t = types[q];
+    const pdi_dtype t = types[q];
     char name[96];
-    pd_matrix *x;
+    pdi_matrix *x;
     size_t total = 0;
     int64_t max_cols = 0;
     for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
-        if (pd_dtype_is_block(x->dtype)) continue;
+        if (pdi_dtype_is_block(x->dtype)) continue;
         if (x->cols % pdi_dtype_block_len(t))
             return pdi_set_error(err, PD_ERR_SHAPE, "%s: %s has %lld columns, not whole blocks of %d: it cannot be quantized",
                                  m->source, name, (long long)x->cols, pdi_dtype_block_len(t));
         size_t bytes;
-        if (!pd_mul_size((size_t)x->rows, pdi_dtype_row_bytes(t, x->cols), &bytes) || total + bytes + 63 < total)
+        if (!pdi_mul_size((size_t)x->rows, pdi_dtype_row_bytes(t, x->cols), &bytes) || total + bytes + 63 < total)
             return pdi_set_error(err, PD_ERR_NOMEM, "%s: %s is too large to quantize", m->source, name);
         total += line_padded(bytes);
         max_cols = x->cols > max_cols ? x->cols : max_cols;
@@ -402,7 +402,7 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
     uint8_t *out;
     pd_status st = pdi_store_map_anonymous(&m->store, total, what, &out, err);
     if (st != PD_OK) return st;
-    pd_pool *pool = weights_pool();
+    pdi_pool *pool = weights_pool();
     int threads = pool ? pdi_pool_size(pool) : 1;
     weights_quant_job job = {m, NULL, t, out, malloc((size_t)threads * (size_t)max_cols * sizeof(float)), max_cols};
     if (!job.rows) {
@@ -410,7 +410,7 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
         return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory quantizing", m->source);
     }
     for (size_t i = 0; (x = quantizable(m, i, name)); i++) {
-        if (pd_dtype_is_block(x->dtype)) continue;
+        if (pdi_dtype_is_block(x->dtype)) continue;
         job.x = x;
         if (pool) pdi_pool_for(pool, x->rows, 1, quantize_rows, &job);
         else quantize_rows(&job, 0, x->rows, 0);
@@ -428,11 +428,11 @@ static pd_status quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err)
 }
 
 /* Groups of n rows of x in a slab: about 1 MiB. */
-static int64_t slab_groups(const pd_matrix *x, int n) { return (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1; }
+static int64_t slab_groups(const pdi_matrix *x, int n) { return (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1; }
 
 /* A pool of this machine's cores (up to 8) for a pass over the weights at
  * load or derive; NULL with one core, and the pass then runs on this thread. */
-static pd_pool *weights_pool(void)
+static pdi_pool *weights_pool(void)
 {
     int cores = pd_cpu_count();
     return cores > 1 ? pdi_pool_new(cores < 8 ? cores : 8) : NULL;
@@ -440,7 +440,7 @@ static pd_pool *weights_pool(void)
 
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
 typedef struct {
-    pd_matrix *x;
+    pdi_matrix *x;
     uint8_t *dst;
     int64_t g0, ng;
 } pack_slab;
@@ -479,9 +479,9 @@ static void interleave_weights(pd_model *m)
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES, total = 0;
     for (size_t i = 0; i < n_mat; i++)
         if (matrix_at(m->layers, (long)i)->rows % n) return;
-    const pd_matrix *w;
+    const pdi_matrix *w;
     for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (pd_dtype_is_block(w->dtype)) total += line_padded((size_t)w->rows * w->row_bytes);
+        if (pdi_dtype_is_block(w->dtype)) total += line_padded((size_t)w->rows * w->row_bytes);
     /* one buffer in 2 MiB pages where the system gives them: a few hundred
      * page faults at load instead of tens of thousands, and fewer TLB misses
      * while decode streams the weights */
@@ -495,21 +495,21 @@ static void interleave_weights(pd_model *m)
      * touch of the new pages and the packing both run in parallel */
     size_t n_slabs = 0;
     for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (pd_dtype_is_block(w->dtype)) n_slabs += (size_t)(w->rows / n / slab_groups(w, n)) + 1;
+        if (pdi_dtype_is_block(w->dtype)) n_slabs += (size_t)(w->rows / n / slab_groups(w, n)) + 1;
     pack_slab *slabs = malloc(n_slabs * sizeof *slabs);
     if (!slabs) return; /* buf is owned by m: freed with it */
     uint8_t *dst = buf;
     size_t k = 0;
-    pd_matrix *x;
+    pdi_matrix *x;
     for (size_t i = 0; (x = interleavable(m, i)); i++) {
-        if (!pd_dtype_is_block(x->dtype)) continue;
+        if (!pdi_dtype_is_block(x->dtype)) continue;
         int64_t slab = slab_groups(x, n);
         for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab)
             slabs[k++] = (pack_slab){x, dst, g0, x->rows / n - g0 < slab ? x->rows / n - g0 : slab};
         dst += line_padded((size_t)x->rows * x->row_bytes);
     }
     pack_job job = {m, slabs, n};
-    pd_pool *pool = weights_pool();
+    pdi_pool *pool = weights_pool();
     if (pool) pdi_pool_for(pool, (int64_t)k, 1, pack_range, &job);
     else pack_range(&job, 0, (int64_t)k, 0);
     pdi_pool_free(pool);
@@ -527,13 +527,13 @@ static void interleave_weights(pd_model *m)
 static float *copy_floats(pd_model *m, const float *src, int64_t a, int64_t b)
 {
     size_t bytes;
-    if (!pd_mul_size((size_t)a * (size_t)b, sizeof(float), &bytes)) return NULL;
+    if (!pdi_mul_size((size_t)a * (size_t)b, sizeof(float), &bytes)) return NULL;
     float *d = own(m, malloc(bytes));
     if (d) memcpy(d, src, bytes);
     return d;
 }
 
-static pd_status check_update(const pd_model *base, const pd_lowrank *u, long *index, pd_error *err)
+static pd_status check_update(const pd_model *base, const pdi_lowrank *u, long *index, pd_error *err)
 {
     const char *src = base->source;
     *index = u->matrix ? matrix_index(&base->cfg, u->matrix) : -1;
@@ -545,7 +545,7 @@ static pd_status check_update(const pd_model *base, const pd_lowrank *u, long *i
                              (long long)u->rank);
     if (!isfinite(u->scale))
         return pdi_set_error(err, PD_ERR_ARG, "%s: update of %s has a non-finite scale", src, u->matrix);
-    const pd_matrix *w = matrix_at(base->layers, *index);
+    const pdi_matrix *w = matrix_at(base->layers, *index);
     if (u->rows != w->rows || u->cols != w->cols)
         return pdi_set_error(err, PD_ERR_SHAPE, "%s: update of %s is [%lld, %lld], the matrix is [%lld, %lld]", src,
                              u->matrix, (long long)u->rows, (long long)u->cols, (long long)w->rows, (long long)w->cols);
@@ -553,10 +553,10 @@ static pd_status check_update(const pd_model *base, const pd_lowrank *u, long *i
 }
 
 typedef struct {
-    const pd_kernels *kern;
-    const pd_matrix *src; /* the stored W to convert first, or NULL when dst already holds a copy */
+    const pdi_kernels *kern;
+    const pdi_matrix *src; /* the stored W to convert first, or NULL when dst already holds a copy */
     float *dst;
-    const pd_lowrank *u;
+    const pdi_lowrank *u;
 } merge_job;
 
 /* Rows [begin, end) of dst (+)= W + scale * B A, row by row (each row is the
@@ -568,7 +568,7 @@ static void merge_range(void *arg, int64_t begin, int64_t end, int thread)
     size_t cols = (size_t)j->u->cols, r = (size_t)j->u->rank;
     for (int64_t i = begin; i < end; i++) {
         float *row = j->dst + (size_t)i * cols;
-        if (j->src) pd_matrix_row(j->src, i, row);
+        if (j->src) pdi_matrix_row(j->src, i, row);
         for (size_t k = 0; k < r; k++)
             j->kern->axpy(row, j->u->scale * j->u->B[(size_t)i * r + k], j->u->A + k * cols, (int64_t)cols);
     }
@@ -579,15 +579,15 @@ static void merge_range(void *arg, int64_t begin, int64_t end, int thread)
  * runtime it would add more than an eighth of the matrix's own
  * multiply-adds), widening BF16/F16 to F32 being exact; quantized matrices
  * keep their blocks and take the update at runtime. */
-static bool auto_merges(const pd_matrix *w, int64_t rank)
+static bool auto_merges(const pdi_matrix *w, int64_t rank)
 {
     if (w->dtype == PD_F32) return true;
     if (w->dtype != PD_BF16 && w->dtype != PD_F16) return false;
     return (double)rank * (double)(w->rows + w->cols) > (double)w->rows * (double)w->cols / 8.0;
 }
 
-static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lowrank *u, pd_derive_mode mode,
-                            pd_pool *pool, pd_error *err)
+static pd_status add_update(pd_model *m, pdi_matrix *w, bool *merged, const pdi_lowrank *u, pdi_derive_mode mode,
+                            pdi_pool *pool, pd_error *err)
 {
     int64_t rows = w->rows, cols = w->cols, r = u->rank;
     bool merge = mode == PD_DERIVE_MERGE || (mode == PD_DERIVE_AUTO && auto_merges(w, r));
@@ -595,7 +595,7 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         if (r > PD_LOWRANK_MAX_RANK)
             return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: rank %lld of %s is above %d, the most applied at runtime",
                                  m->source, (long long)r, u->matrix, PD_LOWRANK_MAX_RANK);
-        pd_delta *d = own(m, calloc(1, sizeof *d));
+        pdi_delta *d = own(m, calloc(1, sizeof *d));
         float *bt = NULL;
         if (!d || !(d->A = copy_floats(m, u->A, r, cols)) || !(d->Bt = bt = copy_floats(m, u->B, rows, r)))
             return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for the update of %s", m->source, u->matrix);
@@ -607,11 +607,11 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
         w->delta = d;
         return PD_OK;
     }
-    pd_matrix src = *w;
+    pdi_matrix src = *w;
     if (!*merged) { /* first update of this matrix: an owned F32 copy of W */
         size_t bytes;
         float *c = NULL;
-        if (pd_mul_size((size_t)rows * (size_t)cols, sizeof(float), &bytes)) c = own(m, malloc(bytes));
+        if (pdi_mul_size((size_t)rows * (size_t)cols, sizeof(float), &bytes)) c = own(m, malloc(bytes));
         if (!c) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a merged copy of %s", m->source, u->matrix);
         w->dtype = PD_F32;
         w->row_bytes = (size_t)cols * sizeof(float);
@@ -626,7 +626,7 @@ static pd_status add_update(pd_model *m, pd_matrix *w, bool *merged, const pd_lo
     return PD_OK;
 }
 
-pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size_t n_updates, pd_derive_mode mode,
+pd_model *pdi_model_derive(const pd_model *base, const pdi_lowrank *updates, size_t n_updates, pdi_derive_mode mode,
                            pd_error *err)
 {
     if (!base || (n_updates > 0 && !updates) || mode < PD_DERIVE_AUTO || mode > PD_DERIVE_RUNTIME) {
@@ -638,7 +638,7 @@ pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size
         if (check_update(base, &updates[i], &index, err)) return NULL;
     }
     size_t n_mat = (size_t)base->cfg.n_layers * N_LAYER_MATRICES;
-    pd_pool *pool = NULL;
+    pdi_pool *pool = NULL;
     pd_model *m = calloc(1, sizeof *m);
     bool *merged = calloc(n_mat, sizeof *merged);
     if (m) {
@@ -660,7 +660,7 @@ pd_model *pdi_model_derive(const pd_model *base, const pd_lowrank *updates, size
      * over the cores */
     if (mode != PD_DERIVE_RUNTIME) pool = weights_pool();
     for (size_t i = 0; i < n_updates; i++) {
-        const pd_lowrank *u = &updates[i];
+        const pdi_lowrank *u = &updates[i];
         long index = matrix_index(&base->cfg, u->matrix);
         if (add_update(m, matrix_at(m->layers, index), &merged[index], u, mode, pool, err)) goto fail;
     }

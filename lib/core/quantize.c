@@ -74,7 +74,7 @@ static void block_q4_min(const float *x, int len, uint8_t *out)
     }
 }
 
-void pdi_quantize_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
+void pdi_quantize_row(pdi_dtype t, const float *x, int64_t n, uint8_t *out)
 {
     const int len = pdi_dtype_block_len(t);
     size_t bb = pdi_dtype_row_bytes(t, len);

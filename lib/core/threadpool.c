@@ -87,7 +87,7 @@ typedef struct {
     int stretch;           /* windows alone after the next one that wins */
 } pool_tuning;
 
-struct pd_pool {
+struct pdi_pool {
     int n_threads;
     pthread_t *workers;
     pthread_mutex_t lock;
@@ -100,13 +100,13 @@ struct pd_pool {
     uint32_t generation; /* the caller's count of loops (only the caller writes it) */
     pool_tuning tuning;
     /* the current loop: written before claim is published, read after a chunk of it is claimed */
-    pd_range_fn fn;
+    pdi_range_fn fn;
     void *arg;
     int64_t n, grain;
 };
 
 typedef struct {
-    pd_pool *pool;
+    pdi_pool *pool;
     int index;
 } worker_arg;
 
@@ -127,7 +127,7 @@ static int64_t clock_ns(clockid_t clock)
 
 /* Take chunks of loop `generation` until none is left (or a newer loop
  * began); returns the items done. */
-static int64_t run_chunks(pd_pool *pool, uint32_t generation, int thread)
+static int64_t run_chunks(pdi_pool *pool, uint32_t generation, int thread)
 {
     int64_t items = 0;
     for (;;) {
@@ -156,7 +156,7 @@ static int64_t run_chunks(pd_pool *pool, uint32_t generation, int thread)
 }
 
 /* The generation after `seen` (or anything when stopping); spins, then sleeps. */
-static uint32_t wait_for_work(pd_pool *pool, uint32_t seen)
+static uint32_t wait_for_work(pdi_pool *pool, uint32_t seen)
 {
     for (int i = 0; i < SPIN_ROUNDS; i++) {
         uint32_t g = claim_generation(atomic_load_explicit(&pool->claim, memory_order_acquire));
@@ -176,7 +176,7 @@ static uint32_t wait_for_work(pd_pool *pool, uint32_t seen)
 static void *worker_main(void *p)
 {
     worker_arg *wa = p;
-    pd_pool *pool = wa->pool;
+    pdi_pool *pool = wa->pool;
     int index = wa->index;
     free(wa);
     uint32_t seen = 0;
@@ -198,12 +198,12 @@ int32_t pd_cpu_count(void)
     return n > 0 ? (int)n : 1;
 }
 
-pd_pool *pdi_pool_new(int n_threads)
+pdi_pool *pdi_pool_new(int n_threads)
 {
     int cores = pd_cpu_count();
     if (n_threads > cores) n_threads = cores; /* more would wait on each other's time slices */
     if (n_threads < 1) n_threads = 1;
-    pd_pool *pool = calloc(1, sizeof *pool);
+    pdi_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return NULL;
     pool->n_threads = 1;
     pthread_mutex_init(&pool->lock, NULL);
@@ -228,7 +228,7 @@ fail:
     return NULL;
 }
 
-void pdi_pool_free(pd_pool *pool)
+void pdi_pool_free(pdi_pool *pool)
 {
     if (!pool) return;
     pthread_mutex_lock(&pool->lock);
@@ -243,16 +243,16 @@ void pdi_pool_free(pd_pool *pool)
     free(pool);
 }
 
-int pdi_pool_size(const pd_pool *pool) { return pool->n_threads; }
+int pdi_pool_size(const pdi_pool *pool) { return pool->n_threads; }
 
-void pdi_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg)
+void pdi_pool_for(pdi_pool *pool, int64_t n, int64_t grain, pdi_range_fn fn, void *arg)
 {
     pdi_pool_for_chunks(pool, n, grain, CHUNKS_PER_THREAD, fn, arg);
 }
 
 /* Returns when all `chunks` of the current loop are done: only chunks that a
  * running thread claimed are left. */
-static void wait_for_chunks(pd_pool *pool, int64_t chunks)
+static void wait_for_chunks(pdi_pool *pool, int64_t chunks)
 {
     for (int i = 0; i < SPIN_ROUNDS; i++) {
         if (atomic_load_explicit(&pool->finished, memory_order_acquire) == chunks) return;
@@ -296,7 +296,7 @@ static void weigh_window(pool_tuning *t)
     t->own_pace_ns = 0.0;
 }
 
-void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg)
+void pdi_pool_for_chunks(pdi_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pdi_range_fn fn, void *arg)
 {
     if (n <= 0) return;
     if (grain < 1) grain = 1;

@@ -4,18 +4,18 @@
 
 #include <stdint.h>
 
-typedef struct pd_pool pd_pool;
+typedef struct pdi_pool pdi_pool;
 
 /* The body of a parallel loop: handles items [begin, end) on worker `thread`
  * (0 <= thread < n_threads, so per-thread scratch can be indexed by it). */
-typedef void (*pd_range_fn)(void *arg, int64_t begin, int64_t end, int thread);
+typedef void (*pdi_range_fn)(void *arg, int64_t begin, int64_t end, int thread);
 
 /* n_threads counts the calling thread: 1 starts no worker. More than
  * pd_cpu_count() (pocketdec_runtime.h) starts that many (pdi_pool_size says how many). NULL on
  * failure. */
-pd_pool *pdi_pool_new(int n_threads);
-void pdi_pool_free(pd_pool *pool);
-int pdi_pool_size(const pd_pool *pool);
+pdi_pool *pdi_pool_new(int n_threads);
+void pdi_pool_free(pdi_pool *pool);
+int pdi_pool_size(const pdi_pool *pool);
 
 /* Split [0, n) into contiguous chunks of whole `grain`s (a few per thread;
  * every chunk starts at a multiple of grain, the last ends at n) and run fn on
@@ -24,8 +24,8 @@ int pdi_pool_size(const pd_pool *pool);
  * any chunks. While sharing out has been losing to the caller alone (other
  * processes hold the workers' cores; threadpool.c), fn is called once, with
  * [0, n) on thread 0. */
-void pdi_pool_for(pd_pool *pool, int64_t n, int64_t grain, pd_range_fn fn, void *arg);
+void pdi_pool_for(pdi_pool *pool, int64_t n, int64_t grain, pdi_range_fn fn, void *arg);
 /* pdi_pool_for with about chunks_per_thread chunks a thread (pdi_pool_for: 4). */
-void pdi_pool_for_chunks(pd_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pd_range_fn fn, void *arg);
+void pdi_pool_for_chunks(pdi_pool *pool, int64_t n, int64_t grain, int chunks_per_thread, pdi_range_fn fn, void *arg);
 
 #endif

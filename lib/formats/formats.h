@@ -12,56 +12,56 @@
 /* ------------------------------------------------ little-endian readers */
 
 /* Byte by byte, so they work on any alignment and any host byte order. */
-static inline uint16_t pd_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint16_t pdi_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
-static inline uint32_t pd_le32(const uint8_t *p)
+static inline uint32_t pdi_le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-static inline uint64_t pd_le64(const uint8_t *p) { return pd_le32(p) | ((uint64_t)pd_le32(p + 4) << 32); }
+static inline uint64_t pdi_le64(const uint8_t *p) { return pdi_le32(p) | ((uint64_t)pdi_le32(p + 4) << 32); }
 
 /* ------------------------------------------------ bounds-checked cursor */
 
 /* A read position in a byte range. Every read checks the remaining length
  * first, so a malformed file can never make us read past the mapping. */
-typedef struct pd_cursor {
+typedef struct pdi_cursor {
     const uint8_t *data;
     size_t size, pos;
-} pd_cursor;
+} pdi_cursor;
 
-static inline size_t pd_cur_left(const pd_cursor *c) { return c->size - c->pos; }
+static inline size_t pdi_cur_left(const pdi_cursor *c) { return c->size - c->pos; }
 
 /* Take n bytes; returns NULL (and leaves the cursor alone) when fewer remain. */
-static inline const uint8_t *pd_cur_take(pd_cursor *c, uint64_t n)
+static inline const uint8_t *pdi_cur_take(pdi_cursor *c, uint64_t n)
 {
-    if (n > pd_cur_left(c)) return NULL;
+    if (n > pdi_cur_left(c)) return NULL;
     const uint8_t *p = c->data + c->pos;
     c->pos += (size_t)n;
     return p;
 }
 
-static inline bool pd_cur_u32(pd_cursor *c, uint32_t *v)
+static inline bool pdi_cur_u32(pdi_cursor *c, uint32_t *v)
 {
-    const uint8_t *p = pd_cur_take(c, 4);
-    if (p) *v = pd_le32(p);
+    const uint8_t *p = pdi_cur_take(c, 4);
+    if (p) *v = pdi_le32(p);
     return p != NULL;
 }
 
-static inline bool pd_cur_u64(pd_cursor *c, uint64_t *v)
+static inline bool pdi_cur_u64(pdi_cursor *c, uint64_t *v)
 {
-    const uint8_t *p = pd_cur_take(c, 8);
-    if (p) *v = pd_le64(p);
+    const uint8_t *p = pdi_cur_take(c, 8);
+    if (p) *v = pdi_le64(p);
     return p != NULL;
 }
 
 /* A GGUF string: u64 length then that many bytes (not NUL-terminated). */
-static inline bool pd_cur_str(pd_cursor *c, const char **s, size_t *len)
+static inline bool pdi_cur_str(pdi_cursor *c, const char **s, size_t *len)
 {
     size_t save = c->pos;
     uint64_t n;
     const uint8_t *p;
-    if (!pd_cur_u64(c, &n) || !(p = pd_cur_take(c, n))) {
+    if (!pdi_cur_u64(c, &n) || !(p = pdi_cur_take(c, n))) {
         c->pos = save;
         return false;
     }
@@ -73,25 +73,25 @@ static inline bool pd_cur_str(pd_cursor *c, const char **s, size_t *len)
 /* ------------------------------------------------------- tensor store */
 
 /* Map path read-only and append it to st->maps; *index receives its slot. */
-pd_status pdi_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err);
+pd_status pdi_store_map_file(pdi_tensor_store *st, const char *path, size_t *index, pd_error *err);
 
 /* Append a tensor (name copied; data points into a mapping of st). */
-pd_status pdi_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
+pd_status pdi_store_add_tensor(pdi_tensor_store *st, const char *name, size_t name_len, pdi_dtype dtype,
                                int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
                                pd_error *err);
 
 /* Drop the tensors and mappings added after the store held n_tensors and
  * n_maps: a failed load leaves the store as it found it. */
-void pdi_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps);
+void pdi_store_rollback(pdi_tensor_store *st, size_t n_tensors, size_t n_maps);
 
 /* Whether t's bytes lie in mapping m. */
-bool pdi_mapping_holds(const pd_mapping *m, const pd_tensor *t);
+bool pdi_mapping_holds(const pdi_mapping *m, const pdi_tensor *t);
 
 /* Path of the file holding t's bytes (for messages), or "?" */
-const char *pdi_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t);
+const char *pdi_store_tensor_path(const pdi_tensor_store *st, const pdi_tensor *t);
 
 /* Refuse tensors first..n_tensors-1 whose bytes overlap each other. */
-pd_status pdi_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
+pd_status pdi_store_check_overlaps(const pdi_tensor_store *st, size_t first, const char *source,
                                    pd_error *err);
 
 /* Write "[a, b, c]" into buf. */
@@ -113,17 +113,17 @@ enum {
 
 /* A GGUF tensor name and its HF counterpart (both before ".weight"): the
  * one table gguf.c reads names by and gguf_write.c writes them by. */
-typedef struct pd_gguf_name {
+typedef struct pdi_gguf_name {
     const char *gguf, *hf;
-} pd_gguf_name;
+} pdi_gguf_name;
 
 #define PD_GGUF_N_GLOBAL 3
 #define PD_GGUF_N_BLOCK 11
 /* token_embd, output_norm, output. */
-extern const pd_gguf_name pdi_gguf_global_names[PD_GGUF_N_GLOBAL];
+extern const pdi_gguf_name pdi_gguf_global_names[PD_GGUF_N_GLOBAL];
 /* A layer's tensors, "blk.N.<gguf>" for "model.layers.N.<hf>", in the order
  * llama.cpp's converter (and tools/testmodels/make_model.py) writes them. */
-extern const pd_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK];
+extern const pdi_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK];
 
 /* The vocabulary of an HF tokenizer.json as a GGUF file carries it, as
  * llama.cpp's converter derives it: one token per id below n_vocab (the
@@ -132,7 +132,7 @@ extern const pd_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK];
  * token); merges as "a b"; pre "qwen2". Errors name path: PD_ERR_IO when it
  * cannot be opened, PD_ERR_FORMAT when it is not a byte-level BPE
  * tokenizer.json, PD_ERR_RANGE for an id at or past n_vocab. */
-pd_status pdi_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *parts, pd_error *err);
+pd_status pdi_vocab_parts_from_json(const char *path, int32_t n_vocab, pdi_vocab_parts *parts, pd_error *err);
 
 /* ------------------------------------------------------------- Qwen3 */
 
@@ -155,7 +155,7 @@ pd_status pdi_config_validate(const pd_config *cfg, const char *source, pd_error
  * shape and a known dtype. lm_head.weight may be absent only when
  * cfg->tied_embeddings is set on entry; on success cfg->tied_embeddings =
  * (lm_head.weight absent). */
-pd_status pdi_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
+pd_status pdi_check_qwen3_tensors(const pdi_tensor_store *st, pd_config *cfg, const char *source,
                                   pd_error *err);
 
 #endif /* PD_FORMATS_H */

@@ -31,7 +31,7 @@ typedef struct gguf_tinfo {
 
 typedef struct gguf {
     const char *path;
-    pd_cursor cur; /* over the whole file */
+    pdi_cursor cur; /* over the whole file */
     gguf_kv *kv;
     size_t n_kv;
     gguf_tinfo *ti;
@@ -47,14 +47,14 @@ static size_t scalar_size(uint32_t t)
     return t < PD_GGUF_COUNT ? size[t] : 0;
 }
 
-static bool skip_value(pd_cursor *c, uint32_t type, int depth);
+static bool skip_value(pdi_cursor *c, uint32_t type, int depth);
 
 /* Step over count elements of type et. False when they run past the end or
  * the type is unknown. */
-static bool skip_array(pd_cursor *c, uint32_t et, uint64_t count, int depth)
+static bool skip_array(pdi_cursor *c, uint32_t et, uint64_t count, int depth)
 {
     size_t fixed = scalar_size(et), bytes;
-    if (fixed) return count <= SIZE_MAX && pd_mul_size((size_t)count, fixed, &bytes) && pd_cur_take(c, bytes);
+    if (fixed) return count <= SIZE_MAX && pdi_mul_size((size_t)count, fixed, &bytes) && pdi_cur_take(c, bytes);
     if (et != PD_GGUF_STRING && et != PD_GGUF_ARRAY) return false;
     /* Each element takes at least 8 bytes, so this ends at the end of the file. */
     for (uint64_t i = 0; i < count; i++)
@@ -62,16 +62,16 @@ static bool skip_array(pd_cursor *c, uint32_t et, uint64_t count, int depth)
     return true;
 }
 
-static bool skip_value(pd_cursor *c, uint32_t type, int depth)
+static bool skip_value(pdi_cursor *c, uint32_t type, int depth)
 {
     const char *s;
     size_t n;
     uint32_t et;
     uint64_t count;
-    if (scalar_size(type)) return pd_cur_take(c, scalar_size(type)) != NULL;
-    if (type == PD_GGUF_STRING) return pd_cur_str(c, &s, &n);
+    if (scalar_size(type)) return pdi_cur_take(c, scalar_size(type)) != NULL;
+    if (type == PD_GGUF_STRING) return pdi_cur_str(c, &s, &n);
     if (type != PD_GGUF_ARRAY || depth >= GGUF_MAX_DEPTH) return false;
-    return pd_cur_u32(c, &et) && pd_cur_u64(c, &count) && skip_array(c, et, count, depth + 1);
+    return pdi_cur_u32(c, &et) && pdi_cur_u64(c, &count) && skip_array(c, et, count, depth + 1);
 }
 
 /* printf precision for a length-delimited name (long ones are cut). */
@@ -87,7 +87,7 @@ static pd_status truncated(gguf *g, const char *what, const char *name, size_t n
 /* A length-checked name: not empty, no NUL bytes, not absurdly long. */
 static pd_status read_name(gguf *g, const char *what, const char **s, size_t *len)
 {
-    if (!pd_cur_str(&g->cur, s, len)) return truncated(g, what, "", 0);
+    if (!pdi_cur_str(&g->cur, s, len)) return truncated(g, what, "", 0);
     if (*len == 0 || *len > GGUF_MAX_NAME || memchr(*s, 0, *len))
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: bad %s name at offset %zu", g->path, what, g->cur.pos);
     return PD_OK;
@@ -95,21 +95,21 @@ static pd_status read_name(gguf *g, const char *what, const char **s, size_t *le
 
 static pd_status parse_header(gguf *g, uint64_t *n_tensors, uint64_t *n_kv)
 {
-    const uint8_t *magic = pd_cur_take(&g->cur, 4);
+    const uint8_t *magic = pdi_cur_take(&g->cur, 4);
     uint32_t version;
     if (!magic || memcmp(magic, "GGUF", 4) != 0)
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: not a GGUF file (bad magic)", g->path);
-    if (!pd_cur_u32(&g->cur, &version)) return truncated(g, "header", "", 0);
+    if (!pdi_cur_u32(&g->cur, &version)) return truncated(g, "header", "", 0);
     /* v1 used 32-bit counts; v2 and v3 share one layout (v3 added big-endian
      * files, which show up here as a byte-swapped version). */
     if (version != 2 && version != 3)
         return pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: GGUF version %u is not supported (only 2 and 3%s)",
                              g->path, version, (version & 0xffff) == 0 ? "; big-endian file?" : "");
-    if (!pd_cur_u64(&g->cur, n_tensors) || !pd_cur_u64(&g->cur, n_kv)) return truncated(g, "header", "", 0);
+    if (!pdi_cur_u64(&g->cur, n_tensors) || !pdi_cur_u64(&g->cur, n_kv)) return truncated(g, "header", "", 0);
     /* A pair needs at least 13 bytes and a tensor info 29: bound the counts
      * by the file size before allocating for them. */
-    if (*n_tensors > GGUF_MAX_COUNT || *n_tensors > pd_cur_left(&g->cur) / 29 || *n_kv > GGUF_MAX_COUNT ||
-        *n_kv > pd_cur_left(&g->cur) / 13)
+    if (*n_tensors > GGUF_MAX_COUNT || *n_tensors > pdi_cur_left(&g->cur) / 29 || *n_kv > GGUF_MAX_COUNT ||
+        *n_kv > pdi_cur_left(&g->cur) / 13)
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: implausible counts: %llu tensors, %llu metadata pairs "
                              "in a file of %zu bytes", g->path, (unsigned long long)*n_tensors,
                              (unsigned long long)*n_kv, g->cur.size);
@@ -124,13 +124,13 @@ static pd_status parse_metadata(gguf *g, uint64_t n)
         gguf_kv *kv = &g->kv[g->n_kv];
         pd_status rc = read_name(g, "metadata key", &kv->key, &kv->key_len);
         if (rc) return rc;
-        if (!pd_cur_u32(&g->cur, &kv->type)) return truncated(g, "metadata key", kv->key, kv->key_len);
+        if (!pdi_cur_u32(&g->cur, &kv->type)) return truncated(g, "metadata key", kv->key, kv->key_len);
         if (kv->type >= PD_GGUF_COUNT)
             return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %.*s has unknown value type %u",
                                  g->path, shown(kv->key_len), kv->key, kv->type);
         bool ok = true;
         if (kv->type == PD_GGUF_ARRAY) {
-            ok = pd_cur_u32(&g->cur, &kv->elem_type) && pd_cur_u64(&g->cur, &kv->count);
+            ok = pdi_cur_u32(&g->cur, &kv->elem_type) && pdi_cur_u64(&g->cur, &kv->count);
             kv->at = g->cur.pos;
             ok = ok && skip_array(&g->cur, kv->elem_type, kv->count, 1);
         } else {
@@ -159,12 +159,12 @@ static bool kv_integer(const gguf *g, const gguf_kv *kv, int64_t *out)
     switch (kv->type) {
     case PD_GGUF_U8: *out = p[0]; return true;
     case PD_GGUF_I8: *out = (int8_t)p[0]; return true;
-    case PD_GGUF_U16: *out = pd_le16(p); return true;
-    case PD_GGUF_I16: *out = (int16_t)pd_le16(p); return true;
-    case PD_GGUF_U32: *out = pd_le32(p); return true;
-    case PD_GGUF_I32: *out = (int32_t)pd_le32(p); return true;
-    case PD_GGUF_I64: *out = (int64_t)pd_le64(p); return true;
-    case PD_GGUF_U64: *out = (int64_t)pd_le64(p); return pd_le64(p) <= INT64_MAX;
+    case PD_GGUF_U16: *out = pdi_le16(p); return true;
+    case PD_GGUF_I16: *out = (int16_t)pdi_le16(p); return true;
+    case PD_GGUF_U32: *out = pdi_le32(p); return true;
+    case PD_GGUF_I32: *out = (int32_t)pdi_le32(p); return true;
+    case PD_GGUF_I64: *out = (int64_t)pdi_le64(p); return true;
+    case PD_GGUF_U64: *out = (int64_t)pdi_le64(p); return pdi_le64(p) <= INT64_MAX;
     }
     return false;
 }
@@ -191,10 +191,10 @@ static pd_status get_float(gguf *g, const char *key, float def, float *out)
     *out = def;
     if (!kv) return PD_OK;
     if (kv->type == PD_GGUF_F32) {
-        uint32_t bits = pd_le32(value_at(g, kv));
+        uint32_t bits = pdi_le32(value_at(g, kv));
         memcpy(out, &bits, sizeof *out);
     } else if (kv->type == PD_GGUF_F64) {
-        uint64_t bits = pd_le64(value_at(g, kv));
+        uint64_t bits = pdi_le64(value_at(g, kv));
         double d;
         memcpy(&d, &bits, sizeof d);
         *out = (float)d;
@@ -213,8 +213,8 @@ static pd_status get_string(gguf *g, const char *key, const char **s, size_t *le
     *s = NULL;
     *len = 0;
     if (!kv) return PD_OK;
-    pd_cursor c = {g->cur.data, g->cur.size, kv->at}; /* validated by parse_metadata */
-    if (kv->type != PD_GGUF_STRING || !pd_cur_str(&c, s, len))
+    pdi_cursor c = {g->cur.data, g->cur.size, kv->at}; /* validated by parse_metadata */
+    if (kv->type != PD_GGUF_STRING || !pdi_cur_str(&c, s, len))
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: metadata key %s must be a string", g->path, key);
     return PD_OK;
 }
@@ -279,19 +279,19 @@ static pd_status parse_tensor_infos(gguf *g, uint64_t n)
         gguf_tinfo *t = &g->ti[g->n_ti];
         pd_status rc = read_name(g, "tensor info", &t->name, &t->name_len);
         if (rc) return rc;
-        if (!pd_cur_u32(&g->cur, &t->n_dims)) return truncated(g, "tensor info", t->name, t->name_len);
+        if (!pdi_cur_u32(&g->cur, &t->n_dims)) return truncated(g, "tensor info", t->name, t->name_len);
         if (t->n_dims < 1 || t->n_dims > 4)
             return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s has %u dims (1 to 4 allowed)", g->path,
                                  shown(t->name_len), t->name, t->n_dims);
         for (uint32_t i = 0; i < t->n_dims; i++) {
             uint64_t d;
-            if (!pd_cur_u64(&g->cur, &d)) return truncated(g, "tensor info", t->name, t->name_len);
+            if (!pdi_cur_u64(&g->cur, &d)) return truncated(g, "tensor info", t->name, t->name_len);
             if (d == 0 || d > INT64_MAX)
                 return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s has dimension %llu", g->path,
                                      shown(t->name_len), t->name, (unsigned long long)d);
             t->dims[i] = (int64_t)d;
         }
-        if (!pd_cur_u32(&g->cur, &t->type) || !pd_cur_u64(&g->cur, &t->offset))
+        if (!pdi_cur_u32(&g->cur, &t->type) || !pdi_cur_u64(&g->cur, &t->offset))
             return truncated(g, "tensor info", t->name, t->name_len);
     }
     return PD_OK;
@@ -306,10 +306,10 @@ static const char *ggml_type_name(uint32_t t)
     return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
-const pd_gguf_name pdi_gguf_global_names[PD_GGUF_N_GLOBAL] = {
+const pdi_gguf_name pdi_gguf_global_names[PD_GGUF_N_GLOBAL] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
-const pd_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK] = {
+const pdi_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK] = {
     {"attn_norm", "input_layernorm"},   {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},     {"attn_v", "self_attn.v_proj"},
     {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
@@ -321,7 +321,7 @@ const pd_gguf_name pdi_gguf_block_names[PD_GGUF_N_BLOCK] = {
 static void hf_name(const char *name, size_t len, char *buf, size_t size)
 {
     const char *p = name, *end = name + len;
-    const pd_gguf_name *table = pdi_gguf_global_names;
+    const pdi_gguf_name *table = pdi_gguf_global_names;
     size_t n_table = PD_GGUF_N_GLOBAL;
     int layer_len = 0; /* digits of N in "blk.N." */
     if (len > 4 && memcmp(name, "blk.", 4) == 0) {
@@ -351,20 +351,20 @@ static void hf_name(const char *name, size_t len, char *buf, size_t size)
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* Validate one tensor info against the file and add it under its HF name. */
-static pd_status add_tensor(gguf *g, const gguf_tinfo *t, uint64_t data_start, pd_tensor_store *st)
+static pd_status add_tensor(gguf *g, const gguf_tinfo *t, uint64_t data_start, pdi_tensor_store *st)
 {
     int nl = shown(t->name_len);
     if (!pdi_dtype_known((int)t->type))
         return pdi_set_error(g->err, PD_ERR_UNSUPPORTED, "%s: tensor %.*s has type %u (%s); pocketdec reads "
                              "F32, F16, BF16, Q8_0, Q4_0 and Q4_1", g->path, nl, t->name, t->type,
                              ggml_type_name(t->type));
-    pd_dtype dt = (pd_dtype)t->type;
+    pdi_dtype dt = (pdi_dtype)t->type;
     size_t row = pdi_dtype_row_bytes(dt, t->dims[0]), rows, nbytes;
     if (row == 0)
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s: row length %lld is not a multiple of %d, "
                              "as %s needs", g->path, nl, t->name, (long long)t->dims[0], PD_QBLOCK,
                              pdi_dtype_name(dt));
-    if (!pdi_shape_elements((int)t->n_dims - 1, t->dims + 1, &rows) || !pd_mul_size(row, rows, &nbytes))
+    if (!pdi_shape_elements((int)t->n_dims - 1, t->dims + 1, &rows) || !pdi_mul_size(row, rows, &nbytes))
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s is too large", g->path, nl, t->name);
     if (t->offset % g->alignment != 0)
         return pdi_set_error(g->err, PD_ERR_FORMAT, "%s: tensor %.*s: offset %llu is not a multiple of the "
@@ -384,7 +384,7 @@ static pd_status add_tensor(gguf *g, const gguf_tinfo *t, uint64_t data_start, p
                                 g->err);
 }
 
-static pd_status add_tensors(gguf *g, pd_tensor_store *st)
+static pd_status add_tensors(gguf *g, pdi_tensor_store *st)
 {
     /* Data starts at the next multiple of the alignment after the infos. */
     uint64_t pos = g->cur.pos, data_start = pos + (g->alignment - pos % g->alignment) % g->alignment;
@@ -398,7 +398,7 @@ static pd_status add_tensors(gguf *g, pd_tensor_store *st)
 
 /* --------------------------------------------------------- vocabulary */
 
-void pdi_vocab_parts_free(pd_vocab_parts *parts)
+void pdi_vocab_parts_free(pdi_vocab_parts *parts)
 {
     if (!parts) return;
     for (size_t i = 0; parts->tokens && i < parts->n_tokens; i++) free(parts->tokens[i]);
@@ -439,18 +439,18 @@ static pd_status get_strings(gguf *g, const char *key, char ***out, size_t *n)
     /* parse_metadata stepped over these, so count <= file size / 8. */
     if (!(*out = calloc((size_t)kv->count + 1, sizeof **out)))
         return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory reading %s", g->path, key);
-    pd_cursor c = {g->cur.data, g->cur.size, kv->at};
+    pdi_cursor c = {g->cur.data, g->cur.size, kv->at};
     for (*n = 0; *n < kv->count; (*n)++) {
         const char *s;
         size_t len;
-        if (!pd_cur_str(&c, &s, &len)) return pdi_set_error(g->err, PD_ERR_INTERNAL, "%s: %s", g->path, key);
+        if (!pdi_cur_str(&c, &s, &len)) return pdi_set_error(g->err, PD_ERR_INTERNAL, "%s: %s", g->path, key);
         if (!((*out)[*n] = copy_str(s, len)))
             return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory reading %s", g->path, key);
     }
     return PD_OK;
 }
 
-static pd_status read_vocab(gguf *g, pd_vocab_parts *v)
+static pd_status read_vocab(gguf *g, pdi_vocab_parts *v)
 {
     const gguf_kv *types;
     const char *pre;
@@ -467,16 +467,16 @@ static pd_status read_vocab(gguf *g, pd_vocab_parts *v)
                              g->path, (unsigned long long)types->count, v->n_tokens);
     if (!(v->token_types = malloc((v->n_tokens + 1) * sizeof *v->token_types)))
         return pdi_set_error(g->err, PD_ERR_NOMEM, "%s: out of memory", g->path);
-    for (size_t i = 0; i < v->n_tokens; i++) v->token_types[i] = (int32_t)pd_le32(value_at(g, types) + 4 * i);
+    for (size_t i = 0; i < v->n_tokens; i++) v->token_types[i] = (int32_t)pdi_le32(value_at(g, types) + 4 * i);
     return PD_OK;
 }
 
 /* ------------------------------------------------------------- loading */
 
 /* cfg from metadata and the tensors now in st: vocab is the embedding's rows. */
-static pd_status finish_config(gguf *g, const pd_tensor_store *st, pd_config *cfg)
+static pd_status finish_config(gguf *g, const pdi_tensor_store *st, pd_config *cfg)
 {
-    const pd_tensor *emb = pdi_store_find(st, "model.embed_tokens.weight");
+    const pdi_tensor *emb = pdi_store_find(st, "model.embed_tokens.weight");
     if (!emb) return pdi_set_error(g->err, PD_ERR_SHAPE, "%s: missing tensor token_embd.weight", g->path);
     if (emb->n_dims != 2 || emb->shape[0] > INT32_MAX)
         return pdi_set_error(g->err, PD_ERR_SHAPE, "%s: token_embd.weight is not a [vocab, hidden] matrix", g->path);
@@ -486,7 +486,7 @@ static pd_status finish_config(gguf *g, const pd_tensor_store *st, pd_config *cf
     return rc ? rc : pdi_check_qwen3_tensors(st, cfg, g->path, g->err);
 }
 
-pd_status pdi_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, pd_vocab_parts *vocab,
+pd_status pdi_gguf_load(const char *path, pdi_tensor_store *st, pd_config *cfg, pdi_vocab_parts *vocab,
                         pd_error *err)
 {
     size_t n_tensors = st->n_tensors, n_maps = st->n_maps, mi;
@@ -496,7 +496,7 @@ pd_status pdi_gguf_load(const char *path, pd_tensor_store *st, pd_config *cfg, p
     pd_status rc = pdi_store_map_file(st, path, &mi, err);
     if (rc) return rc;
     gguf g = {.path = st->maps[mi].path, .err = err};
-    g.cur = (pd_cursor){st->maps[mi].data, st->maps[mi].size, 0};
+    g.cur = (pdi_cursor){st->maps[mi].data, st->maps[mi].size, 0};
     rc = parse_header(&g, &n_ti, &n_kv);
     if (rc == PD_OK) rc = parse_metadata(&g, n_kv);
     if (rc == PD_OK) rc = read_general(&g);

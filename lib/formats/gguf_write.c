@@ -20,14 +20,14 @@
 
 typedef struct qtype {
     pd_weight_quant quant;
-    pd_dtype dtype;
+    pdi_dtype dtype;
     uint32_t file_type; /* llama_ftype: MOSTLY_Q4_0 2, MOSTLY_Q4_1 3, MOSTLY_Q8_0 7 */
 } qtype;
 
 static const qtype QTYPES[] = {{PD_QUANT_Q4_0, PD_Q4_0, 2}, {PD_QUANT_Q4_1, PD_Q4_1, 3}, {PD_QUANT_Q8_0, PD_Q8_0, 7}};
 
 /* Encode one row of n floats (n a multiple of 32 for block types) as t. */
-static void encode_row(pd_dtype t, const float *x, int64_t n, uint8_t *out)
+static void encode_row(pdi_dtype t, const float *x, int64_t n, uint8_t *out)
 {
     if (t == PD_F32) {
         for (int64_t i = 0; i < n; i++) {
@@ -118,12 +118,12 @@ static void kv_strings(writer *w, const char *key, char *const *s, size_t n)
 
 /* What the tokenizer.* keys hold. */
 typedef struct vocab {
-    pd_vocab_parts parts;
+    pdi_vocab_parts parts;
     char *chat_template; /* from tokenizer_config.json, or NULL */
     int32_t bos, eos;
 } vocab;
 
-static int32_t find_token(const pd_vocab_parts *v, const char *s)
+static int32_t find_token(const pdi_vocab_parts *v, const char *s)
 {
     for (size_t i = 0; i < v->n_tokens; i++)
         if (strcmp(v->tokens[i], s) == 0) return (int32_t)i;
@@ -162,7 +162,7 @@ static void vocab_free(vocab *v)
 
 static void write_vocab(writer *w, const vocab *v)
 {
-    const pd_vocab_parts *p = &v->parts;
+    const pdi_vocab_parts *p = &v->parts;
     kv_str(w, "tokenizer.ggml.model", "gpt2");
     kv_str(w, "tokenizer.ggml.pre", p->pre);
     kv_strings(w, "tokenizer.ggml.tokens", p->tokens, p->n_tokens);
@@ -183,16 +183,16 @@ static void write_vocab(writer *w, const vocab *v)
 
 /* One tensor of the output: its HF source, GGUF name, type and place. */
 typedef struct out_tensor {
-    const pd_tensor *src;
+    const pdi_tensor *src;
     char name[64];
-    pd_dtype dtype;
+    pdi_dtype dtype;
     uint64_t offset, nbytes;
 } out_tensor;
 
-static pd_status add_tensor(const pd_tensor_store *st, const char *hf, const char *gguf, pd_dtype qt, out_tensor *t,
+static pd_status add_tensor(const pdi_tensor_store *st, const char *hf, const char *gguf, pdi_dtype qt, out_tensor *t,
                             size_t *n, uint64_t *offset, pd_error *err)
 {
-    const pd_tensor *src = pdi_store_find(st, hf);
+    const pdi_tensor *src = pdi_store_find(st, hf);
     if (!src) /* the loader checked them: a bug if reached */
         return pdi_set_error(err, PD_ERR_INTERNAL, "missing tensor %s after loading", hf);
     out_tensor *o = &t[(*n)++];
@@ -210,10 +210,10 @@ static pd_status add_tensor(const pd_tensor_store *st, const char *hf, const cha
 }
 
 /* Every tensor of the model in make_model.py's order, with data offsets. */
-static pd_status plan_tensors(const pd_tensor_store *st, const pd_config *cfg, pd_dtype qt, out_tensor *t, size_t *n,
+static pd_status plan_tensors(const pdi_tensor_store *st, const pd_config *cfg, pdi_dtype qt, out_tensor *t, size_t *n,
                               pd_error *err)
 {
-    const pd_gguf_name *g = pdi_gguf_global_names; /* token_embd, output_norm, output */
+    const pdi_gguf_name *g = pdi_gguf_global_names; /* token_embd, output_norm, output */
     uint64_t offset = 0;
     char hf[96], gguf[64];
     *n = 0;
@@ -235,7 +235,7 @@ static pd_status plan_tensors(const pd_tensor_store *st, const pd_config *cfg, p
 /* Convert and write one tensor's rows. */
 static void write_tensor(writer *w, const out_tensor *t, float *row, uint8_t *enc)
 {
-    const pd_tensor *s = t->src;
+    const pdi_tensor *s = t->src;
     int64_t cols = s->shape[s->n_dims - 1], rows = s->n_dims == 1 ? 1 : s->shape[0];
     size_t in_bytes = pdi_dtype_row_bytes(s->dtype, cols), out_bytes = pdi_dtype_row_bytes(t->dtype, cols);
     for (int64_t r = 0; r < rows && !w->err; r++) {
@@ -274,7 +274,7 @@ static void write_header(writer *w, const pd_config *cfg, const qtype *q, const 
     kv_f32(w, "qwen3.attention.layer_norm_rms_epsilon", cfg->rms_eps);
     write_vocab(w, v);
     for (size_t i = 0; i < n; i++) {
-        const pd_tensor *s = t[i].src;
+        const pdi_tensor *s = t[i].src;
         w_str(w, t[i].name);
         w_u32(w, (uint32_t)s->n_dims);
         for (int d = s->n_dims - 1; d >= 0; d--) w_u64(w, (uint64_t)s->shape[d]); /* innermost first */
@@ -338,7 +338,7 @@ pd_status pd_model_quantize(const char *hf_dir, const char *path, pd_weight_quan
                              path);
     if (!q)
         return pdi_set_error(err, PD_ERR_ARG, "%s: quantization type %d is not Q8_0, Q4_0 or Q4_1", path, (int)type);
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pdi_store_init(&st);
     pd_config cfg;
     vocab v = {0};

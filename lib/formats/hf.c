@@ -192,7 +192,7 @@ typedef struct shard {
 } shard;
 
 /* Load the shard `file` unless already loaded; *which receives its slot. */
-static pd_status load_shard(pd_tensor_store *st, const char *dir, const char *index, const char *file,
+static pd_status load_shard(pdi_tensor_store *st, const char *dir, const char *index, const char *file,
                             shard *shards, size_t *n_shards, size_t *which, pd_error *err)
 {
     for (size_t i = 0; i < *n_shards; i++)
@@ -210,7 +210,7 @@ static pd_status load_shard(pd_tensor_store *st, const char *dir, const char *in
     return PD_OK;
 }
 
-static pd_status load_index(pd_tensor_store *st, const char *dir, const char *index, pd_error *err)
+static pd_status load_index(pdi_tensor_store *st, const char *dir, const char *index, pd_error *err)
 {
     json_t *root;
     pd_status rc = load_json(index, &root, err);
@@ -231,7 +231,7 @@ static pd_status load_index(pd_tensor_store *st, const char *dir, const char *in
             else
                 rc = load_shard(st, dir, index, json_string_value(file), shards, &n_shards, &which, err);
             if (rc) break;
-            const pd_tensor *t = pdi_store_find(st, name);
+            const pdi_tensor *t = pdi_store_find(st, name);
             if (!t || !pdi_mapping_holds(&st->maps[shards[which].map], t)) {
                 rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: weight_map puts %s in %s, which does not hold it",
                                    index, name, json_string_value(file));
@@ -244,7 +244,7 @@ static pd_status load_index(pd_tensor_store *st, const char *dir, const char *in
     return rc;
 }
 
-pd_status pdi_hf_dir_load(const char *dir, pd_tensor_store *st, pd_config *cfg, pd_error *err)
+pd_status pdi_hf_dir_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd_error *err)
 {
     struct stat sb;
     if (stat(dir, &sb) != 0) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));

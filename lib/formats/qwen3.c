@@ -44,10 +44,10 @@ pd_status pdi_config_validate(const pd_config *cfg, const char *source, pd_error
 }
 
 /* Check one tensor: present (unless optional), exact shape, known dtype. */
-static pd_status expect(const pd_tensor_store *st, const char *name, int n_dims, const int64_t *shape,
+static pd_status expect(const pdi_tensor_store *st, const char *name, int n_dims, const int64_t *shape,
                         bool optional, bool *found, const char *source, pd_error *err)
 {
-    const pd_tensor *t = pdi_store_find(st, name);
+    const pdi_tensor *t = pdi_store_find(st, name);
     char want[96], got[96];
     pdi_shape_str(want, sizeof want, n_dims, shape);
     if (found) *found = t != NULL;
@@ -69,7 +69,7 @@ static pd_status expect(const pd_tensor_store *st, const char *name, int n_dims,
     return PD_OK;
 }
 
-pd_status pdi_check_qwen3_tensors(const pd_tensor_store *st, pd_config *cfg, const char *source,
+pd_status pdi_check_qwen3_tensors(const pdi_tensor_store *st, pd_config *cfg, const char *source,
                                   pd_error *err)
 {
     enum { H, Q, KV, F, V, HD, NONE };

@@ -7,7 +7,7 @@
 /* Real headers are a few hundred kB; anything near this is a corrupt length. */
 #define ST_MAX_HEADER ((uint64_t)100 << 20)
 
-static pd_status parse_dtype(const char *path, const char *name, const char *s, pd_dtype *out,
+static pd_status parse_dtype(const char *path, const char *name, const char *s, pdi_dtype *out,
                              pd_error *err)
 {
     if (strcmp(s, "F32") == 0) *out = PD_F32;
@@ -29,7 +29,7 @@ static bool json_uint(const json_t *v, uint64_t *out)
 
 /* Validate one header entry and add it; data/data_size: the byte buffer
  * after the header that data_offsets are relative to. */
-static pd_status add_entry(pd_tensor_store *st, const char *path, const char *name, const json_t *e,
+static pd_status add_entry(pdi_tensor_store *st, const char *path, const char *name, const json_t *e,
                            const uint8_t *data, size_t data_size, pd_error *err)
 {
     const json_t *jd = json_object_get(e, "dtype"), *js = json_object_get(e, "shape");
@@ -38,7 +38,7 @@ static pd_status add_entry(pd_tensor_store *st, const char *path, const char *na
         return pdi_set_error(err, PD_ERR_FORMAT,
                              "%s: tensor %s needs dtype (a string), shape (an array) and data_offsets "
                              "([begin, end])", path, name);
-    pd_dtype dt = PD_F32;
+    pdi_dtype dt = PD_F32;
     pd_status rc = parse_dtype(path, name, json_string_value(jd), &dt, err);
     if (rc) return rc;
 
@@ -68,7 +68,7 @@ static pd_status add_entry(pd_tensor_store *st, const char *path, const char *na
     pdi_shape_str(shape_s, sizeof shape_s, (int)n_dims, shape);
     size_t elements, want;
     if (!pdi_shape_elements((int)n_dims, shape, &elements) ||
-        !pd_mul_size(elements, pdi_dtype_row_bytes(dt, 1), &want))
+        !pdi_mul_size(elements, pdi_dtype_row_bytes(dt, 1), &want))
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape %s is too large", path, name, shape_s);
     if (want != end - begin)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s: shape %s of %s needs %zu bytes but "
@@ -76,7 +76,7 @@ static pd_status add_entry(pd_tensor_store *st, const char *path, const char *na
                              (unsigned long long)begin, (unsigned long long)end,
                              (unsigned long long)(end - begin));
 
-    const pd_tensor *dup = pdi_store_find(st, name);
+    const pdi_tensor *dup = pdi_store_find(st, name);
     if (dup)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: tensor %s is already loaded from %s", path, name,
                              pdi_store_tensor_path(st, dup));
@@ -85,15 +85,15 @@ static pd_status add_entry(pd_tensor_store *st, const char *path, const char *na
 
 /* Parse the header of mapping m: *root gets the JSON object, *data and
  * *data_size the byte buffer after it. */
-static pd_status parse_header(const pd_mapping *m, json_t **root, const uint8_t **data, size_t *data_size,
+static pd_status parse_header(const pdi_mapping *m, json_t **root, const uint8_t **data, size_t *data_size,
                               pd_error *err)
 {
-    pd_cursor c = {m->data, m->size, 0};
+    pdi_cursor c = {m->data, m->size, 0};
     uint64_t n;
-    if (!pd_cur_u64(&c, &n))
+    if (!pdi_cur_u64(&c, &n))
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: file is %zu bytes, too short for a safetensors header",
                              m->path, m->size);
-    const uint8_t *json = pd_cur_take(&c, n);
+    const uint8_t *json = pdi_cur_take(&c, n);
     if (!json)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: header length %llu runs past the end of the file "
                              "(%zu bytes; truncated file?)", m->path, (unsigned long long)n, m->size);
@@ -109,16 +109,16 @@ static pd_status parse_header(const pd_mapping *m, json_t **root, const uint8_t 
     if (!json_is_object(*root))
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: header JSON is not an object", m->path);
     *data = c.data + c.pos;
-    *data_size = pd_cur_left(&c);
+    *data_size = pdi_cur_left(&c);
     return PD_OK;
 }
 
-pd_status pdi_safetensors_add(pd_tensor_store *st, const char *path, pd_error *err)
+pd_status pdi_safetensors_add(pdi_tensor_store *st, const char *path, pd_error *err)
 {
     size_t n_tensors = st->n_tensors, n_maps = st->n_maps, mi;
     pd_status rc = pdi_store_map_file(st, path, &mi, err);
     if (rc) return rc;
-    const pd_mapping *m = &st->maps[mi];
+    const pdi_mapping *m = &st->maps[mi];
     json_t *root = NULL;
     const uint8_t *data = NULL;
     size_t data_size = 0;

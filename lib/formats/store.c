@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------------- dtypes */
 
-const char *pdi_dtype_name(pd_dtype t)
+const char *pdi_dtype_name(pdi_dtype t)
 {
     switch (t) {
     case PD_F32: return "F32";
@@ -30,12 +30,12 @@ bool pdi_dtype_known(int t)
     return t == PD_F32 || t == PD_F16 || t == PD_BF16 || t == PD_Q4_0 || t == PD_Q4_1 || t == PD_Q8_0;
 }
 
-int pdi_dtype_block_len(pd_dtype t)
+int pdi_dtype_block_len(pdi_dtype t)
 {
     return t == PD_Q4_64 ? PD_QBLOCK_64 : t == PD_Q8_0 || t == PD_Q4_0 || t == PD_Q4_1 ? PD_QBLOCK : 1;
 }
 
-size_t pdi_dtype_row_bytes(pd_dtype t, int64_t n)
+size_t pdi_dtype_row_bytes(pdi_dtype t, int64_t n)
 {
     size_t per, unit; /* bytes per unit of `unit` elements */
     switch (t) {
@@ -50,7 +50,7 @@ size_t pdi_dtype_row_bytes(pd_dtype t, int64_t n)
     }
     if (n < 0 || (uint64_t)n % unit != 0 || (uint64_t)n > SIZE_MAX) return 0;
     size_t bytes;
-    return pd_mul_size((size_t)n / unit, per, &bytes) ? bytes : 0;
+    return pdi_mul_size((size_t)n / unit, per, &bytes) ? bytes : 0;
 }
 
 /* ------------------------------------------------------------- shapes */
@@ -71,7 +71,7 @@ bool pdi_shape_elements(int n_dims, const int64_t *shape, size_t *out)
 {
     size_t n = 1;
     for (int i = 0; i < n_dims; i++) {
-        if (shape[i] < 0 || (uint64_t)shape[i] > SIZE_MAX || !pd_mul_size(n, (size_t)shape[i], &n))
+        if (shape[i] < 0 || (uint64_t)shape[i] > SIZE_MAX || !pdi_mul_size(n, (size_t)shape[i], &n))
             return false;
     }
     if ((uint64_t)n > INT64_MAX) return false;
@@ -81,21 +81,21 @@ bool pdi_shape_elements(int n_dims, const int64_t *shape, size_t *out)
 
 /* -------------------------------------------------------------- store */
 
-void pdi_store_init(pd_tensor_store *st) { memset(st, 0, sizeof *st); }
+void pdi_store_init(pdi_tensor_store *st) { memset(st, 0, sizeof *st); }
 
-static void unmap(pd_mapping *m)
+static void unmap(pdi_mapping *m)
 {
     if (m->data && m->size) munmap((void *)m->data, m->size);
     free(m->path);
 }
 
-void pdi_store_rollback(pd_tensor_store *st, size_t n_tensors, size_t n_maps)
+void pdi_store_rollback(pdi_tensor_store *st, size_t n_tensors, size_t n_maps)
 {
     while (st->n_tensors > n_tensors) free(st->tensors[--st->n_tensors].name);
     while (st->n_maps > n_maps) unmap(&st->maps[--st->n_maps]);
 }
 
-void pdi_store_free(pd_tensor_store *st)
+void pdi_store_free(pdi_tensor_store *st)
 {
     if (!st) return;
     pdi_store_rollback(st, 0, 0);
@@ -106,7 +106,7 @@ void pdi_store_free(pd_tensor_store *st)
 
 /* Linear scan: a Qwen3 checkpoint has a few hundred tensors and lookups
  * happen at load time only. */
-const pd_tensor *pdi_store_find(const pd_tensor_store *st, const char *name)
+const pdi_tensor *pdi_store_find(const pdi_tensor_store *st, const char *name)
 {
     for (size_t i = 0; i < st->n_tensors; i++)
         if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
@@ -114,14 +114,14 @@ const pd_tensor *pdi_store_find(const pd_tensor_store *st, const char *name)
 }
 
 /* Room for one more mapping. */
-static bool grow_maps(pd_tensor_store *st)
+static bool grow_maps(pdi_tensor_store *st)
 {
-    pd_mapping *m = pdi_grow(st->maps, &st->cap_maps, st->n_maps + 1, sizeof *m);
+    pdi_mapping *m = pdi_grow(st->maps, &st->cap_maps, st->n_maps + 1, sizeof *m);
     if (m) st->maps = m;
     return m != NULL;
 }
 
-pd_status pdi_store_map_file(pd_tensor_store *st, const char *path, size_t *index, pd_error *err)
+pd_status pdi_store_map_file(pdi_tensor_store *st, const char *path, size_t *index, pd_error *err)
 {
     if (!grow_maps(st))
         return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
@@ -136,7 +136,7 @@ pd_status pdi_store_map_file(pd_tensor_store *st, const char *path, size_t *inde
         close(fd);
         return pdi_set_error(err, PD_ERR_IO, "%s: too large to map", path);
     }
-    pd_mapping m = {.path = strdup(path), .data = NULL, .size = (size_t)sb.st_size};
+    pdi_mapping m = {.path = strdup(path), .data = NULL, .size = (size_t)sb.st_size};
     /* mmap refuses a zero length; an empty file simply has no bytes. */
     if (m.size) {
         void *p = mmap(NULL, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -158,11 +158,11 @@ pd_status pdi_store_map_file(pd_tensor_store *st, const char *path, size_t *inde
     return PD_OK;
 }
 
-pd_status pdi_store_map_anonymous(pd_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err)
+pd_status pdi_store_map_anonymous(pdi_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err)
 {
     if (!grow_maps(st))
         return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", name);
-    pd_mapping m = {.path = strdup(name), .data = NULL, .size = size};
+    pdi_mapping m = {.path = strdup(name), .data = NULL, .size = size};
     void *p = size ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
     if (p == MAP_FAILED || !m.path) {
         if (p != MAP_FAILED && p) munmap(p, size);
@@ -175,13 +175,13 @@ pd_status pdi_store_map_anonymous(pd_tensor_store *st, size_t size, const char *
     return PD_OK;
 }
 
-pd_status pdi_store_add_tensor(pd_tensor_store *st, const char *name, size_t name_len, pd_dtype dtype,
+pd_status pdi_store_add_tensor(pdi_tensor_store *st, const char *name, size_t name_len, pdi_dtype dtype,
                                int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
                                pd_error *err)
 {
     if (n_dims < 0 || n_dims > 4) return pdi_set_error(err, PD_ERR_INTERNAL, "tensor with %d dims", n_dims);
     char *copy = malloc(name_len + 1);
-    pd_tensor *grown = copy ? pdi_grow(st->tensors, &st->cap_tensors, st->n_tensors + 1, sizeof *grown) : NULL;
+    pdi_tensor *grown = copy ? pdi_grow(st->tensors, &st->cap_tensors, st->n_tensors + 1, sizeof *grown) : NULL;
     if (!grown) {
         free(copy);
         return pdi_set_error(err, PD_ERR_NOMEM, "out of memory adding a tensor");
@@ -189,7 +189,7 @@ pd_status pdi_store_add_tensor(pd_tensor_store *st, const char *name, size_t nam
     st->tensors = grown;
     memcpy(copy, name, name_len);
     copy[name_len] = '\0';
-    pd_tensor *t = &st->tensors[st->n_tensors++];
+    pdi_tensor *t = &st->tensors[st->n_tensors++];
     memset(t, 0, sizeof *t);
     t->name = copy;
     t->dtype = dtype;
@@ -200,14 +200,14 @@ pd_status pdi_store_add_tensor(pd_tensor_store *st, const char *name, size_t nam
     return PD_OK;
 }
 
-bool pdi_mapping_holds(const pd_mapping *m, const pd_tensor *t)
+bool pdi_mapping_holds(const pdi_mapping *m, const pdi_tensor *t)
 {
     /* Compare as integers: the pointer may belong to another mapping. */
     uintptr_t a = (uintptr_t)m->data, x = (uintptr_t)t->data;
     return m->data && x >= a && x - a <= m->size;
 }
 
-const char *pdi_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t)
+const char *pdi_store_tensor_path(const pdi_tensor_store *st, const pdi_tensor *t)
 {
     for (size_t i = 0; i < st->n_maps; i++)
         if (pdi_mapping_holds(&st->maps[i], t)) return st->maps[i].path;
@@ -216,23 +216,23 @@ const char *pdi_store_tensor_path(const pd_tensor_store *st, const pd_tensor *t)
 
 static int by_address(const void *a, const void *b)
 {
-    uintptr_t x = (uintptr_t)(*(const pd_tensor *const *)a)->data;
-    uintptr_t y = (uintptr_t)(*(const pd_tensor *const *)b)->data;
+    uintptr_t x = (uintptr_t)(*(const pdi_tensor *const *)a)->data;
+    uintptr_t y = (uintptr_t)(*(const pdi_tensor *const *)b)->data;
     return (x > y) - (x < y);
 }
 
-pd_status pdi_store_check_overlaps(const pd_tensor_store *st, size_t first, const char *source,
+pd_status pdi_store_check_overlaps(const pdi_tensor_store *st, size_t first, const char *source,
                                    pd_error *err)
 {
     size_t n = 0;
-    const pd_tensor **order = malloc((st->n_tensors - first + 1) * sizeof *order);
+    const pdi_tensor **order = malloc((st->n_tensors - first + 1) * sizeof *order);
     if (!order) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", source);
     for (size_t i = first; i < st->n_tensors; i++)
         if (st->tensors[i].nbytes) order[n++] = &st->tensors[i]; /* empty ones hold no bytes */
     qsort(order, n, sizeof *order, by_address);
     pd_status rc = PD_OK;
     for (size_t i = 1; i < n && rc == PD_OK; i++) {
-        const pd_tensor *a = order[i - 1], *b = order[i];
+        const pdi_tensor *a = order[i - 1], *b = order[i];
         if ((uintptr_t)a->data + a->nbytes > (uintptr_t)b->data)
             rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: tensors %s and %s overlap", source, a->name, b->name);
     }

@@ -14,7 +14,7 @@ static pd_status nomem(const char *path, pd_error *err)
 }
 
 /* Put token s at id (replacing an earlier one: added tokens win). */
-static pd_status set_token(pd_vocab_parts *v, json_int_t id, const char *s, int32_t type, const char *path,
+static pd_status set_token(pdi_vocab_parts *v, json_int_t id, const char *s, int32_t type, const char *path,
                            pd_error *err)
 {
     if (id < 0 || (size_t)id >= v->n_tokens)
@@ -45,7 +45,7 @@ static char *merge_string(const json_t *m, bool *bad)
 
 /* model.vocab, then added_tokens (control when special, user defined
  * otherwise), then "[PADn]" for every id still empty. */
-static pd_status read_tokens(const json_t *root, const char *path, pd_vocab_parts *v, pd_error *err)
+static pd_status read_tokens(const json_t *root, const char *path, pdi_vocab_parts *v, pd_error *err)
 {
     const json_t *tv = json_object_get(json_object_get(root, "model"), "vocab");
     const json_t *added = json_object_get(root, "added_tokens");
@@ -73,7 +73,7 @@ static pd_status read_tokens(const json_t *root, const char *path, pd_vocab_part
     return rc;
 }
 
-static pd_status read_merges(const json_t *merges, const char *path, pd_vocab_parts *v, pd_error *err)
+static pd_status read_merges(const json_t *merges, const char *path, pdi_vocab_parts *v, pd_error *err)
 {
     size_t n = json_array_size(merges);
     if (n && !(v->merges = calloc(n, sizeof *v->merges))) return nomem(path, err);
@@ -87,7 +87,7 @@ static pd_status read_merges(const json_t *merges, const char *path, pd_vocab_pa
     return PD_OK;
 }
 
-pd_status pdi_vocab_parts_from_json(const char *path, int32_t n_vocab, pd_vocab_parts *v, pd_error *err)
+pd_status pdi_vocab_parts_from_json(const char *path, int32_t n_vocab, pdi_vocab_parts *v, pd_error *err)
 {
     memset(v, 0, sizeof *v);
     json_error_t jerr;

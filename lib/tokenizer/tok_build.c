@@ -323,7 +323,7 @@ pd_status tok_finish(pd_tokenizer *tok, pd_error *err)
 
 /* ------------------------------------------------------------ from GGUF */
 
-pd_tokenizer *pdi_tokenizer_from_parts(const pd_vocab_parts *parts, const char *source, pd_error *err)
+pd_tokenizer *pdi_tokenizer_from_parts(const pdi_vocab_parts *parts, const char *source, pd_error *err)
 {
     if (!source) source = "gguf";
     if (!parts || !parts->tokens || parts->n_tokens == 0) {

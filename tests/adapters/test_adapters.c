@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/model.h"  /* pd_matrix: how a derived model holds an update */
+#include "core/model.h"  /* pdi_matrix: how a derived model holds an update */
 #include "pd_internal.h" /* pdi_model_derive: the library seam under the adapters */
 #include "pocketdec.h"
 
@@ -389,7 +389,7 @@ static void test_derive_seam(void **state)
     assert_non_null(A);
     assert_non_null(B);
     pd_error err;
-    pd_lowrank u = {"model.layers.0.self_attn.o_proj.weight", H, H, r, 1.0f, A, B};
+    pdi_lowrank u = {"model.layers.0.self_attn.o_proj.weight", H, H, r, 1.0f, A, B};
     assert_null(pdi_model_derive(base, &u, 1, PD_DERIVE_RUNTIME, &err));
     assert_int_equal(err.code, PD_ERR_UNSUPPORTED);
     pd_model *m = pdi_model_derive(base, &u, 1, PD_DERIVE_MERGE, &err); /* any rank merges */
@@ -465,10 +465,10 @@ static void test_auto_merges_large_updates(void **state)
         assert_non_null(B);
         for (int64_t r = edge; r <= edge + 1; r++) {
             pd_error err;
-            pd_lowrank u = {"model.layers.0.self_attn.o_proj.weight", rows, cols, r, 1.0f, A, B};
+            pdi_lowrank u = {"model.layers.0.self_attn.o_proj.weight", rows, cols, r, 1.0f, A, B};
             pd_model *m = pdi_model_derive(base, &u, 1, PD_DERIVE_AUTO, &err);
             assert_non_null(m);
-            const pd_matrix *w = &m->layers[0].wo;
+            const pdi_matrix *w = &m->layers[0].wo;
             bool merged = b == 0 && r > edge;
             printf("%s rank %lld: %s\n", bases[b], (long long)r, merged ? "merged" : "at runtime");
             assert_int_equal(w->dtype == PD_F32, merged);

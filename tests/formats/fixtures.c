@@ -28,14 +28,14 @@ tmodel tmodel_default(void)
                     .vocab = 40, .lm_head = true, .dtypes = {PD_F32}, .n_dtypes = 1};
 }
 
-static size_t tensor_bytes(pd_dtype dt, int n_dims, const int64_t *shape)
+static size_t tensor_bytes(pdi_dtype dt, int n_dims, const int64_t *shape)
 {
     size_t rows = 1;
     for (int i = 0; i < n_dims - 1; i++) rows *= (size_t)shape[i];
     return n_dims ? pdi_dtype_row_bytes(dt, shape[n_dims - 1]) * rows : pdi_dtype_row_bytes(dt, 1);
 }
 
-ttensor *tlist_add(tlist *l, const char *name, const char *gguf_name, pd_dtype dt, int n_dims,
+ttensor *tlist_add(tlist *l, const char *name, const char *gguf_name, pdi_dtype dt, int n_dims,
                    const int64_t *shape)
 {
     l->t = xrealloc(l->t, (l->n + 1) * sizeof *l->t);
@@ -55,7 +55,7 @@ ttensor *tlist_add(tlist *l, const char *name, const char *gguf_name, pd_dtype d
 }
 
 /* Next dtype of the cycle; GGUF vectors stay F32. */
-static pd_dtype pick_dtype(const tmodel *m, bool gguf, bool vector, int *k)
+static pdi_dtype pick_dtype(const tmodel *m, bool gguf, bool vector, int *k)
 {
     if (gguf && vector) return PD_F32;
     return m->dtypes[(*k)++ % (m->n_dtypes ? m->n_dtypes : 1)];
@@ -197,7 +197,7 @@ void twrite_str(const char *dir, const char *name, const char *text)
 
 /* ----------------------------------------------------------- safetensors */
 
-static const char *st_dtype(pd_dtype dt) { return dt == PD_F32 ? "F32" : dt == PD_F16 ? "F16" : "BF16"; }
+static const char *st_dtype(pdi_dtype dt) { return dt == PD_F32 ? "F32" : dt == PD_F16 ? "F16" : "BF16"; }
 
 char *st_header(ttensor *const *t, size_t n)
 {
@@ -433,12 +433,12 @@ tbuf gguf_build(const tmodel *m, const tlist *l, const gguf_opts *o, gguf_layout
 
 /* --------------------------------------------------------------- checks */
 
-void check_store_matches(const pd_tensor_store *st, const tlist *l)
+void check_store_matches(const pdi_tensor_store *st, const tlist *l)
 {
     assert_int_equal(st->n_tensors, l->n);
     for (size_t i = 0; i < l->n; i++) {
         const ttensor *want = &l->t[i];
-        const pd_tensor *t = pdi_store_find(st, want->name);
+        const pdi_tensor *t = pdi_store_find(st, want->name);
         if (!t) fail_msg("tensor %s not in the store", want->name);
         assert_int_equal(t->dtype, want->dtype);
         assert_int_equal(t->n_dims, want->n_dims);

@@ -16,7 +16,7 @@
 typedef struct tmodel {
     int layers, hidden, heads, kv_heads, head_dim, ffn, vocab;
     bool lm_head;
-    pd_dtype dtypes[4];
+    pdi_dtype dtypes[4];
     int n_dtypes;
 } tmodel;
 
@@ -27,7 +27,7 @@ tmodel tmodel_default(void);
 typedef struct ttensor {
     char name[128];      /* HF name */
     char gguf_name[128];
-    pd_dtype dtype;
+    pdi_dtype dtype;
     int n_dims;
     int64_t shape[4];    /* HF order, outermost first */
     uint8_t *data;       /* deterministic bytes */
@@ -41,7 +41,7 @@ typedef struct tlist {
 
 tlist tmodel_tensors(const tmodel *m, bool gguf);
 /* Add a tensor with bytes derived from its name. */
-ttensor *tlist_add(tlist *l, const char *name, const char *gguf_name, pd_dtype dt, int n_dims,
+ttensor *tlist_add(tlist *l, const char *name, const char *gguf_name, pdi_dtype dt, int n_dims,
                    const int64_t *shape);
 void tlist_remove(tlist *l, const char *name);
 ttensor *tlist_find(tlist *l, const char *name);
@@ -110,7 +110,7 @@ void tvocab_token(int i, char *buf, size_t size);
 int32_t tvocab_type(int i, int n);
 
 /* The store holds exactly the tensors of l: names, dtypes, shapes, bytes. */
-void check_store_matches(const pd_tensor_store *st, const tlist *l);
+void check_store_matches(const pdi_tensor_store *st, const tlist *l);
 
 /* Fail the test unless rc == code and the message holds every needle. */
 #define check_error(rc, err, code, ...) \

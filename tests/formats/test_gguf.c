@@ -18,9 +18,9 @@ typedef struct fx {
     tlist l;
     tbuf file;
     gguf_layout lay;
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pd_config cfg;
-    pd_vocab_parts vocab;
+    pdi_vocab_parts vocab;
     pd_error err;
 } fx;
 
@@ -79,7 +79,7 @@ static void check_tensors(fx *f)
 {
     check_store_matches(&f->st, &f->l);
     for (size_t i = 0; i < f->st.n_tensors; i++) {
-        const pd_tensor *t = &f->st.tensors[i];
+        const pdi_tensor *t = &f->st.tensors[i];
         size_t rows = t->n_dims == 2 ? (size_t)t->shape[0] : 1;
         assert_int_equal(t->nbytes, pdi_dtype_row_bytes(t->dtype, t->shape[t->n_dims - 1]) * rows);
         assert_int_equal(((size_t)(t->data - f->st.maps[0].data) - f->lay.data_start) % 32, 0);
@@ -109,14 +109,14 @@ static void test_valid_tied_with_vocab(void **state)
     assert_int_equal(c->eos_id, 2);
     check_tensors(f);
     /* [out, in] in HF order: q_proj is [heads*head_dim, hidden] */
-    const pd_tensor *q = pdi_store_find(&f->st, "model.layers.1.self_attn.q_proj.weight");
+    const pdi_tensor *q = pdi_store_find(&f->st, "model.layers.1.self_attn.q_proj.weight");
     assert_int_equal(q->shape[0], 32);
     assert_int_equal(q->shape[1], 32);
-    const pd_tensor *down = pdi_store_find(&f->st, "model.layers.0.mlp.down_proj.weight");
+    const pdi_tensor *down = pdi_store_find(&f->st, "model.layers.0.mlp.down_proj.weight");
     assert_int_equal(down->shape[0], 32);
     assert_int_equal(down->shape[1], 64);
 
-    const pd_vocab_parts *v = &f->vocab;
+    const pdi_vocab_parts *v = &f->vocab;
     assert_int_equal(v->n_tokens, 40);
     char tok[32];
     for (int i = 0; i < 40; i++) {
@@ -132,7 +132,7 @@ static void test_valid_tied_with_vocab(void **state)
 static void test_each_dtype(void **state)
 {
     fx *f = *state;
-    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1};
+    const pdi_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1};
     for (size_t i = 0; i < 6; i++) {
         f->m.dtypes[0] = types[i];
         f->m.dtypes[1] = types[(i + 1) % 6]; /* a mix within one file too */

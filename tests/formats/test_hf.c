@@ -18,7 +18,7 @@ typedef struct fx {
     char dir[1024], config[1024];
     tmodel m;
     tlist l;
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pd_config cfg;
     pd_error err;
 } fx;
@@ -123,7 +123,7 @@ static void test_sharded(void **state)
         for (size_t i = 0; i < f->l.n; i++) {
             char want[64];
             snprintf(want, sizeof want, "model-%05zu-of-00003.safetensors", i % 3 + 1);
-            const pd_tensor *t = pdi_store_find(&f->st, f->l.t[i].name);
+            const pdi_tensor *t = pdi_store_find(&f->st, f->l.t[i].name);
             assert_non_null(strstr(pdi_store_tensor_path(&f->st, t), want));
         }
         pdi_store_free(&f->st);

@@ -143,10 +143,10 @@ static void test_round_trip(void **state)
     assert_int_equal(stat(f->out, &sb), 0);
     assert_int_equal(stats.n_bytes, (uint64_t)sb.st_size);
     assert_int_equal(stats.n_tensors, 3 + 11 * f->m.layers);
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pdi_store_init(&st);
     pd_config cfg;
-    pd_vocab_parts v;
+    pdi_vocab_parts v;
     assert_int_equal(pdi_gguf_load(f->out, &st, &cfg, &v, &f->err), PD_OK);
     assert_int_equal(cfg.n_layers, f->m.layers);
     assert_int_equal(cfg.hidden, f->m.hidden);

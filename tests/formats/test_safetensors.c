@@ -14,7 +14,7 @@
 typedef struct fx {
     char *dir;
     char path[1024];
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pd_error err;
 } fx;
 
@@ -49,10 +49,10 @@ static void test_dtype_helpers(void **state)
     assert_int_equal(pdi_dtype_row_bytes(PD_Q4_1, 96), 60);
     assert_int_equal(pdi_dtype_row_bytes(PD_Q8_0, 33), 0);
     assert_int_equal(pdi_dtype_row_bytes(PD_F32, -1), 0);
-    assert_int_equal(pdi_dtype_row_bytes((pd_dtype)12, 32), 0);
+    assert_int_equal(pdi_dtype_row_bytes((pdi_dtype)12, 32), 0);
     assert_string_equal(pdi_dtype_name(PD_BF16), "BF16");
     assert_string_equal(pdi_dtype_name(PD_Q4_1), "Q4_1");
-    assert_string_equal(pdi_dtype_name((pd_dtype)99), "unknown");
+    assert_string_equal(pdi_dtype_name((pdi_dtype)99), "unknown");
     assert_true(pdi_dtype_known(30) && pdi_dtype_known(8) && pdi_dtype_known(0));
     assert_false(pdi_dtype_known(12) || pdi_dtype_known(-1) || pdi_dtype_known(4));
 }
@@ -256,7 +256,7 @@ static void test_mutations(void **state)
         }
         if (iter % 5 == 0) cut = (size_t)(rng >> 40) % len;
         twrite(f->path, buf, cut);
-        pd_tensor_store st;
+        pdi_tensor_store st;
         pdi_store_init(&st);
         pd_error err = {0};
         if (pdi_safetensors_add(&st, f->path, &err) == PD_OK) {

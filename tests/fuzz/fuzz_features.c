@@ -44,26 +44,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* Sum everything over the text: each character, each `from` span against
  * every `to` span, each record. Spans: characters cut into runs of 1-3,
  * alternately `to` and `from`. */
-static void sum_all(const pd_feat_text *x)
+static void sum_all(const pdi_feat_text *x)
 {
     double out[5];
-    pd_feat_span to[64], from[64];
+    pdi_feat_span to[64], from[64];
     int32_t n_to = 0, n_from = 0;
     for (int32_t c = 0; c < x->n; c++) pdi_features_tag(x, c, out);
     for (int32_t c = 0, k = 0; c < x->n && n_to < 64 && n_from < 64; k++) {
         int32_t len = 1 + k % 3, end = c + len < x->n ? c + len : x->n;
-        if (k % 2) from[n_from++] = (pd_feat_span){c, end};
-        else to[n_to++] = (pd_feat_span){c, end};
+        if (k % 2) from[n_from++] = (pdi_feat_span){c, end};
+        else to[n_to++] = (pdi_feat_span){c, end};
         c = end + k % 2;
     }
     double scores[65];
     for (int32_t o = 0; o < n_from; o++) {
         pdi_features_link(x, from[o], to, n_to, scores);
-        pd_feat_span rec[2] = {o < n_to ? to[o] : (pd_feat_span){-1, -1}, from[o]};
+        pdi_feat_span rec[2] = {o < n_to ? to[o] : (pdi_feat_span){-1, -1}, from[o]};
         pdi_features_label(x, rec, out);
     }
     for (int32_t a = 0; a < n_to; a++) {
-        pd_feat_span rec[2] = {to[a], {-1, -1}};
+        pdi_feat_span rec[2] = {to[a], {-1, -1}};
         pdi_features_label(x, rec, out);
     }
 }
@@ -87,11 +87,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pd_head h = {.source = (char *)dir, .type = PD_HEAD_TAGGER, .hidden = 4};
     json_t *root = json_loads(HEAD, 0, NULL);
     pd_error err;
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pdi_store_init(&st);
     if (root && pdi_tagger_parse(&h, root, "head.json", &err) == PD_OK &&
         pdi_safetensors_add(&st, tables_path, &err) == PD_OK && pdi_features_tensors(&h, &st, tables_path, &err) == PD_OK) {
-        pd_feat_text x;
+        pdi_feat_text x;
         if (pdi_feat_text_init(&x, h.tagger->features, text, len, &err) == PD_OK) {
             sum_all(&x);
             pdi_feat_text_free(&x);

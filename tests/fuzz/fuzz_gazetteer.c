@@ -8,7 +8,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *dir = fuzz_write_pair("gazetteer", "gazetteer.tsv", "unused", data, size);
     static char *spans[] = {"aspect", "opinion"};
-    pd_tagger t = {.prompt = "{marked}{text}", .n_spans = 2, .spans = spans};
+    pdi_tagger t = {.prompt = "{marked}{text}", .n_spans = 2, .spans = spans};
     pd_head h = {.source = (char *)dir, .tagger = &t};
     json_t *root = json_loads("{\"gazetteer\": {\"file\": \"gazetteer.tsv\", \"marks\": "
                               "{\"aspect\": [\"<a>\", \"</a>\"], \"opinion\": [\"<o>\", \"</o>\"]}}}",
@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *nul = memchr(data, 0, size);
         const char *text = nul ? (const char *)nul + 1 : "很好用的包装";
         size_t len = nul ? size - (size_t)(nul - data) - 1 : strlen(text);
-        pd_gaz_match *m = NULL;
+        pdi_gaz_match *m = NULL;
         int32_t n = 0;
         if (pdi_gazetteer_match(t.gazetteer, ~0u, text, len, &m, &n, &err) == PD_OK)
             for (int32_t i = 1; i < n; i++)

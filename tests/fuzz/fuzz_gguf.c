@@ -5,9 +5,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_write_file(".gguf", data, size);
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pd_config cfg;
-    pd_vocab_parts vocab;
+    pdi_vocab_parts vocab;
     pd_error err;
     pdi_store_init(&st);
     if (pdi_gguf_load(path, &st, &cfg, &vocab, &err) == PD_OK) {

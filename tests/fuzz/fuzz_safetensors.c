@@ -5,7 +5,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *path = fuzz_write_file(".safetensors", data, size);
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pd_error err;
     pdi_store_init(&st);
     if (pdi_safetensors_add(&st, path, &err) == PD_OK) {

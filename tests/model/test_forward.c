@@ -607,7 +607,7 @@ static void check_interleaved(const char *name)
     static const char *const mats[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
                                        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
     int nu = 7 * c->n_layers;
-    pd_lowrank *u = calloc((size_t)nu, sizeof *u);
+    pdi_lowrank *u = calloc((size_t)nu, sizeof *u);
     char (*names)[96] = calloc((size_t)nu, sizeof *names);
     float *buf = calloc((size_t)nu * 2 * 2 * 4096, sizeof(float)); /* A [2][cols] and B [rows][2], both at most 4096 */
     for (int i = 0; i < nu; i++) {
@@ -619,7 +619,7 @@ static void check_interleaved(const char *name)
         float *A = buf + (size_t)i * 4 * 4096, *B = A + 2 * 4096;
         for (int64_t j = 0; j < 2 * cols[k]; j++) A[j] = (float)((j * 7 + i) % 13) / 13.0f - 0.5f;
         for (int64_t j = 0; j < 2 * rows[k]; j++) B[j] = (float)((j * 5 + i) % 11) / 11.0f - 0.5f;
-        u[i] = (pd_lowrank){names[i], rows[k], cols[k], 2, 0.01f, A, B};
+        u[i] = (pdi_lowrank){names[i], rows[k], cols[k], 2, 0.01f, A, B};
     }
     pd_model *da = pdi_model_derive(ma, u, (size_t)nu, PD_DERIVE_MERGE, &err), *df = da ? pdi_model_derive(mf, u, (size_t)nu, PD_DERIVE_MERGE, &err) : NULL;
     if (!da || !df) fail_msg("%s", err.message);
@@ -694,7 +694,7 @@ static void test_pool_chunks(void **state)
     const int chunks[] = {0, 1, 2, 4, 9};
     int seen[1152];
     for (int threads = 1; threads <= 3; threads++) {
-        pd_pool *pool = pdi_pool_new(threads);
+        pdi_pool *pool = pdi_pool_new(threads);
         assert_non_null(pool);
         for (size_t a = 0; a < 6; a++)
             for (size_t b = 0; b < 3; b++)
@@ -708,7 +708,7 @@ static void test_pool_chunks(void **state)
         pdi_pool_free(pool);
     }
     /* more threads than cores would wait on each other's time slices: the pool runs the cores */
-    pd_pool *pool = pdi_pool_new(256);
+    pdi_pool *pool = pdi_pool_new(256);
     assert_non_null(pool);
     assert_true(pd_cpu_count() >= 1);
     assert_int_equal(pdi_pool_size(pool), pd_cpu_count() < 256 ? pd_cpu_count() : 256);
@@ -739,7 +739,7 @@ static void test_pool_runs_alone_when_sharing_loses(void **state)
 {
     (void)state;
     if (pd_cpu_count() < 2) skip();
-    pd_pool *pool = pdi_pool_new(2);
+    pdi_pool *pool = pdi_pool_new(2);
     assert_non_null(pool);
     int seen[64];
     bool alone = false, shared_after = false;

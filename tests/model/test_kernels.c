@@ -31,7 +31,7 @@ static void put_u16(uint8_t *p, uint16_t v)
 
 /* A random row of n weights stored as type t (random bytes are valid data for every type
  * once the scales are set to sane halves). */
-static size_t make_row(pd_dtype t, int64_t n, uint8_t *buf)
+static size_t make_row(pdi_dtype t, int64_t n, uint8_t *buf)
 {
     size_t bytes = pdi_dtype_row_bytes(t, n);
     for (size_t i = 0; i < bytes; i++) buf[i] = (uint8_t)(frand() * 127.0f + 128.0f);
@@ -47,12 +47,12 @@ static size_t make_row(pd_dtype t, int64_t n, uint8_t *buf)
     size_t block = t == PD_Q8_0 ? 34 : t == PD_Q4_0 ? 18 : t == PD_Q4_1 ? 20 : t == PD_Q4_64 ? 36 : 0;
     for (size_t b = 0; block && b < bytes / block; b++) {
         put_u16(buf + b * block, pdi_f32_to_f16(0.01f + 0.02f * fabsf(frand())));
-        if (pd_dtype_has_min(t)) put_u16(buf + b * block + 2, pdi_f32_to_f16(-0.1f * fabsf(frand())));
+        if (pdi_dtype_has_min(t)) put_u16(buf + b * block + 2, pdi_f32_to_f16(-0.1f * fabsf(frand())));
     }
     return bytes;
 }
 
-static void check_type(const pd_kernels *k, pd_dtype t)
+static void check_type(const pdi_kernels *k, pdi_dtype t)
 {
     const int64_t sizes[] = {32, 64, 96, 896, 2560};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -83,8 +83,8 @@ static void check_type(const pd_kernels *k, pd_dtype t)
 static void test_dot_row_all_types(void **state)
 {
     (void)state;
-    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_select(), pdi_kernels_avx2(), pdi_kernels_avx512()};
-    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    const pdi_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_select(), pdi_kernels_avx2(), pdi_kernels_avx512()};
+    const pdi_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (int k = 0; k < 4; k++)
         for (size_t t = 0; impls[k] && t < sizeof types / sizeof types[0]; t++) check_type(impls[k], types[t]);
 }
@@ -94,9 +94,9 @@ static void test_dot_row_all_types(void **state)
 static void test_widen(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
                                  pdi_kernels_select()};
-    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    const pdi_dtype types[] = {PD_F32, PD_F16, PD_BF16, PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     uint8_t row[4 * 192 + 1];
     float want[192], got[192];
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
@@ -118,9 +118,9 @@ static void test_widen(void **state)
 static void test_fmatmul(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
                                  pdi_kernels_select()};
-    const pd_dtype types[] = {PD_F32, PD_F16, PD_BF16};
+    const pdi_dtype types[] = {PD_F32, PD_F16, PD_BF16};
     const int64_t n = 101, max_rows = 7, max_toks = 9, ys = 11;
     float x[9 * 101], w[7 * 101], y[9 * 11];
     for (int64_t i = 0; i < max_toks * n; i++) x[i] = frand();
@@ -160,7 +160,7 @@ static void test_fmatmul(void **state)
 /* ------------------------------------------------- integer dot products */
 
 typedef struct {
-    pd_qact a;
+    pdi_qact a;
     float *x;
 } qact_buf;
 
@@ -169,7 +169,7 @@ static void qact_new(qact_buf *b, int64_t n_tok, int64_t cols)
     b->x = malloc((size_t)(n_tok * cols) * sizeof(float));
     for (int64_t i = 0; i < n_tok * cols; i++) b->x[i] = frand() * (i % 7 == 0 ? 4.0f : 1.0f);
     size_t ds = (size_t)((cols / 32 + 1) * n_tok + 8) * sizeof(float);
-    b->a = (pd_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds),
+    b->a = (pdi_qact){n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds),
                      malloc((size_t)(n_tok * cols / 32) * sizeof(int32_t))};
     pdi_quantize_act(&b->a, b->x, cols, 0, n_tok, 0, cols / 32);
 }
@@ -217,7 +217,7 @@ static void test_quantize_act(void **state)
 static void test_quantize_act_tables(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
                                  pdi_kernels_select()};
     const int64_t n_tok = 5, cols = 21 * 32, nb = cols / 32;
     float *x = malloc((size_t)(n_tok * cols) * sizeof(float));
@@ -237,8 +237,8 @@ static void test_quantize_act_tables(void **state)
     x[17 * 32 + 5] = NAN; /* past the first 16 blocks: a NaN, an all-zero block */
     for (int j = 19 * 32; j < 20 * 32; j++) x[j] = 0.0f;
     size_t ds = (size_t)((nb + 1) * n_tok + 8) * sizeof(float), bs = (size_t)(nb * n_tok) * sizeof(int32_t);
-    pd_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
-    pd_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
+    pdi_qact want = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
+    pdi_qact got = {n_tok, n_tok, cols, malloc((size_t)(n_tok * cols)), calloc(1, ds), calloc(1, ds), malloc(bs)};
     pdi_quantize_act(&want, x, cols, 0, n_tok, 0, nb);
     for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
         if (!impls[i]) continue;
@@ -276,7 +276,7 @@ static void test_quantize_act_tables(void **state)
 static void test_x86_exp_bits(void **state)
 {
     (void)state;
-    const pd_kernels *a = pdi_kernels_avx2(), *b = pdi_kernels_avx512();
+    const pdi_kernels *a = pdi_kernels_avx2(), *b = pdi_kernels_avx512();
     if (!a || !b) return; /* not an x86 CPU with both tables */
     enum { N = 140 };
     float s[N], g[N], u[N];
@@ -311,7 +311,7 @@ static void test_x86_exp_bits(void **state)
 static void test_attention_kernels(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
                                  pdi_kernels_select()};
     enum { NK = 19, STRIDE = 160 };
     float k[NK * STRIDE], kw[NK * STRIDE], q[STRIDE], p[NK], out[NK], y[STRIDE + 1];
@@ -337,12 +337,12 @@ static void test_attention_kernels(void **state)
     memcpy(e, s, sizeof s);
     float want_sum = pdi_exp_sum(e, 203, 0.0f);
     for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
-        const pd_kernels *kt = impls[m];
+        const pdi_kernels *kt = impls[m];
         if (!kt) continue;
         /* the cached rows as floats and as halves (the halves' values are exact floats) */
         for (int half = 0; half < 2; half++)
             for (int64_t n = 75; n <= 150; n += 75) {
-                pd_dtype kvt = half ? PD_F16 : PD_F32;
+                pdi_dtype kvt = half ? PD_F16 : PD_F32;
                 const float *kv = half ? kw : k;
                 const void *rows = half ? (const void *)kh : (const void *)k;
                 size_t stride = STRIDE * (half ? 2 : 4);
@@ -404,7 +404,7 @@ static void test_attention_kernels(void **state)
 static void test_qdot_reference_value(void **state)
 {
     (void)state;
-    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    const pdi_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (size_t k = 0; k < 4; k++)
         for (int64_t n = 2 * pdi_dtype_block_len(types[k]); n <= 4096; n *= 4) {
             uint8_t *row = malloc((size_t)n * 2);
@@ -431,9 +431,9 @@ static void test_qdot_reference_value(void **state)
 /* Every implementation, every tile shape and every split of rows and tokens
  * gives the reference's bits: the same integers, scaled and summed in the same
  * order. */
-static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t toks)
+static void check_qmatmul(pdi_dtype type, int64_t cols, int64_t rows, int64_t toks)
 {
-    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
+    const pdi_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
     const int64_t ys = rows + 4;
     size_t rb = pdi_dtype_row_bytes(type, cols);
     uint8_t *w = malloc(rb * (size_t)rows);
@@ -479,7 +479,7 @@ static void check_qmatmul(pd_dtype type, int64_t cols, int64_t rows, int64_t tok
 static void test_qmatmul_bitwise(void **state)
 {
     (void)state;
-    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    const pdi_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     /* rows x tokens: 4-row panels, a last pair, a last single row; 8-token
      * tiles and leftovers of 4, 2 and 1; one token (decode); an odd number
      * of blocks of 64 */
@@ -495,13 +495,13 @@ static void test_qmatmul_bitwise(void **state)
  * whose qmatmul_x takes groups of n, at every split of whole groups and of
  * tokens, bitwise equal to the reference; and within rounding of the plain
  * layout's product. */
-static void check_x(pd_dtype type, int n, int64_t cols, int64_t rows, int64_t toks)
+static void check_x(pdi_dtype type, int n, int64_t cols, int64_t rows, int64_t toks)
 {
-    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
+    const pdi_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
     const int64_t ys = rows + 4;
     const char *name = pdi_dtype_name(type);
     size_t rb = pdi_dtype_row_bytes(type, cols), bb = pdi_dtype_row_bytes(type, pdi_dtype_block_len(type));
-    size_t vals = pd_dtype_has_min(type) ? 4 : 2, nv = bb - vals;
+    size_t vals = pdi_dtype_has_min(type) ? 4 : 2, nv = bb - vals;
     uint8_t *plain = malloc(rb * (size_t)rows), *w = malloc(rb * (size_t)rows);
     for (int64_t r = 0; r < rows; r++) make_row(type, cols, plain + r * rb);
     /* the ends of the range: one row all 0 nibbles (Q4_0 -8 d) or -128 (Q8_0),
@@ -596,7 +596,7 @@ static void test_x(void **state)
                              {896, 40, 1}, {896, 48, 9}, {2560, 24, 15}};
     const int64_t x16[][3] = {{32, 16, 3}, {64, 16, 3}, {96, 32, 5}, {160, 48, 11}, {192, 48, 11},
                               {896, 80, 1}, {896, 96, 9}, {2560, 48, 15}, {192, 32, 12}, {896, 64, 14}};
-    const pd_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
+    const pdi_dtype types[] = {PD_Q8_0, PD_Q4_0, PD_Q4_1, PD_Q4_64};
     for (size_t k = 0; k < 4; k++) {
         int64_t len = pdi_dtype_block_len(types[k]);
         for (size_t s = 0; s < sizeof x4 / sizeof x4[0]; s++)
@@ -626,7 +626,7 @@ static void q4_64_as_q4_1(const uint8_t *src, int64_t cols, uint8_t *dst)
 static void test_q4_64_is_q4_1_with_shared_scales(void **state)
 {
     (void)state;
-    const pd_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
+    const pdi_kernels *impls[4] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_neon(), pdi_kernels_avx512()};
     const int64_t cols = 576, rows = 48, toks = 9, ys = rows;
     size_t rb = pdi_dtype_row_bytes(PD_Q4_64, cols), rb1 = pdi_dtype_row_bytes(PD_Q4_1, cols);
     assert_true(rb == 324 && rb1 == 360);
@@ -707,8 +707,8 @@ static void test_quantize_q4_64(void **state)
     x[40] = 9.0f;
     x[63] = 14.0f;
     pdi_quantize_row(PD_Q4_64, x, 64, blk);
-    assert_int_equal(pd_load_u16(blk), 0x3c00);     /* d = 1 */
-    assert_int_equal(pd_load_u16(blk + 2), 0xbc00); /* m = -1 */
+    assert_int_equal(pdi_load_u16(blk), 0x3c00);     /* d = 1 */
+    assert_int_equal(pdi_load_u16(blk + 2), 0xbc00); /* m = -1 */
     assert_int_equal(blk[4], 0x30);                 /* values 0 (q 0) and 16 (q 3) */
     assert_int_equal(blk[4 + 16 + 8], 0x3a);        /* values 40 (q 10) and 56 (q 3) */
     assert_int_equal(blk[4 + 16 + 15], 0xf3);       /* values 47 (q 3) and 63 (q 15) */
@@ -744,7 +744,7 @@ static void test_quantize_q4_64(void **state)
 static void test_silu_mul(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
     enum { N = 37 };
     float g0[N], u[N];
     for (int i = 0; i < N; i++) {
@@ -833,7 +833,7 @@ static void test_half_conversions(void **state)
 static void test_narrow_tables(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
     const int64_t n = 4099; /* not a multiple of 8: a tail */
     float *x = malloc((size_t)n * sizeof(float));
     uint16_t *want = malloc((size_t)n * 2), *got = malloc((size_t)n * 2);
@@ -873,7 +873,7 @@ static void test_narrow_tables(void **state)
 static void test_key_scores_transposed(void **state)
 {
     (void)state;
-    const pd_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
+    const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
     enum { B = PD_KEY_BLOCK, N = 150, NH = 9 };
     float *k = malloc(B * N * sizeof(float)), *kb = malloc(N * B * sizeof(float));
     uint16_t *kh = malloc(N * B * 2);
@@ -881,7 +881,7 @@ static void test_key_scores_transposed(void **state)
     for (int64_t i = 0; i < NH * N; i++) q[i] = frand();
     int tested = 0;
     for (size_t m = 0; m < sizeof impls / sizeof impls[0]; m++) {
-        const pd_kernels *kern = impls[m];
+        const pdi_kernels *kern = impls[m];
         if (!kern || !kern->key_scores_t) continue;
         tested++;
         const int64_t nks[] = {1, 16, 19, 50, 64};
@@ -898,7 +898,7 @@ static void test_key_scores_transposed(void **state)
                             kb[d * B + j] = x;
                         }
                     const void *blk = half ? (const void *)kh : (const void *)kb;
-                    pd_dtype kt = half ? PD_F16 : PD_F32;
+                    pdi_dtype kt = half ? PD_F16 : PD_F32;
                     for (int64_t nh = 1; nh <= NH; nh++) {
                         kern->key_scores_t(kt, blk, nk, q, N, nh, n, 0.125f, out, B);
                         for (int64_t h = 0; h < nh; h++) {

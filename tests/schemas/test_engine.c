@@ -36,8 +36,8 @@ static const char SCHEMA[] = "name: t\n"
 
 typedef struct fixture {
     pd_schema *schema;
-    pd_trie vocab;
-    pd_constraint con;
+    pdi_trie vocab;
+    pdi_constraint con;
 } fixture;
 
 static int setup(void **state)
@@ -134,7 +134,7 @@ static bool oracle(const char *out, size_t n)
 
 /* ----------------------------------------------------------- helpers */
 
-static bool commit(fixture *f, pd_cstate *s, const char *bytes)
+static bool commit(fixture *f, pdi_cstate *s, const char *bytes)
 {
     for (const char *p = bytes; *p; p++)
         if (!pdi_cstate_step(&f->con, s, (uint8_t)*p)) return false;
@@ -144,7 +144,7 @@ static bool commit(fixture *f, pd_cstate *s, const char *bytes)
 /* Compare the engine's allowed set after prefix with the oracle's. */
 static void check_against_oracle(fixture *f, const char *prefix)
 {
-    pd_cstate s = pdi_cstate_initial();
+    pdi_cstate s = pdi_cstate_initial();
     assert_true(commit(f, &s, prefix));
     int32_t ids[N_VOCAB];
     int32_t n = pdi_constraint_allowed(&f->con, &s, &f->vocab, ids);
@@ -163,7 +163,7 @@ static void check_against_oracle(fixture *f, const char *prefix)
 
 static void expect_set(fixture *f, const char *prefix, const char *const *want, int32_t n_want, bool can_end)
 {
-    pd_cstate s = pdi_cstate_initial();
+    pdi_cstate s = pdi_cstate_initial();
     assert_true(commit(f, &s, prefix));
     int32_t ids[N_VOCAB];
     int32_t n = pdi_constraint_allowed(&f->con, &s, &f->vocab, ids);
@@ -226,7 +226,7 @@ static void test_invalid_steps(void **state)
     fixture *f = *state;
     static const char *const bad[] = {"x", "ca", ",", "_a", "a,ye,", "a,yes,123", "a,yes,\n", "\xA5", "c\xE5,"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        pd_cstate s = pdi_cstate_initial();
+        pdi_cstate s = pdi_cstate_initial();
         assert_false(commit(f, &s, bad[i]));
         assert_false(oracle(bad[i], strlen(bad[i])));
     }

@@ -80,7 +80,7 @@ static pd_head *head_with(const char *decision, const char *tpl)
     json_decref(root);
     char path[128];
     snprintf(path, sizeof path, "%s/%s.safetensors", g_dir, decision);
-    pd_tensor_store st;
+    pdi_tensor_store st;
     pdi_store_init(&st);
     assert_int_equal(pdi_safetensors_add(&st, path, &err), PD_OK);
     if (pdi_features_tensors(&h, &st, path, &err)) fail_msg("%s", err.message);
@@ -110,7 +110,7 @@ static void test_fnv(void **state)
     assert_true(pdi_fnv1a64(7, key, strlen(key)) == 0x1fd383a47e78e2baull);
 }
 
-static void init_text(pd_feat_text *x, const pd_head *h, const char *text)
+static void init_text(pdi_feat_text *x, const pd_head *h, const char *text)
 {
     pd_error err = {0};
     assert_int_equal(pdi_feat_text_init(x, h->tagger->features, text, strlen(text), &err), PD_OK);
@@ -121,7 +121,7 @@ static void test_text(void **state)
 {
     (void)state;
     pd_head *h = head_with("tag", "lex.aspect[0] lex.opinion[0]");
-    pd_feat_text x;
+    pdi_feat_text x;
     init_text(&x, h, TEXT);
     assert_int_equal(x.n, 11);
     assert_int_equal(pdi_feat_text_char(&x, 0), 0);
@@ -145,7 +145,7 @@ static void test_text(void **state)
 static double tag_sum(const char *tpl, const char *text, int32_t i)
 {
     pd_head *h = head_with("tag", tpl);
-    pd_feat_text x;
+    pdi_feat_text x;
     double out[5] = {0};
     init_text(&x, h, text);
     pdi_features_tag(&x, i, out);
@@ -169,11 +169,11 @@ static void test_tag_atoms(void **state)
 }
 
 /* The link sums of from (5, 7) 很好 against to spans 好a (0, 2) and 😀 (10, 11), then none. */
-static void link_sums(const char *tpl, const char *text, pd_feat_span from, const pd_feat_span *to, int32_t n_to,
+static void link_sums(const char *tpl, const char *text, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to,
                       double *out)
 {
     pd_head *h = head_with("link", tpl);
-    pd_feat_text x;
+    pdi_feat_text x;
     init_text(&x, h, text);
     memset(out, 0, sizeof *out * (size_t)(n_to + 1));
     pdi_features_link(&x, from, to, n_to, out);
@@ -184,7 +184,7 @@ static void link_sums(const char *tpl, const char *text, pd_feat_span from, cons
 static void test_link_atoms(void **state)
 {
     (void)state;
-    const pd_feat_span from = {5, 7}, to[2] = {{0, 2}, {10, 11}};
+    const pdi_feat_span from = {5, 7}, to[2] = {{0, 2}, {10, 11}};
     double s[3];
     link_sums("from to dir", TEXT, from, to, 2, s);
     assert_true(s[0] == id("from to dir\x1f很好\x1f好a\x1fL"));
@@ -206,26 +206,26 @@ static void test_link_atoms(void **state)
                                          "R4\x1f>4\x1f" "3", "R6\x1f>4\x1f" "3", "R6\x1f>4\x1f" "3",
                                          "R10\x1f>4\x1f" "3", "R10\x1f>4\x1f" "3", "R16\x1f>4\x1f" "3",
                                          "R16\x1f>4\x1f" "3"};
-    pd_feat_span far[10];
+    pdi_feat_span far[10];
     double t[11];
-    for (int i = 0; i < 10; i++) far[i] = (pd_feat_span){1 + d[i], 2 + d[i]};
-    link_sums("dist gap between", digits, (pd_feat_span){0, 1}, far, 10, t);
+    for (int i = 0; i < 10; i++) far[i] = (pdi_feat_span){1 + d[i], 2 + d[i]};
+    link_sums("dist gap between", digits, (pdi_feat_span){0, 1}, far, 10, t);
     for (int i = 0; i < 10; i++) {
         char key[64];
         snprintf(key, sizeof key, "dist gap between\x1f%s", want[i]);
         if (t[i] != id(key)) fail_msg("candidate %d: %g, the key's id %g", i, t[i], id(key));
     }
-    link_sums("clause count", digits, (pd_feat_span){0, 1}, far, 10, t);
+    link_sums("clause count", digits, (pdi_feat_span){0, 1}, far, 10, t);
     for (int i = 0; i <= 10; i++) assert_true(t[i] == id("clause count\x1f" "3\x1f" "3")); /* none too */
 }
 
 /* The label sums of a record (aspect, opinion spans; start < 0 for `_`). */
-static double label_sum(const char *tpl, const char *text, pd_feat_span aspect, pd_feat_span opinion)
+static double label_sum(const char *tpl, const char *text, pdi_feat_span aspect, pdi_feat_span opinion)
 {
     pd_head *h = head_with("label", tpl);
-    pd_feat_text x;
+    pdi_feat_text x;
     double out[N_LABELS] = {0};
-    const pd_feat_span spans[2] = {aspect, opinion};
+    const pdi_feat_span spans[2] = {aspect, opinion};
     init_text(&x, h, text);
     pdi_features_label(&x, spans, out);
     pdi_feat_text_free(&x);
@@ -236,7 +236,7 @@ static double label_sum(const char *tpl, const char *text, pd_feat_span aspect, 
 static void test_label_atoms(void **state)
 {
     (void)state;
-    const pd_feat_span a = {0, 2}, o = {5, 7}, none = {-1, -1};
+    const pdi_feat_span a = {0, 2}, o = {5, 7}, none = {-1, -1};
     assert_true(label_sum("text.aspect text.opinion", TEXT, a, o) == id("text.aspect text.opinion\x1f好a\x1f很好"));
     assert_true(label_sum("pair empty memory", TEXT, a, o) == id("pair empty memory\x1f好a|很好\x1f" "00\x1f包装/正面"));
     assert_true(label_sum("pair empty memory", TEXT, none, o) == id("pair empty memory\x1f_|很好\x1f" "10\x1f<none>"));
@@ -244,13 +244,13 @@ static void test_label_atoms(void **state)
     assert_true(label_sum("left[1] left[4] right[1] right[4]", TEXT, a, o) ==
                 id("left[1] left[4] right[1] right[4]\x1f，\x1f" "a\x1f用\x1f😀"));
     /* a lone to span anchors on itself */
-    assert_true(label_sum("left[1] right[1]", TEXT, (pd_feat_span){10, 11}, none) == id("left[1] right[1]\x1fé\x1f</s>"));
+    assert_true(label_sum("left[1] right[1]", TEXT, (pdi_feat_span){10, 11}, none) == id("left[1] right[1]\x1fé\x1f</s>"));
     /* multi-valued atoms: one feature a value */
     assert_true(label_sum("chars.opinion left[1]", TEXT, a, o) ==
                 id("chars.opinion left[1]\x1f很\x1f，") + id("chars.opinion left[1]\x1f好\x1f，"));
-    assert_true(label_sum("bigrams.opinion", TEXT, a, (pd_feat_span){5, 8}) ==
+    assert_true(label_sum("bigrams.opinion", TEXT, a, (pdi_feat_span){5, 8}) ==
                 id("bigrams.opinion\x1f很好") + id("bigrams.opinion\x1f好用"));
-    assert_true(label_sum("bigrams.aspect", TEXT, (pd_feat_span){0, 1}, o) == 0.0);
+    assert_true(label_sum("bigrams.aspect", TEXT, (pdi_feat_span){0, 1}, o) == 0.0);
     assert_true(label_sum("chars.aspect text.opinion", TEXT, none, o) == 0.0);
     assert_true(label_sum("clause", TEXT, a, o) == id("clause\x1f很") + id("clause\x1f好") + id("clause\x1f用"));
     /* a clause's characters count once however often they occur */
@@ -260,7 +260,7 @@ static void test_label_atoms(void **state)
         snprintf(key, sizeof key, "clause\x1f%d", c);
         digits += id(key);
     }
-    assert_true(label_sum("clause", "0123456789012", none, (pd_feat_span){3, 4}) == digits);
+    assert_true(label_sum("clause", "0123456789012", none, (pdi_feat_span){3, 4}) == digits);
     assert_true(label_sum("bias", TEXT, a, o) == id("bias"));
 }
 
@@ -273,7 +273,7 @@ static void test_no_features(void **state)
     assert_false(pdi_features_on(h->tagger->features, PD_FEAT_TAG));
     assert_true(pdi_features_on(h->tagger->features, PD_FEAT_LABEL));
     free_head(h);
-    assert_true(label_sum("chars.opinion", "好好", (pd_feat_span){-1, -1}, (pd_feat_span){0, 2}) ==
+    assert_true(label_sum("chars.opinion", "好好", (pdi_feat_span){-1, -1}, (pdi_feat_span){0, 2}) ==
                 2 * id("chars.opinion\x1f好"));
 }
 

@@ -20,7 +20,7 @@ static char g_dir[64];
 static char *g_spans[] = {"aspect", "opinion"};
 
 /* A head whose gazetteer file holds body; the parse status. */
-static pd_status load(pd_head *h, pd_tagger *t, const char *body, const char *marks_json, pd_error *err)
+static pd_status load(pd_head *h, pdi_tagger *t, const char *body, const char *marks_json, pd_error *err)
 {
     char path[128];
     snprintf(path, sizeof path, "%s/gazetteer.tsv", g_dir);
@@ -28,7 +28,7 @@ static pd_status load(pd_head *h, pd_tagger *t, const char *body, const char *ma
     assert_non_null(f);
     fwrite(body, 1, strlen(body), f);
     fclose(f);
-    *t = (pd_tagger){.prompt = "<|fim_prefix|>{marked}<|fim_middle|>{text}<|fim_suffix|>", .n_spans = 2,
+    *t = (pdi_tagger){.prompt = "<|fim_prefix|>{marked}<|fim_middle|>{text}<|fim_suffix|>", .n_spans = 2,
                      .spans = g_spans};
     *h = (pd_head){.source = g_dir, .tagger = t};
     char doc[512];
@@ -53,9 +53,9 @@ static const char TERMS[] = "# field<TAB>term\n"
                             "opinion\tok\n"
                             "opinion\t很好\n";
 
-static void expect(const pd_tagger *t, const char *text, const pd_gaz_match *want, int32_t n_want)
+static void expect(const pdi_tagger *t, const char *text, const pdi_gaz_match *want, int32_t n_want)
 {
-    pd_gaz_match *m = NULL;
+    pdi_gaz_match *m = NULL;
     int32_t n = -1;
     pd_error err = {0};
     assert_int_equal(pdi_gazetteer_match(t->gazetteer, ~0u, text, strlen(text), &m, &n, &err), PD_OK);
@@ -72,20 +72,20 @@ static void test_matches(void **state)
 {
     (void)state;
     pd_head h;
-    pd_tagger t;
+    pdi_tagger t;
     pd_error err = {0};
     assert_int_equal(load(&h, &t, TERMS, NULL, &err), PD_OK);
     assert_string_equal(pdi_gazetteer_mark(t.gazetteer, 1, true), "</o>");
     assert_null(pdi_gazetteer_mark(t.gazetteer, 2, false));
     /* 包装盒 beats 包装 (longest at 0); 很好 (3-4) and 好用 (4-5) are as long:
      * the earlier wins; 不错 is both fields; 快 from a CRLF line. Bytes: 3 a character. */
-    const pd_gaz_match want[] = {{0, 9, A}, {9, 15, O}, {21, 27, A | O}, {30, 33, O}};
+    const pdi_gaz_match want[] = {{0, 9, A}, {9, 15, O}, {21, 27, A | O}, {30, 33, O}};
     expect(&t, "包装盒很好用，不错，快", want, 4);
     /* ASCII and CJK mixed: lengths in characters, offsets in bytes */
-    const pd_gaz_match mixed[] = {{1, 3, O}, {3, 9, O}};
+    const pdi_gaz_match mixed[] = {{1, 3, O}, {3, 9, O}};
     expect(&t, "xok很好", mixed, 2);
     /* a term never matches across its own end: 不错不 has one match */
-    const pd_gaz_match repeat[] = {{0, 6, A | O}};
+    const pdi_gaz_match repeat[] = {{0, 6, A | O}};
     expect(&t, "不错不", repeat, 1);
     expect(&t, "", NULL, 0);
     expect(&t, "没有", NULL, 0);
@@ -97,12 +97,12 @@ static void test_longer_later_wins(void **state)
 {
     (void)state;
     pd_head h;
-    pd_tagger t;
+    pdi_tagger t;
     pd_error err = {0};
     assert_int_equal(load(&h, &t, "aspect\tab\nopinion\tbcd\n", NULL, &err), PD_OK);
-    const pd_gaz_match want[] = {{1, 4, O}};
+    const pdi_gaz_match want[] = {{1, 4, O}};
     expect(&t, "abcd", want, 1);
-    const pd_gaz_match both[] = {{0, 2, A}, {2, 5, O}};
+    const pdi_gaz_match both[] = {{0, 2, A}, {2, 5, O}};
     expect(&t, "abbcd", both, 2);
     pdi_gazetteer_free(t.gazetteer);
 }
@@ -110,7 +110,7 @@ static void test_longer_later_wins(void **state)
 static void refuse(const char *body, const char *marks, pd_status status, const char *word)
 {
     pd_head h;
-    pd_tagger t;
+    pdi_tagger t;
     pd_error err = {0};
     assert_int_equal(load(&h, &t, body, marks, &err), status);
     if (!strstr(err.message, word)) fail_msg("'%s' not in: %s", word, err.message);

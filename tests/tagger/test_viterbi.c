@@ -16,7 +16,7 @@
 enum { O, B_A, I_A, B_B, I_B, T = 5, N = 4 };
 
 static float trans[T * T], start[T], end[T];
-static pd_tagger tagger = {.n_spans = 2, .n_tags = T, .trans = trans, .start = start, .end = end};
+static pdi_tagger tagger = {.n_spans = 2, .n_tags = T, .trans = trans, .start = start, .end = end};
 
 static void decode(const float em[N][T], const uint8_t *boundary, int32_t *tags)
 {
@@ -158,7 +158,7 @@ static void test_span_probabilities(void **state)
         const uint8_t *boundary = boundaries[trial % 3];
         double want[2][N][N];
         brute_force(em, boundary, want);
-        pd_tag_lattice lattice;
+        pdi_tag_lattice lattice;
         pd_error err;
         assert_int_equal(pdi_tag_lattice_init(&lattice, &tagger, &em[0][0], boundary, N, &err), PD_OK);
         for (int f = 0; f < 2; f++)
@@ -188,7 +188,7 @@ static void test_posterior_overlaps(void **state)
     /* field a at 0..1 against field b at 0..1: a low threshold admits both; the more probable wins */
     float em[N][T] = {{0, 3.2f, 0, 3, 0}, {0, 0, 3, 0, 3.1f}, {2, 0, 0, 0, 0}, {2, 0, 0, 0, 0}};
     uint8_t all[N] = {1, 1, 1, 1};
-    pd_tag_lattice lattice;
+    pdi_tag_lattice lattice;
     pd_error err;
     assert_int_equal(pdi_tag_lattice_init(&lattice, &tagger, &em[0][0], all, N, &err), PD_OK);
     double pa = exp(pdi_tag_lattice_span_logprob(&lattice, 0, 0, 1)), pb = exp(pdi_tag_lattice_span_logprob(&lattice, 1, 0, 1));

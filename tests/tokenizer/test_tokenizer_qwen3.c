@@ -252,7 +252,7 @@ static void test_encode_edges(void **state)
     assert_int_equal(pd_tokenizer_token_id(NULL, "a"), -1);
 }
 
-static void free_parts(pd_vocab_parts *p)
+static void free_parts(pdi_vocab_parts *p)
 {
     for (size_t i = 0; i < p->n_tokens; i++) free(p->tokens[i]);
     for (size_t i = 0; i < p->n_merges; i++) free(p->merges[i]);
@@ -271,7 +271,7 @@ static void test_from_parts(void **state)
     assert_non_null(root);
     const json_t *model = json_object_get(root, "model"), *added = json_object_get(root, "added_tokens");
     const json_t *vocab = json_object_get(model, "vocab"), *merges = json_object_get(model, "merges");
-    pd_vocab_parts parts = {0};
+    pdi_vocab_parts parts = {0};
     parts.n_tokens = (size_t)pd_tokenizer_n_vocab(f->tok);
     parts.tokens = calloc(parts.n_tokens, sizeof *parts.tokens);
     parts.token_types = calloc(parts.n_tokens, sizeof *parts.token_types);
@@ -317,7 +317,7 @@ static void test_from_parts(void **state)
     assert_null(pdi_tokenizer_from_parts(&parts, "model.gguf", &err));
     assert_int_equal(err.code, PD_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.message, "llama-bpe"));
-    pd_vocab_parts none = {0};
+    pdi_vocab_parts none = {0};
     assert_null(pdi_tokenizer_from_parts(&none, NULL, &err));
     assert_int_equal(err.code, PD_ERR_FORMAT);
 

@@ -1,5 +1,5 @@
 /* test_grow.c - the library's one growth rule (pdi_grow) and the byte
- * string on it (pd_buf): capacities, the need of zero, overflow refused with
+ * string on it (pdi_buf): capacities, the need of zero, overflow refused with
  * the array left to its owner, a failed append that sticks. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,7 +53,7 @@ static void test_grow_overflow(void **state)
 static void test_buf(void **state)
 {
     (void)state;
-    pd_buf b = {0};
+    pdi_buf b = {0};
     assert_true(pdi_buf_append(&b, "", 0));
     assert_string_equal(b.data, ""); /* NUL-terminated once anything was appended */
     for (int i = 0; i < 100; i++) assert_true(pdi_buf_append(&b, "ab", 2));
