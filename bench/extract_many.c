@@ -78,7 +78,7 @@ static char *describe(const pd_extraction *x)
     char *s = NULL;
     size_t n = 0;
     FILE *out = open_memstream(&s, &n);
-    fprintf(out, "%d %d %d|", x->n_records, x->n_tokens, (int)x->stop);
+    fprintf(out, "%d %d %d|", x->n_records, x->stats.n_tokens, (int)x->stop);
     for (int32_t r = 0; r < x->n_records; r++)
         for (int32_t j = 0; j < x->n_fields; j++) fprintf(out, "%s%c", x->records[r].values[j], j + 1 < x->n_fields ? ',' : ';');
     fclose(out);
@@ -167,17 +167,17 @@ static workload run(bench *b, const char *name, int parallel, bool clear, int sp
         w = (workload){0};
         for (int i = 0; i < b->n; i++) {
             const pd_extraction *x = outs[i];
-            w.rows += x->n_prompt_tokens - x->n_cached_tokens + x->n_forward - 1 + x->n_drafted;
-            w.evaluations += x->n_forward;
-            w.mean_kv += (x->n_prompt_tokens + x->n_tokens / 2.0) / b->n;
+            w.rows += x->stats.n_prompt_tokens - x->stats.n_cached_tokens + x->stats.n_forward - 1 + x->stats.n_drafted;
+            w.evaluations += x->stats.n_forward;
+            w.mean_kv += (x->stats.n_prompt_tokens + x->stats.n_tokens / 2.0) / b->n;
             char *d = describe(outs[i]);
             if (!b->want[i]) b->want[i] = d;
             else {
                 same = same && strcmp(d, b->want[i]) == 0;
                 free(d);
             }
-            tokens += outs[i]->n_tokens;
-            passes += outs[i]->n_forward;
+            tokens += outs[i]->stats.n_tokens;
+            passes += outs[i]->stats.n_forward;
             pd_extraction_free(outs[i]);
         }
     }

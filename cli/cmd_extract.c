@@ -149,12 +149,12 @@ static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, p
     s->reviews++;
     if (x) {
         s->records += x->n_records;
-        s->tokens += x->n_tokens;
-        s->forward += x->n_forward;
-        s->drafted += x->n_drafted;
-        s->accepted += x->n_accepted;
-        s->copies_drafted += x->n_copies_drafted;
-        s->copies_kept += x->n_copies_kept;
+        s->tokens += x->stats.n_tokens;
+        s->forward += x->stats.n_forward;
+        s->drafted += x->stats.n_drafted;
+        s->accepted += x->stats.n_accepted;
+        s->copies_drafted += x->stats.n_copies_drafted;
+        s->copies_kept += x->stats.n_copies_kept;
     }
     int rc = write_result(s, w, x);
     pd_extraction_free(x);

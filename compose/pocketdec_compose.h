@@ -193,8 +193,8 @@ PD_API void pd_tag_extractor_free(pd_tag_extractor *tx);
  * (its cache is cleared first). An empty text gives no records without
  * running the model; a prompt longer than the context gives PD_ERR_CONTEXT
  * before it runs. *out is a pd_extraction as pd_extract makes (free it with
- * pd_extraction_free): n_prompt_tokens the prompt's length, n_tokens 0, stop
- * PD_STOP_END, no mask_us. */
+ * pd_extraction_free): stop PD_STOP_END, stats.n_prompt_tokens the prompt's
+ * length, stats.n_tokens 0, no stats.mask_us. */
 PD_API pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                                 pd_extraction **out, pd_error *err);
 

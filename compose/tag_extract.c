@@ -144,7 +144,7 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
     pd_status rc = x && tr ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "out of memory extracting by decisions");
     if (!rc) rc = pdi_tag_run(tx->runner, ctx, text, len, trace != NULL, tr, &recs, &n_recs, err);
     if (!rc) rc = make_records(tx, tr, recs, n_recs, x, err);
-    if (x) x->n_prompt_tokens = tr ? tr->n_tokens : 0;
+    if (x) x->stats.n_prompt_tokens = tr ? tr->n_tokens : 0;
     free(recs);
     if (rc || !out) pd_extraction_free(x);
     else *out = x;

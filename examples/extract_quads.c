@@ -51,7 +51,7 @@ int main(int argc, char **argv)
                 printf("%s%s=%s", f ? " " : "", pd_schema_field_name(schema, f), x->records[r].values[f]);
             printf("\n");
         }
-        printf("%d records, %d tokens\n%s", x->n_records, x->n_tokens, row);
+        printf("%d records, %d tokens\n%s", x->n_records, x->stats.n_tokens, row);
         rc = 0;
     }
     pd_free(row);

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
                 printf("%s%s=%s", f ? " " : "", pd_schema_field_name(schema, f), x->records[r].values[f]);
             printf("\n");
         }
-        printf("%d records, %d prompt tokens, %d forward pass\n%s", x->n_records, x->n_prompt_tokens,
+        printf("%d records, %d prompt tokens, %d forward pass\n%s", x->n_records, x->stats.n_prompt_tokens,
                trace->forward_passes, row);
         rc = 0;
     }

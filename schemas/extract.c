@@ -79,7 +79,7 @@ void pd_extraction_free(pd_extraction *x)
         free(x->records[r].values);
     }
     free(x->records);
-    free(x->mask_us);
+    free(x->stats.mask_us);
     free(x);
 }
 
@@ -209,8 +209,8 @@ static int32_t draft(decoder *d, pdi_cstate s, int32_t n_out, int32_t k_max)
         int32_t t = -1;
         bool copy = s.phase == PD_PH_VALUE && d->ex->schema->fields[s.field].kind == PD_FIELD_SPAN;
         if (copy) {
-            if (!d->copy_drafts || (int64_t)d->x->n_copies_kept * COPY_KEEP_RATIO < d->x->n_copies_drafted ||
-                n_copies > d->x->n_copies_kept)
+            if (!d->copy_drafts || (int64_t)d->x->stats.n_copies_kept * COPY_KEEP_RATIO < d->x->stats.n_copies_drafted ||
+                n_copies > d->x->stats.n_copies_kept)
                 break;
             t = copy_next(d, n_out + k);
         } else if (!pdi_cstate_can_end(&d->con, &s) &&
@@ -229,7 +229,7 @@ static int32_t draft(decoder *d, pdi_cstate s, int32_t n_out, int32_t k_max)
         k++;
         if (s.phase == PD_PH_START && s.field == 0) break; /* a record ended: a repeat may end the output */
     }
-    d->x->n_copies_drafted += n_copies;
+    d->x->stats.n_copies_drafted += n_copies;
     return k;
 }
 
@@ -238,7 +238,7 @@ static int32_t draft(decoder *d, pdi_cstate s, int32_t n_out, int32_t k_max)
  * speculation. */
 static void prepare_draft(decoder *d, int32_t k, bool full, pd_extraction *x)
 {
-    x->n_forward++;
+    x->stats.n_forward++;
     if (k == 0) {
         prepare(d, d->batch, 1, full);
         return;
@@ -249,7 +249,7 @@ static void prepare_draft(decoder *d, int32_t k, bool full, pd_extraction *x)
     d->next = (pd_batch){.tokens = d->batch, .n_tokens = 1 + k, .outputs = d->rows, .n_outputs = 1 + k, .want_logits = d->full};
     d->row = 0;
     d->n_rows = 1 + k;
-    x->n_drafted += k;
+    x->stats.n_drafted += k;
 }
 
 /* Pick among d->allowed[0..n): the same logits reach pd_sample whichever head
@@ -326,10 +326,10 @@ static void start(decoder *d)
 {
     pd_extraction *x = d->x;
     d->s = pdi_cstate_initial();
-    d->n = candidates(d, &d->s, &x->mask_us[0]);
+    d->n = candidates(d, &d->s, &x->stats.mask_us[0]);
     d->sparse = use_sparse(d, d->n);
-    prepare(d, d->ids + x->n_cached_tokens, (int32_t)d->n_ids - x->n_cached_tokens, !d->sparse);
-    x->n_forward = 1;
+    prepare(d, d->ids + x->stats.n_cached_tokens, (int32_t)d->n_ids - x->stats.n_cached_tokens, !d->sparse);
+    x->stats.n_forward = 1;
     x->stop = PD_STOP_END;
 }
 
@@ -344,9 +344,9 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
         int32_t id = -1, n = d->n;
         if (n == 0 || (n == 1 && d->allowed[0] == d->ex->end_id)) break; /* nothing but the end */
         if ((rc = choose(d, n, d->sparse, &id, err))) return rc;
-        x->n_sparse += (d->sparse || !d->full) && n > 1;
+        x->stats.n_sparse += (d->sparse || !d->full) && n > 1;
         if (id == d->ex->end_id) break;
-        d->out[x->n_tokens] = id;
+        d->out[x->stats.n_tokens] = id;
         size_t blen = 0;
         const char *bytes = pd_tokenizer_token_bytes(pd_model_tokenizer(d->ex->model), id, &blen);
         bool repeated = false;
@@ -357,13 +357,13 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
             if ((d->s.phase == PD_PH_START && d->s.field == 0) || d->s.phase == PD_PH_DONE)
                 repeated = !keep_record(d, x, &d->s, &d->complete);
         }
-        x->n_tokens++;
+        x->stats.n_tokens++;
         if (repeated) break;
         if (d->s.phase == PD_PH_DONE) {
             x->stop = PD_STOP_RECORDS;
             break;
         }
-        if (x->n_tokens >= d->p.max_tokens) {
+        if (x->stats.n_tokens >= d->p.max_tokens) {
             x->stop = PD_STOP_TOKENS;
             break;
         }
@@ -371,19 +371,19 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
             x->stop = PD_STOP_CONTEXT;
             break;
         }
-        d->n = candidates(d, &d->s, &x->mask_us[x->n_tokens]);
+        d->n = candidates(d, &d->s, &x->stats.mask_us[x->stats.n_tokens]);
         d->sparse = use_sparse(d, d->n);
         if (d->row + 1 < d->n_rows && d->batch[d->row + 1] == id) { /* the draft was right: its row is next */
             d->row++;
-            x->n_accepted++;
-            x->n_copies_kept += d->copied[d->row];
+            x->stats.n_accepted++;
+            x->stats.n_copies_kept += d->copied[d->row];
             continue;
         }
         if (d->row + 1 < d->n_rows && (rc = pd_context_kv_truncate(d->ctx, kv_used(d), err))) return rc;
-        int32_t room = pd_context_n_ctx(d->ctx) - pd_context_kv_len(d->ctx) - 1, left = d->p.max_tokens - x->n_tokens;
+        int32_t room = pd_context_n_ctx(d->ctx) - pd_context_kv_len(d->ctx) - 1, left = d->p.max_tokens - x->stats.n_tokens;
         int32_t k_max = d->p.speculate < room ? d->p.speculate : room;
         d->batch[0] = id;
-        prepare_draft(d, d->p.speculate ? draft(d, d->s, x->n_tokens, k_max < left ? k_max : left) : 0, !d->sparse, x);
+        prepare_draft(d, d->p.speculate ? draft(d, d->s, x->stats.n_tokens, k_max < left ? k_max : left) : 0, !d->sparse, x);
         *more = true;
         return PD_OK;
     }
@@ -436,17 +436,17 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
     d->out = malloc(sizeof(int32_t) * ((size_t)d->p.max_tokens + 1));
     d->scratch = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
     d->batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
-    d->x->mask_us = calloc((size_t)d->p.max_tokens + 1, sizeof *d->x->mask_us);
-    if (!d->allowed || !d->cand || !d->out || !d->scratch || !d->batch || !d->x->mask_us)
+    d->x->stats.mask_us = calloc((size_t)d->p.max_tokens + 1, sizeof *d->x->stats.mask_us);
+    if (!d->allowed || !d->cand || !d->out || !d->scratch || !d->batch || !d->x->stats.mask_us)
         return pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     if ((rc = pdi_constraint_init(&d->con, sc, text, len, d->p.max_records, err))) return rc;
-    d->x->n_prompt_tokens = (int32_t)d->n_ids;
+    d->x->stats.n_prompt_tokens = (int32_t)d->n_ids;
     /* the prompt's tokens the cache already holds (the schema's text before
      * {text}, from the last extraction on ctx) are not evaluated again: the
      * rest, evaluated after them, has the bits of a whole evaluation */
-    d->x->n_cached_tokens = pd_context_kv_match(ctx, d->ids, (int32_t)d->n_ids);
-    if (d->x->n_cached_tokens == (int32_t)d->n_ids) d->x->n_cached_tokens--; /* one token evaluated for the logits */
-    if ((rc = pd_context_kv_truncate(ctx, d->x->n_cached_tokens, err))) return rc;
+    d->x->stats.n_cached_tokens = pd_context_kv_match(ctx, d->ids, (int32_t)d->n_ids);
+    if (d->x->stats.n_cached_tokens == (int32_t)d->n_ids) d->x->stats.n_cached_tokens--; /* one token evaluated for the logits */
+    if ((rc = pd_context_kv_truncate(ctx, d->x->stats.n_cached_tokens, err))) return rc;
     start(d);
     *done = false;
     return PD_OK;

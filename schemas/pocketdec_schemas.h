@@ -72,17 +72,22 @@ typedef enum pd_extract_stop {
     PD_STOP_REPEAT = 4   /* distinct_records: the model repeated a record (dropped) */
 } pd_extract_stop;
 
-typedef struct pd_extraction {
-    int32_t n_fields, n_records;
-    pd_record *records;
+/* What an extraction cost: for benchmarks, progress lines and tests. */
+typedef struct pd_extraction_stats {
     int32_t n_prompt_tokens, n_tokens; /* prompt length; tokens generated */
-    pd_extract_stop stop;
     int32_t n_sparse;                  /* steps that used the sparse LM head */
     double *mask_us;                   /* [n_tokens + 1] time to compute each step's token set, microseconds */
     int32_t n_cached_tokens;           /* prompt tokens the context's cache already held (not evaluated again) */
     int32_t n_forward;                 /* pd_eval calls: the prompt's, then one per verified draft or token */
     int32_t n_drafted, n_accepted;     /* copy speculation: draft tokens evaluated, and kept */
     int32_t n_copies_drafted, n_copies_kept; /* of those, the span copies (the rest: tokens the schema forced) */
+} pd_extraction_stats;
+
+typedef struct pd_extraction {
+    int32_t n_fields, n_records;
+    pd_record *records;
+    pd_extract_stop stop;
+    pd_extraction_stats stats;
 } pd_extraction;
 
 /* Extract records from text (valid UTF-8; an empty text gives no records
@@ -118,8 +123,8 @@ PD_API void pd_extraction_free(pd_extraction *x);
  * With speculation, a pass drafts span copies only while no more texts are
  * in flight than ctxs[0] has threads; past that (a pass of many rows costs
  * its arithmetic) it drafts only the tokens the schema forces. Either way
- * the outputs are those without speculation; n_drafted and n_accepted count
- * what was drafted.
+ * the outputs are those without speculation; stats.n_drafted and
+ * stats.n_accepted count what was drafted.
  * Memory: the texts' results, and per context its KV cache. */
 PD_API pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex,
                                  const char *const *texts, const size_t *lens, int32_t n_texts,

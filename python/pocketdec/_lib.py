@@ -147,12 +147,16 @@ class PipelineParams(Structure):
                 ("max_bytes", c_size_t)]
 
 
-class Extraction(Structure):
-    _fields_ = [("n_fields", c_int32), ("n_records", c_int32), ("records", POINTER(Record)),
-                ("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("stop", c_int), ("n_sparse", c_int32),
+class ExtractionStats(Structure):
+    _fields_ = [("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("n_sparse", c_int32),
                 ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32), ("n_forward", c_int32),
                 ("n_drafted", c_int32), ("n_accepted", c_int32), ("n_copies_drafted", c_int32),
                 ("n_copies_kept", c_int32)]
+
+
+class Extraction(Structure):
+    _fields_ = [("n_fields", c_int32), ("n_records", c_int32), ("records", POINTER(Record)), ("stop", c_int),
+                ("stats", ExtractionStats)]
 
 
 class Quad(Structure):  # te_quad

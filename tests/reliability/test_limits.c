@@ -211,8 +211,8 @@ static void test_extraction_limits(void **state)
     for (int k = 0; k <= PD_SPECULATE_MAX; k += PD_SPECULATE_MAX) { /* drafts stop at max_tokens too */
         xp.speculate = k;
         assert_int_equal(pd_extract(ctx, ex, review, sizeof review - 1, &xp, &x, &err), PD_OK);
-        assert_true(x->n_tokens <= 4);
-        assert_true(pd_context_kv_len(ctx) <= x->n_prompt_tokens + 4);
+        assert_true(x->stats.n_tokens <= 4);
+        assert_true(pd_context_kv_len(ctx) <= x->stats.n_prompt_tokens + 4);
         pd_extraction_free(x);
     }
     pd_context_free(ctx);

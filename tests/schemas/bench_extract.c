@@ -109,12 +109,12 @@ int main(int argc, char **argv)
             }
             mode[k].seconds += now_s() - s0;
             mode[k].prefill += prefill;
-            mode[k].tokens += x->n_tokens;
+            mode[k].tokens += x->stats.n_tokens;
             if (k == 0) {
-                for (int32_t t = 0; t <= x->n_tokens && t < max_tokens; t++) mask[n_mask++] = x->mask_us[t];
-                sparse_steps += x->n_sparse;
-                steps += x->n_tokens;
-                gen = x->n_tokens;
+                for (int32_t t = 0; t <= x->stats.n_tokens && t < max_tokens; t++) mask[n_mask++] = x->stats.mask_us[t];
+                sparse_steps += x->stats.n_sparse;
+                steps += x->stats.n_tokens;
+                gen = x->stats.n_tokens;
             }
             pd_extraction_free(x);
         }

@@ -116,7 +116,7 @@ static void test_all_reviews_valid(void **state)
         pd_extraction *x = extract(f, text, -1);
         assert_int_equal(x->n_fields, 4);
         assert_true(x->n_records <= 3);
-        assert_true(x->n_tokens <= 24);
+        assert_true(x->stats.n_tokens <= 24);
         for (int32_t r = 0; r < x->n_records; r++) {
             char **v = x->records[r].values;
             if (!span_ok(v[0], text) || !span_ok(v[1], text))
@@ -151,11 +151,11 @@ static void test_sparse_equals_full(void **state)
     for (size_t i = 0; i < 40; i++) {
         const char *text = json_string_value(json_object_get(json_array_get(f->reviews, i), "text"));
         pd_extraction *a = extract(f, text, 0), *b = extract(f, text, 1), *c = extract(f, text, -1);
-        assert_int_equal(a->n_sparse, 0);
-        sparse_steps += b->n_sparse;
+        assert_int_equal(a->stats.n_sparse, 0);
+        sparse_steps += b->stats.n_sparse;
         pd_extraction *xs[2] = {b, c};
         for (int k = 0; k < 2; k++) {
-            assert_int_equal(xs[k]->n_tokens, a->n_tokens);
+            assert_int_equal(xs[k]->stats.n_tokens, a->stats.n_tokens);
             assert_int_equal(xs[k]->n_records, a->n_records);
             for (int32_t r = 0; r < a->n_records; r++)
                 for (int32_t j = 0; j < 4; j++) assert_string_equal(xs[k]->records[r].values[j], a->records[r].values[j]);
@@ -234,7 +234,7 @@ static void test_edge_inputs(void **state)
     fixture *f = *state;
     pd_extraction *x = extract(f, "", -1); /* empty review: no records, no model call */
     assert_int_equal(x->n_records, 0);
-    assert_int_equal(x->n_tokens, 0);
+    assert_int_equal(x->stats.n_tokens, 0);
     char *text = NULL;
     pd_error err;
     assert_int_equal(pd_extraction_format(f->schema, x, "7", PD_FORMAT_TIANCHI, &text, NULL, &err), PD_OK);
@@ -303,7 +303,7 @@ static void test_sampling(void **state)
             assert_true(one_of(v[2], CATEGORIES, 13) && one_of(v[3], POLARITIES, 3));
             for (int j = 0; j < 4; j++) assert_string_equal(v[j], x[1]->records[r].values[j]);
         }
-        differs += x[0]->n_records != x[2]->n_records || x[0]->n_tokens != x[2]->n_tokens ||
+        differs += x[0]->n_records != x[2]->n_records || x[0]->stats.n_tokens != x[2]->stats.n_tokens ||
                    (x[0]->n_records > 0 && strcmp(x[0]->records[0].values[1], x[2]->records[0].values[1]));
         for (int k = 0; k < 3; k++) pd_extraction_free(x[k]);
     }

@@ -55,7 +55,7 @@ static char *describe(const pd_extraction *x)
     char *s = NULL;
     size_t n = 0;
     FILE *out = open_memstream(&s, &n);
-    fprintf(out, "%d %d %d %d|", x->n_records, x->n_tokens, (int)x->stop, x->n_prompt_tokens);
+    fprintf(out, "%d %d %d %d|", x->n_records, x->stats.n_tokens, (int)x->stop, x->stats.n_prompt_tokens);
     for (int32_t r = 0; r < x->n_records; r++)
         for (int32_t j = 0; j < x->n_fields; j++)
             fprintf(out, "%s%c", x->records[r].values[j], j + 1 < x->n_fields ? ',' : '\n');
@@ -71,7 +71,7 @@ typedef struct drafting {
 
 static drafting drafting_of(const pd_extraction *x)
 {
-    return (drafting){x->n_drafted, x->n_accepted, x->n_forward, x->n_copies_drafted, x->n_copies_kept};
+    return (drafting){x->stats.n_drafted, x->stats.n_accepted, x->stats.n_forward, x->stats.n_copies_drafted, x->stats.n_copies_kept};
 }
 
 /* What any review's counts must satisfy at speculate k: kept within drafted,
@@ -81,11 +81,11 @@ static drafting drafting_of(const pd_extraction *x)
  * kept, so it drafts at most 5 x kept + 1 copies in all. */
 static void check_drafting(const pd_extraction *x, int k)
 {
-    assert_true(x->n_accepted <= x->n_drafted && x->n_drafted <= k * x->n_forward);
-    assert_true(x->n_copies_kept <= x->n_copies_drafted && x->n_copies_drafted <= x->n_drafted);
-    assert_true(x->n_copies_kept <= x->n_accepted);
-    if (x->n_copies_drafted > 5 * x->n_copies_kept + 1)
-        fail_msg("%d span copies drafted with %d kept: more than the rule allows", x->n_copies_drafted, x->n_copies_kept);
+    assert_true(x->stats.n_accepted <= x->stats.n_drafted && x->stats.n_drafted <= k * x->stats.n_forward);
+    assert_true(x->stats.n_copies_kept <= x->stats.n_copies_drafted && x->stats.n_copies_drafted <= x->stats.n_drafted);
+    assert_true(x->stats.n_copies_kept <= x->stats.n_accepted);
+    if (x->stats.n_copies_drafted > 5 * x->stats.n_copies_kept + 1)
+        fail_msg("%d span copies drafted with %d kept: more than the rule allows", x->stats.n_copies_drafted, x->stats.n_copies_kept);
 }
 
 /* pd_extract_many with `parallel` texts in flight (the pass context at
@@ -138,7 +138,7 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
         assert_non_null(outs[i]);
         if (i == at_empty) {
             assert_int_equal(outs[i]->n_records, 0);
-            assert_int_equal(outs[i]->n_forward, 0);
+            assert_int_equal(outs[i]->stats.n_forward, 0);
         } else {
             const pd_extraction *x = outs[i];
             check_drafting(x, speculate);
@@ -146,7 +146,7 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
                 drafting got = drafting_of(x);
                 assert_memory_equal(&got, &one[r], sizeof got);
             }
-            rejected += x->n_drafted - x->n_accepted;
+            rejected += x->stats.n_drafted - x->stats.n_accepted;
             rejected_one += one ? one[r].drafted - one[r].kept : 0;
             char *d = describe(x);
             assert_string_equal(d, want[r++]);
@@ -204,20 +204,20 @@ static void check_model(pd_weight_quant quant, char **reviews)
             assert_int_equal(pd_context_kv_truncate(fresh, 0, &err), PD_OK);
             assert_int_equal(pd_extract(fresh, ex, text, strlen(text), &plain, &a, &err), PD_OK);
             assert_int_equal(pd_extract(reuse, ex, text, strlen(text), &spec, &b, &err), PD_OK);
-            assert_int_equal(a->n_cached_tokens, 0);
-            assert_int_equal(a->n_drafted, 0);
+            assert_int_equal(a->stats.n_cached_tokens, 0);
+            assert_int_equal(a->stats.n_drafted, 0);
             check_drafting(b, spec.speculate);
-            copies += b->n_copies_drafted;
-            copies_kept += b->n_copies_kept;
+            copies += b->stats.n_copies_drafted;
+            copies_kept += b->stats.n_copies_kept;
             assert_int_equal(pd_context_kv_len(reuse), pd_context_kv_len(fresh));
-            drafted += b->n_drafted;
-            kept += b->n_accepted;
+            drafted += b->stats.n_drafted;
+            kept += b->stats.n_accepted;
             if (threads != 2) (threads == 1 ? k4 : k16)[i] = drafting_of(b);
-            passes += b->n_forward;
-            plain_passes += a->n_forward;
-            tokens += b->n_tokens;
-            if (i > 0 && *text) assert_true(b->n_cached_tokens >= g_min_cached);
-            cached += b->n_cached_tokens;
+            passes += b->stats.n_forward;
+            plain_passes += a->stats.n_forward;
+            tokens += b->stats.n_tokens;
+            if (i > 0 && *text) assert_true(b->stats.n_cached_tokens >= g_min_cached);
+            cached += b->stats.n_cached_tokens;
             records += threads == 1 ? a->n_records : 0;
             char *da = describe(a), *db = describe(b);
             assert_string_equal(db, da);

@@ -94,8 +94,8 @@ static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *
                     (size_t)tr->n_labels);
     json_t *recs = json_object_get(c, "records");
     assert_int_equal(x->n_records, json_array_size(recs));
-    assert_int_equal(x->n_prompt_tokens, tr->n_tokens);
-    assert_int_equal(x->n_tokens, 0);
+    assert_int_equal(x->stats.n_prompt_tokens, tr->n_tokens);
+    assert_int_equal(x->stats.n_tokens, 0);
     for (int32_t r = 0; r < x->n_records; r++)
         for (int32_t f = 0; f < x->n_fields; f++)
             assert_string_equal(x->records[r].values[f],
@@ -211,7 +211,7 @@ static void test_plain_text(void **state)
     assert_int_equal(pd_tag_extract_trace(ctx, tx, "", 0, &x, &tr, &err), PD_OK);
     assert_int_equal(x->n_records, 0);
     assert_int_equal(tr->forward_passes, 0);
-    assert_int_equal(x->n_prompt_tokens, 0);
+    assert_int_equal(x->stats.n_prompt_tokens, 0);
     pd_extraction_free(x);
     pd_tag_trace_free(tr);
     /* invalid UTF-8 */
