@@ -200,18 +200,21 @@ typedef enum pdi_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIV
 pd_model *pdi_model_derive(const pd_model *base, const pdi_lowrank *updates, size_t n_updates, pdi_derive_mode mode,
                            pd_error *err);
 
-/* ------------------------------------------------------------- kernels */
+/* ----------------------------------------------- stored numbers (formats/) */
+
+/* A little-endian uint16 at p. */
+static inline uint16_t pdi_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 /* Convert n elements of a row of type t to F32 (n a multiple of the block
- * size for block types). */
+ * size for block types; lib/formats/numbers.c). */
 void pdi_row_to_f32(pdi_dtype t, const void *src, float *dst, int64_t n);
 
 float pdi_f16_to_f32(uint16_t h);
 uint16_t pdi_f32_to_f16(float f);
+float pdi_bf16_to_f32(uint16_t h);
 /* n floats (a multiple of the block) as Q8_0, Q4_0 or Q4_1 blocks with
  * ggml's quantize_row_*_ref arithmetic, or as Q4_64 blocks with Q4_1's
- * (lib/core/quantize.c). */
+ * (lib/formats/quantize.c). */
 void pdi_quantize_row(pdi_dtype t, const float *x, int64_t n, uint8_t *out);
-float pdi_bf16_to_f32(uint16_t h);
 
 #endif /* PD_INTERNAL_H */

@@ -22,8 +22,8 @@ for march in armv8-a armv8.2-a+dotprod; do
   # every file of lib/core compiles for aarch64
   for f in lib/core/*.c; do "$cc" "${flags[@]}" -march="$march" -c "$f" -o "$out/$(basename "$f" .c)-$name.o"; done
   "$cc" "${flags[@]}" -march="$march" -Iscripts/cross lib/core/kernels.c lib/core/kernels_shared.c lib/core/kernels_portable.c \
-    lib/core/kernels_avx2.c lib/core/kernels_avx2_int.c lib/core/kernels_avx512.c lib/core/kernels_neon.c lib/core/quantize.c \
-    lib/formats/store.c lib/error.c \
+    lib/core/kernels_avx2.c lib/core/kernels_avx2_int.c lib/core/kernels_avx512.c lib/core/kernels_neon.c \
+    lib/formats/quantize.c lib/formats/numbers.c lib/formats/store.c lib/error.c \
     tests/model/test_kernels.c \
     -lm -o "$out/test_kernels-$name"
   qemu-aarch64 -L /usr/aarch64-linux-gnu "$out/test_kernels-$name"

@@ -96,7 +96,6 @@ void pdi_value_mix_widened(void (*axpy)(float *, float, const float *, int64_t),
 
 
 /* a little-endian u16 at any address (block scales are not aligned) */
-static inline uint16_t pdi_load_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
 static inline bool pdi_dtype_is_block(pdi_dtype t)
 {
