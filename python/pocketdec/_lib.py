@@ -107,6 +107,11 @@ class ModelParams(Structure):
     _fields_ = [("layout", c_int), ("quantize", c_int)]
 
 
+class BundleParams(Structure):
+    _fields_ = [("model", ModelParams), ("adapters", POINTER(c_char_p)), ("weights", POINTER(c_float)),
+                ("n_adapters", c_size_t), ("adapter_mode", c_int), ("head", c_char_p), ("no_head", c_int)]
+
+
 class ContextParams(Structure):
     _fields_ = [("n_ctx", c_int32), ("n_threads", c_int32), ("n_batch", c_int32), ("max_bytes", c_size_t),
                 ("kv_type", c_int)]
@@ -177,6 +182,10 @@ _PD_PROTOTYPES = {
     "pd_tokenizer_token_id": (c_int32, [P, c_char_p]),
     "pd_model_load": (P, [c_char_p, POINTER(ModelParams), E]),
     "pd_bundle_part": (c_void_p, [c_char_p, c_char_p]),
+    "pd_bundle_default_params": (BundleParams, []),
+    "pd_bundle_open": (P, [c_char_p, POINTER(BundleParams), E]),
+    "pd_bundle_free": (None, [P]),
+    "pd_bundle_model": (P, [P]),
     "pd_model_free": (None, [P]),
     "pd_model_config": (POINTER(Config), [P]),
     "pd_model_tokenizer": (P, [P]),

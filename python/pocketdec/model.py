@@ -123,21 +123,20 @@ class Model(Owner):
         block-quantized weights are held). adapter_mode: "auto", "merge" or "runtime"."""
         self.threads = pd.pd_cpu_count() if threads is None else _lib.positive(threads, "threads")
         params = _lib.ModelParams(choice(_LAYOUT, layout, "layout"), choice(_QUANT, quantize, "quantize"))
-        mode = choice(_APPLY, adapter_mode, "adapter_mode")
-        stack = [(d, 1.0) for d in [bundle_part(path, "adapter")] if d] + _adapter_list(adapters)
+        stack = _adapter_list(adapters)
+        bp = pd.pd_bundle_default_params()
+        bp.model, bp.adapter_mode, bp.no_head = params, choice(_APPLY, adapter_mode, "adapter_mode"), 1
+        dirs = (ctypes.c_char_p * max(len(stack), 1))(*[cpath(d, "adapter") for d, _ in stack])
+        weights = (ctypes.c_float * max(len(stack), 1))(*[w for _, w in stack])
+        bp.adapters, bp.weights, bp.n_adapters = dirs, weights, len(stack)
         self.path = path
-        self.bundle_head = bundle_part(path, "head")
-        file = cpath(bundle_part(path, "base") or path, "path")
-        base = Handle.make("Model", pd.pd_model_free, lambda err: pd.pd_model_load(file, byref(params), err))
-        handles = [base]
-        if stack:
-            try:
-                handles.append(_apply(base, stack, mode))
-            except BaseException:
-                base.close()
-                raise
-        self._h = handles[-1]
-        self._own(*handles)
+        self.bundle_head = bundle_part(path, "head")  # loaded by Decider and Extractor, which may take another
+        file = cpath(path, "path")
+        # pd_bundle_open: the base (a bundle's base/), the bundle's adapter/ then these, applied
+        bundle = Handle.make("Model", pd.pd_bundle_free, lambda err: pd.pd_bundle_open(file, byref(bp), err))
+        bundle.acquire()  # held by the model's handle, which the bundle owns
+        self._h = Handle("Model", pd.pd_bundle_model(bundle.ptr), lambda ptr: None, [bundle])
+        self._own(bundle, self._h)
         with self._h.use() as ptr:
             c = pd.pd_model_config(ptr).contents
             self.config = {name: getattr(c, name) for name, _ in _lib.Config._fields_}
@@ -205,24 +204,3 @@ def _adapter_list(adapters):
         raise arg_error("adapters must be a list of directories or (directory, weight) pairs, "
                         f"got {adapters!r}") from None
     return out
-
-
-def _apply(base, stack, mode):
-    """The handle of base with the PEFT adapters of stack [(dir, weight)] applied."""
-    loaded = []
-    try:
-        for d, _ in stack:
-            path = cpath(d, "adapter")
-            err = _lib.new_error()
-            ptr = pd.pd_adapter_load(path, byref(err))
-            if not ptr:
-                _lib.raise_error(err)
-            loaded.append(ptr)
-        arr = (ctypes.c_void_p * len(loaded))(*loaded)
-        weights = (ctypes.c_float * len(stack))(*[w for _, w in stack])
-        return Handle.make("Model", pd.pd_model_free,
-                           lambda b, err: pd.pd_model_apply_adapters(b, arr, weights, len(loaded), mode, err),
-                           parents=[base])
-    finally:
-        for ptr in loaded:
-            pd.pd_adapter_free(ptr)

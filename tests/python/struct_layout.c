@@ -29,6 +29,10 @@ int main(void)
     FIELD(pd_config, rope_theta); FIELD(pd_config, rms_eps); FIELD(pd_config, tied_embeddings);
     FIELD(pd_config, bos_id); FIELD(pd_config, eos_id); END();
     STRUCT(pd_model_params); FIELD(pd_model_params, layout); FIELD(pd_model_params, quantize); END();
+    STRUCT(pd_bundle_params);
+    FIELD(pd_bundle_params, model); FIELD(pd_bundle_params, adapters); FIELD(pd_bundle_params, weights);
+    FIELD(pd_bundle_params, n_adapters); FIELD(pd_bundle_params, adapter_mode); FIELD(pd_bundle_params, head);
+    FIELD(pd_bundle_params, no_head); END();
     STRUCT(pd_context_params);
     FIELD(pd_context_params, n_ctx); FIELD(pd_context_params, n_threads); FIELD(pd_context_params, n_batch);
     FIELD(pd_context_params, max_bytes); FIELD(pd_context_params, kv_type); END();

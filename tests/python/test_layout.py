@@ -11,6 +11,7 @@ from pocketdec import _lib
 
 MIRRORS = {
     "pd_error": _lib.PdError, "te_error": _lib.PdError, "pd_config": _lib.Config, "pd_model_params": _lib.ModelParams,
+    "pd_bundle_params": _lib.BundleParams,
     "pd_context_params": _lib.ContextParams, "pd_batch": _lib.Batch, "pd_decider_params": _lib.DeciderParams,
     "pd_decision": _lib.Decision, "pd_sampler_params": _lib.SamplerParams, "pd_extract_params": _lib.ExtractParams,
     "pd_record": _lib.Record, "pd_pipeline_params": _lib.PipelineParams, "pd_extraction": _lib.Extraction,
