@@ -68,6 +68,9 @@ class Extractor(Owner):
         self._handles.append(first)
         with first.use() as p:
             self.mode = _PATHS[pd.pd_pipeline_get_path(p)]
+            # texts advance together in joint passes when the pipeline reads ahead (generation);
+            # one pass a text (a tagger head) runs texts side by side, a pipeline a thread
+            self._joint_passes = pd.pd_pipeline_window(p) > 1
         self._free.append(first)
 
     def _pipeline(self, parallel):
@@ -139,7 +142,7 @@ class Extractor(Owner):
         self._check_open()
         if parallel == 1:
             return map(self.extract, texts)
-        return self._many(iter(texts), parallel) if self.mode == "tagger" else self._joint(iter(texts), parallel)
+        return self._joint(iter(texts), parallel) if self._joint_passes else self._many(iter(texts), parallel)
 
     def _joint(self, texts, parallel):
         w = self._pipeline(parallel)
