@@ -142,9 +142,10 @@ LABEL_STATES = ("first", "last")  # the token states of a span that head.json's 
 
 class TaggerHead(nn.Module):
     def __init__(self, hidden, spans, head_dim, n_labels, gen, label_states=("last",), no_record=False,
-                 features=None):
+                 features=None, label_factors=()):
         super().__init__()
         self.features = features  # features.Spec or None: the sparse (wide) part
+        self.feature_drop = 0.0   # training only: the share of feature ids dropped at each use
         self.spans, self.head_dim = list(spans), head_dim
         self.label_states = list(label_states)
         self.n_labels, self.no_record = n_labels, bool(no_record)  # no_record: one more class, last
@@ -159,6 +160,10 @@ class TaggerHead(nn.Module):
         self.link_none = nn.Parameter(torch.zeros(head_dim))
         self.label = nn.Linear(len(spans) * len(label_states) * hidden, n_labels + self.no_record)
         self.label_none = nn.Parameter(torch.zeros(hidden))
+        # label factors (training only): per label field, a decision over its values alone, added to
+        # every label holding the value and folded into the joint weights by fold_factors()
+        self.factor_maps = [m.float() for m in label_factors]
+        self.factor_dense = nn.ModuleList([nn.Linear(self.label.in_features, m.shape[1]) for m in self.factor_maps])
         with torch.no_grad():
             for name, p in self.named_parameters():
                 if (p.dim() == 2 and name != "transitions") or name.endswith("none"):
@@ -172,6 +177,11 @@ class TaggerHead(nn.Module):
             for d, b in features.buckets.items():
                 self.sparse[d] = nn.Embedding(b, width[d])
                 nn.init.zeros_(self.sparse[d].weight)
+        self.factor_sparse = nn.ModuleList(
+            [nn.Embedding(features.buckets["label"], m.shape[1]) for m in self.factor_maps]
+            if features is not None and "label" in features.buckets else [])
+        for e in self.factor_sparse:
+            nn.init.zeros_(e.weight)
         # allowed[prev, next]: I-f only after B-f or I-f; cont[prev, next]: a token inside a
         # character continues its predecessor.
         allowed = torch.ones(T, T, dtype=torch.bool)
@@ -188,14 +198,17 @@ class TaggerHead(nn.Module):
         self.register_buffer("cont", cont, persistent=False)
         self.register_buffer("first", first, persistent=False)
 
-    def bag(self, decision, lists):
-        """[len(lists), width]: the sum of the decision's weights of each list of feature ids."""
-        table = self.sparse[decision] if decision in self.sparse else None
+    def bag(self, decision, lists, table=None):
+        """[len(lists), width]: the sum of the decision's weights (or table's) of each list of feature ids."""
+        table = table or (self.sparse[decision] if decision in self.sparse else None)
         if table is None or not lists:
             return None
         flat = torch.tensor([i for x in lists for i in x], dtype=torch.long)
         offsets = torch.tensor([0] + [len(x) for x in lists[:-1]], dtype=torch.long).cumsum(0)
-        return F.embedding_bag(flat, table.weight, offsets, mode="sum")
+        keep = None
+        if self.training and self.feature_drop > 0:  # feature dropout: each id kept with 1 - p, scaled up
+            keep = (torch.rand(len(flat)) >= self.feature_drop).float() / (1 - self.feature_drop)
+        return F.embedding_bag(flat, table.weight, offsets, mode="sum", per_sample_weights=keep)
 
     def emissions(self, h, tag_ids=None):
         """h [..., N, H]; tag_ids: per token (flattened in h's order) its feature ids."""
@@ -238,9 +251,27 @@ class TaggerHead(nn.Module):
     def label_logits(self, parts, label_ids=None):
         """parts: per span field then per label state, [n, H] states (label_none for `_`);
         label_ids: per record its feature ids."""
-        z = self.label(torch.cat(parts, -1))
+        x = torch.cat(parts, -1)
+        z = self.label(x)
         w = self.bag("label", label_ids) if label_ids is not None else None
-        return z if w is None else z + w
+        z = z if w is None else z + w
+        for k, m in enumerate(self.factor_maps):
+            f = self.factor_dense[k](x)
+            if label_ids is not None and self.factor_sparse:
+                f = f + self.bag("label", label_ids, self.factor_sparse[k])
+            z = z + f @ m.t()
+        return z
+
+    @torch.no_grad()
+    def fold_factors(self):
+        """Add the label factors into the joint label weights (the decisions unchanged) and drop them:
+        the head the C library loads has the joint weights alone."""
+        for k, m in enumerate(self.factor_maps):
+            self.label.weight += m @ self.factor_dense[k].weight
+            self.label.bias += m @ self.factor_dense[k].bias
+            if self.factor_sparse:
+                self.sparse["label"].weight += self.factor_sparse[k].weight @ m.t()
+        self.factor_maps, self.factor_dense, self.factor_sparse = [], nn.ModuleList(), nn.ModuleList()
 
     def label_parts(self, h, spans):
         """label_logits' parts from states h [N, H] and, per record, per span field, the span's

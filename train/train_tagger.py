@@ -230,6 +230,19 @@ def polarity_prior(head, labels, train, tau):
             head.label.bias[j] -= tau * math.log(max(count[polarity], 1) / total)
 
 
+def label_factors(labels):
+    """Per label field, the one-hot map [labels + the no-record class, the field's values] of each
+    label to its value (the no-record row zero): the factors TaggerHead adds while training."""
+    maps = []
+    for j in range(len(labels[0])):
+        values = list(dict.fromkeys(x[j] for x in labels))
+        m = torch.zeros(len(labels) + 1, len(values))
+        for r, x in enumerate(labels):
+            m[r, values.index(x[j])] = 1.0
+        maps.append(m)
+    return maps
+
+
 def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     """The adapter and head trained on the labelled reviews `train` over the base in base_dir:
     (model with its LoRA layers, head). Deterministic for a.seed."""
@@ -242,7 +255,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     exs = examples(tok, meta, labels, train, spec, a.jackknife)
     hidden = model.config["hidden_size"]
     head = tagging.TaggerHead(hidden, meta["spans"], a.link_dim, len(labels), torch.Generator().manual_seed(a.seed + 2),
-                              ("first", "last"), True, spec)
+                              ("first", "last"), True, spec, label_factors(labels) if a.label_factors else ())
+    head.feature_drop = a.feature_drop
     lora_params = []
     if a.lora_r and a.deep:
         lora_params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 3))
@@ -251,13 +265,16 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
             p.requires_grad_(False)
     model.train()
     if not a.deep:  # the wide part alone: the head's dense weights stay zero (an ablation)
-        for n in ("tag.weight", "link_q.weight", "link_k.weight", "label.weight"):
-            p = dict(head.named_parameters())[n]
+        for n, p in head.named_parameters():
+            if n not in ("tag.weight", "link_q.weight", "link_k.weight", "label.weight") and \
+                    not (n.startswith("factor_dense.") and n.endswith("weight")):
+                continue
             with torch.no_grad():
                 p.zero_()
             p.requires_grad_(False)
-    dense = [p for n, p in head.named_parameters() if not n.startswith("sparse.") and p.requires_grad]
-    sparse = [p for n, p in head.named_parameters() if n.startswith("sparse.")]
+    is_table = lambda n: n.startswith(("sparse.", "factor_sparse."))  # noqa: E731
+    dense = [p for n, p in head.named_parameters() if not is_table(n) and p.requires_grad]
+    sparse = [p for n, p in head.named_parameters() if is_table(n)]
     opt = torch.optim.AdamW([{"params": dense, "lr": a.head_lr}, {"params": lora_params, "lr": a.lora_lr}],
                             weight_decay=0.01)
     opt_sparse = torch.optim.Adagrad(sparse, lr=a.sparse_lr) if sparse else None
@@ -305,9 +322,11 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
             if opt_sparse:
                 opt_sparse.step()
             step += 1
-            with torch.no_grad():  # the running mean of the head's weights over every step
+            with torch.no_grad():  # the running mean of the head's weights over the steps averaged
+                k = step - int(a.average_from * steps)
                 for m, p in zip(avg, params):
-                    m += (p - m) / step
+                    if k >= 1:
+                        m += (p - m) / k
             tokens += sum(len(x.ids) for x in batch)
             recent.append(loss.item())
         log(f"{name} epoch {epoch + 1}/{a.epochs} loss {sum(recent) / len(recent):.4f} "
@@ -316,6 +335,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     with torch.no_grad():
         for m, p in zip(avg, params):
             p.copy_(m)
+    head.fold_factors()
     polarity_prior(head, labels, train, a.polarity_prior)
     model.eval()
     head.eval()
@@ -411,6 +431,13 @@ def label_args(ap):
     ap.add_argument("--deep", type=int, default=1, help="0: no dense part and no adapter (the features alone)")
     ap.add_argument("--jackknife", type=int, default=5,
                     help="folds of the lexicon and memory features in training (review id mod N)")
+    ap.add_argument("--feature-drop", type=float, default=0.0,
+                    help="feature dropout: the share of sparse feature ids dropped at each training use")
+    ap.add_argument("--average-from", type=float, default=0.0,
+                    help="the head's weights are averaged over the steps after this fraction of them (0: all)")
+    ap.add_argument("--label-factors", type=int, default=0,
+                    help="1: each label field (category, polarity) also a decision of its own while training, "
+                         "folded into the joint labels before saving")
     ap.add_argument("--minority-copies", type=int, default=1,
                     help="each epoch holds N copies of the reviews with a quadruple of a polarity rarer than "
                          "the most frequent one (oversampling; 1: none)")

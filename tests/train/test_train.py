@@ -294,6 +294,33 @@ def test_tagger_training(tmp):
     print(f"ok: kfold.py, 3 folds: F1 {s['mean']:.4f} +- {s['standard_error']:.4f}")
 
 
+def test_label_factors_fold():
+    """--label-factors: the per-field decisions (dense and sparse) folded into the joint label
+    weights give the same logits, to float rounding, and leave no extra tensor to save."""
+    import torch
+    import tagging
+    import train_tagger
+    labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
+    meta = tagging.load_template(tagging.TEMPLATE)
+    spec = train_tagger.make_spec(meta, train_tagger.labelled_spans(D.DATA, "train")[:50])
+    head = tagging.TaggerHead(32, meta["spans"], 16, len(labels), torch.Generator().manual_seed(1), ("first", "last"),
+                              True, spec, train_tagger.label_factors(labels))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.normal_()
+    parts, ids = [torch.randn(3, 32) for _ in range(4)], [[1, 5, 7], [2], []]
+    before = head.label_logits(parts, ids)
+    factors = [n for n, _ in head.named_parameters() if n.startswith("factor_")]
+    assert len(factors) == 6, factors  # per field: a dense layer's weight and bias, a feature table
+    head.fold_factors()
+    after = head.label_logits(parts, ids)
+    err = float((before - after).abs().max() / before.abs().max())
+    assert err < 2e-6, err  # float32 sums in another order
+    assert not [n for n, _ in head.named_parameters() if n.startswith("factor_")]
+    print(f"ok: label factors fold into the joint labels (max relative difference {err:.1e})")
+
+
 def main():
     test_split()
     test_reading_order()
@@ -306,6 +333,7 @@ def main():
         print("SKIP: python3-torch is not installed (apt-get install python3-torch libopenblas0-pthread); "
               "the training smoke test did not run")
         sys.exit(77)
+    test_label_factors_fold()
     with tempfile.TemporaryDirectory() as tmp:
         test_training(tmp)
         test_tagger_training(tmp)
