@@ -109,7 +109,6 @@ int cli_model_open(cli_args *a, cli_model *m, bool with_head)
     if (rc == 0 && !(m->bundle = pd_bundle_open(path, &p, &err))) rc = cli_fail(&err);
     if (rc == 0) {
         m->model = pd_bundle_model(m->bundle);
-        m->base = pd_bundle_base(m->bundle);
         m->head = pd_bundle_head(m->bundle);
         m->head_dir = pd_bundle_head_dir(m->bundle);
     }

@@ -46,11 +46,10 @@ int cli_float_opt(cli_args *a, const char *name, double def, double lo, double h
  * in their usage). PATH may be a bundle folder (base/, adapter/, head/ side
  * by side, as models/tianchi): base/ is loaded, adapter/ applied before any
  * --adapter, and head/ is the head of commands that take --head unless one
- * is given. `model` is what to evaluate; `base` is the loaded file. */
+ * is given. `model` is what to evaluate. */
 typedef struct cli_model {
     pd_bundle *bundle;
     const pd_model *model;  /* what to evaluate: the base with the adapters applied */
-    const pd_model *base;   /* the loaded file */
     const pd_head *head;    /* with_head: --head DIR, else the bundle's head/; NULL when neither */
     const char *head_dir;   /* where head came from */
 } cli_model;
