@@ -63,6 +63,8 @@ static void print_trace(const pd_tag_trace *tr, const pd_schema *schema, const p
         }
         putchar('}');
     }
+    printf("],\"confidences\":[");
+    for (int32_t r = 0; r < x->n_records; r++) printf(r ? ",%.9g" : "%.9g", (double)x->records[r].confidence);
     printf("],\"forward_passes\":%d}\n", tr->forward_passes);
 }
 

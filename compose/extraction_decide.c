@@ -27,8 +27,9 @@ static pd_status relabel(pd_decider *d, const pd_schema *sc, pd_record *rec, pd_
     int32_t best = 0;
     for (int32_t k = 1; k < n_cands; k++)
         if (dec->probs[k] > dec->probs[best]) best = k;
+    rc = pdi_schema_apply_candidate(sc, best, dec->probs, rec) ? out_of_memory(err) : PD_OK;
     pd_decision_free(dec);
-    return pdi_schema_apply_candidate(sc, best, rec) ? out_of_memory(err) : PD_OK;
+    return rc;
 }
 
 pd_status pd_extraction_decide(pd_decider *d, const pd_schema *sc, const char *text, pd_extraction *x, pd_error *err)

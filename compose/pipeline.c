@@ -28,6 +28,7 @@ struct pd_pipeline {
     pd_decider *decider;   /* PD_PIPELINE_RELABEL */
     pd_context **slots;    /* [parallel]: slots[0] runs the passes with the threads, the others hold a cache each */
     int32_t parallel;
+    float min_confidence;  /* records below it are dropped */
 };
 
 pd_pipeline_params pd_pipeline_default_params(void)
@@ -145,12 +146,16 @@ pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, con
         pdi_set_error(err, PD_ERR_ARG, "pipeline params: n_threads, n_ctx and parallel must not be negative");
         return NULL;
     }
+    if (!(pp.min_confidence >= 0 && pp.min_confidence <= 1)) { /* NaN too */
+        pdi_set_error(err, PD_ERR_ARG, "pipeline params: min_confidence %g is not within [0, 1]", (double)pp.min_confidence);
+        return NULL;
+    }
     pd_pipeline *p = calloc(1, sizeof *p);
     if (!p) {
         pdi_set_error(err, PD_ERR_NOMEM, "out of memory for an extraction pipeline");
         return NULL;
     }
-    *p = (pd_pipeline){.schema = schema, .head = head, .extract = pp.extract};
+    *p = (pd_pipeline){.schema = schema, .head = head, .extract = pp.extract, .min_confidence = pp.min_confidence};
     pd_status rc = choose_path(p, &pp, err);
     if (!rc) rc = open_slots(p, model, &pp, err);
     if (!rc) rc = bind(p, model, &pp, err);
@@ -182,6 +187,7 @@ pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t len, pd_e
     pd_status rc = p->path == PD_PIPELINE_TAG ? pd_tag_extract(p->slots[0], p->tx, text, len, &x, err)
                                               : pd_extract(p->slots[0], p->ex, text, len, &p->extract, &x, err);
     if (!rc && p->decider) rc = relabel(p, text, len, x, err);
+    if (!rc) pdi_extraction_drop_below(x, p->min_confidence);
     if (rc) {
         pd_extraction_free(x);
         return rc;
@@ -212,9 +218,10 @@ pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, con
     if (!errs && !own) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory for %d texts", n);
     pd_error *e = errs ? errs : own;
     first = pd_extract_many(p->slots, p->parallel, p->ex, texts, lens, n, &p->extract, outs, e, err);
-    for (int32_t i = 0; p->decider && i < n; i++) {
+    for (int32_t i = 0; i < n; i++) {
         if (!outs[i]) continue;
-        pd_status rc = relabel(p, texts[i], lens[i], outs[i], &e[i]);
+        pd_status rc = p->decider ? relabel(p, texts[i], lens[i], outs[i], &e[i]) : PD_OK;
+        if (!rc) pdi_extraction_drop_below(outs[i], p->min_confidence);
         if (!rc) continue;
         pd_extraction_free(outs[i]);
         outs[i] = NULL;

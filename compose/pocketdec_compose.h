@@ -88,6 +88,8 @@ typedef struct pd_pipeline_params {
     int32_t parallel;          /* generation: texts in flight; 0 = 2 a thread, at most 16. A tagger
                                   head takes 0 or 1 (one pass a text) */
     size_t max_bytes;          /* memory budget of the main context (pd_context_params); 0 = none */
+    float min_confidence;      /* records whose confidence (pd_record) is below it are dropped; 0 keeps
+                                  all; within [0, 1] */
 } pd_pipeline_params;
 
 /* extract as pd_extract_default_params, every core (n_threads 0), the default context, parallel 0. */

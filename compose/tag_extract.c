@@ -97,16 +97,63 @@ static int by_key(const void *a, const void *b)
     return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* Byte offset in the text of each token of the read copy (a copy of the
+ * text's own tokens), [n_read + 1]. */
+static size_t *read_offsets(const pd_tag_extractor *tx, const pd_tag_trace *tr)
+{
+    const pd_tokenizer *tok = pd_model_tokenizer(pdi_tag_runner_model(tx->runner));
+    size_t *at = malloc(sizeof *at * ((size_t)tr->n_read + 1));
+    if (!at) return NULL;
+    at[0] = 0;
+    for (int32_t i = 0; i < tr->n_read; i++) {
+        size_t len = 0;
+        pd_tokenizer_token_bytes(tok, tr->tokens[tr->read_start + i], &len);
+        at[i + 1] = at[i] + len;
+    }
+    return at;
+}
+
+/* The probabilities and offsets of record r, just appended from rec (the
+ * label logits' row `row` of the trace). A label field's probability is
+ * its value's marginal over the label classes. */
+static void describe(const pd_tag_extractor *tx, const pd_tag_trace *tr, const pdi_tag_record *rec, int32_t row,
+                     const size_t *at, const char *text, size_t len, pd_record *r)
+{
+    const pdi_tagger *t = tx->t;
+    double confidence = (double)rec->link * rec->label_prob;
+    for (int32_t k = 0; k < t->n_spans; k++) {
+        const pd_tag_span *sp = rec->span[k] >= 0 ? &tr->spans[rec->span[k]] : NULL;
+        if (!sp) continue;
+        int32_t f = tx->span_field[k];
+        r->prob[f] = (float)sp->probability;
+        confidence *= sp->probability;
+        pdi_record_place(r, f, text, len, at[sp->first]);
+    }
+    for (int32_t j = 0; rec->label >= 0 && j < t->n_label_fields; j++) {
+        const float *logits = tr->label_logits + (size_t)row * (size_t)tr->n_labels;
+        const char *value = t->label_values[(size_t)rec->label * (size_t)t->n_label_fields + (size_t)j];
+        double p = 0;
+        for (int32_t l = 0; l < t->n_labels; l++)
+            if (!strcmp(t->label_values[(size_t)l * (size_t)t->n_label_fields + (size_t)j], value))
+                p += pdi_softmax_at(logits, tr->n_labels, l);
+        r->prob[tx->label_field[j]] = (float)p;
+    }
+    r->link = rec->link;
+    r->confidence = (float)confidence;
+}
+
 /* The head's records in text order as schema values (the no-record class
  * writes none); with the schema's distinct_records, repeats dropped. */
 static pd_status make_records(const pd_tag_extractor *tx, const pd_tag_trace *tr, const pdi_tag_record *recs,
-                              int32_t n_recs, pd_extraction *x, pd_error *err)
+                              int32_t n_recs, const char *text, size_t len, pd_extraction *x, pd_error *err)
 {
     const pdi_tagger *t = tx->t;
     const pd_schema *sc = tx->schema;
     keyed *order = malloc(sizeof *order * ((size_t)n_recs + 1));
     const char **values = calloc((size_t)pd_schema_n_fields(sc) + 1, sizeof *values);
-    pd_status rc = order && values ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
+    size_t *at = n_recs ? read_offsets(tx, tr) : NULL;
+    pd_status rc = order && values && (at || !n_recs) ? PD_OK
+                                                      : pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
     for (int32_t r = 0; !rc && r < n_recs; r++) {
         order[r] = (keyed){&recs[r], INT32_MAX, r};
         for (int32_t k = 0; k < t->n_spans; k++)
@@ -123,10 +170,13 @@ static pd_status make_records(const pd_tag_extractor *tx, const pd_tag_trace *tr
         for (int32_t j = 0; rec->label >= 0 && j < t->n_label_fields; j++)
             values[tx->label_field[j]] = t->label_values[(size_t)rec->label * (size_t)t->n_label_fields + (size_t)j];
         if (pdi_extraction_append(x, values)) rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
+        else describe(tx, tr, rec, order[r].order, at, text, len, &x->records[x->n_records - 1]);
     }
+    if (!rc) pdi_extraction_drop_below(x, (float)t->min_confidence); /* the head's own rule, before repeats */
     if (!rc && pdi_schema_distinct_records(sc)) pdi_extraction_drop_repeats(x);
     free(order);
     free(values);
+    free(at);
     return rc;
 }
 
@@ -143,7 +193,7 @@ pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, cons
     int32_t n_recs = 0;
     pd_status rc = x && tr ? PD_OK : pdi_set_error(err, PD_ERR_NOMEM, "out of memory extracting by decisions");
     if (!rc) rc = pdi_tag_run(tx->runner, ctx, text, len, trace != NULL, tr, &recs, &n_recs, err);
-    if (!rc) rc = make_records(tx, tr, recs, n_recs, x, err);
+    if (!rc) rc = make_records(tx, tr, recs, n_recs, text, len, x, err);
     if (x) x->stats.n_prompt_tokens = tr ? tr->n_tokens : 0;
     free(recs);
     if (rc || !out) pd_extraction_free(x);

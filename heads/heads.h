@@ -56,6 +56,7 @@ typedef struct pdi_tagger {
     bool no_record;        /* head.json "no_record": one more label row, last, that drops the record */
     bool posterior_spans;  /* head.json "span_decoding" "posterior": spans by their marginal probability */
     double span_threshold; /* with it, the least probability of a kept span, in [0.01, 1] */
+    double min_confidence; /* head.json "min_confidence": records less sure are not written, in [0, 1] */
     pdi_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */
@@ -276,6 +277,9 @@ pd_status pdi_tag_prompt(const pdi_tag_runner *r, const char *text, size_t len, 
 typedef struct pdi_tag_record {
     int32_t span[PD_TAGGER_MAX_SPANS];
     int32_t label;
+    float link;       /* the pairing's probability: the `from` span's choice (none included), or
+                         for a lone `to` span that no `from` span chose it; 1 without a link */
+    float label_prob; /* the label class's softmax probability (1 without labels) */
 } pdi_tag_record;
 
 /* One pass over text (len bytes of valid UTF-8): the prompt evaluated in one
@@ -294,5 +298,7 @@ void pdi_tensor_shape_text(const pdi_tensor *t, char *buf, size_t n);
 
 /* Index of the largest of v[0..n) (the first on ties). */
 int32_t pdi_argmax(const float *v, int32_t n);
+/* softmax(v[0..n))[k], in double. */
+double pdi_softmax_at(const float *v, int32_t n, int32_t k);
 
 #endif

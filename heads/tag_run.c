@@ -170,7 +170,7 @@ static pd_status link_records(pass *ps, pdi_tag_record *recs, int32_t *n_recs, p
 {
     pd_tag_trace *tr = ps->tr;
     const pdi_tagger *t = ps->t;
-    const pdi_tag_record empty = {.span = {-1, -1}, .label = -1};
+    const pdi_tag_record empty = {.span = {-1, -1}, .label = -1, .link = 1, .label_prob = 1};
     *n_recs = 0;
     if (t->link_from < 0) {
         for (int32_t s = 0; s < tr->n_spans; s++) {
@@ -214,12 +214,19 @@ static pd_status link_records(pass *ps, pdi_tag_record *recs, int32_t *n_recs, p
         *r = empty;
         r->span[t->link_from] = from[o];
         r->span[t->link_to] = l->choice;
+        r->link = (float)pdi_softmax_at(l->scores, n_to + 1, best);
     }
     for (int32_t a = 0; !rc && a < n_to; a++) {
         if (chosen[a]) continue;
         pdi_tag_record *r = &recs[(*n_recs)++];
         *r = empty;
         r->span[t->link_to] = to[a];
+        double taken = 0; /* the likeliest claim on it by a `from` span */
+        for (int32_t o = 0; o < tr->n_links; o++) {
+            double p = pdi_softmax_at(tr->links[o].scores, n_to + 1, a);
+            if (p > taken) taken = p;
+        }
+        r->link = (float)(1 - taken);
     }
     free(from);
     free(to_rows);
@@ -263,6 +270,7 @@ static pd_status label_records(pass *ps, pdi_tag_record *recs, int32_t n_recs, p
         }
         pdi_tagger_label_logits(ps->head, xs, sparse_on ? sparse : NULL, logits);
         recs[r].label = pdi_argmax(logits, classes);
+        recs[r].label_prob = (float)pdi_softmax_at(logits, classes, recs[r].label);
         tr->n_label_rows++;
     }
     free(sparse);

@@ -152,6 +152,18 @@ static pd_status parse_span_decoding(pdi_tagger *t, json_t *root, const char *pa
     return PD_OK;
 }
 
+/* "min_confidence": p, 0 <= p <= 1 (0 when not given): the head writes no
+ * record whose confidence (pd_record) is below p. */
+static pd_status parse_min_confidence(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
+{
+    json_t *v = json_object_get(root, "min_confidence");
+    double p = v ? json_number_value(v) : 0.0;
+    if (v && (!json_is_number(v) || !(p >= 0.0 && p <= 1.0)))
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"min_confidence\" must be a number in [0, 1]", path);
+    t->min_confidence = p;
+    return PD_OK;
+}
+
 static pd_status parse_labels(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
@@ -214,6 +226,7 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
     if (!rc) rc = parse_link(t, root, path, err);
     if (!rc) rc = parse_labels(t, root, path, err);
     if (!rc) rc = parse_span_decoding(t, root, path, err);
+    if (!rc) rc = parse_min_confidence(t, root, path, err);
     if (!rc) rc = pdi_gazetteer_parse(h, root, path, err);
     if (!rc) rc = pdi_features_parse(h, root, path, err);
     return rc;

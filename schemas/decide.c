@@ -131,7 +131,36 @@ const char *const *pdi_schema_decide_candidates(const pd_schema *sc, int32_t *n)
     return (const char *const *)sc->decide_cands;
 }
 
-pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec)
+/* Index among its field's values of decided field j's value in candidate k. */
+static int32_t candidate_digit(const pd_schema *sc, const int32_t *fields, int32_t nf, int32_t k, int32_t j)
+{
+    for (int32_t i = nf - 1; i > j; i--) k /= sc->fields[fields[i]].n_values;
+    return k % sc->fields[fields[j]].n_values;
+}
+
+/* Each decided field's probability, the marginal of its value over the
+ * candidates; the record's confidence, its other fields' times candidate k's. */
+static void candidate_probs(const pd_schema *sc, const int32_t *fields, int32_t nf, const float *probs, int32_t k,
+                            pd_record *rec)
+{
+    double confidence = probs[k];
+    if (!rec->prob) return; /* a record built by hand, without probabilities */
+    for (int32_t f = 0; f < sc->n_fields; f++) {
+        bool decided = false;
+        for (int32_t j = 0; j < nf; j++) decided |= fields[j] == f;
+        if (!decided) confidence *= rec->prob[f];
+    }
+    for (int32_t j = 0; j < nf; j++) {
+        int32_t mine = candidate_digit(sc, fields, nf, k, j);
+        double p = 0;
+        for (int32_t c = 0; c < sc->n_decide_cands; c++)
+            if (candidate_digit(sc, fields, nf, c, j) == mine) p += probs[c];
+        rec->prob[fields[j]] = (float)p;
+    }
+    rec->confidence = (float)confidence;
+}
+
+pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, const float *probs, pd_record *rec)
 {
     int32_t fields[64], nf = candidate_fields(sc, fields);
     char **values = malloc(sizeof *values * (size_t)sc->n_fields);
@@ -150,5 +179,6 @@ pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *
         }
     }
     free(values);
+    if (!rc && probs) candidate_probs(sc, fields, nf, probs, k, rec);
     return rc;
 }

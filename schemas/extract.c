@@ -5,6 +5,7 @@
 #include "schema_internal.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,10 +75,7 @@ pd_extract_params pd_extract_default_params(void)
 void pd_extraction_free(pd_extraction *x)
 {
     if (!x) return;
-    for (int32_t r = 0; r < x->n_records; r++) {
-        for (int32_t f = 0; f < x->n_fields; f++) free(x->records[r].values[f]);
-        free(x->records[r].values);
-    }
+    for (int32_t r = 0; r < x->n_records; r++) pdi_record_free(&x->records[r], x->n_fields);
     free(x->records);
     free(x->stats.mask_us);
     free(x);
@@ -91,28 +89,46 @@ static double now_us(void)
 }
 
 /* Split the bytes of complete records into values (the grammar guarantees the
- * separators are where the schema puts them). */
-static pd_status add_records(pd_extraction *x, const pd_schema *sc, const char *out, size_t len)
+ * separators are where the schema puts them). byte_logp[b] is the log
+ * probability of the token that starts at output byte b (0 elsewhere): a
+ * field's probability is that of the tokens starting in its value and the
+ * separator after it, the record's that of all its tokens. */
+static pd_status add_records(pd_extraction *x, const pd_schema *sc, const char *out, size_t len,
+                             const double *byte_logp)
 {
     size_t sep_len = strlen(sc->separator), end_len = strlen(sc->record_end);
     const char *p = out, *stop = out + len;
     char **values = calloc((size_t)sc->n_fields, sizeof *values);
-    pd_status rc = values ? PD_OK : PD_ERR_NOMEM;
+    double *field_logp = calloc((size_t)sc->n_fields, sizeof *field_logp);
+    pd_status rc = values && field_logp ? PD_OK : PD_ERR_NOMEM;
     while (rc == PD_OK && p < stop) {
+        double record_logp = 0;
         for (int32_t f = 0; rc == PD_OK && f < sc->n_fields; f++) {
             const char *term = f + 1 < sc->n_fields ? sc->separator : sc->record_end;
             const char *e = memchr(p, term[0], (size_t)(stop - p));
-            if (!e) rc = PD_ERR_INTERNAL;
-            else if (!(values[f] = strndup(p, (size_t)(e - p)))) rc = PD_ERR_NOMEM;
-            else p = e + (f + 1 < sc->n_fields ? sep_len : end_len);
+            if (!e) {
+                rc = PD_ERR_INTERNAL;
+                break;
+            }
+            if (!(values[f] = strndup(p, (size_t)(e - p)))) rc = PD_ERR_NOMEM;
+            const char *next = e + (f + 1 < sc->n_fields ? sep_len : end_len);
+            field_logp[f] = 0;
+            for (const char *q = p; q < next; q++) field_logp[f] += byte_logp[q - out];
+            record_logp += field_logp[f];
+            p = next;
         }
-        if (rc == PD_OK) rc = pdi_extraction_append(x, (const char *const *)values);
+        if (rc == PD_OK && (rc = pdi_extraction_append(x, (const char *const *)values)) == PD_OK) {
+            pd_record *r = &x->records[x->n_records - 1];
+            for (int32_t f = 0; f < sc->n_fields; f++) r->prob[f] = (float)exp(field_logp[f]);
+            r->confidence = (float)exp(record_logp);
+        }
         for (int32_t f = 0; f < sc->n_fields; f++) {
             free(values[f]);
             values[f] = NULL;
         }
     }
     free(values);
+    free(field_logp);
     return rc;
 }
 
@@ -126,6 +142,9 @@ typedef struct decoder {
     float *cand;      /* their logits */
     uint64_t rng;
     int32_t *out;     /* [max_tokens + 1]: the tokens generated so far, then a draft */
+    double *logp;     /* [max_tokens + 1]: each generated token's log probability among the allowed ones */
+    const char *text; /* the review, where the records' spans are placed */
+    size_t len;
     int32_t *scratch; /* [n_vocab + 1]: allowed sets while drafting */
     int32_t *batch;   /* [1 + PD_SPECULATE_MAX]: the last evaluation's tokens (a token, then its draft) */
     int32_t row, n_rows; /* the row of the last evaluation whose logits decide next, and its rows */
@@ -252,10 +271,25 @@ static void prepare_draft(decoder *d, int32_t k, bool full, pd_extraction *x)
     x->stats.n_drafted += k;
 }
 
-/* Pick among d->allowed[0..n): the same logits reach pd_sample whichever head
- * computed them, so sparse and full heads choose the same token. */
-static pd_status choose(decoder *d, int32_t n, bool sparse, int32_t *id, pd_error *err)
+/* log sum exp of the n logits (NaN ones left out, as pd_sample leaves them). */
+static double log_sum_exp(const float *x, int32_t n)
 {
+    float top = -INFINITY;
+    for (int32_t k = 0; k < n; k++)
+        if (x[k] > top) top = x[k];
+    double sum = 0;
+    for (int32_t k = 0; k < n; k++)
+        if (!isnan(x[k])) sum += exp((double)x[k] - top);
+    return top + log(sum);
+}
+
+/* Pick among d->allowed[0..n): the same logits reach pd_sample whichever head
+ * computed them, so sparse and full heads choose the same token. *logp: its
+ * log probability among the n (the logits' softmax; 0 when it was the only
+ * one). */
+static pd_status choose(decoder *d, int32_t n, bool sparse, int32_t *id, double *logp, pd_error *err)
+{
+    *logp = 0;
     if (n == 1) {
         *id = d->allowed[0];
         return PD_OK;
@@ -270,6 +304,7 @@ static pd_status choose(decoder *d, int32_t n, bool sparse, int32_t *id, pd_erro
     int32_t k = pd_sample(d->cand, n, NULL, &d->p.sampler, &d->rng);
     if (k < 0) return pdi_set_error(err, PD_ERR_INTERNAL, "extraction: no token to sample");
     *id = d->allowed[k];
+    *logp = d->cand[k] - log_sum_exp(d->cand, n);
     return PD_OK;
 }
 
@@ -342,11 +377,13 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
     *more = false;
     for (;;) {
         int32_t id = -1, n = d->n;
+        double logp;
         if (n == 0 || (n == 1 && d->allowed[0] == d->ex->end_id)) break; /* nothing but the end */
-        if ((rc = choose(d, n, d->sparse, &id, err))) return rc;
+        if ((rc = choose(d, n, d->sparse, &id, &logp, err))) return rc;
         x->stats.n_sparse += (d->sparse || !d->full) && n > 1;
         if (id == d->ex->end_id) break;
         d->out[x->stats.n_tokens] = id;
+        d->logp[x->stats.n_tokens] = logp;
         size_t blen = 0;
         const char *bytes = pd_tokenizer_token_bytes(pd_model_tokenizer(d->ex->model), id, &blen);
         bool repeated = false;
@@ -421,7 +458,7 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
                               const pd_extract_params *p, bool *done, pd_error *err)
 {
     const pd_schema *sc = ex->schema;
-    *d = (decoder){.ctx = ctx, .ex = ex, .p = *p, .rng = p->sampler.seed, .copy_drafts = true};
+    *d = (decoder){.ctx = ctx, .ex = ex, .p = *p, .rng = p->sampler.seed, .copy_drafts = true, .text = text, .len = len};
     *done = true;
     if (!(d->x = calloc(1, sizeof *d->x))) return pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     d->x->n_fields = sc->n_fields;
@@ -434,10 +471,11 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
     d->allowed = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
     d->cand = malloc(sizeof(float) * ((size_t)ex->n_vocab + 1));
     d->out = malloc(sizeof(int32_t) * ((size_t)d->p.max_tokens + 1));
+    d->logp = malloc(sizeof(double) * ((size_t)d->p.max_tokens + 1));
     d->scratch = malloc(sizeof(int32_t) * ((size_t)ex->n_vocab + 1));
     d->batch = malloc(sizeof(int32_t) * (1 + PD_SPECULATE_MAX));
     d->x->stats.mask_us = calloc((size_t)d->p.max_tokens + 1, sizeof *d->x->stats.mask_us);
-    if (!d->allowed || !d->cand || !d->out || !d->scratch || !d->batch || !d->x->stats.mask_us)
+    if (!d->allowed || !d->cand || !d->out || !d->logp || !d->scratch || !d->batch || !d->x->stats.mask_us)
         return pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     if ((rc = pdi_constraint_init(&d->con, sc, text, len, d->p.max_records, err))) return rc;
     d->x->stats.n_prompt_tokens = (int32_t)d->n_ids;
@@ -452,17 +490,36 @@ static pd_status decoder_open(decoder *d, pd_context *ctx, const pd_extractor *e
     return PD_OK;
 }
 
+/* The output's records into d->x, with their probabilities and offsets. */
+static pd_status split_output(decoder *d)
+{
+    const pd_tokenizer *tok = pd_model_tokenizer(d->ex->model);
+    double *byte_logp = calloc(d->complete + 1, sizeof *byte_logp);
+    if (!byte_logp) return PD_ERR_NOMEM;
+    size_t b = 0;
+    for (int32_t t = 0; t < d->x->stats.n_tokens && b < d->complete; t++) {
+        size_t len = 0;
+        pd_tokenizer_token_bytes(tok, d->out[t], &len);
+        byte_logp[b] += d->logp[t];
+        b += len;
+    }
+    pd_status rc = add_records(d->x, d->ex->schema, (const char *)d->con.buf, d->complete, byte_logp);
+    free(byte_logp);
+    return rc ? rc : pdi_extraction_locate(d->x, d->ex->schema, d->text, d->len);
+}
+
 /* The decoder's extraction (its records split out of the output) into *out,
  * or NULL when rc is an error; frees the rest. */
 static pd_status decoder_close(decoder *d, pd_status rc, pd_extraction **out, pd_error *err)
 {
-    if (!rc && d->x && add_records(d->x, d->ex->schema, (const char *)d->con.buf, d->complete))
+    if (!rc && d->x && d->x->stats.n_tokens && split_output(d))
         rc = pdi_set_error(err, PD_ERR_NOMEM, "extraction: out of memory");
     pdi_constraint_free(&d->con);
     free(d->ids);
     free(d->allowed);
     free(d->cand);
     free(d->out);
+    free(d->logp);
     free(d->scratch);
     free(d->batch);
     if (rc) pd_extraction_free(d->x);

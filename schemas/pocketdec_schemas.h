@@ -58,11 +58,45 @@ typedef struct pd_extract_params {
 
 PD_API pd_extract_params pd_extract_default_params(void);
 
-/* One record: n_fields NUL-terminated values in schema order; "_" for an
- * empty field. */
+/* One record: n_fields NUL-terminated values in schema order ("_" for an
+ * empty field), where its spans are in the text, and how sure the model is
+ * of it. Every array has n_fields entries and belongs to the extraction.
+ *
+ * Offsets count characters (Unicode code points) of the text the record was
+ * extracted from, as the Tianchi gold's A_start/A_end: text[start, end) is
+ * the value. A span value that occurs more than once is placed where the
+ * path read it (a tagger head: its own tokens; generation: the first
+ * occurrence at or after the previous record's span of that field, else the
+ * first). Enum fields, `_` and a value the text does not hold (one the
+ * tokenizer's normalisation changed) have -1, -1.
+ *
+ * Probabilities are the model's, under the schema (docs/extraction.md
+ * "Confidence" has the details):
+ * - a tagger head: a span's is the lattice's probability that exactly this
+ *   span is there; link is the softmax probability of the record's pairing
+ *   (its `from` span's choice, "none" included; for a lone `to` span, that no
+ *   `from` span chose it); each label field's is the marginal probability of
+ *   its value over the label classes (the no-record class included);
+ *   confidence = the spans' probabilities x link x the probability of the
+ *   joint label class.
+ * - generation: a field's is the product over its value's tokens and the
+ *   separator after it of each token's probability among the tokens the
+ *   schema allows there (1 for a forced token); link is 1; confidence = the
+ *   product over all the record's tokens (the fields' product).
+ * - generation relabelled by a decision head: the span fields as generation
+ *   gives them; each decided field's is its value's marginal over the
+ *   candidates; confidence = the span fields' probabilities x the chosen
+ *   candidate's probability. */
 typedef struct pd_record {
     char **values;
+    int32_t *start, *end; /* character offsets of each span value, -1 when none */
+    float *prob;          /* each field's probability */
+    float link;           /* the pairing's probability (1 when the path decides none) */
+    float confidence;     /* the record's probability as a whole, in [0, 1] */
 } pd_record;
+/* (A pd_extraction built by hand, for pd_extraction_format or
+ * pd_extraction_decide, may leave start, end and prob NULL: the JSONL writer
+ * then leaves out "spans", or "probs" and "confidence".) */
 
 typedef enum pd_extract_stop {
     PD_STOP_END = 0,     /* the model ended the output */
@@ -133,7 +167,9 @@ PD_API pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const 
 
 typedef enum pd_record_format {
     PD_FORMAT_TIANCHI = 0, /* CSV rows "id,<print.csv fields>" (RFC 4180 quoting); "id,_,..,_" for none */
-    PD_FORMAT_JSONL = 1    /* one line {"id": id, "records": [{field: value, ...}, ...]} */
+    PD_FORMAT_JSONL = 1    /* one line {"id": id, "records": [{field: value, ..., "spans": {field: [start, end],
+                              ...}, "probs": {field: p, ..., "link": p}, "confidence": p}, ...]}: spans only
+                              for values placed in the text; probabilities to 4 significant digits */
 } pd_record_format;
 
 /* Print x for input id in the given form. *text is pd_free()-able and

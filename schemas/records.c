@@ -36,20 +36,84 @@ pd_extraction *pdi_extraction_new_empty(const pd_schema *sc)
     return x;
 }
 
+void pdi_record_free(pd_record *r, int32_t n_fields)
+{
+    for (int32_t f = 0; r->values && f < n_fields; f++) free(r->values[f]);
+    free(r->values);
+    free(r->start);
+    free(r->end);
+    free(r->prob);
+    *r = (pd_record){0};
+}
+
 pd_status pdi_extraction_append(pd_extraction *x, const char *const *values)
 {
     pd_record *recs = realloc(x->records, sizeof *recs * (size_t)(x->n_records + 1));
     if (!recs) return PD_ERR_NOMEM;
     x->records = recs;
-    char **v = calloc((size_t)x->n_fields, sizeof *v);
-    bool ok = v != NULL;
-    for (int32_t f = 0; ok && f < x->n_fields; f++) ok = (v[f] = strdup(values[f] ? values[f] : "_")) != NULL;
+    size_t n = (size_t)x->n_fields + 1; /* + 1: no zero-size allocations */
+    pd_record r = {.values = calloc(n, sizeof *r.values), .start = malloc(n * sizeof *r.start),
+                   .end = malloc(n * sizeof *r.end), .prob = malloc(n * sizeof *r.prob), .link = 1, .confidence = 1};
+    bool ok = r.values && r.start && r.end && r.prob;
+    for (int32_t f = 0; ok && f < x->n_fields; f++) {
+        ok = (r.values[f] = strdup(values[f] ? values[f] : "_")) != NULL;
+        r.start[f] = r.end[f] = -1;
+        r.prob[f] = 1;
+    }
     if (!ok) {
-        for (int32_t f = 0; v && f < x->n_fields; f++) free(v[f]);
-        free(v);
+        pdi_record_free(&r, x->n_fields);
         return PD_ERR_NOMEM;
     }
-    recs[x->n_records++].values = v;
+    recs[x->n_records++] = r;
+    return PD_OK;
+}
+
+/* ---------------------------------------------------------- offsets */
+
+static int32_t count_chars(const char *s, size_t n)
+{
+    int32_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((uint8_t)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* Byte offset of value in text: the occurrence at byte `from` or the first
+ * after it, else the first; SIZE_MAX when the text does not hold it. */
+static size_t find_value(const char *text, size_t len, const char *value, size_t from)
+{
+    size_t n = strlen(value);
+    if (n == 0 || n > len) return SIZE_MAX;
+    for (int round = 0; round < 2; round++) {
+        for (size_t b = round ? 0 : from; b + n <= len; b++)
+            if (text[b] == value[0] && memcmp(text + b, value, n) == 0 && ((uint8_t)text[b] & 0xC0) != 0x80) return b;
+        if (from == 0) break;
+    }
+    return SIZE_MAX;
+}
+
+size_t pdi_record_place(pd_record *r, int32_t f, const char *text, size_t len, size_t from)
+{
+    size_t b = strcmp(r->values[f], "_") ? find_value(text, len, r->values[f], from) : SIZE_MAX;
+    if (b == SIZE_MAX) {
+        r->start[f] = r->end[f] = -1;
+        return SIZE_MAX;
+    }
+    r->start[f] = count_chars(text, b);
+    r->end[f] = r->start[f] + count_chars(r->values[f], strlen(r->values[f]));
+    return b;
+}
+
+pd_status pdi_extraction_locate(pd_extraction *x, const pd_schema *sc, const char *text, size_t len)
+{
+    size_t *from = calloc((size_t)sc->n_fields + 1, sizeof *from); /* each field's previous span, in bytes */
+    if (!from) return PD_ERR_NOMEM;
+    for (int32_t r = 0; r < x->n_records; r++)
+        for (int32_t f = 0; f < sc->n_fields; f++) {
+            if (sc->fields[f].kind != PD_FIELD_SPAN) continue;
+            size_t b = pdi_record_place(&x->records[r], f, text, len, from[f]);
+            if (b != SIZE_MAX) from[f] = b;
+        }
+    free(from);
     return PD_OK;
 }
 
@@ -60,6 +124,16 @@ static bool same_record(const pd_record *a, const pd_record *b, int32_t n_fields
     return true;
 }
 
+void pdi_extraction_drop_below(pd_extraction *x, float min)
+{
+    int32_t kept = 0;
+    for (int32_t r = 0; r < x->n_records; r++) {
+        if (x->records[r].confidence < min) pdi_record_free(&x->records[r], x->n_fields);
+        else x->records[kept++] = x->records[r];
+    }
+    x->n_records = kept;
+}
+
 void pdi_extraction_drop_repeats(pd_extraction *x)
 {
     int32_t kept = 0;
@@ -67,8 +141,7 @@ void pdi_extraction_drop_repeats(pd_extraction *x)
         bool seen = false;
         for (int32_t q = 0; q < kept && !seen; q++) seen = same_record(&x->records[q], &x->records[r], x->n_fields);
         if (seen) {
-            for (int32_t f = 0; f < x->n_fields; f++) free(x->records[r].values[f]);
-            free(x->records[r].values);
+            pdi_record_free(&x->records[r], x->n_fields);
         } else {
             x->records[kept++] = x->records[r];
         }
@@ -104,15 +177,33 @@ static void tianchi_row(pdi_buf *b, const pd_schema *sc, const char *id, const p
     pdi_buf_append(b, "\n", 1);
 }
 
+/* {field: value, ..., "spans": {span field: [start, end]}, "probs": {field:
+ * p, ..., "link": p}, "confidence": p}: spans only for the values placed in
+ * the text. A record built by hand without offsets or probabilities (NULL
+ * arrays) has no "spans", or no "probs" and "confidence". */
+static json_t *jsonl_record(const pd_schema *sc, const pd_record *r)
+{
+    json_t *rec = json_object(), *spans = r->start && r->end ? json_object() : NULL;
+    json_t *probs = r->prob ? json_object() : NULL;
+    for (int32_t f = 0; f < sc->n_fields; f++) {
+        const char *name = sc->fields[f].name;
+        json_object_set_new(rec, name, json_string(r->values[f]));
+        if (spans && r->start[f] >= 0) json_object_set_new(spans, name, json_pack("[i, i]", r->start[f], r->end[f]));
+        if (probs) json_object_set_new(probs, name, json_real(r->prob[f]));
+    }
+    if (spans) json_object_set_new(rec, "spans", spans);
+    if (probs) {
+        json_object_set_new(probs, "link", json_real(r->link));
+        json_object_set_new(rec, "probs", probs);
+        json_object_set_new(rec, "confidence", json_real(r->confidence));
+    }
+    return rec;
+}
+
 static json_t *jsonl_object(const pd_schema *sc, const pd_extraction *x, const char *id)
 {
     json_t *recs = json_array(), *o = json_pack("{s:s, s:o}", "id", id, "records", recs);
-    for (int32_t r = 0; x && o && r < x->n_records; r++) {
-        json_t *rec = json_object();
-        for (int32_t f = 0; f < sc->n_fields; f++)
-            json_object_set_new(rec, sc->fields[f].name, json_string(x->records[r].values[f]));
-        json_array_append_new(recs, rec);
-    }
+    for (int32_t r = 0; x && o && r < x->n_records; r++) json_array_append_new(recs, jsonl_record(sc, &x->records[r]));
     return o;
 }
 
@@ -130,7 +221,7 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
         for (int32_t r = 0; x && r < x->n_records; r++) tianchi_row(&b, schema, id, &x->records[r]);
     } else if (fmt == PD_FORMAT_JSONL) {
         json_t *o = jsonl_object(schema, x, id);
-        char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
         json_decref(o);
         if (!s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: id or value of '%s' is not valid UTF-8", schema->path, id);
         pdi_buf_append(&b, s, strlen(s));

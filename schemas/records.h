@@ -27,6 +27,17 @@ pd_extraction *pdi_extraction_new_empty(const pd_schema *sc);
 /* Append a record: values[f] for each field f (NULL: "_"), copied.
  * PD_ERR_NOMEM (nothing appended) is the only failure. */
 pd_status pdi_extraction_append(pd_extraction *x, const char *const *values);
+/* Release one record's arrays (the record itself belongs to its extraction). */
+void pdi_record_free(pd_record *r, int32_t n_fields);
+/* Set span field f's character offsets in text (len bytes): where its value
+ * occurs at byte `from` or first after it, else first; -1, -1 for `_` or a
+ * value the text does not hold. Returns the byte offset, SIZE_MAX for none. */
+size_t pdi_record_place(pd_record *r, int32_t f, const char *text, size_t len, size_t from);
+/* Place every span value of x's records in text, record by record: each at
+ * or after the previous record's span of its field (generation's rule). */
+pd_status pdi_extraction_locate(pd_extraction *x, const pd_schema *sc, const char *text, size_t len);
+/* Drop each record whose confidence is below min, keeping the order. */
+void pdi_extraction_drop_below(pd_extraction *x, float min);
 /* Drop each record equal in every field to an earlier one, keeping the order. */
 void pdi_extraction_drop_repeats(pd_extraction *x);
 
@@ -39,7 +50,10 @@ char *pdi_schema_decide_question(const pd_schema *sc, const pd_record *rec);
  * without a decide section). */
 const char *const *pdi_schema_decide_candidates(const pd_schema *sc, int32_t *n);
 /* Give the fields the candidate template names the values of candidate k
- * (0 <= k < the number of candidates). PD_ERR_NOMEM is the only failure. */
-pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, pd_record *rec);
+ * (0 <= k < the number of candidates). With probs (the candidates'
+ * probabilities, or NULL), each decided field's probability becomes its
+ * value's marginal and the record's confidence its other fields'
+ * probabilities times probs[k]. PD_ERR_NOMEM is the only failure. */
+pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, const float *probs, pd_record *rec);
 
 #endif

@@ -133,6 +133,12 @@ static pd_status read_field(reader *r, pd_schema *sc, pdi_schema_field *f, const
     if ((rc = check_keys(r, fn, "a field", keys)) || (rc = get_string(r, fn, "name", true, true, &f->name)) ||
         (rc = get_string(r, fn, "kind", true, true, &kind)))
         goto done;
+    static const char *const reserved[] = {"spans", "probs", "confidence", "link", NULL}; /* JSONL record keys */
+    for (int32_t i = 0; reserved[i]; i++)
+        if (strcmp(f->name, reserved[i]) == 0) {
+            rc = fail_at(r, fn, PD_ERR_FORMAT, "field name '%s' is reserved (a key of the JSONL records)", f->name);
+            goto done;
+        }
     for (int32_t i = 0; sc->fields + i < f; i++)
         if (strcmp(sc->fields[i].name, f->name) == 0) {
             rc = fail_at(r, fn, PD_ERR_FORMAT, "field '%s' is defined twice", f->name);

@@ -82,6 +82,10 @@ def package(run, out):
             log["args"][k] = os.path.relpath(v, root) if v.startswith(root + os.sep) else os.path.basename(v)
     with open(os.path.join(out, "train_log.json"), "w", encoding="utf-8") as f:
         json.dump(log, f, ensure_ascii=False, indent=2)
+    write_expected(out)
+
+
+def write_expected(out):
     with open(os.path.join(out, "expected.json"), "w", encoding="utf-8") as f:
         json.dump(expected(out), f, ensure_ascii=False)
 
@@ -137,6 +141,7 @@ def tagger_cases(model, tok, out):
             ln["scores"] = g7(ln["scores"])
         for lb in tr["labels"]:
             lb["logits"] = g7(lb["logits"])
+        tr["confidences"] = g7(tr["confidences"])
         rows.append({"name": "tagger", "text": text, "ids": ids, "read_start": read, **tr})
     return rows
 
@@ -160,6 +165,8 @@ def check(out):
         for x, y in zip(a.get("spans", []), b.get("spans", [])):
             if abs(x["probability"] - y["probability"]) > 1e-5:
                 sys.exit(f"{out}/expected.json: {a['name']} span probabilities differ")
+        if any(abs(x - y) > 1e-5 for x, y in zip(a.get("confidences", []), b.get("confidences", []))):
+            sys.exit(f"{out}/expected.json: {a['name']} record confidences differ")
         for key in ("hidden", "logits", "scores", "emissions"):
             if key not in a:
                 continue
@@ -175,10 +182,14 @@ def main():
     ap.add_argument("--run", help="a train_all.py output directory")
     ap.add_argument("--out", help="where to write the packaged default")
     ap.add_argument("--check", metavar="DIR", help="recompute DIR/expected.json and compare")
+    ap.add_argument("--rewrite", metavar="DIR", help="recompute DIR/expected.json and write it (after an edit "
+                    "of the packaged files, e.g. a head.json decision rule)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.check:
         check(a.check)
+    elif a.rewrite:
+        write_expected(a.rewrite)
     elif a.run and a.out:
         package(a.run, a.out)
     else:

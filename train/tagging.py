@@ -13,6 +13,7 @@ import math
 import os
 import re
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -445,7 +446,7 @@ def decode(head, meta, h, text, byte_ranges, labels):
     stext = [raw[byte_ranges[a][0]:byte_ranges[b][1]].decode("utf-8") for _, a, b in sp]
     at = {b: k for k, b in enumerate(char_starts(text))}  # spans start and end on characters
     coffs = [(at[byte_ranges[a][0]], at[byte_ranges[b][1]]) for _, a, b in sp]
-    links, recs, used = [], [], set()
+    links, recs, used, link_p = [], [], set(), []
     for k in frm:
         ids = None
         if fs:
@@ -456,12 +457,15 @@ def decode(head, meta, h, text, byte_ranges, labels):
         # argmax of torch returns the first maximum: ties go to the earlier candidate
         choice = to[c] if c < len(to) else -1
         links.append({"from": k, "scores": s.tolist(), "choice": choice})
+        p = torch.softmax(s.double(), 0) if len(s) else torch.ones(1, dtype=torch.float64)
+        link_p.append(p)
         if choice >= 0:
             used.add(choice)
-        recs.append({dst: choice, src: k})
+        recs.append({dst: choice, src: k, "link": float(p[c])})
     for j in to:
-        if j not in used:
-            recs.append({dst: j, src: -1})
+        if j not in used:  # the pairing's probability: that no `from` span chose it
+            recs.append({dst: j, src: -1, "link": 1.0 - max([float(p[to.index(j)]) for p in link_p] + [0.0])})
+    floor = meta.get("min_confidence", 0.0)
     out, logits, quads = [], [], []
     for r in recs:
         ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
@@ -471,6 +475,15 @@ def decode(head, meta, h, text, byte_ranges, labels):
         best = int(torch.argmax(lg.double()))
         if best == len(labels):  # the no-record class: the record is not written
             continue
+        # the record's confidence (docs/extraction.md): its spans', its link's and its label's
+        # probabilities; below the head's min_confidence (compared in float32) it is not written
+        confidence = r["link"] * float(torch.softmax(lg.double(), 0)[best])
+        for f in head.spans:
+            if r[f] >= 0:
+                _, a, b = sp[r[f]]
+                confidence *= math.exp(lattice.span_logprob(head.spans.index(f), a, b))
+        if np.float32(confidence) < np.float32(floor):
+            continue
         lab = labels[best]
         q = ()
         for f in head.spans:
@@ -479,19 +492,21 @@ def decode(head, meta, h, text, byte_ranges, labels):
         first = min(sp[r[f]][1] for f in head.spans if r[f] >= 0)
         vals = {f: (stext[r[f]] if r[f] >= 0 else "_") for f in head.spans}
         vals.update(dict(zip(meta["label_fields"], lab)))
-        out.append((first, vals))
-    out = [v for _, v in sorted(out, key=lambda x: x[0])]
-    seen, uniq = set(), []
-    for v in out:
+        out.append((first, vals, confidence))
+    out = sorted(out, key=lambda x: x[0])
+    seen, uniq, confidences = set(), [], []
+    for _, v, c in out:
         key = tuple(sorted(v.items()))
         if key not in seen:
             seen.add(key)
             uniq.append(v)
+            confidences.append(c)
     trace = {"tags": [head.tags[t] for t in tags], "emissions": e.tolist(),
              "spans": [{"field": f, "text": stext[k], "first": a, "last": b,
                         "probability": math.exp(lattice.span_logprob(head.spans.index(f), a, b))}
                        for k, (f, a, b) in enumerate(sp)],
-             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq}
+             "links": links, "labels": [{"logits": x} for x in logits], "records": uniq,
+             "confidences": confidences}
     return uniq, trace, quads
 
 

@@ -249,6 +249,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     t0 = time.time()
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed + 1)
+    if a.min_confidence is not None:
+        meta["min_confidence"] = a.min_confidence
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     model = qwen3.load_hf(base_dir)
     spec = make_spec(meta, train) if a.features else None
@@ -443,6 +445,9 @@ def label_args(ap):
                          "the most frequent one (oversampling; 1: none)")
     ap.add_argument("--polarity-prior", type=float, default=0.5,
                     help="tau of the logit adjustment: label bias -= tau x log(share of its polarity)")
+    ap.add_argument("--min-confidence", type=float, default=None,
+                    help="head.json's min_confidence, the least confidence of a written record (default: the "
+                         "template's, 0.3)")
 
 
 def main(argv=None):

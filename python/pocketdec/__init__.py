@@ -19,8 +19,8 @@ from . import tianchi_eval
 from ._lib import PD_PATH as library_path
 from ._lib import Error
 from .decide import Decider, Decision
-from .extract import Extractor
+from .extract import Extractor, Record
 from .model import Model, Tokenizer
 
 __version__ = "0.1.0"
-__all__ = ["Model", "Tokenizer", "Decider", "Decision", "Extractor", "Error", "tianchi_eval", "library_path"]
+__all__ = ["Model", "Tokenizer", "Decider", "Decision", "Extractor", "Record", "Error", "tianchi_eval", "library_path"]

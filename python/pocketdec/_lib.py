@@ -144,12 +144,13 @@ class ExtractParams(Structure):
 
 
 class Record(Structure):
-    _fields_ = [("values", POINTER(c_char_p))]
+    _fields_ = [("values", POINTER(c_char_p)), ("start", POINTER(c_int32)), ("end", POINTER(c_int32)),
+                ("prob", POINTER(c_float)), ("link", c_float), ("confidence", c_float)]
 
 
 class PipelineParams(Structure):
     _fields_ = [("extract", ExtractParams), ("n_threads", c_int32), ("n_ctx", c_int32), ("parallel", c_int32),
-                ("max_bytes", c_size_t)]
+                ("max_bytes", c_size_t), ("min_confidence", c_float)]
 
 
 class ExtractionStats(Structure):

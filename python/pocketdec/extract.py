@@ -15,6 +15,21 @@ from .model import check_model
 _PATHS = ("tagger", "generate", "decide")  # pd_pipeline_path
 
 
+class Record(dict):
+    """One record: {field: value} in the schema's field order ("_" for an empty field), and
+    - spans: {span field: (start, end)}, character offsets in the text (text[start:end] is
+      the value), for the values placed in the text;
+    - probs: {field: p, ..., "link": p}, each field's probability and the pairing's;
+    - confidence: the record's probability as a whole.
+    How each is computed: docs/extraction.md, "Confidence and offsets"."""
+    __slots__ = ("spans", "probs", "confidence")
+
+    def as_json(self):
+        """The record as `pocketdec extract --format jsonl` writes it (at full precision)."""
+        return {**self, "spans": {f: list(v) for f, v in self.spans.items()}, "probs": dict(self.probs),
+                "confidence": self.confidence}
+
+
 class Extractor(Owner):
     """Extracts the records a YAML schema describes (Tianchi: aspect, opinion, category,
     polarity) from texts:
@@ -29,12 +44,13 @@ class Extractor(Owner):
     any number of threads at once: each call takes a context of its own from a pool."""
 
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
-                 temperature=0.0, seed=0, speculate=None):
+                 temperature=0.0, seed=0, speculate=None, min_confidence=0.0):
         """schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
         max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
         (draft tokens of copy speculation a pass verifies, 0-16; None: the library's
-        default; the same records either way) apply to generation only."""
+        default; the same records either way) apply to generation only. min_confidence
+        (0 to 1): records whose confidence is below it are dropped."""
         self.model = check_model(model)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")
         self._ctx = _lib.positive(ctx, "ctx", 0)
@@ -47,6 +63,10 @@ class Extractor(Owner):
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
             raise arg_error(f"temperature must be a number >= 0, got {temperature!r}")
         self.params.sampler.temperature = temperature
+        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) or \
+                not 0 <= min_confidence <= 1:
+            raise arg_error(f"min_confidence must be a number within [0, 1], got {min_confidence!r}")
+        self._min_confidence = float(min_confidence)
         path = cpath(schema, "schema")
         self._schema = Handle.make("Extractor", pd.pd_schema_free, lambda err: pd.pd_schema_load(path, err))
         self._own(self._schema)
@@ -77,6 +97,7 @@ class Extractor(Owner):
         """A pd_pipeline over the model, schema and head with parallel texts in flight."""
         pp = pd.pd_pipeline_default_params()
         pp.extract, pp.n_threads, pp.n_ctx, pp.parallel = self.params, self._threads, self._ctx, parallel
+        pp.min_confidence = self._min_confidence
         parents = [self.model._h, self._schema] + ([self._head] if self._head else [])
         if self._head:
             def make(m, s, h, err):
@@ -106,9 +127,10 @@ class Extractor(Owner):
                 self._free.append(w)
 
     def extract(self, text):
-        """The records of text (a str) as a list of dicts {field: value}, in the schema's
-        field order; "_" for an empty field. Runs one forward pass (tagger head) or a
-        constrained generation; the GIL is released while the model runs."""
+        """The records of text (a str) as a list of Record: dicts {field: value} in the
+        schema's field order ("_" for an empty field) with the record's offsets and
+        probabilities as attributes. Runs one forward pass (tagger head) or a constrained
+        generation; the GIL is released while the model runs."""
         data = cstr(text, "text")
         w = self._worker()
         try:
@@ -124,8 +146,14 @@ class Extractor(Owner):
 
     def _records(self, out):
         x = out.contents
-        return [{self.fields[j]: x.records[r].values[j].decode("utf-8", "replace") for j in range(x.n_fields)}
-                for r in range(x.n_records)]
+        return [self._record(x.records[r], x.n_fields) for r in range(x.n_records)]
+
+    def _record(self, r, n):
+        rec = Record((self.fields[j], r.values[j].decode("utf-8", "replace")) for j in range(n))
+        rec.spans = {self.fields[j]: (r.start[j], r.end[j]) for j in range(n) if r.start[j] >= 0}
+        rec.probs = {**{self.fields[j]: r.prob[j] for j in range(n)}, "link": r.link}
+        rec.confidence = r.confidence
+        return rec
 
     def extract_many(self, texts, parallel=1):
         """extract() over an iterable of texts, yielding each text's records in input

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "pocketdec.h"
@@ -128,6 +129,85 @@ static void test_tagger_path(void **state)
     pd_bundle_free(b);
 }
 
+/* Each relabelled record's label probabilities and confidence, computed
+ * again from the decider's own probabilities of the schema's candidates
+ * ("{category}/{polarity}", category-major): each label's marginal, and the
+ * span fields' probabilities times the chosen candidate's. */
+static void check_relabel_probs(pd_decider *d, const pd_schema *s, const char *text, const pd_extraction *x)
+{
+    static const char *const cats[] = {"包装", "成分", "尺寸", "服务", "功效", "价格", "气味",
+                                       "使用体验", "物流", "新鲜度", "真伪", "整体", "其他"};
+    static const char *const pols[] = {"正面", "中性", "负面"};
+    char names[39][64];
+    const char *cands[39];
+    assert_int_equal(pd_schema_n_candidates(s), 39);
+    for (int k = 0; k < 39; k++) {
+        snprintf(names[k], sizeof names[k], "%s/%s", cats[k / 3], pols[k % 3]);
+        cands[k] = names[k];
+    }
+    pd_error err;
+    for (int32_t r = 0; r < x->n_records; r++) {
+        const pd_record *rec = &x->records[r];
+        char question[512];
+        snprintf(question, sizeof question, "属性：%s；观点：%s", rec->values[0], rec->values[1]);
+        pd_decision *dec = NULL;
+        if (pd_decide(d, text, question, cands, 39, &dec, &err)) fail_msg("%s", err.message);
+        int best = 0;
+        for (int k = 1; k < 39; k++)
+            if (dec->probs[k] > dec->probs[best]) best = k;
+        assert_string_equal(rec->values[2], cats[best / 3]);
+        assert_string_equal(rec->values[3], pols[best % 3]);
+        double cat = 0, pol = 0;
+        for (int k = 0; k < 39; k++) {
+            cat += k / 3 == best / 3 ? dec->probs[k] : 0;
+            pol += k % 3 == best % 3 ? dec->probs[k] : 0;
+        }
+        double confidence = (double)rec->prob[0] * rec->prob[1] * dec->probs[best];
+        if (fabs(rec->prob[2] - cat) > 1e-5 || fabs(rec->prob[3] - pol) > 1e-5 || fabs(rec->confidence - confidence) > 1e-5)
+            fail_msg("record %d: probabilities %g %g, confidence %g; recomputed %g %g, %g", r, rec->prob[2], rec->prob[3],
+                     rec->confidence, cat, pol, confidence);
+        pd_decision_free(dec);
+    }
+}
+
+/* A pipeline with a confidence floor keeps exactly the records of one
+ * without it that reach the floor. */
+static void check_floor(const pd_model *m, const pd_schema *s, const pd_head *h, pd_extraction *const *all)
+{
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    pp.n_threads = 2;
+    pp.min_confidence = 0.85f;
+    pd_error err;
+    pd_pipeline *p = pd_pipeline_new(m, s, h, &pp, &err);
+    if (!p) fail_msg("%s", err.message);
+    int dropped = 0;
+    for (int i = 0; i < N_TEXTS; i++) {
+        pd_extraction *x = NULL;
+        if (pd_pipeline_extract(p, texts[i], strlen(texts[i]), &x, &err)) fail_msg("%s", err.message);
+        int32_t k = 0;
+        for (int32_t r = 0; r < all[i]->n_records; r++) {
+            if (all[i]->records[r].confidence < 0.85f) {
+                dropped++;
+                continue;
+            }
+            assert_true(k < x->n_records);
+            for (int32_t f = 0; f < x->n_fields; f++)
+                assert_string_equal(x->records[k].values[f], all[i]->records[r].values[f]);
+            k++;
+        }
+        assert_int_equal(k, x->n_records);
+        pd_extraction_free(x);
+    }
+    pd_pipeline_free(p);
+    for (float bad = -0.5f; bad < 2; bad += 1.75f) { /* -0.5, 1.25 */
+        pp.min_confidence = bad;
+        assert_null(pd_pipeline_new(m, s, h, &pp, &err));
+        assert_int_equal(err.code, PD_ERR_ARG);
+        assert_non_null(strstr(err.message, "min_confidence"));
+    }
+    assert_true(dropped > 0); /* the floor is tested on records it drops */
+}
+
 static void test_generation_paths(void **state)
 {
     (void)state;
@@ -165,6 +245,8 @@ static void test_generation_paths(void **state)
     }
     check_against(plain, gen);
     check_against(relabel, lab);
+    for (int i = 0; i < N_TEXTS; i++) check_relabel_probs(d, s, texts[i], lab[i]);
+    check_floor(m, s, NULL, gen);
     for (int i = 0; i < N_TEXTS; i++) {
         pd_extraction_free(gen[i]);
         pd_extraction_free(lab[i]);

@@ -56,3 +56,14 @@ def dev_reviews(limit=None):
     with open(os.path.join(DATA, "dev_reviews.csv"), encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))[1:]
     return [(int(i), t) for i, t in rows][:limit]
+
+
+def as_jsonl(records):
+    """Python records as `pocketdec extract --format jsonl` prints them: probabilities to 4
+    significant digits (the command's %.4g)."""
+    def one(r):
+        r = r.as_json()
+        r["probs"] = {f: float(f"{p:.4g}") for f, p in r["probs"].items()}
+        r["confidence"] = float(f"{r['confidence']:.4g}")
+        return r
+    return [one(r) for r in records]

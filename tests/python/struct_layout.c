@@ -53,10 +53,12 @@ int main(void)
     STRUCT(pd_extract_params);
     FIELD(pd_extract_params, sampler); FIELD(pd_extract_params, max_records); FIELD(pd_extract_params, max_tokens);
     FIELD(pd_extract_params, sparse_head); FIELD(pd_extract_params, speculate); END();
-    STRUCT(pd_record); FIELD(pd_record, values); END();
+    STRUCT(pd_record); FIELD(pd_record, values); FIELD(pd_record, start); FIELD(pd_record, end);
+    FIELD(pd_record, prob); FIELD(pd_record, link); FIELD(pd_record, confidence); END();
     STRUCT(pd_pipeline_params);
     FIELD(pd_pipeline_params, extract); FIELD(pd_pipeline_params, n_threads); FIELD(pd_pipeline_params, n_ctx);
-    FIELD(pd_pipeline_params, parallel); FIELD(pd_pipeline_params, max_bytes); END();
+    FIELD(pd_pipeline_params, parallel); FIELD(pd_pipeline_params, max_bytes);
+    FIELD(pd_pipeline_params, min_confidence); END();
     STRUCT(pd_extraction_stats);
     FIELD(pd_extraction_stats, n_prompt_tokens); FIELD(pd_extraction_stats, n_tokens);
     FIELD(pd_extraction_stats, n_sparse); FIELD(pd_extraction_stats, mask_us);

@@ -6,7 +6,7 @@ import json
 import os
 
 import helpers
-from helpers import SCHEMA, SCHEMA_FIXTURES, TIANCHI, TIANCHI_GEN, run
+from helpers import SCHEMA, SCHEMA_FIXTURES, TIANCHI, TIANCHI_GEN, as_jsonl, run
 from helpers import error_of as error
 
 import pytest
@@ -36,10 +36,25 @@ def test_tagger_extraction_equals_the_command(tagger, tmp_path):
     want = extract_cli(tmp_path, reviews, "--model", TIANCHI, "--schema", SCHEMA, "--threads", "1")
     assert tagger.mode == "tagger" and tagger.fields == ["aspect", "opinion", "category", "polarity"]
     texts = [t for _, t in reviews]
-    assert list(tagger.extract_many(texts, parallel=2)) == want
-    assert [tagger.extract(t) for t in texts[:20]] == want[:20]
-    assert list(tagger.extract_many(iter(texts[:5]))) == want[:5]
+    assert [as_jsonl(r) for r in tagger.extract_many(texts, parallel=2)] == want
+    assert [as_jsonl(tagger.extract(t)) for t in texts[:20]] == want[:20]
+    assert [as_jsonl(r) for r in tagger.extract_many(iter(texts[:5]))] == want[:5]
     assert sum(map(len, want)) > len(want)  # the bundled model does extract
+    got = [tagger.extract(t) for t in texts]
+    assert all(t[a:b] == r[f] for t, rs in zip(texts, got) for r in rs for f, (a, b) in r.spans.items())
+    assert all(0 <= p <= 1 for rs in got for r in rs for p in [*r.probs.values(), r.confidence])
+    assert all(list(r) == tagger.fields for rs in got for r in rs)  # the fields alone, in order
+
+
+def test_min_confidence_drops_the_unsure_records(tagger):
+    texts = [t for _, t in helpers.dev_reviews(40)]
+    every = [tagger.extract(t) for t in texts]
+    with pocketdec.Extractor(tagger.model, SCHEMA, min_confidence=0.9) as sure:
+        kept = [sure.extract(t) for t in texts]
+    assert kept == [[r for r in rs if r.confidence >= 0.9] for rs in every]
+    assert 0 < sum(map(len, kept)) < sum(map(len, every))
+    for bad in (-0.1, 1.5, "high", True, float("nan")):
+        assert error(pocketdec.Extractor, tagger.model, SCHEMA, min_confidence=bad).status == "invalid argument"
 
 
 def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):
@@ -47,7 +62,7 @@ def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):
     want = extract_cli(tmp_path, reviews, "--model", TIANCHI_GEN, "--schema", SCHEMA, "--threads", "1")
     with pocketdec.Model(TIANCHI_GEN, threads=1) as m, pocketdec.Extractor(m, SCHEMA) as ex:
         assert ex.mode == "decide"
-        assert list(ex.extract_many((t for _, t in reviews), parallel=3)) == want
+        assert [as_jsonl(r) for r in ex.extract_many((t for _, t in reviews), parallel=3)] == want
     with pocketdec.Model(TIANCHI_GEN, threads=1) as m, pocketdec.Extractor(m, SCHEMA, head=False) as ex:
         assert ex.mode == "generate"
         got = [ex.extract(t) for _, t in reviews[:3]]
@@ -56,7 +71,7 @@ def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):
         many = ex.extract_many(["很好", "好" * 1000, "很好"], parallel=2)
         assert next(many) == ex.extract("很好")
         assert error(next, many).status == "context full"  # its turn; the text before it was kept
-    assert got == extract_cli(tmp_path, reviews[:3], "--model", os.path.join(TIANCHI_GEN, "base"), "--adapter",
+    assert [as_jsonl(r) for r in got] == extract_cli(tmp_path, reviews[:3], "--model", os.path.join(TIANCHI_GEN, "base"), "--adapter",
                               os.path.join(TIANCHI_GEN, "adapter"), "--schema", SCHEMA, "--threads", "1")
 
 
@@ -67,7 +82,7 @@ def test_generation_options_equal_the_command(tmp_path):
                        "--temperature", "0.7", "--seed", "5", "--threads", "1")
     with pocketdec.Model(model_dir, threads=1) as m:
         with pocketdec.Extractor(m, TEST_SCHEMA, max_records=2, temperature=0.7, seed=5) as ex:
-            assert [ex.extract(t) for _, t in reviews] == want
+            assert [as_jsonl(ex.extract(t)) for _, t in reviews] == want
             assert ex.extract("") == []
 
 

@@ -15,6 +15,7 @@
 #include "pocketdec.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -144,6 +145,58 @@ static void test_all_reviews_valid(void **state)
     assert_true(records > 0 && spans > 0); /* the run did produce spans to check */
 }
 
+/* Characters of s[0..n). */
+static int32_t chars(const char *s, size_t n)
+{
+    int32_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* A generated record's offsets and probabilities: each span value at its
+ * first occurrence at or after the previous record's span of the field (else
+ * its first), each probability in (0, 1], the link 1, the confidence the
+ * product of the fields' probabilities. */
+static void check_record_meta(const char *text, const pd_extraction *x)
+{
+    const char *from[4] = {text, text, text, text};
+    for (int32_t r = 0; r < x->n_records; r++) {
+        const pd_record *rec = &x->records[r];
+        double product = 1;
+        for (int32_t j = 0; j < 4; j++) {
+            if (!(rec->prob[j] > 0 && rec->prob[j] <= 1)) fail_msg("record %d field %d: probability %g", r, j, rec->prob[j]);
+            product *= rec->prob[j];
+            if (j >= 2 || strcmp(rec->values[j], "_") == 0) {
+                assert_int_equal(rec->start[j], -1);
+                assert_int_equal(rec->end[j], -1);
+                continue;
+            }
+            const char *at = strstr(from[j], rec->values[j]);
+            if (!at) at = strstr(text, rec->values[j]);
+            assert_non_null(at);
+            from[j] = at;
+            assert_int_equal(rec->start[j], chars(text, (size_t)(at - text)));
+            assert_int_equal(rec->end[j], rec->start[j] + chars(rec->values[j], strlen(rec->values[j])));
+        }
+        assert_true(rec->link == 1.0f);
+        if (!(fabs(rec->confidence - product) <= 1e-5 * product))
+            fail_msg("record %d: confidence %.9g, the fields' product %.9g", r, rec->confidence, product);
+    }
+}
+
+/* Two extractions of one text: the same probabilities (within float
+ * rounding: the sparse head computes each allowed row's logit itself). */
+static void check_same_probs(const pd_extraction *a, const pd_extraction *b)
+{
+    for (int32_t r = 0; r < a->n_records; r++) {
+        for (int32_t j = 0; j < 4; j++)
+            if (!(fabs(a->records[r].prob[j] - b->records[r].prob[j]) <= 1e-5))
+                fail_msg("record %d field %d: probability %.9g against %.9g", r, j, a->records[r].prob[j],
+                         b->records[r].prob[j]);
+        assert_true(fabs(a->records[r].confidence - b->records[r].confidence) <= 1e-5);
+    }
+}
+
 static void test_sparse_equals_full(void **state)
 {
     fixture *f = *state;
@@ -159,7 +212,9 @@ static void test_sparse_equals_full(void **state)
             assert_int_equal(xs[k]->n_records, a->n_records);
             for (int32_t r = 0; r < a->n_records; r++)
                 for (int32_t j = 0; j < 4; j++) assert_string_equal(xs[k]->records[r].values[j], a->records[r].values[j]);
+            check_same_probs(a, xs[k]);
         }
+        check_record_meta(text, a);
         pd_extraction_free(a);
         pd_extraction_free(b);
         pd_extraction_free(c);
@@ -263,7 +318,12 @@ static void test_writers(void **state)
 {
     fixture *f = *state;
     char *vals[2][4] = {{"a,b", "say \"hi\"", "整体", "正面"}, {"_", "好", "价格", "负面"}};
-    pd_record recs[2] = {{vals[0]}, {vals[1]}};
+    int32_t starts[2][4] = {{0, 4, -1, -1}, {-1, 9, -1, -1}}, ends[2][4] = {{3, 12, -1, -1}, {-1, 10, -1, -1}};
+    float probs[2][4] = {{0.5f, 0.25f, 0.75f, 1}, {1, 0.125f, 0.5f, 0.0625f}};
+    pd_record recs[2] = {{.values = vals[0], .start = starts[0], .end = ends[0], .prob = probs[0], .link = 0.5f,
+                          .confidence = 0.046875f},
+                         {.values = vals[1], .start = starts[1], .end = ends[1], .prob = probs[1], .link = 1,
+                          .confidence = 0.00390625f}};
     pd_extraction x = {.n_fields = 4, .n_records = 2, .records = recs, .stop = PD_STOP_END};
     char *text = NULL;
     pd_error err;
@@ -276,7 +336,24 @@ static void test_writers(void **state)
     json_t *r0 = json_array_get(json_object_get(o, "records"), 0);
     assert_string_equal(json_string_value(json_object_get(r0, "opinion")), "say \"hi\"");
     assert_string_equal(json_string_value(json_object_get(o, "id")), "12");
+    /* offsets of the values placed in the text only; probabilities to 4 significant digits */
+    json_t *spans0 = json_object_get(r0, "spans"), *probs0 = json_object_get(r0, "probs");
+    assert_int_equal(json_object_size(spans0), 2);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(spans0, "opinion"), 0)), 4);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(spans0, "opinion"), 1)), 12);
+    assert_float_equal(json_real_value(json_object_get(probs0, "category")), 0.75, 0);
+    assert_float_equal(json_real_value(json_object_get(probs0, "link")), 0.5, 0);
+    assert_float_equal(json_real_value(json_object_get(r0, "confidence")), 0.04688, 0);
+    json_t *r1 = json_array_get(json_object_get(o, "records"), 1);
+    assert_null(json_object_get(json_object_get(r1, "spans"), "aspect"));
+    assert_float_equal(json_real_value(json_object_get(r1, "confidence")), 0.003906, 0);
     json_decref(o);
+    pd_free(text);
+    /* records built by hand without offsets or probabilities: the values alone */
+    pd_record bare[1] = {{.values = vals[1]}};
+    x = (pd_extraction){.n_fields = 4, .n_records = 1, .records = bare};
+    assert_int_equal(pd_extraction_format(f->schema, &x, "13", PD_FORMAT_JSONL, &text, NULL, &err), PD_OK);
+    assert_string_equal(text, "{\"id\":\"13\",\"records\":[{\"aspect\":\"_\",\"opinion\":\"好\",\"category\":\"价格\",\"polarity\":\"负面\"}]}\n");
     pd_free(text);
 }
 

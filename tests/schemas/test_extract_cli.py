@@ -140,9 +140,19 @@ def main():
     objs = [json.loads(line) for line in out.decode("utf-8").splitlines()]
     check([o["id"] for o in objs] == [r[0] for r in head], "jsonl ids in order")
     text = dict(head)
-    check(all(set(r) == {"aspect", "opinion", "category", "polarity"} and r["category"] in CATEGORIES and
+    fields = ("aspect", "opinion", "category", "polarity")
+    check(all(set(r) == {*fields, "spans", "probs", "confidence"} and r["category"] in CATEGORIES and
               (r["aspect"] == "_" or r["aspect"] in text[o["id"]]) for o in objs for r in o["records"]),
           "jsonl records valid")
+    # each span value placed where the review holds it; a generated record's confidence is the
+    # product of its fields' probabilities (each printed to 4 significant digits)
+    check(all(text[o["id"]][a:b] == r[f] for o in objs for r in o["records"] for f, (a, b) in r["spans"].items()) and
+          all(set(r["spans"]) == {f for f in ("aspect", "opinion") if r[f] != "_"} for o in objs for r in o["records"]),
+          "jsonl offsets: text[start:end] is the value, for every span value")
+    prod = lambda r: r["probs"]["aspect"] * r["probs"]["opinion"] * r["probs"]["category"] * r["probs"]["polarity"]  # noqa: E731
+    check(all(0 < r["probs"][f] <= 1 for o in objs for r in o["records"] for f in fields) and
+          all(r["probs"]["link"] == 1 and abs(r["confidence"] - prod(r)) <= 3e-3 * r["confidence"]
+              for o in objs for r in o["records"]), "jsonl probabilities: in (0, 1], confidence their product")
     tianchi = [[o["id"], r["aspect"], r["opinion"], r["category"], r["polarity"]] for o in objs for r in o["records"]]
     check(tianchi == [r for r in csv.reader(io.StringIO(one.decode("utf-8"), newline="")) if r[1:] != ["_"] * 4],
           "JSONL in and out give the records of the CSV run")

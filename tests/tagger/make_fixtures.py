@@ -123,6 +123,10 @@ def write_bad_heads(out):
     d = head("link-dim")
     edit_json(d, link={"from": "opinion", "to": "aspect", "head_dim": 0})
     add("link.head_dim", d, "format", "head_dim")
+    for value in ("high", 1.5, -0.1):
+        d = head(f"min-confidence-{value}")
+        edit_json(d, min_confidence=value)
+        add(f"min_confidence {value}", d, "format", "min_confidence")
     d = head("labels-empty")
     edit_json(d, labels=[])
     add("empty labels", d, "format", "labels")
@@ -417,7 +421,8 @@ def main():
              "pair-norecord": dict(seed=8, label_states=["first", "last"], no_record=True),
              "pair-posterior": dict(seed=10, span_decoding="posterior"),
              "single-posterior": dict(seed=11, spans=["opinion"],
-                                      span_decoding={"rule": "posterior", "threshold": 0.2})}
+                                      span_decoding={"rule": "posterior", "threshold": 0.2}),
+             "pair-confident": dict(seed=12, min_confidence=0.05)}
     fields, distinct = schema_fields()
     cases = []
     for name, kw in heads.items():
@@ -433,6 +438,9 @@ def main():
     if not 0 < sum(decided) < len(decided):
         raise SystemExit(f"make_fixtures: the no-record head drops {sum(decided)} of {len(decided)} records; "
                          "the test needs some dropped and some kept")
+    sure = [c for c in cases if c["name"].startswith("pair-confident:")]
+    if not sum(c["unsure_dropped"] for c in sure) or not sum(len(c["records"]) for c in sure):
+        raise SystemExit("make_fixtures: the min_confidence head must drop some records and keep others")
     post = [c for c in cases if c["name"].startswith(("pair-posterior:", "single-posterior:"))]
     if sum(len(c["spans"]) for c in post) < 4 or not any(c["overlaps_skipped"] for c in post):
         raise SystemExit("make_fixtures: the posterior heads need spans, and a span dropped for an overlap")

@@ -100,8 +100,25 @@ def test_extract():
         rc, out, err = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                            "--input", src, "--output", "-", "--format", "jsonl")
         rows = [json.loads(x) for x in out.splitlines()] if rc == 0 else []
-        check("extract --head (tagger) --format jsonl", rc == 0 and [r["records"] for r in rows[:len(cases)]]
+        meta_keys = ("spans", "probs", "link", "confidence")
+        check("extract --head (tagger) --format jsonl", rc == 0 and [
+            [{k: v for k, v in rec.items() if k not in meta_keys} for rec in r["records"]] for r in rows[:len(cases)]]
               == [c["records"] for c in cases], out + err)
+        # offsets exactly, probabilities as printed (4 significant digits)
+        near = lambda got, want: abs(got - want) <= 5e-4 * max(abs(want), 1e-30)  # noqa: E731
+        check("extract --head (tagger) --format jsonl: offsets and probabilities as the reference", rc == 0 and all(
+            rec["spans"] == m["spans"] and near(rec["confidence"], m["confidence"]) and
+            near(rec["probs"]["link"], m["link"]) and all(near(rec["probs"][f], m["probs"][f]) for f in DOC["fields"])
+            for r, c in zip(rows, cases) for rec, m in zip(r["records"], c["record_meta"])), out)
+        rc2, out2, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                              "--input", src, "--output", "-", "--format", "jsonl", "--min-confidence", "0.05")
+        kept = [json.loads(x)["records"] for x in out2.splitlines()] if rc2 == 0 else []
+        want_kept = [[x for x in r["records"] if x["confidence"] >= 0.05] for r in rows]
+        check("extract --min-confidence 0.05: the records of confidence 0.05 or more, the others dropped",
+              rc2 == 0 and kept == want_kept and sum(map(len, kept)) < sum(len(r["records"]) for r in rows), out2 + err2)
+        rc2, _, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                           "--input", src, "--output", "-", "--min-confidence", "1.5")
+        check("extract --min-confidence 1.5 is a usage error", rc2 == 2 and "--min-confidence" in err2, err2)
         jl = os.path.join(tmp, "reviews.jsonl")
         with open(jl, "w") as f:
             for i, c in enumerate(cases):

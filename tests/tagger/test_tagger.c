@@ -47,6 +47,32 @@ static void check_close(const char *what, const char *name, const float *got, js
     }
 }
 
+static void check_probability(const char *name, int32_t r, const char *what, double got, double want)
+{
+    /* probabilities: within TOL of 1, the largest they can be */
+    if (!(fabs(got - want) <= TOL))
+        fail_msg("%s: record %d: %s is %.9g, the reference %.9g", name, r, what, got, want);
+}
+
+/* Each record's offsets (exactly) and probabilities against the reference's. */
+static void check_record_meta(const char *name, json_t *meta, const pd_extraction *x)
+{
+    assert_int_equal(x->n_records, json_array_size(meta));
+    for (int32_t r = 0; r < x->n_records; r++) {
+        const pd_record *rec = &x->records[r];
+        json_t *m = json_array_get(meta, r), *spans = json_object_get(m, "spans"), *probs = json_object_get(m, "probs");
+        for (int32_t f = 0; f < x->n_fields; f++) {
+            const char *field = pd_schema_field_name(g_schema, f);
+            json_t *at = json_object_get(spans, field);
+            assert_int_equal(rec->start[f], at ? json_integer_value(json_array_get(at, 0)) : -1);
+            assert_int_equal(rec->end[f], at ? json_integer_value(json_array_get(at, 1)) : -1);
+            check_probability(name, r, field, rec->prob[f], json_number_value(json_object_get(probs, field)));
+        }
+        check_probability(name, r, "link", rec->link, json_number_value(json_object_get(m, "link")));
+        check_probability(name, r, "confidence", rec->confidence, json_number_value(json_object_get(m, "confidence")));
+    }
+}
+
 static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *x)
 {
     const char *name = jstr(c, "name");
@@ -100,6 +126,7 @@ static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *
         for (int32_t f = 0; f < x->n_fields; f++)
             assert_string_equal(x->records[r].values[f],
                                 jstr(json_array_get(recs, r), pd_schema_field_name(g_schema, f)));
+    check_record_meta(name, json_object_get(c, "record_meta"), x);
 }
 
 static void test_reference(void **state)

@@ -94,6 +94,8 @@ def check_tagger(p, base, adapter, head):
         close([s["probability"] for s in got["spans"]] + [1.0], [s["probability"] for s in p["spans"]] + [1.0],
               f"{what} span probabilities")
     assert got["records"] == p["records"], f"{what}: records {got['records']} != {p['records']}"
+    if p["records"]:  # probabilities: within TOL of 1, the largest they can be
+        close(got["confidences"] + [1.0], p["confidences"] + [1.0], f"{what} record confidences")
     assert got["forward_passes"] == 1
     close(got["emissions"], p["emissions"], f"{what} emissions")
     assert [ln["from"] for ln in got["links"]] == [ln["from"] for ln in p["links"]]

@@ -120,12 +120,13 @@ def schema_enum_values(path, name):
 
 def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=TIANCHI_SCHEMA, seed=0, dtype="F32",
                  prompt=ECHO_PROMPT, labels=True, transitions=True, label_states=None, gazetteer=None,
-                 no_record=False, span_decoding=None, features=None):
+                 no_record=False, span_decoding=None, features=None, min_confidence=None):
     """A random tagger head. B and I tags get a positive bias so that spans appear. label_states
     (e.g. ["first", "last"]) goes into head.json; None leaves the key out (the last state).
     no_record adds the no-record class (head.json "no_record"), biased so that it wins now and then.
     gazetteer: (marks, lines) writes gazetteer.tsv (lines `field<TAB>term`) and head.json's key.
-    span_decoding goes into head.json as it is (None leaves the key out: Viterbi).
+    span_decoding goes into head.json as it is (None leaves the key out: Viterbi); so does
+    min_confidence (None: the key left out, every record written).
     features: a dict of tag_features.random_features options (seed, lexicon, memory, buckets, scale)
     writes sparse features, lexicon.tsv and memory.tsv; None: no features."""
     rng = np.random.default_rng([seed, 0x7A66])
@@ -134,6 +135,8 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
     meta = {"type": "tagger", "prompt": prompt, "spans": list(spans)}
     if span_decoding is not None:
         meta["span_decoding"] = span_decoding
+    if min_confidence is not None:
+        meta["min_confidence"] = min_confidence
     t = {"tag.weight": rng.standard_normal((n_tags, hidden)) * 2 * s,
          "tag.bias": np.array([0.0] + [0.8, 0.6] * len(spans)) + rng.standard_normal(n_tags) * 0.1}
     if transitions:
@@ -442,6 +445,11 @@ def posterior_tags(em, trans, start, end, boundary, threshold):
     return tags, skipped
 
 
+def softmax(x):
+    e = np.exp(np.asarray(x, dtype=np.float64) - np.max(x))
+    return e / e.sum()
+
+
 def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
     """The whole decode of one text: token_bytes[i] are the bytes of read token i; fields the
     schema's field names in order."""
@@ -484,7 +492,7 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
         fk, tk, d = spans_f.index(link["from"]), spans_f.index(link["to"]), link["head_dim"]
         frm = [s for s, sp in enumerate(spans) if sp["k"] == fk]
         to = [s for s, sp in enumerate(spans) if sp["k"] == tk]
-        chosen = set()
+        chosen, link_probs = set(), []
         for o in frm:
             q = t["link.q.weight"] @ h[spans[o]["last"]] + t["link.q.bias"]
             sc = [q @ (t["link.k.weight"] @ h[spans[a]["last"]] + t["link.k.bias"]) / np.sqrt(d) for a in to]
@@ -494,17 +502,27 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
             best = int(np.argmax(sc))  # the first maximum
             choice = to[best] if best < len(to) else -1
             links.append({"from": o, "scores": [float(v) for v in sc], "choice": choice})
+            p = softmax(np.array(sc))
+            link_probs.append(p)
             if choice >= 0:
                 chosen.add(choice)
-            recs.append({fk: o, tk: choice})
-        recs += [{tk: a} for a in to if a not in chosen]
+            recs.append({fk: o, tk: choice, "link": float(p[best])})
+        # a lone `to` span: the probability that no `from` span chose it
+        recs += [{tk: a, "link": 1.0 - max([float(p[to.index(a)]) for p in link_probs] + [0.0])}
+                 for a in to if a not in chosen]
     H = h.shape[1]
-    label_logits, out = [], []
+    label_logits, out, unsure = [], [], 0
     for r in recs:
+        link_p = r.pop("link", 1.0)
         vals = {f: "_" for f in fields}
+        meta_r = {"spans": {}, "probs": {f: 1.0 for f in fields}, "link": link_p}
+        confidence = link_p
         for k, s in r.items():
             if s >= 0:
                 vals[spans_f[k]] = spans[s]["text"]
+                meta_r["spans"][spans_f[k]] = list(spans[s]["chars"])
+                meta_r["probs"][spans_f[k]] = spans[s]["probability"]
+                confidence *= spans[s]["probability"]
         if "labels" in meta:
             x = np.concatenate([h[spans[r[k]][state]] if r.get(k, -1) >= 0 else t["label.none"]
                                 for k in range(len(spans_f)) for state in meta.get("label_states", ["last"])])
@@ -516,22 +534,33 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
             best = int(np.argmax(logits))
             if best == len(meta["labels"]):  # the no-record class
                 continue
-            for f, v in zip(meta["label_fields"], meta["labels"][best]):
+            p = softmax(np.asarray(logits, dtype=np.float64))
+            confidence *= float(p[best])
+            for j, (f, v) in enumerate(zip(meta["label_fields"], meta["labels"][best])):
                 vals[f] = v
+                # the value's marginal over the label classes (the no-record class excluded)
+                meta_r["probs"][f] = float(sum(p[c] for c, lab in enumerate(meta["labels"]) if lab[j] == v))
+        meta_r["confidence"] = confidence
+        # the head's min_confidence, compared as the library compares (in float32), before repeats
+        if np.float32(confidence) < np.float32(meta.get("min_confidence", 0.0)):
+            unsure += 1
+            continue
         key = min(spans[s]["first"] for s in r.values() if s >= 0)
-        out.append((key, len(out), vals))
+        out.append((key, len(out), vals, meta_r))
     out.sort(key=lambda x: (x[0], x[1]))
-    records = []
-    for _, _, v in out:
+    records, record_meta = [], []
+    for _, _, v, m in out:
         if distinct and v in records:
             continue
         records.append(v)
+        record_meta.append(m)
     assert H == t["tag.weight"].shape[1]
     return {"ids": [int(x) for x in ids], "read_start": read_start, "emissions": em.tolist(),
             "tags": [int(x) for x in tags],
             "tag_names": ["O"] + [p + f for f in spans_f for p in ("B-", "I-")],
             "spans": [{k: sp[k] for k in ("field", "text", "first", "last", "probability")} for sp in spans],
-            "links": links, "label_logits": label_logits, "records": records, "overlaps_skipped": skipped}
+            "links": links, "label_logits": label_logits, "records": records, "overlaps_skipped": skipped,
+            "record_meta": record_meta, "unsure_dropped": unsure}
 
 
 def main(argv=None):
