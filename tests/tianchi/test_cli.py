@@ -9,6 +9,7 @@ import collections
 import csv
 import io
 import json
+import math
 import os
 import random
 import subprocess
@@ -454,6 +455,71 @@ def test_jsonl_errors():
     expect_error([gold, unknown, "--reviews", reviews],
                  unknown + ":2: id 9 is not an id of the reviews (" + reviews + ")")
     assert run(gold, unknown)[0] == 0  # without reviews, ids are not checked against them
+
+
+def splitmix64(state):
+    state = (state + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return state, z ^ (z >> 31)
+
+
+def reference_bootstrap(gold, runs, resamples, seed):
+    """The paired bootstrap as docs/tianchi-eval.md states it, written independently."""
+    ids = sorted({q[0] for q in gold} | {q[0] for q in runs[0]})
+    g = collections.Counter(q[0] for q in gold)
+    counts = []
+    for rows in runs:
+        quads = [q for q in rows if q[1:] != ("_", "_", "_", "_")]
+        both = collections.Counter(gold) & collections.Counter(quads)
+        s = collections.Counter()
+        for q, n in both.items():
+            s[q[0]] += n
+        counts.append((collections.Counter(q[0] for q in quads), s))
+    state, limit, diffs = seed, 2**64 - (2**64 - 1) % len(ids) - 1, []
+    for _ in range(resamples):
+        tot = [[0, 0], [0, 0]]
+        gg = 0
+        for _ in range(len(ids)):
+            while True:
+                state, x = splitmix64(state)
+                if x < limit:
+                    break
+            i = ids[x % len(ids)]
+            gg += g[i]
+            for k in range(2):
+                tot[k][0] += counts[k][1][i]
+                tot[k][1] += counts[k][0][i]
+        f1 = [ratios(s, p, gg)[2] for s, p in tot]
+        diffs.append(f1[1] - f1[0])
+    diffs.sort()
+    # Nearest rank: the k-th smallest, k = ceil(q N) (rounded first: 0.025 * 200 is not exactly 5).
+    return tuple(diffs[max(1, math.ceil(round(q * resamples, 9))) - 1] for q in (0.025, 0.975))
+
+
+def test_compare_train_data():
+    """Two perturbed runs of the training data: the classes add up on each side, and
+    the interval is the one an independent bootstrap with the same generator gives."""
+    rng = random.Random(4)
+    a = [q for q in GOLD if rng.random() > 0.1]
+    b = [q[:4] + (rng.choice(POLARITIES),) if rng.random() < 0.05 else q for q in GOLD]
+    ids = {q[0] for q in a}
+    b += [(i, "_", "_", "_", "_") for i in sorted({q[0] for q in GOLD} - {q[0] for q in b})]
+    a += [(i, "_", "_", "_", "_") for i in sorted({q[0] for q in b} - ids)]
+    a.sort(key=lambda q: q[0])
+    b.sort(key=lambda q: q[0])
+    pa, pb = write("train_a.csv", submission(a)), write("train_b.csv", submission(b))
+    rc, out, err = run(LABELS, pa, "--compare", pb, "--json", "--bootstrap", "200", "--seed", "11")
+    assert rc == 0, err
+    js = json.loads(out)
+    for r in js["runs"]:
+        o = r["overall"]
+        assert sum(c["gold"] for c in r["error_classes"]) == o["gold"] - o["matched"]
+        assert sum(c["predicted"] for c in r["error_classes"]) == o["predicted"] - o["matched"]
+    low, high = reference_bootstrap(GOLD, (a, b), 200, 11)
+    d = js["difference"]
+    assert (d["low"], d["high"]) == (low, high), (d, low, high)
 
 
 def test_compare_sweep_usage():
