@@ -12,7 +12,7 @@
 #define CHART_ROW_H 24
 #define CHART_TOP 24
 
-static void esc(FILE *out, const char *s)
+void te_html_esc(FILE *out, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
@@ -64,7 +64,7 @@ static void inputs(const te_result *res, FILE *out)
         if (!in.file)
             continue;
         fprintf(out, "<li>%s: <code>", names[k]);
-        esc(out, in.file);
+        te_html_esc(out, in.file);
         if (k == TE_INPUT_REVIEWS)
             fprintf(out, "</code>, %ld reviews</li>\n", in.rows);
         else
@@ -104,13 +104,13 @@ static void chart(const te_result *res, FILE *out, te_axis axis)
         int empty = l->score.gold == 0 && l->score.predicted == 0;
         int bar = (int)(l->score.f1 * CHART_BAR_W + 0.5);
         fputs("<g><title>", out);
-        esc(out, l->label);
+        te_html_esc(out, l->label);
         fprintf(out, ": S %ld, P %ld, G %ld, precision %.4f, recall %.4f, F1 %.4f</title>\n",
                 l->score.matched, l->score.predicted, l->score.gold, l->score.precision,
                 l->score.recall, l->score.f1);
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", CHART_LABEL_W - 8,
                 y + CHART_ROW_H - 8);
-        esc(out, l->label);
+        te_html_esc(out, l->label);
         fprintf(out, "%s</text>\n", l->known ? "" : " *");
         fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f4f4f4\"/>",
                 CHART_LABEL_W, y + 3, CHART_BAR_W, CHART_ROW_H - 6);
@@ -143,7 +143,7 @@ static void labels(const te_result *res, FILE *out, te_axis axis)
     for (size_t i = 0; i < te_result_n_labels(res, axis); i++) {
         const te_label_score *l = te_result_label(res, axis, i);
         fputs("<tr><td class=\"t\">", out);
-        esc(out, l->label);
+        te_html_esc(out, l->label);
         fprintf(out, "%s</td>", l->known ? "" : " *");
         score_cells(out, l->score);
         fputs("</tr>\n", out);
@@ -176,11 +176,11 @@ static void issues(const te_result *res, FILE *out)
         fprintf(out, "<tr class=\"%s\"><td class=\"t\">%s %s</td><td class=\"t\">",
                 is->rule ? "rule" : "note", is->rule ? "rule" : "note",
                 te_issue_kind_name(is->kind));
-        esc(out, is->file);
+        te_html_esc(out, is->file);
         if (is->line > 0)
             fprintf(out, ":%ld", is->line);
         fputs("</td><td class=\"t\">", out);
-        esc(out, is->message);
+        te_html_esc(out, is->message);
         fputs("</td></tr>\n", out);
     }
     fputs("</table>\n", out);
@@ -189,7 +189,7 @@ static void issues(const te_result *res, FILE *out)
 static void term_cell(FILE *out, const char *term, int outside)
 {
     fprintf(out, "<td class=\"t%s\">", outside ? " out" : "");
-    esc(out, term);
+    te_html_esc(out, term);
     if (outside)
         fputs(" (not in review)", out);
     fputs("</td>", out);
@@ -217,7 +217,7 @@ static void mismatches(const te_result *res, FILE *out)
         term_cell(out, m->quad.category, 0);
         term_cell(out, m->quad.polarity, 0);
         fputs("<td class=\"t\">", out);
-        esc(out, m->file);
+        te_html_esc(out, m->file);
         fprintf(out, ":%ld</td>", m->line);
         term_cell(out, m->review ? m->review : "", 0);
         fputs("</tr>\n", out);
@@ -225,13 +225,20 @@ static void mismatches(const te_result *res, FILE *out)
     fputs("</table>\n", out);
 }
 
-te_status te_result_write_html(const te_result *res, FILE *out, te_error *err)
+void te_html_begin(FILE *out, const char *title)
 {
-    if (!res || !out)
-        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no result or no stream");
     fprintf(out, "<!DOCTYPE html>\n<html lang=\"zh\">\n<head>\n<meta charset=\"utf-8\">\n"
                  "<title>tianchi-eval report</title>\n<style>%s</style>\n</head>\n<body>\n"
-                 "<h1>Tianchi opinion mining: evaluation</h1>\n", style);
+                 "<h1>%s</h1>\n", style, title);
+}
+
+void te_html_end(FILE *out)
+{
+    fprintf(out, "<p class=\"note\">tianchi-eval %s</p>\n</body>\n</html>\n", TE_VERSION);
+}
+
+void te_html_result(const te_result *res, FILE *out)
+{
     inputs(res, out);
     overall(res, out);
     fputs("<h2>F1 per category</h2>\n", out);
@@ -250,23 +257,41 @@ te_status te_result_write_html(const te_result *res, FILE *out, te_error *err)
     issues(res, out);
     fputs("<h2>Errors</h2>\n", out);
     mismatches(res, out);
-    fprintf(out, "<p class=\"note\">tianchi-eval %s</p>\n</body>\n</html>\n", TE_VERSION);
+}
+
+te_status te_result_write_html(const te_result *res, FILE *out, te_error *err)
+{
+    if (!res || !out)
+        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no result or no stream");
+    te_html_begin(out, "Tianchi opinion mining: evaluation");
+    te_html_result(res, out);
+    te_html_end(out);
     if (ferror(out))
         return te_fail(err, TE_ERR_IO, NULL, 0, "cannot write the HTML report");
     return TE_OK;
 }
 
-te_status te_result_save_html(const te_result *res, const char *path, te_error *err)
+te_status te_html_save(const char *path, te_html_writer writer, const void *obj, te_error *err)
 {
     if (!path)
         return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no path");
     FILE *out = fopen(path, "w");
     if (!out)
         return te_fail(err, TE_ERR_IO, path, 0, "cannot write: %s", strerror(errno));
-    te_status st = te_result_write_html(res, out, err);
+    te_status st = writer(obj, out, err);
     if (fclose(out) != 0 && st == TE_OK)
         st = te_fail(err, TE_ERR_IO, path, 0, "cannot write: %s", strerror(errno));
     else if (st == TE_ERR_IO)
         st = te_fail(err, TE_ERR_IO, path, 0, "cannot write the HTML report");
     return st;
+}
+
+static te_status write_result(const void *res, FILE *out, te_error *err)
+{
+    return te_result_write_html(res, out, err);
+}
+
+te_status te_result_save_html(const te_result *res, const char *path, te_error *err)
+{
+    return te_html_save(path, write_result, res, err);
 }

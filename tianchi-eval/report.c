@@ -22,7 +22,7 @@ static void print_padded(FILE *out, const char *s, size_t width)
         fputc(' ', out);
 }
 
-static void print_score_row(FILE *out, const char *label, size_t width, te_score s)
+void te_table_score_row(FILE *out, const char *label, size_t width, te_score s)
 {
     fputs("  ", out);
     print_padded(out, label, width);
@@ -30,7 +30,7 @@ static void print_score_row(FILE *out, const char *label, size_t width, te_score
             s.precision, s.recall, s.f1);
 }
 
-static void print_score_header(FILE *out, const char *title, size_t width)
+void te_table_score_header(FILE *out, const char *title, size_t width)
 {
     fputs("  ", out);
     print_padded(out, title, width);
@@ -67,14 +67,14 @@ static void print_inputs(const te_result *res, FILE *out)
 
 static void print_labels(const te_result *res, FILE *out, te_axis axis, size_t width)
 {
-    print_score_header(out, axis == TE_AXIS_CATEGORY ? "category" : "polarity", width);
+    te_table_score_header(out, axis == TE_AXIS_CATEGORY ? "category" : "polarity", width);
     for (size_t i = 0; i < te_result_n_labels(res, axis); i++) {
         const te_label_score *l = te_result_label(res, axis, i);
         char label[256];
         snprintf(label, sizeof label, "%s%s", l->label, l->known ? "" : " *");
         /* An over-long unknown label was cut by snprintf: keep valid UTF-8. */
         label[te_utf8_valid_prefix(label, strlen(label))] = '\0';
-        print_score_row(out, label, width, l->score);
+        te_table_score_row(out, label, width, l->score);
     }
 }
 
@@ -121,9 +121,9 @@ te_status te_result_print_table(const te_result *res, FILE *out, unsigned flags,
     size_t width = label_width(res);
     print_inputs(res, out);
     fputc('\n', out);
-    print_score_header(out, "", width);
-    print_score_row(out, "quadruples", width, te_result_overall(res));
-    print_score_row(out, "aspect-opinion pairs", width, te_result_pairs(res));
+    te_table_score_header(out, "", width);
+    te_table_score_row(out, "quadruples", width, te_result_overall(res));
+    te_table_score_row(out, "aspect-opinion pairs", width, te_result_pairs(res));
     fputc('\n', out);
     print_labels(res, out, TE_AXIS_CATEGORY, width);
     fputc('\n', out);
@@ -151,13 +151,13 @@ te_status te_result_print_table(const te_result *res, FILE *out, unsigned flags,
 
 /* json_object_set_new and json_array_append_new take NULL values and fail,
  * so a missing allocation shows up once, in *bad. */
-static void put(json_t *obj, const char *key, json_t *value, int *bad)
+void te_json_put(json_t *obj, const char *key, json_t *value, int *bad)
 {
     if (json_object_set_new(obj, key, value) != 0)
         *bad = 1;
 }
 
-static void push(json_t *arr, json_t *value, int *bad)
+void te_json_push(json_t *arr, json_t *value, int *bad)
 {
     if (json_array_append_new(arr, value) != 0)
         *bad = 1;
@@ -173,36 +173,36 @@ static json_t *int_or_null(long v, long none)
     return v == none ? json_null() : json_integer(v);
 }
 
-static json_t *score_json(te_score s, int *bad)
+json_t *te_json_score(te_score s, int *bad)
 {
     json_t *o = json_object();
-    put(o, "matched", json_integer(s.matched), bad);
-    put(o, "predicted", json_integer(s.predicted), bad);
-    put(o, "gold", json_integer(s.gold), bad);
-    put(o, "precision", json_real(s.precision), bad);
-    put(o, "recall", json_real(s.recall), bad);
-    put(o, "f1", json_real(s.f1), bad);
+    te_json_put(o, "matched", json_integer(s.matched), bad);
+    te_json_put(o, "predicted", json_integer(s.predicted), bad);
+    te_json_put(o, "gold", json_integer(s.gold), bad);
+    te_json_put(o, "precision", json_real(s.precision), bad);
+    te_json_put(o, "recall", json_real(s.recall), bad);
+    te_json_put(o, "f1", json_real(s.f1), bad);
     return o;
 }
 
-static json_t *inputs_json(const te_result *res, int *bad)
+json_t *te_json_inputs(const te_result *res, int *bad)
 {
     json_t *o = json_object();
     for (int k = 0; k < TE_N_INPUTS; k++) {
         te_input_summary in = te_result_input(res, (te_input)k);
         if (!in.file) {
-            put(o, input_names[k], json_null(), bad);
+            te_json_put(o, input_names[k], json_null(), bad);
             continue;
         }
         json_t *i = json_object();
-        put(i, "file", json_string(in.file), bad);
-        put(i, "rows", json_integer(in.rows), bad);
+        te_json_put(i, "file", json_string(in.file), bad);
+        te_json_put(i, "rows", json_integer(in.rows), bad);
         if (k != TE_INPUT_REVIEWS) {
-            put(i, "quadruples", json_integer(in.quadruples), bad);
-            put(i, "placeholders", json_integer(in.placeholders), bad);
-            put(i, "ids", json_integer(in.ids), bad);
+            te_json_put(i, "quadruples", json_integer(in.quadruples), bad);
+            te_json_put(i, "placeholders", json_integer(in.placeholders), bad);
+            te_json_put(i, "ids", json_integer(in.ids), bad);
         }
-        put(o, input_names[k], i, bad);
+        te_json_put(o, input_names[k], i, bad);
     }
     return o;
 }
@@ -212,10 +212,10 @@ static json_t *labels_json(const te_result *res, te_axis axis, int *bad)
     json_t *a = json_array();
     for (size_t i = 0; i < te_result_n_labels(res, axis); i++) {
         const te_label_score *l = te_result_label(res, axis, i);
-        json_t *o = score_json(l->score, bad);
-        put(o, "label", json_string(l->label), bad);
-        put(o, "known", json_boolean(l->known), bad);
-        push(a, o, bad);
+        json_t *o = te_json_score(l->score, bad);
+        te_json_put(o, "label", json_string(l->label), bad);
+        te_json_put(o, "known", json_boolean(l->known), bad);
+        te_json_push(a, o, bad);
     }
     return a;
 }
@@ -226,10 +226,10 @@ static json_t *spans_json(const te_result *res, int *bad)
     if (!sp.available)
         return json_null();
     json_t *o = json_object();
-    put(o, "aspect_outside", json_integer(sp.aspect_outside), bad);
-    put(o, "opinion_outside", json_integer(sp.opinion_outside), bad);
-    put(o, "either_outside", json_integer(sp.either_outside), bad);
-    put(o, "no_review", json_integer(sp.no_review), bad);
+    te_json_put(o, "aspect_outside", json_integer(sp.aspect_outside), bad);
+    te_json_put(o, "opinion_outside", json_integer(sp.opinion_outside), bad);
+    te_json_put(o, "either_outside", json_integer(sp.either_outside), bad);
+    te_json_put(o, "no_review", json_integer(sp.no_review), bad);
     return o;
 }
 
@@ -237,42 +237,45 @@ static json_t *checks_json(const te_result *res, int *bad)
 {
     json_t *o = json_object(), *a = json_array();
     size_t n = te_result_n_issues(res), rules = te_result_n_violations(res);
-    put(o, "violations", json_integer((json_int_t)rules), bad);
-    put(o, "notes", json_integer((json_int_t)(n - rules)), bad);
+    te_json_put(o, "violations", json_integer((json_int_t)rules), bad);
+    te_json_put(o, "notes", json_integer((json_int_t)(n - rules)), bad);
     for (size_t i = 0; i < n; i++) {
         const te_issue *is = te_result_issue(res, i);
         json_t *j = json_object();
-        put(j, "kind", json_string(te_issue_kind_name(is->kind)), bad);
-        put(j, "rule", json_boolean(is->rule), bad);
-        put(j, "file", str_or_null(is->file), bad);
-        put(j, "line", int_or_null(is->line, 0), bad);
-        put(j, "id", int_or_null(is->id, -1), bad);
-        put(j, "message", json_string(is->message), bad);
-        push(a, j, bad);
+        te_json_put(j, "kind", json_string(te_issue_kind_name(is->kind)), bad);
+        te_json_put(j, "rule", json_boolean(is->rule), bad);
+        te_json_put(j, "file", str_or_null(is->file), bad);
+        te_json_put(j, "line", int_or_null(is->line, 0), bad);
+        te_json_put(j, "id", int_or_null(is->id, -1), bad);
+        te_json_put(j, "message", json_string(is->message), bad);
+        te_json_push(a, j, bad);
     }
-    put(o, "issues", a, bad);
+    te_json_put(o, "issues", a, bad);
     return o;
+}
+
+json_t *te_json_mismatch(const te_mismatch *m, int *bad)
+{
+    json_t *j = json_object();
+    te_json_put(j, "kind", json_string(m->kind == TE_MISS ? "miss" : "false_positive"), bad);
+    te_json_put(j, "id", json_integer(m->quad.id), bad);
+    te_json_put(j, "aspect", json_string(m->quad.aspect), bad);
+    te_json_put(j, "opinion", json_string(m->quad.opinion), bad);
+    te_json_put(j, "category", json_string(m->quad.category), bad);
+    te_json_put(j, "polarity", json_string(m->quad.polarity), bad);
+    te_json_put(j, "file", str_or_null(m->file), bad);
+    te_json_put(j, "line", int_or_null(m->line, 0), bad);
+    te_json_put(j, "review", str_or_null(m->review), bad);
+    te_json_put(j, "aspect_outside", json_boolean(m->aspect_outside), bad);
+    te_json_put(j, "opinion_outside", json_boolean(m->opinion_outside), bad);
+    return j;
 }
 
 static json_t *errors_json(const te_result *res, int *bad)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < te_result_n_mismatches(res); i++) {
-        const te_mismatch *m = te_result_mismatch(res, i);
-        json_t *j = json_object();
-        put(j, "kind", json_string(m->kind == TE_MISS ? "miss" : "false_positive"), bad);
-        put(j, "id", json_integer(m->quad.id), bad);
-        put(j, "aspect", json_string(m->quad.aspect), bad);
-        put(j, "opinion", json_string(m->quad.opinion), bad);
-        put(j, "category", json_string(m->quad.category), bad);
-        put(j, "polarity", json_string(m->quad.polarity), bad);
-        put(j, "file", str_or_null(m->file), bad);
-        put(j, "line", int_or_null(m->line, 0), bad);
-        put(j, "review", str_or_null(m->review), bad);
-        put(j, "aspect_outside", json_boolean(m->aspect_outside), bad);
-        put(j, "opinion_outside", json_boolean(m->opinion_outside), bad);
-        push(a, j, bad);
-    }
+    for (size_t i = 0; i < te_result_n_mismatches(res); i++)
+        te_json_push(a, te_json_mismatch(te_result_mismatch(res, i), bad), bad);
     return a;
 }
 
@@ -288,16 +291,21 @@ char *te_result_json(const te_result *res, unsigned flags, te_error *err)
         te_fail(err, TE_ERR_NOMEM, NULL, 0, "out of memory writing JSON");
         return NULL;
     }
-    put(root, "version", json_string(TE_VERSION), &bad);
-    put(root, "inputs", inputs_json(res, &bad), &bad);
-    put(root, "overall", score_json(te_result_overall(res), &bad), &bad);
-    put(root, "pairs", score_json(te_result_pairs(res), &bad), &bad);
-    put(root, "categories", labels_json(res, TE_AXIS_CATEGORY, &bad), &bad);
-    put(root, "polarities", labels_json(res, TE_AXIS_POLARITY, &bad), &bad);
-    put(root, "spans", spans_json(res, &bad), &bad);
-    put(root, "checks", checks_json(res, &bad), &bad);
+    te_json_put(root, "version", json_string(TE_VERSION), &bad);
+    te_json_put(root, "inputs", te_json_inputs(res, &bad), &bad);
+    te_json_put(root, "overall", te_json_score(te_result_overall(res), &bad), &bad);
+    te_json_put(root, "pairs", te_json_score(te_result_pairs(res), &bad), &bad);
+    te_json_put(root, "categories", labels_json(res, TE_AXIS_CATEGORY, &bad), &bad);
+    te_json_put(root, "polarities", labels_json(res, TE_AXIS_POLARITY, &bad), &bad);
+    te_json_put(root, "spans", spans_json(res, &bad), &bad);
+    te_json_put(root, "checks", checks_json(res, &bad), &bad);
     if (flags & TE_REPORT_ERRORS)
-        put(root, "errors", errors_json(res, &bad), &bad);
+        te_json_put(root, "errors", errors_json(res, &bad), &bad);
+    return te_json_finish(root, bad, err);
+}
+
+char *te_json_finish(json_t *root, int bad, te_error *err)
+{
     char *text = bad ? NULL : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (!text) {

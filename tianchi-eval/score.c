@@ -12,7 +12,9 @@ struct te_result {
     size_t n_labels[2];
     te_span_counts spans;
     te_mismatch *mm;
+    te_error_class *mm_class; /* the class of each mismatch */
     size_t n_mm;
+    long class_count[TE_N_CLASSES][2]; /* by class and side (te_mismatch_kind) */
     te_issue *issues;
     size_t n_issues, cap_issues, n_violations;
     te_input_summary inputs[TE_N_INPUTS];
@@ -126,7 +128,7 @@ static long match_sorted(const te_row **gold, size_t ng, const te_row **pred, si
     return s;
 }
 
-static const te_review *find_review(const te_eval *ev, long id)
+const te_review *te_find_review(const te_eval *ev, long id)
 {
     size_t lo = 0, hi = ev->n_reviews;
     while (lo < hi) {
@@ -281,29 +283,45 @@ static int build_labels(scorer *sc, te_axis axis)
 
 /* ------------------------------------------------------------ mismatches */
 
+/* A mismatch and the row it came from, to sort them together. */
+typedef struct mm_entry {
+    te_mismatch m;
+    const te_row *row;
+} mm_entry;
+
+/* By id, misses first, then by line, then by input order (a JSONL line holds
+ * several records), so the order does not depend on qsort. */
 static int cmp_mismatch(const void *a, const void *b)
 {
-    const te_mismatch *x = a, *y = b;
-    if (x->quad.id != y->quad.id)
-        return x->quad.id < y->quad.id ? -1 : 1;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    return (x->line > y->line) - (x->line < y->line);
+    const mm_entry *x = a, *y = b;
+    if (x->m.quad.id != y->m.quad.id)
+        return x->m.quad.id < y->m.quad.id ? -1 : 1;
+    if (x->m.kind != y->m.kind)
+        return x->m.kind < y->m.kind ? -1 : 1;
+    if (x->m.line != y->m.line)
+        return x->m.line < y->m.line ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
 }
 
-/* Misses, false positives and the span counts. */
+/* Misses, false positives, their classes and the span counts. */
 static int collect_mismatches(scorer *sc)
 {
     te_result *res = sc->res;
     size_t n = sc->n_quads[0] + sc->n_quads[1];
+    mm_entry *all = malloc((n ? n : 1) * sizeof *all);
+    const te_row **rows = malloc((n ? n : 1) * sizeof *rows);
     res->mm = malloc((n ? n : 1) * sizeof *res->mm);
-    if (!res->mm)
+    res->mm_class = malloc((n ? n : 1) * sizeof *res->mm_class);
+    if (!all || !rows || !res->mm || !res->mm_class) {
+        free(all);
+        free(rows);
         return nomem(sc);
+    }
     res->spans.available = sc->ev->n_reviews > 0;
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < sc->n_quads[k]; i++) {
             const te_row *r = sc->quads[k][i];
-            const te_review *rv = find_review(sc->ev, r->id);
+            const te_review *rv = te_find_review(sc->ev, r->id);
             int a_out = outside(r->f[TE_ASPECT], rv), o_out = outside(r->f[TE_OPINION], rv);
             if (k == 1 && res->spans.available) {
                 res->spans.no_review += !rv;
@@ -313,13 +331,24 @@ static int collect_mismatches(scorer *sc)
             }
             if (sc->matched[k][r - sc->ev->rows[k].v])
                 continue;
-            res->mm[res->n_mm++] = (te_mismatch){
-                k == 0 ? TE_MISS : TE_FALSE_POSITIVE,
-                {r->id, r->f[0], r->f[1], r->f[2], r->f[3]},
-                r->file, r->line, rv ? rv->text : NULL, a_out, o_out};
+            all[res->n_mm++] = (mm_entry){
+                {k == 0 ? TE_MISS : TE_FALSE_POSITIVE, {r->id, r->f[0], r->f[1], r->f[2], r->f[3]},
+                 r->file, r->line, rv ? rv->text : NULL, a_out, o_out},
+                r};
         }
     }
-    qsort(res->mm, res->n_mm, sizeof *res->mm, cmp_mismatch);
+    qsort(all, res->n_mm, sizeof *all, cmp_mismatch);
+    for (size_t i = 0; i < res->n_mm; i++) {
+        res->mm[i] = all[i].m;
+        rows[i] = all[i].row;
+    }
+    free(all);
+    int bad = te_classify(sc->ev, res->mm, rows, res->n_mm, res->mm_class);
+    free(rows);
+    if (bad)
+        return nomem(sc);
+    for (size_t i = 0; i < res->n_mm; i++)
+        res->class_count[res->mm_class[i]][res->mm[i].kind]++;
     return 0;
 }
 
@@ -387,7 +416,7 @@ static int check_rows(scorer *sc)
                                      r->id, rows->v[i - 1].id)) != 0)
             return -1;
         id_entry *e = find_id(&sc->ids[1], r->id);
-        if (have_reviews && !find_review(sc->ev, r->id) && !e->reported) {
+        if (have_reviews && !te_find_review(sc->ev, r->id) && !e->reported) {
             e->reported = 1;
             if (add_issue(sc, TE_ISSUE_UNKNOWN_ID, 1, r->file, r->line, r->id,
                           te_pool_printf(pool, "id %ld is not an id of the reviews", r->id)) != 0)
@@ -462,7 +491,7 @@ static int check_gold(scorer *sc)
     te_pool *pool = &sc->res->pool;
     for (size_t i = 0; ev->n_reviews && i < sc->ids[0].n; i++) {
         const id_entry *e = &sc->ids[0].v[i];
-        if (!find_review(ev, e->id) &&
+        if (!te_find_review(ev, e->id) &&
             add_issue(sc, TE_ISSUE_GOLD_ID_UNKNOWN, 0, e->first->file, e->first->line, e->id,
                       te_pool_printf(pool, "gold id %ld has no review", e->id)) != 0)
             return -1;
@@ -475,7 +504,7 @@ static int check_gold(scorer *sc)
         if (check_label(sc, r, TE_AXIS_CATEGORY, 1) != 0 ||
             check_label(sc, r, TE_AXIS_POLARITY, 1) != 0)
             return -1;
-        const te_review *rv = find_review(ev, r->id);
+        const te_review *rv = te_find_review(ev, r->id);
         const long span[2][2] = {{r->a_start, r->a_end}, {r->o_start, r->o_end}};
         for (int f = TE_ASPECT; rv && f <= TE_OPINION; f++) {
             if (strcmp(r->f[f], TE_PLACEHOLDER) == 0 || span[f][0] < 0 || span[f][1] < 0 ||
@@ -505,12 +534,58 @@ static void scorer_free(scorer *sc)
     }
 }
 
+long te_match_rows(const te_eval *ev, const unsigned char *keep, unsigned char *pred_matched,
+                   unsigned char *gold_matched)
+{
+    const te_rows *rows[2] = {&ev->rows[0], &ev->rows[1]};
+    const te_row **q[2] = {malloc((rows[0]->n + 1) * sizeof *q[0]),
+                           malloc((rows[1]->n + 1) * sizeof *q[1])};
+    unsigned char *gm = gold_matched ? gold_matched : calloc(rows[0]->n + 1, 1);
+    long s = -1;
+    if (q[0] && q[1] && gm) {
+        size_t n[2] = {0, 0};
+        for (int k = 0; k < 2; k++)
+            for (size_t i = 0; i < rows[k]->n; i++)
+                if (!rows[k]->v[i].placeholder && (k == 0 || !keep || keep[i]))
+                    q[k][n[k]++] = &rows[k]->v[i];
+        qsort(q[0], n[0], sizeof *q[0], cmp_quad);
+        qsort(q[1], n[1], sizeof *q[1], cmp_quad);
+        scorer sc = {ev, NULL, NULL, {NULL, NULL}, {0, 0}, {gm, pred_matched}, {{NULL, 0}, {NULL, 0}}};
+        s = match_sorted(q[0], n[0], q[1], n[1], TE_N_FIELDS, &sc, 1);
+    }
+    if (gm != gold_matched)
+        free(gm);
+    free(q[0]);
+    free(q[1]);
+    return s;
+}
+
+/* A JSONL line is the extractor's output for a review: an id that is not a
+ * review's means it ran over other reviews, an input error rather than the
+ * unknown-id rule of a submission. */
+static int check_jsonl_ids(const te_eval *ev, te_error *err)
+{
+    const te_rows *rows = &ev->rows[TE_INPUT_PREDICTIONS];
+    for (size_t i = 0; ev->n_reviews && i < rows->n; i++) {
+        const te_row *r = &rows->v[i];
+        if (r->jsonl && !te_find_review(ev, r->id)) {
+            te_fail(err, TE_ERR_FORMAT, r->file, r->line,
+                    "id %ld is not an id of the reviews (%s)", r->id,
+                    ev->last_file[TE_INPUT_REVIEWS]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 te_result *te_eval_score(const te_eval *ev, te_error *err)
 {
     if (!ev) {
         te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no evaluator");
         return NULL;
     }
+    if (check_jsonl_ids(ev, err) != 0)
+        return NULL;
     te_result *res = calloc(1, sizeof *res);
     if (!res) {
         te_fail(err, TE_ERR_NOMEM, NULL, 0, "out of memory while scoring");
@@ -548,6 +623,7 @@ void te_result_free(te_result *res)
     free(res->labels[0]);
     free(res->labels[1]);
     free(res->mm);
+    free(res->mm_class);
     free(res->issues);
     free(res);
 }
@@ -600,6 +676,16 @@ size_t te_result_n_mismatches(const te_result *res)
 const te_mismatch *te_result_mismatch(const te_result *res, size_t i)
 {
     return i < res->n_mm ? &res->mm[i] : NULL;
+}
+
+te_error_class te_result_mismatch_class(const te_result *res, size_t i)
+{
+    return i < res->n_mm ? res->mm_class[i] : TE_N_CLASSES;
+}
+
+long te_result_class_count(const te_result *res, te_error_class c, te_mismatch_kind side)
+{
+    return (unsigned)c < TE_N_CLASSES && (unsigned)side < 2 ? res->class_count[c][side] : 0;
 }
 
 size_t te_result_n_issues(const te_result *res)

@@ -4,6 +4,7 @@
 
 #include "tianchi_eval.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdint.h>
 
@@ -79,6 +80,8 @@ typedef struct te_row {
     long line;
     long a_start, a_end, o_start, o_end; /* gold character offsets, -1 when blank */
     int placeholder;                     /* all four fields are `_` */
+    int jsonl;         /* from a JSONL file: a record, or the placeholder of a line without one */
+    double confidence; /* a JSONL record's "confidence", -1 when it has none */
 } te_row;
 
 typedef struct te_review {
@@ -112,7 +115,76 @@ struct te_eval {
     size_t n_notes, cap_notes;
     const char *last_file[TE_N_INPUTS];
     long n_added[TE_N_INPUTS]; /* rows added in memory, for their "line" */
+    const char *jsonl_fields[TE_N_FIELDS]; /* JSONL names of the four fields (pooled) */
 };
+
+/* Append a row of gold or predictions (strings pooled; offsets -1 when
+ * unknown); the new row is ev->rows[kind].v[ev->rows[kind].n - 1]. */
+te_status te_eval_add_row(te_eval *ev, te_input kind, long id, const char *const f[TE_N_FIELDS],
+                          const long offsets[4], const char *file, long line, te_error *err);
+/* Record a loader's finding (a BOM, a header row) for the checks. */
+te_status te_eval_add_note(te_eval *ev, te_issue_kind kind, te_input input, const char *file,
+                           long line, te_error *err);
+/* A non-negative decimal integer, blanks around it allowed. 0 on success, -1
+ * when not an integer, -2 when too large. */
+int te_parse_id(const char *s, size_t len, long *out);
+
+/* --------------------------------------------------------------- JSONL */
+
+/* Whether predictions are pocketdec's JSONL output: the first byte that is
+ * not a blank or a line break (after a BOM) is '{'. A CSV submission starts
+ * with an id, so it never does. */
+int te_is_jsonl(const char *data, size_t len);
+/* Add the records of JSONL text as predictions (jsonl.c); on failure the
+ * caller rolls back. */
+te_status te_jsonl_parse(te_eval *ev, const char *file, const char *data, size_t len,
+                         te_error *err);
+
+/* ------------------------------------------------------------- matching */
+
+/* Match the predictions kept (keep[i] for row i of the predictions, NULL keeps
+ * all; placeholders never match) one to one against gold, as the metric does.
+ * pred_matched (one byte a prediction row) gets 1 for each matched row, and
+ * gold_matched likewise when not NULL. Returns S, or -1 when out of memory. */
+long te_match_rows(const te_eval *ev, const unsigned char *keep, unsigned char *pred_matched,
+                   unsigned char *gold_matched);
+
+/* The class of each mismatch (taxonomy.c): rows[i] is the row of mm[i]. */
+int te_classify(const te_eval *ev, const te_mismatch *mm, const te_row *const *rows, size_t n,
+                te_error_class *out);
+
+/* Reviews by id, or NULL. */
+const te_review *te_find_review(const te_eval *ev, long id);
+
+/* The plain score a sweep holds (compare.c). */
+const te_result *te_sweep_result(const te_sweep *sw);
+
+/* ---------------------------------------------------------------- reports */
+
+/* Rows of the score tables (report.c), for the other reports. */
+void te_table_score_header(FILE *out, const char *title, size_t width);
+void te_table_score_row(FILE *out, const char *label, size_t width, te_score s);
+
+/* JSON pieces (report.c). A failed allocation sets *bad; te_json_finish
+ * dumps root (and frees it) into a malloc'ed string, or NULL. */
+void te_json_put(json_t *obj, const char *key, json_t *value, int *bad);
+void te_json_push(json_t *arr, json_t *value, int *bad);
+json_t *te_json_score(te_score s, int *bad);
+json_t *te_json_inputs(const te_result *res, int *bad);
+json_t *te_json_mismatch(const te_mismatch *m, int *bad);
+char *te_json_finish(json_t *root, int bad, te_error *err);
+
+/* ------------------------------------------------------------------ HTML */
+
+void te_html_esc(FILE *out, const char *s);
+/* The page's start (doctype, style, <h1>title</h1>) and end. */
+void te_html_begin(FILE *out, const char *title);
+void te_html_end(FILE *out);
+/* A result's sections (inputs, scores, charts, tables, checks, errors). */
+void te_html_result(const te_result *res, FILE *out);
+/* Write a page to path with writer(obj, out, err), naming path in errors. */
+typedef te_status (*te_html_writer)(const void *obj, FILE *out, te_error *err);
+te_status te_html_save(const char *path, te_html_writer writer, const void *obj, te_error *err);
 
 /* The task's label sets. */
 extern const char *const te_categories[];

@@ -51,9 +51,7 @@ static void trim(const char **s, size_t *len)
         (*len)--;
 }
 
-/* A non-negative decimal integer, blanks around it allowed. 0 on success, -1
- * when not an integer, -2 when too large. */
-static int parse_long(const char *s, size_t len, long *out)
+int te_parse_id(const char *s, size_t len, long *out)
 {
     trim(&s, &len);
     if (len == 0)
@@ -119,7 +117,7 @@ static te_status bad_number(te_error *err, const char *file, long line, const ch
 
 /* ----------------------------------------------------------------- adding */
 
-static te_status add_note(te_eval *ev, te_issue_kind kind, te_input input, const char *file,
+te_status te_eval_add_note(te_eval *ev, te_issue_kind kind, te_input input, const char *file,
                           long line, te_error *err)
 {
     if (te_grow((void **)&ev->notes, &ev->cap_notes, ev->n_notes + 1, sizeof *ev->notes) != 0)
@@ -128,8 +126,7 @@ static te_status add_note(te_eval *ev, te_issue_kind kind, te_input input, const
     return TE_OK;
 }
 
-/* Append a row; the strings are pooled. */
-static te_status add_row(te_eval *ev, te_input kind, long id, const char *const f[TE_N_FIELDS],
+te_status te_eval_add_row(te_eval *ev, te_input kind, long id, const char *const f[TE_N_FIELDS],
                          const long offsets[4], const char *file, long line, te_error *err)
 {
     te_rows *rows = &ev->rows[kind];
@@ -153,6 +150,7 @@ static te_status add_row(te_eval *ev, te_input kind, long id, const char *const 
     r->a_end = offsets[1];
     r->o_start = offsets[2];
     r->o_end = offsets[3];
+    r->confidence = -1;
     rows->n++;
     return TE_OK;
 }
@@ -220,12 +218,12 @@ static te_status load_row(te_eval *ev, te_input kind, te_csv *csv, long id, cons
             const char *s = te_csv_field(csv, offset_of[i], &len);
             if (is_blank(s, len))
                 continue;
-            int why = parse_long(s, len, &offsets[i]);
+            int why = te_parse_id(s, len, &offsets[i]);
             if (why != 0)
                 return bad_number(err, file, line, offset_name[i], s, len, why);
         }
     }
-    return add_row(ev, kind, id, f, offsets, file, line, err);
+    return te_eval_add_row(ev, kind, id, f, offsets, file, line, err);
 }
 
 /* Undo a failed load: what it added goes, pooled strings are just left. */
@@ -260,7 +258,7 @@ static te_status parse_csv(te_eval *ev, te_input kind, te_csv *csv, const char *
 {
     const kind_info *info = &kinds[kind];
     te_status st;
-    if (te_csv_had_bom(csv) && (st = add_note(ev, TE_ISSUE_BOM, kind, file, 1, err)) != TE_OK)
+    if (te_csv_had_bom(csv) && (st = te_eval_add_note(ev, TE_ISSUE_BOM, kind, file, 1, err)) != TE_OK)
         return st;
     long data_rows = 0;
     int first = 1, had_header = 0;
@@ -271,7 +269,7 @@ static te_status parse_csv(te_eval *ev, te_input kind, te_csv *csv, const char *
         size_t n = te_csv_n_fields(csv), id_len;
         const char *id_text = te_csv_field(csv, 0, &id_len);
         long id = 0;
-        int why = parse_long(id_text, id_len, &id);
+        int why = te_parse_id(id_text, id_len, &id);
         /* A first row that starts with "id" is a header. */
         if (first && is_id_label(id_text, id_len)) {
             first = 0;
@@ -279,7 +277,7 @@ static te_status parse_csv(te_eval *ev, te_input kind, te_csv *csv, const char *
                 return wrong_fields(err, kind, file, line, n, 1);
             had_header = 1;
             /* The task wants a submission without a header: noted, then skipped. */
-            if (!info->header && (st = add_note(ev, TE_ISSUE_HEADER, kind, file, line, err)) != TE_OK)
+            if (!info->header && (st = te_eval_add_note(ev, TE_ISSUE_HEADER, kind, file, line, err)) != TE_OK)
                 return st;
             continue;
         }
@@ -313,12 +311,17 @@ te_status te_eval_load_buffer(te_eval *ev, te_input kind, const char *name, cons
                                        strlen(name ? name : TE_MEMORY_NAME));
     if (!file)
         return te_fail(err, TE_ERR_NOMEM, name, 0, "out of memory");
-    te_csv *csv = te_csv_new(file, data, len, err);
-    if (!csv)
-        return err->code;
     load_mark mark = mark_of(ev, kind);
-    te_status st = parse_csv(ev, kind, csv, file, err);
-    te_csv_free(csv);
+    te_status st;
+    if (kind == TE_INPUT_PREDICTIONS && te_is_jsonl(data, len)) {
+        st = te_jsonl_parse(ev, file, data, len, err);
+    } else {
+        te_csv *csv = te_csv_new(file, data, len, err);
+        if (!csv)
+            return err->code;
+        st = parse_csv(ev, kind, csv, file, err);
+        te_csv_free(csv);
+    }
     if (st == TE_OK && kind == TE_INPUT_REVIEWS)
         st = sort_reviews(ev, err);
     if (st != TE_OK) {
@@ -368,7 +371,7 @@ te_status te_eval_add_quad(te_eval *ev, te_input kind, const te_quad *quad, te_e
             return st;
     }
     static const long no_offsets[4] = {-1, -1, -1, -1};
-    te_status st = add_row(ev, kind, quad->id, f, no_offsets, TE_MEMORY_NAME, line, err);
+    te_status st = te_eval_add_row(ev, kind, quad->id, f, no_offsets, TE_MEMORY_NAME, line, err);
     if (st != TE_OK)
         return st;
     ev->n_added[kind] = line;
@@ -409,5 +412,26 @@ te_status te_eval_add_review(te_eval *ev, long id, const char *text, te_error *e
     ev->reviews[lo] = r;
     ev->n_added[TE_INPUT_REVIEWS] = line;
     ev->last_file[TE_INPUT_REVIEWS] = TE_MEMORY_NAME;
+    return TE_OK;
+}
+
+te_status te_eval_set_jsonl_fields(te_eval *ev, const char *names, te_error *err)
+{
+    if (!ev || !names)
+        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no evaluator or no names");
+    const char *f[TE_N_FIELDS];
+    const char *p = names;
+    for (int i = 0; i < TE_N_FIELDS; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0 || (i == TE_N_FIELDS - 1) != !end)
+            return te_fail(err, TE_ERR_ARG, NULL, 0,
+                           "JSONL fields \"%s\": expected four non-empty names, "
+                           "aspect,opinion,category,polarity", names);
+        if (!(f[i] = te_pool_strndup(&ev->pool, p, len)))
+            return te_fail(err, TE_ERR_NOMEM, NULL, 0, "out of memory");
+        p = end ? end + 1 : p + len;
+    }
+    memcpy(ev->jsonl_fields, f, sizeof f);
     return TE_OK;
 }

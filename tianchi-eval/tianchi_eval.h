@@ -199,6 +199,40 @@ typedef struct te_mismatch {
 size_t te_result_n_mismatches(const te_result *res);
 const te_mismatch *te_result_mismatch(const te_result *res, size_t i);
 
+/* The class of a mismatch, for telling extraction errors apart. A mismatch of
+ * review r is compared with the other side's quadruples of r (all of them,
+ * matched or not) and takes the first class that applies, in this order; a
+ * term "overlaps" another of its field when the strings differ, neither is
+ * `_`, and their character offsets overlap (gold offsets against JSONL spans,
+ * where both are known) or else one string contains the other.
+ *   missed span / extra span: its aspect or its opinion equals and overlaps
+ *       no term of that field on the other side (a miss: missed span; a
+ *       false positive: extra span);
+ *   boundary: each term equals or overlaps one there, but one equals none;
+ *   link: both terms are there, but never in one quadruple together;
+ *   category: the (aspect, opinion) pair is there, never with this category;
+ *   polarity: pair and category are there, never with this polarity;
+ *   repeated: the quadruple is there, fewer times than on this side.
+ * Every mismatch has exactly one class (docs/tianchi-eval.md). */
+typedef enum te_error_class {
+    TE_CLASS_MISSED_SPAN = 0, /* misses only */
+    TE_CLASS_EXTRA_SPAN,      /* false positives only */
+    TE_CLASS_BOUNDARY,
+    TE_CLASS_LINK,
+    TE_CLASS_CATEGORY,
+    TE_CLASS_POLARITY,
+    TE_CLASS_REPEATED,
+    TE_N_CLASSES
+} te_error_class;
+
+/* A short constant name ("missed span", ...). */
+const char *te_error_class_name(te_error_class c);
+/* The class of mismatch i (TE_N_CLASSES when out of range). */
+te_error_class te_result_mismatch_class(const te_result *res, size_t i);
+/* Mismatches of a class on one side (TE_MISS: gold, TE_FALSE_POSITIVE:
+ * predictions). Over the classes they add up to G - S and P - S. */
+long te_result_class_count(const te_result *res, te_error_class c, te_mismatch_kind side);
+
 /* ------------------------------------------------------------------ checks */
 
 typedef enum te_issue_kind {
@@ -268,6 +302,91 @@ char *te_result_json(const te_result *res, unsigned flags, te_error *err);
 te_status te_result_write_html(const te_result *res, FILE *out, te_error *err);
 /* Same, written to a file. */
 te_status te_result_save_html(const te_result *res, const char *path, te_error *err);
+
+/* ------------------------------------------------------------------ JSONL */
+
+/* Predictions may be pocketdec's JSONL extraction output, one line a review:
+ * {"id": "3", "records": [{"aspect": ..., "opinion": ..., "category": ...,
+ * "polarity": ..., "spans": {...}, "probs": {...}, "confidence": 0.81}]}.
+ * te_eval_load_file and te_eval_load_buffer read predictions as JSONL when
+ * their first byte other than blanks and line breaks is '{'. This sets the
+ * record keys of aspect, opinion, category and polarity, comma-separated
+ * ("aspect,opinion,category,polarity" by default), for the loads after it. */
+te_status te_eval_set_jsonl_fields(te_eval *ev, const char *names, te_error *err);
+
+/* --------------------------------------------------------------- compare */
+
+typedef struct te_compare te_compare;
+
+typedef struct te_compare_params {
+    unsigned long resamples; /* bootstrap resamples; 0 means 1000 */
+    unsigned long long seed; /* of the generator (splitmix64): same seed, same interval */
+} te_compare_params;
+
+/* Score the predictions of a (run A) and of b (run B), loaded with the same
+ * gold, and the paired bootstrap of F1(B) - F1(A) over reviews: the review ids
+ * (of gold and of the runs) are resampled with replacement, both runs' micro F1
+ * recomputed on each resample. Refused (TE_ERR_FORMAT) when the runs do not
+ * have rows for the same ids, TE_ERR_ARG when the gold differs. Scoring errors
+ * are te_eval_score's. Free it before a and b. */
+te_compare *te_compare_new(const te_eval *a, const te_eval *b, const te_compare_params *params,
+                           te_error *err);
+void te_compare_free(te_compare *cmp);
+
+/* The result of run 0 (A) or 1 (B); NULL otherwise. */
+const te_result *te_compare_result(const te_compare *cmp, int run);
+
+typedef struct te_interval {
+    double diff;              /* F1(B) - F1(A) on all reviews */
+    double low, high;         /* 95% percentile interval of the resampled differences */
+    unsigned long resamples;
+    unsigned long long seed;
+    size_t reviews;           /* ids resampled */
+} te_interval;
+
+te_interval te_compare_interval(const te_compare *cmp);
+
+/* The comparison as a table (F1 of each run, the interval, the error classes
+ * with up to `examples` examples each), as JSON (te_free() it), as an HTML
+ * page (the comparison, then each run's report). */
+te_status te_compare_print_table(const te_compare *cmp, FILE *out, size_t examples, te_error *err);
+char *te_compare_json(const te_compare *cmp, size_t examples, te_error *err);
+te_status te_compare_save_html(const te_compare *cmp, const char *path, size_t examples,
+                               te_error *err);
+
+/* ------------------------------------------------------------------ sweep */
+
+typedef struct te_sweep te_sweep;
+
+/* Precision, recall and F1 of the predictions with confidence >= each
+ * threshold (thresholds in [0, 1]; NULL: 0.0, 0.1, ..., 0.9, 0.95), and a
+ * reliability table: the predictions in ten bins of confidence with the
+ * fraction matched under the metric's matching of all predictions. Needs JSONL
+ * predictions whose every record has a "confidence" (TE_ERR_FORMAT otherwise,
+ * naming the first line without one). Free it before ev. */
+te_sweep *te_eval_sweep(const te_eval *ev, const double *thresholds, size_t n, te_error *err);
+void te_sweep_free(te_sweep *sw);
+
+typedef struct te_sweep_row {
+    double threshold;
+    te_score score; /* score.predicted: the predictions kept */
+} te_sweep_row;
+
+typedef struct te_reliability_bin {
+    double low, high; /* confidences in [low, high); the last bin holds 1.0 */
+    long count, correct;
+    double accuracy;  /* correct / count, 0 when empty */
+} te_reliability_bin;
+
+size_t te_sweep_n_rows(const te_sweep *sw);
+const te_sweep_row *te_sweep_row_at(const te_sweep *sw, size_t i);
+size_t te_sweep_n_bins(const te_sweep *sw);
+const te_reliability_bin *te_sweep_bin(const te_sweep *sw, size_t i);
+/* The inputs, as te_result_input gives them. */
+te_input_summary te_sweep_input(const te_sweep *sw, te_input kind);
+
+te_status te_sweep_print_table(const te_sweep *sw, FILE *out, te_error *err);
+char *te_sweep_json(const te_sweep *sw, te_error *err);
 
 #ifdef __cplusplus
 }
