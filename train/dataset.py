@@ -385,12 +385,17 @@ def is_csv(paths):
     return len(paths) == 2 or (len(paths) == 1 and os.path.isdir(paths[0]))
 
 
+def id_key(i):
+    """The order of review ids: integers by value, then strings (a file may hold both)."""
+    return (isinstance(i, str), i)
+
+
 def split_ids(ids, fraction=DEV_FRACTION, seed=DEV_SEED):
     """The dev ids: a seeded sample of `fraction` of the sorted ids, sorted (data.split_ids: on the
     Tianchi reviews the defaults give data/tianchi/dev_ids.txt)."""
-    ids = sorted(ids, key=lambda i: (isinstance(i, str), i))
+    ids = sorted(ids, key=id_key)
     n = round(len(ids) * fraction)
-    return sorted(random.Random(seed).sample(ids, n), key=lambda i: (isinstance(i, str), i))
+    return sorted(random.Random(seed).sample(ids, n), key=id_key)
 
 
 def write_jsonl(path, schema, reviews):

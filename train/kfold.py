@@ -42,9 +42,9 @@ FOLD_SEED = 20261204
 
 def folds(ids, k, seed=FOLD_SEED):
     """k lists of ids: a seeded shuffle of the sorted ids, dealt round robin; each list sorted."""
-    order = sorted(ids)
+    order = sorted(ids, key=DS.id_key)
     random.Random(seed).shuffle(order)
-    return [sorted(order[j::k]) for j in range(k)]
+    return [sorted(order[j::k], key=DS.id_key) for j in range(k)]
 
 
 def write_gold(path, labels_csv, ids):

@@ -58,16 +58,14 @@ import tasks
 from train_all import common_args, finish, fit, log, new_base, start
 
 
-def labelled_spans(data, split):
-    """[(id, text, quads)] with quads = (a, a_start, a_end, o, o_start, o_end, category, polarity),
-    character offsets (None for `_`)."""
-    with open(os.path.join(data, "train_labels.csv"), encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))[1:]
-    by = {}
-    for r in rows:
-        off = lambda a, b: (int(a), int(b)) if a.strip() else (None, None)  # noqa: E731
-        by.setdefault(int(r[0]), []).append((r[1], *off(r[2], r[3]), r[4], *off(r[5], r[6]), r[7], r[8]))
-    return [(i, t, by.get(i, [])) for i, t, _ in D.labelled(data, split)]
+def labelled_spans(data=D.DATA, split="train"):
+    """[(id, text, quads)] of a Tianchi directory (dataset.py's reader, strict, the default schema)
+    in a split of its dev_ids.txt ("train", "dev", "all"), quads = (a, a_start, a_end, o, o_start,
+    o_end, category, polarity), character offsets (None for `_`)."""
+    reviews = DS.read(data, DS.Schema(DS.SCHEMA), DS.Report(strict=True))
+    dev = D.dev_ids(data) if split != "all" else set()
+    keep = {"train": lambda i: i not in dev, "dev": lambda i: i in dev, "all": lambda i: True}[split]
+    return [(r.id, r.text, r.records) for r in reviews if keep(r.id)]
 
 
 def schema_template(meta, schema):

@@ -211,6 +211,9 @@ def test_dev_split(tmp, jsonl):
         assert not printed, printed
         assert sorted(r.id for r in d.dev) == sorted(want), f"{data}: the default dev split is not dev_ids.txt"
         assert len(d.train) == 2829 - 283
+    # ids of both kinds: integers by value, then strings
+    assert DS.split_ids([3, "b", 1, "a", 2], 1 / 2.5, 0) == sorted(DS.split_ids([3, "b", 1, "a", 2], 0.4, 0), key=DS.id_key)
+    assert sorted([3, "b", 1, "a"], key=DS.id_key) == [1, 3, "a", "b"]
     other, _ = load("--data", jsonl, "--dev-seed", "7")
     assert sorted(r.id for r in other.dev) != sorted(want) and len(other.dev) == 283
     # --dev FILE: its reviews are dev; an id in both is reported and left out of training

@@ -3,11 +3,12 @@
 reviews"): the same spans under the names target and expression, the 13 categories mapped to 4 topics
 and the polarities to 好评 / 中评 / 差评.
 
-  convert.py OUT.jsonl [--data data/tianchi] [--limit N]
+  convert.py OUT.jsonl [--data data/tianchi] [--limit N] [--no-topic]
 
 The Tianchi CSV pair is read (and checked) by train/dataset.py with the Tianchi schema; the records
 are mapped field by field and written one review a line, so train_tagger.py --data OUT.jsonl
---schema train/examples/coarse/coarse.yaml trains a head of the coarse fields and labels.
+--schema train/examples/coarse/coarse.yaml trains a head of the coarse fields and labels. With
+--no-topic the records have three fields (no topic), for sentiment.yaml.
 """
 
 import argparse
@@ -25,7 +26,7 @@ TOPIC = {"成分": "商品", "尺寸": "商品", "功效": "商品", "气味": "
 SENTIMENT = {"正面": "好评", "中性": "中评", "负面": "差评"}
 
 
-def convert(reviews):
+def convert(reviews, topic=True):
     """JSON lines of Reviews read with the Tianchi schema (records: aspect, a_start, a_end, opinion,
     o_start, o_end, category, polarity)."""
     for r in reviews:
@@ -34,6 +35,8 @@ def convert(reviews):
             recs.append({"target": None if a0 is None else {"text": a, "start": a0, "end": a1},
                          "expression": None if o0 is None else {"text": o, "start": o0, "end": o1},
                          "topic": TOPIC[cat], "sentiment": SENTIMENT[pol]})
+            if not topic:
+                del recs[-1]["topic"]
         yield json.dumps({"id": r.id, "text": r.text, "records": recs}, ensure_ascii=False)
 
 
@@ -42,12 +45,13 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--data", default=DS.TIANCHI)
     ap.add_argument("--limit", type=int, default=0, help="the first N reviews only")
+    ap.add_argument("--no-topic", action="store_true", help="three fields: leave the topic out (sentiment.yaml)")
     a = ap.parse_args(argv)
     reviews = DS.read(a.data, DS.Schema(DS.SCHEMA), DS.Report(strict=True))
     if a.limit:
         reviews = reviews[:a.limit]
     with open(a.out, "w", encoding="utf-8") as f:
-        for line in convert(reviews):
+        for line in convert(reviews, not a.no_topic):
             f.write(line + "\n")
     print(f"{a.out}: {len(reviews)} reviews")
 
