@@ -9,7 +9,8 @@ Two formats, read through the same checks:
     every field of the schema in every record: a span field as {text, start, end} (character offsets
     into the text, end exclusive) or null (`_`, where the schema says `empty: true`), an enum field
     as one of its values; "records": [] is a review with nothing to extract. The id is an integer
-    or a string, unique in the file.
+    or a string, unique in the file. Other keys of a line are ignored (a shop's own metadata); blank
+    lines are skipped.
   - the Tianchi CSV pair: a directory holding train_reviews.csv (id,Reviews) and train_labels.csv
     (id,AspectTerms,A_start,A_end,OpinionTerms,O_start,O_end,Categories,Polarities), or the two files;
     its columns are the schema's two span fields and two enum fields, in schema order.
@@ -226,7 +227,7 @@ def read_jsonl(path, schema, report):
     """[Review] of a JSONL file (file order), problems reported."""
     out, seen = [], {}
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, encoding="utf-8-sig")  # a byte-order mark is not part of the first line
     except OSError as e:
         raise DataError(f"{path}: {e.strerror}") from None
     with f:
@@ -247,15 +248,12 @@ def read_jsonl(path, schema, report):
             n = len(recs) if isinstance(recs, list) else 1
             report.records += n
             bad = None
-            unknown = set(doc) - {"id", "text", "records"}
             if "id" not in doc or not (isinstance(doc["id"], str) or _offset(doc["id"])):
                 bad = "missing field 'id' (an integer or a string)"
             elif not isinstance(doc.get("text"), str):
                 bad = "missing field 'text' (a string)"
             elif not isinstance(recs, list):
                 bad = "missing field 'records' (a list, [] when the review has none)"
-            elif unknown:
-                bad = f"unknown key '{sorted(unknown)[0]}' (a line holds id, text and records)"
             elif doc["id"] in seen:
                 bad = f"duplicate id {doc['id']!r} (first on line {seen[doc['id']]})"
             if bad:
