@@ -10,8 +10,9 @@ Checks:
     skipped and counted by default, the first one fatal with strict (the module's API and
     `dataset.py --strict`'s exit status);
   - a review whose every record was bad stays a review (text, dev split) but is not labelled;
-  - the JSONL and CSV formats give the same reviews: a hand-written pair, and all of data/tianchi
-    written as JSONL and read back;
+  - the JSONL and CSV formats give the same reviews: a hand-written pair (also with a byte-order
+    mark, a blank line and a key of the line's own), and all of data/tianchi written as JSONL and
+    read back;
   - the default dev split reproduces data/tianchi/dev_ids.txt, from the CSV directory and from the
     JSONL copy; --dev FILE holds its reviews out and reports an id in both;
   - a schema of three fields (two spans, one enum) reads and gives its joint labels.
@@ -192,6 +193,14 @@ def test_same_reviews(tmp):
     b, pb = load("--data", path, "--dev-fraction", "0")
     assert not pa and not pb, (pa, pb)
     assert a.labelled() == b.labelled(), (a.labelled(), b.labelled())
+    # a byte-order mark, a blank line and keys of a line's own change nothing
+    lines = open(path, encoding="utf-8").read().splitlines()
+    first = json.loads(lines[0])
+    first["source"] = "shop A"
+    with open(path, "w", encoding="utf-8-sig") as f:
+        f.write(json.dumps(first, ensure_ascii=False) + "\n\n" + lines[1] + "\n")
+    c, pc = load("--data", path, "--dev-fraction", "0")
+    assert not pc and c.labelled() == a.labelled(), (pc, c.labelled())
     # all of data/tianchi, written as JSONL and read back
     schema = DS.Schema(SCHEMA)
     full = DS.read(TIANCHI, schema, DS.Report(strict=True))
