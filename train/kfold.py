@@ -2,12 +2,14 @@
 """Score a recipe by k-fold cross-validation on the labelled training reviews, through pocketdec.
 
   kfold.py --base RUN/base --out DIR [--folds 5] [label stage options of train_tagger.py]
+  kfold.py --data MY.jsonl --schema MY.yaml --base RUN/base --out DIR     # any data dataset.py reads
 
 The labelled reviews outside the dev split are cut into --folds folds (a seeded shuffle of their ids,
 --fold-seed); for each fold the label stage of train_tagger.py (the adapter and the wide-and-deep
 head: the only stages that read labels) is trained on the other folds over one base, and the fold's
 reviews are extracted by the C library (the pocketdec package: what `pocketdec extract` writes) and
-scored by tianchi-eval's library. The base must have been pre-trained without labels (train_tagger.py's
+scored by tianchi-eval's library (on data other than the Tianchi CSV pair: dataset.score, the same
+metric for any schema). The base must have been pre-trained without labels (train_tagger.py's
 base stage reads review text only), so no fold's labels reach it; its text includes the folds'
 reviews, as it includes the test reviews' (unlabelled text is what a user has too).
 
@@ -30,7 +32,7 @@ import random
 import sys
 import time
 
-import data as D
+import dataset as DS
 import train_tagger as T
 import tagging
 from train_all import common_args, log, start
@@ -40,34 +42,61 @@ FOLD_SEED = 20261204
 
 def folds(ids, k, seed=FOLD_SEED):
     """k lists of ids: a seeded shuffle of the sorted ids, dealt round robin; each list sorted."""
-    order = sorted(ids)
+    order = sorted(ids, key=DS.id_key)
     random.Random(seed).shuffle(order)
-    return [sorted(order[j::k]) for j in range(k)]
+    return [sorted(order[j::k], key=DS.id_key) for j in range(k)]
 
 
-def write_gold(path, data, ids):
-    """The original train_labels.csv lines of ids (with its header): tianchi-eval's gold file."""
-    with open(os.path.join(data, "train_labels.csv"), encoding="utf-8", newline="") as f:
+def write_gold(path, labels_csv, ids):
+    """The original lines of ids in a train_labels.csv (with its header): tianchi-eval's gold file."""
+    with open(labels_csv, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     keep = set(ids)
     with open(path, "w", encoding="utf-8", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows([rows[0]] + [r for r in rows[1:] if int(r[0]) in keep])
 
 
-def score(pd, gold, pred, reviews):
-    s = pd.tianchi_eval.score(gold, pred, reviews=reviews)
-    return {"overall": s["overall"], "polarities": s["polarities"], "pairs": s["pairs"]}
+class Scorer:
+    """The figures of a Result.csv: tianchi-eval's library on the Tianchi CSV data read without a
+    skipped record (gold: the original lines of train_labels.csv), dataset.score (the same metric, for any schema) on other data (gold:
+    the records read, written as a Result.csv of the schema's fields)."""
+
+    def __init__(self, pd, data):
+        self.pd, self.data = pd, data
+        self.tianchi = data.csv_pair is not None and not data.report.skipped and \
+            data.schema.fields == ["aspect", "opinion", "category", "polarity"]
+        self.gold = {str(i): [data.schema.values_of(q) for q in quads] for i, _, quads in data.labelled("train")}
+
+    def write_gold(self, path, ids):
+        if self.tianchi:
+            return write_gold(path, self.data.csv_pair[1], ids)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows([[i] + list(q) for i in ids for q in self.gold[str(i)]])
+
+    def score(self, gold, pred, reviews):
+        if self.tianchi:
+            s = self.pd.tianchi_eval.score(gold, pred, reviews=reviews)
+            return {"overall": s["overall"], "polarities": s["polarities"], "pairs": s["pairs"]}
+        def read(path):
+            out = {}
+            with open(path, encoding="utf-8", newline="") as f:
+                for r in csv.reader(f):
+                    rows = out.setdefault(r[0], [])
+                    if any(x != "_" for x in r[1:]):
+                        rows.append(tuple(r[1:]))
+            return out
+        return DS.score(self.data.schema, read(gold), read(pred))
 
 
-def extract_and_score(a, pd, out, reviews, result, gold, head=None):
+def extract_and_score(a, sc, out, reviews, result, gold, head=None):
     """Extract reviews with out/adapter and the head (out/head) through pocketdec; their figures."""
     if not T.extract_dev(a.base, os.path.join(out, "adapter"), head or os.path.join(out, "head"), reviews, result,
-                         a.threads):
+                         a.threads, sc.data.schema):
         sys.exit("kfold.py scores through the pocketdec library: build it first (meson compile -C build)")
-    return score(pd, gold, result, dict(reviews))
+    return sc.score(gold, result, dict(reviews))
 
 
-def run_fold(a, k, test_ids, train, meta, labels, pd):
+def run_fold(a, k, test_ids, train, meta, labels, sc):
     out = os.path.join(a.out, f"fold{k}")
     done = os.path.join(out, "score.json")
     if os.path.exists(done):
@@ -81,9 +110,9 @@ def run_fold(a, k, test_ids, train, meta, labels, pd):
     T.save_stage(model, head, meta, labels, out, os.path.relpath(a.base, out))
     reviews = [(i, t) for i, t, _ in train if i in held]
     result, gold = os.path.join(out, "Result.csv"), os.path.join(out, "gold.csv")
-    write_gold(gold, a.data, test_ids)
+    sc.write_gold(gold, test_ids)
     t0 = time.time()
-    s = extract_and_score(a, pd, out, reviews, result, gold)
+    s = extract_and_score(a, sc, out, reviews, result, gold)
     s.update(record[f"fold{k}"], extract_seconds=round(time.time() - t0, 1), reviews=len(reviews))
     # the same trained fold with other polarity priors (only the label biases differ)
     for tau in a.compare_priors:
@@ -91,7 +120,7 @@ def run_fold(a, k, test_ids, train, meta, labels, pd):
         other = copy.deepcopy(head)
         T.polarity_prior(other, labels, fold_train, tau - a.polarity_prior)
         tagging.save(other, meta, labels, os.path.join(sub, "head"))
-        s[f"prior{tau:g}"] = extract_and_score(a, pd, out, reviews, os.path.join(sub, "Result.csv"), gold,
+        s[f"prior{tau:g}"] = extract_and_score(a, sc, out, reviews, os.path.join(sub, "Result.csv"), gold,
                                                os.path.join(sub, "head"))
     with open(done, "w", encoding="utf-8") as f:
         json.dump(s, f, ensure_ascii=False, indent=2)
@@ -109,7 +138,8 @@ def summary(scores, pooled):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    common_args(ap)
+    common_args(ap, data=False)
+    DS.add_args(ap)
     T.label_args(ap)
     ap.add_argument("--base", required=True, help="a base pre-trained without labels (train_tagger.py's RUN/base)")
     ap.add_argument("--folds", type=int, default=5)
@@ -119,19 +149,23 @@ def main(argv=None):
                     help="also score each fold with these --polarity-prior values (comma-separated): the same "
                          "adapter and head, other label biases")
     a = ap.parse_args(argv)
+    try:
+        data = DS.load(a)
+        meta = T.schema_template(tagging.load_template(a.template), data.schema)
+    except DS.DataError as e:
+        raise SystemExit(f"kfold.py: {e}")
     start(a)
-    meta = tagging.load_template(a.template)
     if not a.features:
         meta.pop("features", None)
-    labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
-    train = T.labelled_spans(a.data, "train")
+    labels = data.schema.labels()
+    train = data.labelled("train")
     if a.limit:
         train = train[:a.limit]
     parts = folds([i for i, _, _ in train], a.folds, a.fold_seed)
     import evaluate
-    pd = evaluate.package()
+    sc = Scorer(evaluate.package(), data)
     todo = a.only if a.only else range(a.folds)
-    scores = [run_fold(a, k, parts[k], train, meta, labels, pd) for k in todo]
+    scores = [run_fold(a, k, parts[k], train, meta, labels, sc) for k in todo]
     if a.only:
         return
     # pooled: every fold's records and gold in one file each
@@ -140,8 +174,8 @@ def main(argv=None):
         for k in range(a.folds):
             with open(os.path.join(a.out, f"fold{k}", "Result.csv"), encoding="utf-8") as g:
                 f.write(g.read())
-    write_gold(gold, a.data, [i for p in parts for i in p])
-    pooled = score(pd, gold, pred, {i: t for i, t, _ in train})
+    sc.write_gold(gold, [i for p in parts for i in p])
+    pooled = sc.score(gold, pred, {i: t for i, t, _ in train})
     s = summary(scores, pooled)
     for tau in a.compare_priors:
         pred = os.path.join(a.out, f"pooled_prior{tau:g}_Result.csv")
@@ -150,7 +184,7 @@ def main(argv=None):
                 with open(os.path.join(a.out, f"fold{k}", f"prior{tau:g}", "Result.csv"), encoding="utf-8") as g:
                     f.write(g.read())
         s[f"prior{tau:g}"] = summary([x[f"prior{tau:g}"] for x in scores],
-                                     score(pd, gold, pred, {i: t for i, t, _ in train}))
+                                     sc.score(gold, pred, {i: t for i, t, _ in train}))
         report(s[f"prior{tau:g}"], a.folds, f"--polarity-prior {tau:g}: ")
     s["args"] = {k: v for k, v in vars(a).items() if k not in ("out", "data")}
     with open(os.path.join(a.out, "kfold.json"), "w", encoding="utf-8") as f:

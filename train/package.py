@@ -75,11 +75,13 @@ def package(run, out):
     with open(os.path.join(run, "train_log.json"), encoding="utf-8") as f:
         log = json.load(f)
     root = os.path.dirname(tasks.HERE)
-    for k in ("out", "data", "schema", "base", "template"):  # no machine paths in the committed record
+    def short(v):
+        v = os.path.abspath(v)
+        return os.path.relpath(v, root) if v.startswith(root + os.sep) else os.path.basename(v)
+    for k in ("out", "data", "dev", "schema", "base", "template"):  # no machine paths in the committed record
         v = log["args"].get(k)
-        if v:
-            v = os.path.abspath(v)
-            log["args"][k] = os.path.relpath(v, root) if v.startswith(root + os.sep) else os.path.basename(v)
+        if v:  # --data and --dev take one path or two
+            log["args"][k] = [short(x) for x in v] if isinstance(v, list) else short(v)
     with open(os.path.join(out, "train_log.json"), "w", encoding="utf-8") as f:
         json.dump(log, f, ensure_ascii=False, indent=2)
     write_expected(out)

@@ -126,11 +126,13 @@ def finetune(model, head, tok, t, train, a, rng, record):
     fit(params, a.finetune_steps, a.lora_lr, batch, "finetune", record)
 
 
-def common_args(ap):
-    """The options of every recipe: the run, the data, and the base's shape and rate."""
+def common_args(ap, data=True):
+    """The options of every recipe: the run, the data (data=False: the caller adds its own --data, as
+    dataset.add_args does), and the base's shape and rate."""
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--data", default=D.DATA)
+    if data:
+        ap.add_argument("--data", default=D.DATA)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="use only the first N reviews (smoke tests)")
     ap.add_argument("--vocab", type=int, default=4096)

@@ -5,6 +5,12 @@ labels; each decision the trunk's states and the learned weights of hashed spars
 
   train_tagger.py --out DIR [--seed 0] [--threads 2] [size, step and feature options]
   train_tagger.py --out DIR --base HFDIR ...       # the label stage alone, on an existing base
+  train_tagger.py --data MY.jsonl --schema MY.yaml --out DIR ...   # other reviews, fields and labels
+
+The data (--data, --schema, --strict, --dev, --dev-fraction, --dev-seed) is read by dataset.py: the
+Tianchi CSV pair of data/tianchi by default, or JSONL; the head's span fields, label fields and joint
+labels come from the schema (two span fields and one or more enum fields; train/README.md, "Training on
+your own reviews").
 
 Stages (each saved; a finished stage is loaded on a rerun with the same --out: resumable):
   1. tokenizer: byte-level BPE whose merges never cross a character (bpe.train within_chars) on the
@@ -36,12 +42,14 @@ import math
 import os
 import random
 import time
+import zlib
 
 import torch
 import torch.nn.functional as F
 
 import bpe
 import data as D
+import dataset as DS
 import features as FT
 import lora
 import qwen3
@@ -50,16 +58,47 @@ import tasks
 from train_all import common_args, finish, fit, log, new_base, start
 
 
-def labelled_spans(data, split):
-    """[(id, text, quads)] with quads = (a, a_start, a_end, o, o_start, o_end, category, polarity),
-    character offsets (None for `_`)."""
-    with open(os.path.join(data, "train_labels.csv"), encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))[1:]
-    by = {}
-    for r in rows:
-        off = lambda a, b: (int(a), int(b)) if a.strip() else (None, None)  # noqa: E731
-        by.setdefault(int(r[0]), []).append((r[1], *off(r[2], r[3]), r[4], *off(r[5], r[6]), r[7], r[8]))
-    return [(i, t, by.get(i, [])) for i, t, _ in D.labelled(data, split)]
+def labelled_spans(data=D.DATA, split="train"):
+    """[(id, text, quads)] of a Tianchi directory (dataset.py's reader, strict, the default schema)
+    in a split of its dev_ids.txt ("train", "dev", "all"), quads = (a, a_start, a_end, o, o_start,
+    o_end, category, polarity), character offsets (None for `_`)."""
+    reviews = DS.read(data, DS.Schema(DS.SCHEMA), DS.Report(strict=True))
+    dev = D.dev_ids(data) if split != "all" else set()
+    keep = {"train": lambda i: i not in dev, "dev": lambda i: i in dev, "all": lambda i: True}[split]
+    return [(r.id, r.text, r.records) for r in reviews if keep(r.id)]
+
+
+def schema_template(meta, schema):
+    """The head template (tagger_template.json) for a schema's fields: its two span fields, in schema
+    order, take the places of the template's (aspect, opinion: the link from the second to the first,
+    the feature templates' field names), its enum fields are the label fields. On the Tianchi schema
+    the template comes back unchanged. A schema needs exactly two span fields and one enum field or
+    more (the head's links join two span fields; the labels are the enum fields' joint values)."""
+    if len(schema.spans) != 2 or not schema.enums:
+        raise DS.DataError(f"{schema.path}: the tagger head trains on two span fields and at least one enum field; "
+                           f"this schema has {len(schema.spans)} span and {len(schema.enums)} enum fields")
+    old = list(meta["spans"])
+    names = dict(zip(old, schema.spans))
+    if set(names.values()) & (set(old) - set(names)):
+        raise DS.DataError(f"{schema.path}: span fields {schema.spans} clash with the template's names {old}")
+    out = copy.deepcopy(meta)
+    out["spans"] = list(schema.spans)
+    out["link"] = {k: names.get(v, v) for k, v in meta["link"].items()}
+    out["label_fields"] = list(schema.enums)
+    if "features" in out:
+        def rename(tpl):
+            atoms = []
+            for atom in tpl.split(" "):
+                for o, n in names.items():
+                    for pre in ("lex.", "text.", "chars.", "bigrams."):
+                        if atom == pre + o or atom.startswith(pre + o + "["):
+                            atom = pre + n + atom[len(pre + o):]
+                atoms.append(atom)
+            return " ".join(atoms)
+        for d in FT.DECISIONS:
+            if d in out["features"]:
+                out["features"][d]["templates"] = [rename(t) for t in out["features"][d]["templates"]]
+    return out
 
 
 def char_tags(text, spans):
@@ -81,12 +120,15 @@ class Example:
 
     def __init__(self, tok, meta, head_tags, labels, text, quads, spec=None):
         self.text = text
-        self.polarities = {q[7] for q in quads}
+        names = meta["spans"]
+        nspan, src, dst = len(names), meta["link"]["from"], meta["link"]["to"]
+        ksrc, kdst = names.index(src), names.index(dst)
+        self.polarities = {q[-1] for q in quads}  # the values of the last label field (the prior's)
         self.ids, self.read, ranges = tagging.prompt(tok, meta, text)
         self.n = len(ranges)
         self.mid = tagging.midchar(text, ranges)
-        spans = sorted({(f, s, e) for q in quads for f, s, e in (("aspect", q[1], q[2]), ("opinion", q[4], q[5]))
-                        if s is not None})
+        spans = sorted({(f, q[3 * k + 1], q[3 * k + 2]) for q in quads for k, f in enumerate(names)
+                        if q[3 * k + 1] is not None})
         starts = tagging.char_starts(text)
         # each span's first and last token: those holding its first and last byte
         where = {(f, s): (max(k for k, (b, _) in enumerate(ranges) if b <= starts[s]),
@@ -96,40 +138,43 @@ class Example:
         for (f, _), (first, last) in sorted(where.items(), key=lambda w: w[1]):
             tags[first:last + 1] = ["B-" + f] + ["I-" + f] * (last - first)
         self.tags = [head_tags.index(t) for t in tags]
-        aspects = sorted(v for (f, _), v in where.items() if f == "aspect")
+        # the link's target field is the aspect, its source the opinion (the Tianchi names)
+        aspects = sorted(v for (f, _), v in where.items() if f == dst)
         self.links, self.rows, link_spans = [], [], []
         for q in quads:
-            a = where[("aspect", q[1])] if q[1] is not None else None
-            o = where[("opinion", q[4])] if q[4] is not None else None
+            at = [where[(f, q[3 * k + 1])] if q[3 * k + 1] is not None else None for k, f in enumerate(names)]
+            a, o = at[kdst], at[ksrc]
             if o is not None:
                 self.links.append((o[1], [x[1] for x in aspects], aspects.index(a) if a else len(aspects)))
                 link_spans.append(o)
-            self.rows.append((a, o, labels.index((q[6], q[7]))))
+            self.rows.append((*at, labels.index(tuple(q[3 * nspan:]))))
         # the no-record class: the aspects no quadruple holds without an opinion (what decode would
         # write as (aspect, _) when no opinion links to them)
-        alone = {where[("aspect", q[1])] for q in quads if q[1] is not None and q[4] is None}
-        self.rows += [(a, None, len(labels)) for a in aspects if a not in alone]
+        alone = {where[(dst, q[3 * kdst + 1])] for q in quads
+                 if q[3 * kdst + 1] is not None and q[3 * ksrc + 1] is None}
+        self.rows += [tuple(a if k == kdst else None for k in range(nspan)) + (len(labels),)
+                      for a in aspects if a not in alone]
         self.tag_ids = self.link_ids = self.label_ids = None
         if spec is not None:
             self.tag_ids = spec.tag_ids(text, tagging.token_chars(text, ranges))
             to = [chars[a] for a in aspects]
             self.link_ids = [[spec.link_ids(text, chars[o], c, to) for c in to + [None]] for o in link_spans]
-            self.label_ids = [spec.label_ids(text, [chars[a] if a else None, chars[o] if o else None])
-                              for a, o, _ in self.rows]
+            self.label_ids = [spec.label_ids(text, [chars[x] if x else None for x in r[:-1]]) for r in self.rows]
 
 
-def lexicon_and_memory(train):
-    """The lexicon ({field: terms}) and memory ({(aspect, opinion): majority (category, polarity)},
-    ties to the label seen first) of labelled reviews."""
-    terms = {"aspect": set(), "opinion": set()}
+def lexicon_and_memory(train, spans=("aspect", "opinion")):
+    """The lexicon ({span field: terms}) and memory ({(aspect, opinion): majority (category, polarity)},
+    ties to the label seen first) of labelled reviews; records are dataset.py's flat tuples of the
+    span fields `spans` then the label values."""
+    n = len(spans)
+    terms = {f: set() for f in spans}
     pairs = collections.defaultdict(collections.Counter)
     for _, _, quads in train:
         for q in quads:
-            if q[1] is not None:
-                terms["aspect"].add(q[0])
-            if q[4] is not None:
-                terms["opinion"].add(q[3])
-            pairs[(q[0], q[3])][(q[6], q[7])] += 1
+            for k, f in enumerate(spans):
+                if q[3 * k + 1] is not None:
+                    terms[f].add(q[3 * k])
+            pairs[tuple(q[3 * k] for k in range(n))][tuple(q[3 * n:])] += 1
     return terms, {k: c.most_common(1)[0][0] for k, c in pairs.items()}
 
 
@@ -137,9 +182,14 @@ def make_spec(meta, train):
     """The features.Spec of the head shipped after training on `train` (None without features)."""
     if "features" not in meta:
         return None
-    spec = FT.Spec(meta["features"], meta["spans"], *lexicon_and_memory(train))
+    spec = FT.Spec(meta["features"], meta["spans"], *lexicon_and_memory(train, meta["spans"]))
     spec.set_link(meta["link"]["from"], meta["link"]["to"])
     return spec
+
+
+def fold_of(i, folds):
+    """The jackknife fold of a review id: id mod folds (a string id: its CRC-32 mod folds)."""
+    return i % folds if isinstance(i, int) else zlib.crc32(str(i).encode("utf-8")) % folds
 
 
 def examples(tok, meta, labels, train, spec, folds):
@@ -151,8 +201,9 @@ def examples(tok, meta, labels, train, spec, folds):
         sub = None
         if spec is not None:
             sub = copy.copy(spec)
-            sub.lexicon, sub.memory = lexicon_and_memory([r for r in train if r[0] % folds != k])
-        out += [Example(tok, meta, head_tags, labels, t, q, sub) for i, t, q in train if i % folds == k]
+            sub.lexicon, sub.memory = lexicon_and_memory([r for r in train if fold_of(r[0], folds) != k],
+                                                         meta["spans"])
+        out += [Example(tok, meta, head_tags, labels, t, q, sub) for i, t, q in train if fold_of(i, folds) == k]
     return out
 
 
@@ -222,11 +273,13 @@ def base_stage(a, texts, meta, rng, record):
 
 def polarity_prior(head, labels, train, tau):
     """Logit adjustment: each label's bias less tau x log of its polarity's share of the training
-    quadruples, so that a rare polarity needs less evidence (the no-record class is left alone)."""
-    count = collections.Counter(q[7] for _, _, quads in train for q in quads)
-    total = sum(count.values())
+    quadruples, so that a rare polarity needs less evidence (the no-record class is left alone). The
+    polarity is the last label field (any schema's: its last enum field)."""
+    count = collections.Counter(q[-1] for _, _, quads in train for q in quads)
+    total = max(sum(count.values()), 1)
     with torch.no_grad():
-        for j, (_, polarity) in enumerate(labels):
+        for j, lab in enumerate(labels):
+            polarity = lab[-1]
             head.label.bias[j] -= tau * math.log(max(count[polarity], 1) / total)
 
 
@@ -291,7 +344,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     if a.minority_copies < 1:
         raise SystemExit(f"--minority-copies must be at least 1, not {a.minority_copies}")
     # the reviews holding a rarer polarity than the most frequent one, a.minority_copies times an epoch
-    common = collections.Counter(q[7] for _, _, quads in train for q in quads).most_common(1)
+    common = collections.Counter(q[-1] for _, _, quads in train for q in quads).most_common(1)
     major = common[0][0] if common else None
     pool = exs + [x for x in exs if x.polarities - {major}] * (a.minority_copies - 1)
     steps, step, tokens, recent = a.epochs * math.ceil(len(pool) / a.batch), 0, 0, []
@@ -355,8 +408,9 @@ def save_stage(model, head, meta, labels, out, base_rel="base"):
 
 
 @torch.no_grad()
-def predict(model, head, meta, tok, labels, reviews, path):
-    """Decode reviews [(id, text)] as compose/ does; write a Tianchi Result.csv."""
+def predict(model, head, meta, tok, labels, reviews, path, fields=("aspect", "opinion", "category", "polarity")):
+    """Decode reviews [(id, text)] as compose/ does; write a Result.csv (id, then the schema's fields:
+    Tianchi's for its schema; a review without records gets one row of `_`)."""
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         for i, text in reviews:
@@ -366,12 +420,12 @@ def predict(model, head, meta, tok, labels, reviews, path):
                 h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
                 recs, _, _ = tagging.decode(head, meta, h, text, ranges, labels)
             for r in recs:
-                w.writerow([i, r["aspect"], r["opinion"], r["category"], r["polarity"]])
+                w.writerow([i] + [r.get(x, "_") for x in fields])
             if not recs:
-                w.writerow([i, "_", "_", "_", "_"])
+                w.writerow([i] + ["_"] * len(fields))
 
 
-def extract_dev(base_dir, adapter_dir, head_dir, reviews, path, threads):
+def extract_dev(base_dir, adapter_dir, head_dir, reviews, path, threads, schema=None):
     """The dev split through pocketdec itself (python/: base, adapter and head as `pocketdec
     extract` loads them), written as a Result.csv: the figure users get. Returns False (with the
     reason logged) when the library is not built."""
@@ -379,42 +433,28 @@ def extract_dev(base_dir, adapter_dir, head_dir, reviews, path, threads):
         import evaluate
         pd = evaluate.package()
         with pd.Model(base_dir, adapters=[(adapter_dir, 1.0)], threads=threads) as model, \
-                pd.Extractor(model, tasks.SCHEMA, head=head_dir) as ex:
+                pd.Extractor(model, schema.path if schema else tasks.SCHEMA, head=head_dir) as ex:
             recs = list(ex.extract_many((t for _, t in reviews), parallel=1))
     except (ImportError, OSError) as e:
         log(f"dev through pocketdec skipped ({e}); build the library (scripts/setup.sh build) to score it")
         return False
+    fields = schema.fields if schema else ["aspect", "opinion", "category", "polarity"]
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
         for (i, _), rs in zip(reviews, recs):
-            w.writerows([[i, r["aspect"], r["opinion"], r["category"], r["polarity"]] for r in rs]
-                        or [[i, "_", "_", "_", "_"]])
+            w.writerows([[i] + [r.get(x, "_") for x in fields] for r in rs] or [[i] + ["_"] * len(fields)])
     return True
 
 
-def f1(gold_path, pred_path):
-    """Tianchi F1 (one-to-one multiset matching within an id) of a Result.csv."""
-    def read(p, header):
-        out = {}
-        with open(p, encoding="utf-8", newline="") as f:
-            rows = list(csv.reader(f))[1 if header else 0:]
-        for r in rows:
-            q = (r[1], r[4], r[7], r[8]) if header else tuple(r[1:5])
-            if q != ("_", "_", "_", "_"):
-                out.setdefault(r[0], []).append(q)
-        return out
-    g, p = read(gold_path, True), read(pred_path, False)
-    S = P = G = 0
-    for i in set(g) | set(p):
-        rest = list(g.get(i, []))
-        for q in p.get(i, []):
-            if q in rest:
-                rest.remove(q)
-                S += 1
-        P += len(p.get(i, []))
-        G += len(g.get(i, []))
-    pr, rc = S / max(P, 1), S / max(G, 1)
-    return {"S": S, "P": P, "G": G, "precision": pr, "recall": rc, "f1": 2 * pr * rc / max(pr + rc, 1e-9)}
+def result_f1(gold, pred_path):
+    """F1 (dataset.f1) of a Result.csv (id, then the schema's fields; rows of `_` alone are no records)
+    against gold {str id: [field value tuples]}."""
+    pred = {}
+    with open(pred_path, encoding="utf-8", newline="") as f:
+        for r in csv.reader(f):
+            if any(x != "_" for x in r[1:]):
+                pred.setdefault(r[0], []).append(tuple(r[1:]))
+    return DS.f1(gold, pred)
 
 
 def label_args(ap):
@@ -452,7 +492,8 @@ def label_args(ap):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    common_args(ap)
+    common_args(ap, data=False)
+    DS.add_args(ap)
     label_args(ap)
     ap.add_argument("--base", help="an HF base directory (tokenizer.json with it): train the label stage alone")
     ap.add_argument("--base-steps", type=int, default=1500)
@@ -460,15 +501,26 @@ def main(argv=None):
                     help="1: score dev through the built library too (python/, what users get); 0 = the "
                          "Python decode alone")
     a = ap.parse_args(argv)
+    try:
+        data = DS.load(a)
+        meta = schema_template(tagging.load_template(a.template), data.schema)
+    except DS.DataError as e:
+        raise SystemExit(f"train_tagger.py: {e}")
     rng, record, t_start = start(a)
-    meta = tagging.load_template(a.template)
     if not a.features:
         meta.pop("features", None)
-    texts, train = D.all_text(a.data), labelled_spans(a.data, "train")
-    dev = [(i, t) for i, t, _ in D.labelled(a.data, "dev")]
+    schema = data.schema
+    texts, train = data.texts, data.labelled("train")
+    dev_gold = data.labelled("dev")
     if a.limit:
-        texts, train, dev = texts[:a.limit], train[:a.limit], dev[:a.limit]
-    labels = [(c, p) for c in D.CATEGORIES for p in D.POLARITIES]
+        texts, train, dev_gold = texts[:a.limit], train[:a.limit], dev_gold[:a.limit]
+    dev = [(i, t) for i, t, _ in dev_gold]
+    gold = {str(i): [schema.values_of(q) for q in quads] for i, t, quads in dev_gold}
+    labels = schema.labels()
+    record["data"] = {"train": len(train), "dev": len(dev), "texts": len(texts), "schema": schema.name,
+                      "skipped_records": data.report.skipped}
+    log(f"data: {len(train)} labelled training reviews, {len(dev)} dev reviews, {len(texts)} texts for the base; "
+        f"schema {schema.name}: spans {', '.join(schema.spans)}, {len(labels)} labels of {', '.join(schema.enums)}")
     base_dir = a.base or base_stage(a, texts, meta, rng, record)
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     stage_log = os.path.join(a.out, "label_log.json")
@@ -483,17 +535,16 @@ def main(argv=None):
         save_stage(model, head, meta, labels, a.out, os.path.relpath(base_dir, a.out))
         with open(stage_log, "w") as f:
             json.dump({"label": record["label"]}, f)
-    gold = os.path.join(a.data, "dev_labels.csv")
     t0 = time.time()
-    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_python_Result.csv"))
-    record["dev_python"] = f1(gold, os.path.join(a.out, "dev_python_Result.csv"))
+    predict(model, head, meta, tok, labels, dev, os.path.join(a.out, "dev_python_Result.csv"), schema.fields)
+    record["dev_python"] = result_f1(gold, os.path.join(a.out, "dev_python_Result.csv"))
     record["dev_python"]["seconds"] = round(time.time() - t0, 1)
     log(f"dev (the Python decode, the reference of the agreement tests): {record['dev_python']}")
     finish(a, model, tok, record, t_start)
     t0 = time.time()
     if a.dev_through_pocketdec and extract_dev(base_dir, os.path.join(a.out, "adapter"), os.path.join(a.out, "head"), dev,
-                                                 os.path.join(a.out, "dev_Result.csv"), a.threads):
-        record["dev"] = f1(gold, os.path.join(a.out, "dev_Result.csv"))
+                                                 os.path.join(a.out, "dev_Result.csv"), a.threads, schema):
+        record["dev"] = result_f1(gold, os.path.join(a.out, "dev_Result.csv"))
         record["dev"]["seconds"] = round(time.time() - t0, 1)
         log(f"dev (pocketdec extract, what users get): {record['dev']}")
         with open(os.path.join(a.out, "train_log.json"), "w", encoding="utf-8") as f:
