@@ -377,6 +377,7 @@ int cmd_extract(cli_args *a)
         (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &pp.extract.speculate)) ||
         (rc = cli_int_opt(a, "--parallel", 0, 1, PD_PIPELINE_PARALLEL_MAX, &pp.parallel)) ||
         (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &pp.n_ctx)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
+        (rc = cli_int_opt(a, "--max-chars", 0, PD_PIPELINE_MIN_WINDOW, INT32_MAX, &pp.max_chars)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)) ||
         (rc = cli_float_opt(a, "--min-confidence", 0.0, 0.0, 1.0, &min_confidence)))
         return rc;

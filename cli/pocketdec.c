@@ -26,7 +26,7 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--progress S]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
@@ -48,6 +48,9 @@ static const cli_command commands[] = {
      "JSONL records carry each span's character offsets in the review, each field's probability, the\n"
      "link's and the record's confidence (docs/extraction.md, \"Confidence and offsets\"); --min-confidence P\n"
      "(0-1, default 0) drops the records whose confidence is below P, in either format.\n"
+     "A review too long for the context is not refused: it is read in windows cut at sentence ends that\n"
+     "fit (sharing their edge sentences), the records merged with offsets in the whole review; --max-chars N\n"
+     "(16 or more) reads every review longer than N characters in windows of at most N.\n"
      "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"
      "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
      cmd_extract},

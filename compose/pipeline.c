@@ -6,6 +6,7 @@
 #include "pocketdec_compose.h"
 #include "heads.h"
 #include "records.h"
+#include "windows.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 /* Reviews gathered a context at a time by a caller of extract_many. */
 #define WINDOW_PER_SLOT 32
 
+_Static_assert(PD_PIPELINE_MIN_WINDOW == PDI_MIN_WINDOW, "heads/ and compose/ agree on the fewest characters of a window");
+
 struct pd_pipeline {
     const pd_schema *schema;
     const pd_head *head;
@@ -29,6 +32,7 @@ struct pd_pipeline {
     pd_context **slots;    /* [parallel]: slots[0] runs the passes with the threads, the others hold a cache each */
     int32_t parallel;
     float min_confidence;  /* records below it are dropped */
+    int32_t max_chars;     /* longer texts are read in windows; 0: only those the context cannot hold */
 };
 
 pd_pipeline_params pd_pipeline_default_params(void)
@@ -150,13 +154,22 @@ pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, con
         pdi_set_error(err, PD_ERR_ARG, "pipeline params: min_confidence %g is not within [0, 1]", (double)pp.min_confidence);
         return NULL;
     }
+    if (pp.max_chars != 0 && pp.max_chars < PD_PIPELINE_MIN_WINDOW) {
+        pdi_set_error(err, PD_ERR_ARG, "pipeline params: max_chars %d: 0, or at least %d characters", pp.max_chars,
+                      PD_PIPELINE_MIN_WINDOW);
+        return NULL;
+    }
     pd_pipeline *p = calloc(1, sizeof *p);
     if (!p) {
         pdi_set_error(err, PD_ERR_NOMEM, "out of memory for an extraction pipeline");
         return NULL;
     }
-    *p = (pd_pipeline){.schema = schema, .head = head, .extract = pp.extract, .min_confidence = pp.min_confidence};
+    *p = (pd_pipeline){.schema = schema, .head = head, .extract = pp.extract, .min_confidence = pp.min_confidence,
+                       .max_chars = pp.max_chars};
     pd_status rc = choose_path(p, &pp, err);
+    /* a tagger head reads texts no longer than those it learned from: the smaller bound rules */
+    int32_t head_chars = !rc && p->path == PD_PIPELINE_TAG ? head->tagger->max_chars : 0;
+    if (head_chars > 0 && (p->max_chars == 0 || head_chars < p->max_chars)) p->max_chars = head_chars;
     if (!rc) rc = open_slots(p, model, &pp, err);
     if (!rc) rc = bind(p, model, &pp, err);
     if (rc) {
@@ -179,19 +192,105 @@ static pd_status relabel(pd_pipeline *p, const char *text, size_t len, pd_extrac
     return rc;
 }
 
+/* The path's records of one text (or window) read whole. */
+static pd_status extract_whole(pd_pipeline *p, const char *text, size_t len, pd_extraction **x, pd_error *err)
+{
+    *x = NULL;
+    pd_status rc = p->path == PD_PIPELINE_TAG ? pd_tag_extract(p->slots[0], p->tx, text, len, x, err)
+                                              : pd_extract(p->slots[0], p->ex, text, len, &p->extract, x, err);
+    if (!rc && p->decider) rc = relabel(p, text, len, *x, err);
+    if (rc) {
+        pd_extraction_free(*x);
+        *x = NULL;
+    }
+    return rc;
+}
+
+/* Whether a read failed for want of context: the prompt, or generation's output, did not fit. */
+static bool too_long(pd_status rc, const pd_extraction *x)
+{
+    return rc == PD_ERR_CONTEXT || (!rc && x && x->stop == PD_STOP_CONTEXT);
+}
+
+static int32_t count_chars(const char *s, size_t n)
+{
+    int32_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((uint8_t)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* The text read in windows of at most max_chars characters into *out; *fits
+ * false (nothing in *out) when a window was too long for the context. */
+static pd_status read_windows(pd_pipeline *p, const char *text, size_t len, int32_t max_chars, pd_extraction **out,
+                              bool *fits, pd_error *err)
+{
+    pdi_window *w = NULL;
+    int32_t n = 0;
+    pd_extraction *x = pdi_extraction_new_empty(p->schema);
+    pd_status rc = x ? pdi_windows_split(text, len, max_chars, &w, &n) : PD_ERR_NOMEM;
+    if (rc) rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory reading a text of %zu bytes in windows", len);
+    *fits = true;
+    for (int32_t k = 0; !rc && *fits && k < n; k++) {
+        pd_extraction *part = NULL;
+        rc = extract_whole(p, text + w[k].begin, w[k].end - w[k].begin, &part, err);
+        if (too_long(rc, part)) {
+            *fits = false;
+            rc = PD_OK;
+        } else if (!rc && pdi_windows_merge(x, part, &w[k], k + 1 == n)) {
+            rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory merging the records of %d windows", n);
+        }
+        pd_extraction_free(part);
+    }
+    free(w);
+    if (!rc && *fits) {
+        pdi_windows_order(x);
+        if (pdi_schema_distinct_records(p->schema)) pdi_extraction_drop_repeats(x);
+        *out = x;
+        return PD_OK;
+    }
+    pd_extraction_free(x);
+    return rc;
+}
+
+/* A text the context cannot hold (or longer than max_chars), in windows:
+ * max_chars, or half the text and halves again until every window fits. */
+static pd_status extract_windows(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
+{
+    int32_t chars = count_chars(text, len);
+    int32_t max_chars = p->max_chars > 0 && p->max_chars < chars ? p->max_chars : chars / 2;
+    for (;;) {
+        if (max_chars < PD_PIPELINE_MIN_WINDOW)
+            return pdi_set_error(err, PD_ERR_CONTEXT,
+                                 "a text of %d characters: windows of %d characters (the fewest) do not fit the context of %d tokens",
+                                 chars, PD_PIPELINE_MIN_WINDOW, pd_context_n_ctx(p->slots[0]));
+        bool fits;
+        pd_status rc = read_windows(p, text, len, max_chars, out, &fits, err);
+        if (rc || fits) return rc;
+        max_chars /= 2;
+    }
+}
+
+/* One text's records: read whole when it fits (and max_chars allows), else in windows. */
+static pd_status extract_text(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
+{
+    pd_status rc = PD_ERR_CONTEXT;
+    if (p->max_chars == 0 || count_chars(text, len) <= p->max_chars) {
+        rc = extract_whole(p, text, len, out, err);
+        if (!too_long(rc, *out)) return rc;
+        pd_extraction_free(*out);
+        *out = NULL;
+    }
+    return extract_windows(p, text, len, out, err);
+}
+
 pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
 {
     if (out) *out = NULL;
     if (!p || !out || (!text && len)) return pdi_set_error(err, PD_ERR_ARG, "no pipeline, text or output to extract with");
     pd_extraction *x = NULL;
-    pd_status rc = p->path == PD_PIPELINE_TAG ? pd_tag_extract(p->slots[0], p->tx, text, len, &x, err)
-                                              : pd_extract(p->slots[0], p->ex, text, len, &p->extract, &x, err);
-    if (!rc && p->decider) rc = relabel(p, text, len, x, err);
-    if (!rc) pdi_extraction_drop_below(x, p->min_confidence);
-    if (rc) {
-        pd_extraction_free(x);
-        return rc;
-    }
+    pd_status rc = extract_text(p, text, len, &x, err);
+    if (rc) return rc;
+    pdi_extraction_drop_below(x, p->min_confidence);
     *out = x;
     return PD_OK;
 }
@@ -215,14 +314,35 @@ pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, con
         return first;
     }
     pd_error *own = errs ? NULL : calloc((size_t)n + 1, sizeof *own);
-    if (!errs && !own) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory for %d texts", n);
+    size_t *joint = malloc(sizeof *joint * ((size_t)n + 1)); /* the texts read in joint passes: a long one as empty */
+    if ((!errs && !own) || !joint) {
+        free(own);
+        free(joint);
+        return pdi_set_error(err, PD_ERR_NOMEM, "out of memory for %d texts", n);
+    }
     pd_error *e = errs ? errs : own;
-    first = pd_extract_many(p->slots, p->parallel, p->ex, texts, lens, n, &p->extract, outs, e, err);
+    for (int32_t i = 0; i < n; i++)
+        joint[i] = p->max_chars > 0 && count_chars(texts[i], lens[i]) > p->max_chars ? 0 : lens[i];
+    pd_error many_err = {.code = PD_OK};
+    pd_status many = pd_extract_many(p->slots, p->parallel, p->ex, texts, joint, n, &p->extract, outs, e, &many_err);
     for (int32_t i = 0; i < n; i++) {
-        if (!outs[i]) continue;
-        pd_status rc = p->decider ? relabel(p, texts[i], lens[i], outs[i], &e[i]) : PD_OK;
-        if (!rc) pdi_extraction_drop_below(outs[i], p->min_confidence);
-        if (!rc) continue;
+        pd_status rc = e[i].code;
+        if (!outs[i] && !rc) { /* the call failed before text i had its turn */
+            e[i] = many ? many_err : (pd_error){.code = PD_ERR_INTERNAL};
+            rc = many ? many : PD_ERR_INTERNAL;
+        }
+        if (joint[i] != lens[i] || too_long(rc, outs[i])) { /* in windows, one after another */
+            pd_extraction_free(outs[i]);
+            outs[i] = NULL;
+            rc = extract_windows(p, texts[i], lens[i], &outs[i], &e[i]);
+        } else if (!rc && p->decider) {
+            rc = relabel(p, texts[i], lens[i], outs[i], &e[i]);
+        }
+        if (!rc) {
+            pdi_extraction_drop_below(outs[i], p->min_confidence);
+            e[i] = (pd_error){.code = PD_OK};
+            continue;
+        }
         pd_extraction_free(outs[i]);
         outs[i] = NULL;
         if (!first) {
@@ -230,6 +350,7 @@ pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, con
             pdi_set_error(err, rc, "text %d: %s", i, e[i].message);
         }
     }
+    free(joint);
     free(own);
     return first;
 }

@@ -90,7 +90,13 @@ typedef struct pd_pipeline_params {
     size_t max_bytes;          /* memory budget of the main context (pd_context_params); 0 = none */
     float min_confidence;      /* records whose confidence (pd_record) is below it are dropped; 0 keeps
                                   all; within [0, 1] */
+    int32_t max_chars;         /* a text of more characters is read in windows of at most this many
+                                  (below); 0: only a text too long for the context is, in windows
+                                  that fit; else at least PD_PIPELINE_MIN_WINDOW */
 } pd_pipeline_params;
+
+/* The fewest characters a window may hold. */
+#define PD_PIPELINE_MIN_WINDOW 16
 
 /* extract as pd_extract_default_params, every core (n_threads 0), the default context, parallel 0. */
 PD_API pd_pipeline_params pd_pipeline_default_params(void);
@@ -112,6 +118,19 @@ PD_API int32_t pd_pipeline_parallel(const pd_pipeline *p);
 /* How many texts a caller of pd_pipeline_extract_many should hand it at a
  * time to keep every context busy (a read-ahead window; 1 for a tagger head). */
 PD_API int32_t pd_pipeline_window(const pd_pipeline *p);
+
+/* Long texts: a text longer than max_chars characters, or one whose prompt
+ * (or, in generation, its output) does not fit the context, is not refused:
+ * it is cut at sentence ends into windows (at most max_chars characters; with
+ * max_chars 0, half the text, then halves again until each window fits, down
+ * to PD_PIPELINE_MIN_WINDOW) that share their edge sentences; each window is
+ * extracted as a text of its own (the limits, max_records included, apply to
+ * each), its records placed in the whole text, the windows' records merged:
+ * a record two windows read at the same places kept once (the more confident
+ * reading), a span a cut inside a sentence may have shortened read from the
+ * neighbour that holds it whole, the records in text order, then the
+ * schema's distinct_records and min_confidence applied. stats add up the
+ * windows' (stats.n_windows counts them). docs/extraction.md, "Long reviews". */
 
 /* Records of text (len bytes of valid UTF-8) into *out (free with
  * pd_extraction_free), as the path's own call gives them; an empty text gives

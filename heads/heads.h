@@ -26,6 +26,7 @@ pd_status pdi_markers_resolve(const pd_model *model, const char *const names[PD_
 /* A tagger head (type "tagger"): BIO tags over the read copy of an echo
  * prompt, a link between two span fields, labels of each record. Tag 0 is
  * "O", tag 1 + 2k "B-<spans[k]>", tag 2 + 2k "I-<spans[k]>". */
+#define PDI_MIN_WINDOW 16 /* the fewest characters of a window (PD_PIPELINE_MIN_WINDOW) */
 #define PD_TAGGER_MAX_SPANS 2 /* records pair two span fields at most (the link) */
 
 /* The token states of a span a label classifier may read (head.json's
@@ -57,6 +58,7 @@ typedef struct pdi_tagger {
     bool posterior_spans;  /* head.json "span_decoding" "posterior": spans by their marginal probability */
     double span_threshold; /* with it, the least probability of a kept span, in [0.01, 1] */
     double min_confidence; /* head.json "min_confidence": records less sure are not written, in [0, 1] */
+    int32_t max_chars;     /* head.json "max_chars": longer texts are read in windows (0: none) */
     pdi_span_state label_states[PD_SPAN_N_STATES];
     float *tag_w, *tag_b;  /* [n_tags][hidden], [n_tags] */
     float *trans, *start, *end; /* [n_tags][n_tags] (row: previous tag), [n_tags], [n_tags]; zeros when absent */

@@ -164,6 +164,21 @@ static pd_status parse_min_confidence(pdi_tagger *t, json_t *root, const char *p
     return PD_OK;
 }
 
+/* "max_chars": n, at least PDI_MIN_WINDOW (absent: 0, none): the
+ * longest text the head reads whole; a pipeline reads longer ones in windows
+ * of at most n characters. */
+static pd_status parse_max_chars(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
+{
+    json_t *v = json_object_get(root, "max_chars");
+    if (!v) return PD_OK;
+    json_int_t n = json_integer_value(v);
+    if (!json_is_integer(v) || n < PDI_MIN_WINDOW || n > INT32_MAX)
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"max_chars\" must be an integer of at least %d", path,
+                             PDI_MIN_WINDOW);
+    t->max_chars = (int32_t)n;
+    return PD_OK;
+}
+
 static pd_status parse_labels(pdi_tagger *t, json_t *root, const char *path, pd_error *err)
 {
     json_t *fields = json_object_get(root, "label_fields"), *labels = json_object_get(root, "labels");
@@ -227,6 +242,7 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
     if (!rc) rc = parse_labels(t, root, path, err);
     if (!rc) rc = parse_span_decoding(t, root, path, err);
     if (!rc) rc = parse_min_confidence(t, root, path, err);
+    if (!rc) rc = parse_max_chars(t, root, path, err);
     if (!rc) rc = pdi_gazetteer_parse(h, root, path, err);
     if (!rc) rc = pdi_features_parse(h, root, path, err);
     return rc;

@@ -115,6 +115,7 @@ typedef struct pd_extraction_stats {
     int32_t n_forward;                 /* pd_eval calls: the prompt's, then one per verified draft or token */
     int32_t n_drafted, n_accepted;     /* copy speculation: draft tokens evaluated, and kept */
     int32_t n_copies_drafted, n_copies_kept; /* of those, the span copies (the rest: tokens the schema forced) */
+    int32_t n_windows;                 /* pd_pipeline: the windows a long text was read in (0: read whole) */
 } pd_extraction_stats;
 
 typedef struct pd_extraction {

@@ -296,6 +296,14 @@ def label_factors(labels):
     return maps
 
 
+def window_chars(texts):
+    """head.json's max_chars: the longest text the head reads whole, the 99th percentile of the
+    training reviews' lengths (longer reviews are read in windows of at most that many characters, the
+    lengths it learned on; docs/extraction.md "Long reviews"), at least 16."""
+    lengths = sorted(len(t) for t in texts) or [16]
+    return max(16, lengths[min(len(lengths) - 1, int(0.99 * len(lengths)))])
+
+
 def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     """The adapter and head trained on the labelled reviews `train` over the base in base_dir:
     (model with its LoRA layers, head). Deterministic for a.seed."""
@@ -304,6 +312,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     rng = random.Random(a.seed + 1)
     if a.min_confidence is not None:
         meta["min_confidence"] = a.min_confidence
+    meta["max_chars"] = a.max_chars or window_chars([t for _, t, _ in train])
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     model = qwen3.load_hf(base_dir)
     spec = make_spec(meta, train) if a.features else None
@@ -485,6 +494,9 @@ def label_args(ap):
                          "the most frequent one (oversampling; 1: none)")
     ap.add_argument("--polarity-prior", type=float, default=0.5,
                     help="tau of the logit adjustment: label bias -= tau x log(share of its polarity)")
+    ap.add_argument("--max-chars", type=int, default=0,
+                    help="head.json's max_chars, the longest text read whole (0: the 99th percentile of the "
+                         "training reviews' lengths)")
     ap.add_argument("--min-confidence", type=float, default=None,
                     help="head.json's min_confidence, the least confidence of a written record (default: the "
                          "template's, 0.3)")

@@ -150,14 +150,14 @@ class Record(Structure):
 
 class PipelineParams(Structure):
     _fields_ = [("extract", ExtractParams), ("n_threads", c_int32), ("n_ctx", c_int32), ("parallel", c_int32),
-                ("max_bytes", c_size_t), ("min_confidence", c_float)]
+                ("max_bytes", c_size_t), ("min_confidence", c_float), ("max_chars", c_int32)]
 
 
 class ExtractionStats(Structure):
     _fields_ = [("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("n_sparse", c_int32),
                 ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32), ("n_forward", c_int32),
                 ("n_drafted", c_int32), ("n_accepted", c_int32), ("n_copies_drafted", c_int32),
-                ("n_copies_kept", c_int32)]
+                ("n_copies_kept", c_int32), ("n_windows", c_int32)]
 
 
 class Extraction(Structure):

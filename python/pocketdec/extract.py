@@ -44,13 +44,15 @@ class Extractor(Owner):
     any number of threads at once: each call takes a context of its own from a pool."""
 
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
-                 temperature=0.0, seed=0, speculate=None, min_confidence=0.0):
+                 temperature=0.0, seed=0, speculate=None, min_confidence=0.0, max_chars=0):
         """schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
         max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
         (draft tokens of copy speculation a pass verifies, 0-16; None: the library's
         default; the same records either way) apply to generation only. min_confidence
-        (0 to 1): records whose confidence is below it are dropped."""
+        (0 to 1): records whose confidence is below it are dropped. max_chars (0, or 16 and
+        more): texts longer than that are read in windows of at most that many characters (a
+        text too long for the context always is; docs/extraction.md, "Long reviews")."""
         self.model = check_model(model)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")
         self._ctx = _lib.positive(ctx, "ctx", 0)
@@ -67,6 +69,7 @@ class Extractor(Owner):
                 not 0 <= min_confidence <= 1:
             raise arg_error(f"min_confidence must be a number within [0, 1], got {min_confidence!r}")
         self._min_confidence = float(min_confidence)
+        self._max_chars = _lib.positive(max_chars, "max_chars", 0)
         path = cpath(schema, "schema")
         self._schema = Handle.make("Extractor", pd.pd_schema_free, lambda err: pd.pd_schema_load(path, err))
         self._own(self._schema)
@@ -97,7 +100,7 @@ class Extractor(Owner):
         """A pd_pipeline over the model, schema and head with parallel texts in flight."""
         pp = pd.pd_pipeline_default_params()
         pp.extract, pp.n_threads, pp.n_ctx, pp.parallel = self.params, self._threads, self._ctx, parallel
-        pp.min_confidence = self._min_confidence
+        pp.min_confidence, pp.max_chars = self._min_confidence, self._max_chars
         parents = [self.model._h, self._schema] + ([self._head] if self._head else [])
         if self._head:
             def make(m, s, h, err):

@@ -16,32 +16,11 @@
 #include <string.h>
 
 #include "pocketdec.h"
-
-static const char *root;
+#include "bundled.h"
 
 static const char *const texts[] = {"物流很快，第二天就到了，包装也很好", "宝贝收到了，产品非常的不好，简直就是个垃圾，我都扔了。",
                                     "", "味道一般，价格还行", "很好用，会回购"};
 #define N_TEXTS 5
-
-static pd_bundle *open_bundle(const char *name)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/models/%s", root, name);
-    pd_error err;
-    pd_bundle *b = pd_bundle_open(path, NULL, &err);
-    if (!b) fail_msg("%s", err.message);
-    return b;
-}
-
-static pd_schema *open_schema(const char *name)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/schemas/%s", root, name);
-    pd_error err;
-    pd_schema *s = pd_schema_load(path, &err);
-    if (!s) fail_msg("%s", err.message);
-    return s;
-}
 
 /* The records of x as one string, for comparisons. */
 static char *describe(const pd_extraction *x)
@@ -299,17 +278,4 @@ static void test_bad_calls(void **state)
     pd_pipeline_free(NULL);
 }
 
-int main(int argc, char **argv)
-{
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_pipeline SOURCE_ROOT\n");
-        return 2;
-    }
-    root = argv[1];
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tagger_path),
-        cmocka_unit_test(test_generation_paths),
-        cmocka_unit_test(test_bad_calls),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+BUNDLED_MAIN("test_pipeline", cmocka_unit_test(test_tagger_path), cmocka_unit_test(test_generation_paths), cmocka_unit_test(test_bad_calls))

@@ -58,13 +58,14 @@ int main(void)
     STRUCT(pd_pipeline_params);
     FIELD(pd_pipeline_params, extract); FIELD(pd_pipeline_params, n_threads); FIELD(pd_pipeline_params, n_ctx);
     FIELD(pd_pipeline_params, parallel); FIELD(pd_pipeline_params, max_bytes);
-    FIELD(pd_pipeline_params, min_confidence); END();
+    FIELD(pd_pipeline_params, min_confidence); FIELD(pd_pipeline_params, max_chars); END();
     STRUCT(pd_extraction_stats);
     FIELD(pd_extraction_stats, n_prompt_tokens); FIELD(pd_extraction_stats, n_tokens);
     FIELD(pd_extraction_stats, n_sparse); FIELD(pd_extraction_stats, mask_us);
     FIELD(pd_extraction_stats, n_cached_tokens); FIELD(pd_extraction_stats, n_forward);
     FIELD(pd_extraction_stats, n_drafted); FIELD(pd_extraction_stats, n_accepted);
-    FIELD(pd_extraction_stats, n_copies_drafted); FIELD(pd_extraction_stats, n_copies_kept); END();
+    FIELD(pd_extraction_stats, n_copies_drafted); FIELD(pd_extraction_stats, n_copies_kept);
+    FIELD(pd_extraction_stats, n_windows); END();
     STRUCT(pd_extraction);
     FIELD(pd_extraction, n_fields); FIELD(pd_extraction, n_records); FIELD(pd_extraction, records);
     FIELD(pd_extraction, stop); FIELD(pd_extraction, stats); END();

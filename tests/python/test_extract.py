@@ -55,6 +55,8 @@ def test_min_confidence_drops_the_unsure_records(tagger):
     assert 0 < sum(map(len, kept)) < sum(map(len, every))
     for bad in (-0.1, 1.5, "high", True, float("nan")):
         assert error(pocketdec.Extractor, tagger.model, SCHEMA, min_confidence=bad).status == "invalid argument"
+    for bad in (8, -1, 2.5):
+        assert error(pocketdec.Extractor, tagger.model, SCHEMA, max_chars=bad).status == "invalid argument"
 
 
 def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):
@@ -68,9 +70,10 @@ def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):
         got = [ex.extract(t) for _, t in reviews[:3]]
         assert list(ex.extract_many((t for _, t in reviews[:3]), parallel=4)) == got  # joint passes
     with pocketdec.Model(TIANCHI_GEN, threads=1) as m, pocketdec.Extractor(m, SCHEMA, head=False, ctx=256) as ex:
-        many = ex.extract_many(["很好", "好" * 1000, "很好"], parallel=2)
-        assert next(many) == ex.extract("很好")
-        assert error(next, many).status == "context full"  # its turn; the text before it was kept
+        long = "，".join(t for _, t in reviews) * 6  # past the context: read in windows, not refused
+        many = list(ex.extract_many(["很好", long, "很好"], parallel=2))
+        assert many[0] == many[2] == ex.extract("很好") and many[1] == ex.extract(long)
+        assert many[1] and all(long[a:b] == r[f] for r in many[1] for f, (a, b) in r.spans.items())
     assert [as_jsonl(r) for r in got] == extract_cli(tmp_path, reviews[:3], "--model", os.path.join(TIANCHI_GEN, "base"), "--adapter",
                               os.path.join(TIANCHI_GEN, "adapter"), "--schema", SCHEMA, "--threads", "1")
 
@@ -106,7 +109,7 @@ def test_bad_input(tagger, tmp_path):
             assert error(pocketdec.Extractor, gen, SCHEMA, head=False, **kwargs).status == "invalid argument"
     assert error(tagger.extract, None).status == "invalid argument"
     assert error(tagger.extract, "好\0").status == "invalid argument"
-    assert error(tagger.extract, "好" * 5000).status == "context full"
+    assert tagger.extract("好" * 5000) == []  # read in windows, not refused
     assert error(tagger.extract_many, ["好"], parallel=0).status == "invalid argument"
     results = tagger.extract_many(["很好", 7, "很好"], parallel=2)
     assert next(results) == tagger.extract("很好")

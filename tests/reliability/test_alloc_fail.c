@@ -266,9 +266,11 @@ static pd_status pipeline_scenario(pd_error *err)
     pp.n_ctx = 256;
     pp.parallel = 2;
     pp.extract.max_tokens = 12;
+    pp.max_chars = 16; /* the second review is read in windows */
     pd_pipeline *relabel = schema ? pd_pipeline_new(head_model, schema, pointer, &pp, err) : NULL;
     pp = pd_pipeline_default_params();
     pp.n_ctx = 128;
+    pp.max_chars = 16;
     pd_pipeline *tag = relabel ? pd_pipeline_new(tagger_model, schema, tagger, &pp, err) : NULL;
     pd_status rc = tag ? PD_OK : err->code;
     pd_pipeline *both[2] = {relabel, tag};

@@ -127,6 +127,10 @@ def write_bad_heads(out):
         d = head(f"min-confidence-{value}")
         edit_json(d, min_confidence=value)
         add(f"min_confidence {value}", d, "format", "min_confidence")
+    for value in (8, 20.5, "long"):
+        d = head(f"max-chars-{value}")
+        edit_json(d, max_chars=value)
+        add(f"max_chars {value}", d, "format", "max_chars")
     d = head("labels-empty")
     edit_json(d, labels=[])
     add("empty labels", d, "format", "labels")

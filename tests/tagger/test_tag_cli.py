@@ -119,6 +119,17 @@ def test_extract():
         rc2, _, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                            "--input", src, "--output", "-", "--min-confidence", "1.5")
         check("extract --min-confidence 1.5 is a usage error", rc2 == 2 and "--min-confidence" in err2, err2)
+        rc2, out2, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                              "--input", src, "--output", "-", "--format", "jsonl", "--max-chars", "16")
+        texts = [c["text"] for c in cases]
+        windowed = [json.loads(x)["records"] for x in out2.splitlines()][:len(cases)] if rc2 == 0 else []
+        check("extract --max-chars 16: every review read, each span at its offsets in the whole review",
+              rc2 == 0 and len(windowed) == len(cases) and all(
+                  t[a:b] == r[f] for t, rs in zip(texts, windowed) for r in rs for f, (a, b) in r["spans"].items()),
+              out2 + err2)
+        rc2, _, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
+                           "--input", src, "--output", "-", "--max-chars", "8")
+        check("extract --max-chars 8 (under 16) is a usage error", rc2 == 2 and "--max-chars" in err2, err2)
         jl = os.path.join(tmp, "reviews.jsonl")
         with open(jl, "w") as f:
             for i, c in enumerate(cases):
