@@ -43,7 +43,7 @@ typedef struct pdi_gazetteer pdi_gazetteer;
 typedef struct pdi_features pdi_features;
 
 typedef struct pdi_tagger {
-    char *prompt;          /* template holding {text} once or more, and {marked} with a gazetteer */
+    char *prompt;          /* template holding {text} or {chars} once or more, and {marked} with a gazetteer */
     pdi_gazetteer *gazetteer; /* NULL without */
     pdi_features *features;   /* head.json "features"; NULL without */
     int32_t n_spans, n_tags;
@@ -258,9 +258,9 @@ void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, doub
 /* ------------------------------------------------- a tagger head's pass */
 
 /* A tagger head ready to run on one model (tag_prompt.c): its prompt
- * template split at each {text} and {marked}, the literal parts tokenized
- * once, its gazetteer's marker tokens resolved. Immutable; head and model
- * must outlive it. */
+ * template split at each {text}, {chars} and {marked}, the literal parts
+ * tokenized once, its gazetteer's marker tokens resolved. Immutable; head
+ * and model must outlive it. */
 typedef struct pdi_tag_runner pdi_tag_runner;
 /* A head of another type, or without a tagger, gives PD_ERR_ARG; a head for
  * another hidden size PD_ERR_SHAPE; a model without a tokenizer PD_ERR_ARG;

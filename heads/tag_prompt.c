@@ -1,15 +1,19 @@
 /* tag_prompt.c - a tagger head made ready to run on one model: its prompt
- * template split at each {text} and {marked} with the literal parts
- * tokenized once, its gazetteer's marker tokens resolved; and the prompt of
- * one text built from them. */
+ * template split at each {text}, {chars} and {marked} with the literal
+ * parts tokenized once, its gazetteer's marker tokens resolved; and the
+ * prompt of one text built from them. */
 #include "heads.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* One part of the prompt template: literal ids, a copy of the text, or the
- * text with the gazetteer's matches between marker tokens. */
-typedef enum { PIECE_LITERAL, PIECE_TEXT, PIECE_MARKED } piece_kind;
+/* One part of the prompt template: literal ids, a copy of the text, the
+ * text with the gazetteer's matches between marker tokens, or the text
+ * encoded one character at a time. */
+typedef enum { PIECE_LITERAL, PIECE_TEXT, PIECE_MARKED, PIECE_CHARS } piece_kind;
+
+/* The slot names, by piece kind. */
+static const char *const slot_name[] = {NULL, "{text}", "{marked}", "{chars}"};
 
 typedef struct piece {
     int32_t *ids;
@@ -21,7 +25,8 @@ struct pdi_tag_runner {
     const pd_head *head;
     const pd_model *model;
     piece *pieces;
-    int32_t n_pieces, read_piece; /* read_piece: the last {text} */
+    int32_t n_pieces, read_piece; /* read_piece: the last {text} or {chars} */
+    bool has[PIECE_CHARS + 1];     /* which slots the template holds */
     int32_t marks[PD_TAGGER_MAX_SPANS][2]; /* open and close marker ids of each span field (gazetteer) */
 };
 
@@ -36,16 +41,24 @@ void pdi_tag_runner_free(pdi_tag_runner *r)
 const pd_head *pdi_tag_runner_head(const pdi_tag_runner *r) { return r->head; }
 const pd_model *pdi_tag_runner_model(const pdi_tag_runner *r) { return r->model; }
 
-/* The next {text} or {marked} at or after p (NULL when none); *kind says which. */
+/* The next {text}, {marked} or {chars} at or after p (NULL when none);
+ * *kind says which. */
 static const char *next_slot(const char *p, piece_kind *kind)
 {
-    const char *text = strstr(p, "{text}"), *marked = strstr(p, "{marked}");
-    *kind = marked && (!text || marked < text) ? PIECE_MARKED : PIECE_TEXT;
-    return *kind == PIECE_MARKED ? marked : text;
+    const char *first = NULL;
+    *kind = PIECE_TEXT;
+    for (piece_kind k = PIECE_TEXT; k <= PIECE_CHARS; k++) {
+        const char *at = strstr(p, slot_name[k]);
+        if (at && (!first || at < first)) {
+            first = at;
+            *kind = k;
+        }
+    }
+    return first;
 }
 
-/* The template split at each {text} and {marked}; literal parts tokenized
- * with special tokens recognised. */
+/* The template split at each {text}, {marked} and {chars}; literal parts
+ * tokenized with special tokens recognised. */
 static pd_status split_prompt(pdi_tag_runner *r, const char *src, pd_error *err)
 {
     const pd_tokenizer *tok = pd_model_tokenizer(r->model);
@@ -66,9 +79,10 @@ static pd_status split_prompt(pdi_tag_runner *r, const char *src, pd_error *err)
             }
         }
         if (!at) break;
-        if (kind == PIECE_TEXT) r->read_piece = r->n_pieces;
+        if (kind != PIECE_MARKED) r->read_piece = r->n_pieces;
+        r->has[kind] = true;
         r->pieces[r->n_pieces++].kind = kind;
-        p = at + (kind == PIECE_TEXT ? strlen("{text}") : strlen("{marked}"));
+        p = at + strlen(slot_name[kind]);
     }
     return PD_OK;
 }
@@ -186,14 +200,35 @@ static pd_status marked_ids(const pdi_tag_runner *r, const char *text, size_t le
     return rc;
 }
 
+/* The {chars} copy: each character of the text encoded alone as plain text
+ * (so every character starts a token; a character that is no token of the
+ * vocabulary is its byte tokens). A character is a byte that is no UTF-8
+ * continuation byte and the continuation bytes after it; the encoder
+ * refuses a piece that is not valid UTF-8. */
+static pd_status chars_ids(const pdi_tag_runner *r, const char *text, size_t len, int32_t **out, size_t *n,
+                           pd_error *err)
+{
+    size_t cap = 0;
+    pd_status rc = PD_OK;
+    *out = NULL;
+    *n = 0;
+    for (size_t at = 0, end; !rc && at < len; at = end) {
+        for (end = at + 1; end < len && ((uint8_t)text[end] & 0xC0) == 0x80; end++) {}
+        rc = append_plain(r, text + at, end - at, out, n, &cap, err);
+    }
+    return rc;
+}
+
 pd_status pdi_tag_prompt(const pdi_tag_runner *r, const char *text, size_t len, pd_tag_trace *tr, pd_error *err)
 {
-    int32_t *ids = NULL, *marked = NULL;
-    size_t n_ids = 0, n_marked = 0, total = 0;
-    pd_status rc = pd_tokenizer_encode_plain(pd_model_tokenizer(r->model), text, len, &ids, &n_ids, err);
+    int32_t *ids = NULL, *marked = NULL, *chars = NULL;
+    size_t n_ids = 0, n_marked = 0, n_chars = 0, total = 0;
+    pd_status rc = r->has[PIECE_TEXT] ? pd_tokenizer_encode_plain(pd_model_tokenizer(r->model), text, len, &ids, &n_ids, err)
+                                      : PD_OK;
     if (!rc && r->head->tagger->gazetteer) rc = marked_ids(r, text, len, &marked, &n_marked, err);
-    const int32_t *src[] = {NULL, ids, marked};
-    size_t count[] = {0, n_ids, n_marked};
+    if (!rc && r->has[PIECE_CHARS]) rc = chars_ids(r, text, len, &chars, &n_chars, err);
+    const int32_t *src[] = {NULL, ids, marked, chars};
+    size_t count[] = {0, n_ids, n_marked, n_chars};
     for (int32_t i = 0; !rc && i < r->n_pieces; i++) {
         const piece *pc = &r->pieces[i];
         total += pc->kind == PIECE_LITERAL ? pc->n : count[pc->kind];
@@ -206,8 +241,9 @@ pd_status pdi_tag_prompt(const pdi_tag_runner *r, const char *text, size_t len, 
         if (k) memcpy(tr->tokens + tr->n_tokens, pc->kind == PIECE_LITERAL ? pc->ids : src[pc->kind], sizeof *ids * k);
         tr->n_tokens += (int32_t)k;
     }
-    tr->n_read = (int32_t)n_ids;
+    if (!rc) tr->n_read = (int32_t)count[r->pieces[r->read_piece].kind];
     pd_free(ids);
     free(marked);
+    free(chars);
     return rc;
 }

@@ -231,8 +231,9 @@ pd_status pdi_tagger_parse(pd_head *h, json_t *root, const char *path, pd_error 
     pdi_tagger *t = h->tagger = calloc(1, sizeof *t);
     if (!t) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     const char *prompt = json_string_value(json_object_get(root, "prompt"));
-    if (!prompt || !strstr(prompt, "{text}"))
-        return pdi_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"prompt\", a string holding {text}", path);
+    if (!prompt || (!strstr(prompt, "{text}") && !strstr(prompt, "{chars}")))
+        return pdi_set_error(err, PD_ERR_FORMAT, "%s: a tagger head needs \"prompt\", a string holding {text} or {chars}",
+                             path);
     if (!(t->prompt = strdup(prompt))) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     pd_status rc = string_list(root, "spans", &t->spans, &t->n_spans, path, err);
     if (!rc && t->n_spans > PD_TAGGER_MAX_SPANS)

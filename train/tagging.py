@@ -46,29 +46,62 @@ def char_starts(text):
     return out + [off]
 
 
+def chars_ids(tok, text):
+    """The {chars} copy: each character of text encoded alone as plain text, so every character
+    starts a token (a character that is no token of the vocabulary is its byte tokens)."""
+    return [i for c in text for i in tok.encode_plain(c)]
+
+
 def prompt(tok, meta, text, terms=None):
     """(ids, read_start, token byte ranges of the read copy) of meta["prompt"]. Literal pieces are
     encoded with special tokens recognised; each {text} is the text alone, as plain bytes (no
-    specials), and the last one is the read copy; {marked} is the text with the gazetteer's matches
+    specials); each {chars} is the text encoded one character at a time (chars_ids); the last
+    {text} or {chars} is the read copy; {marked} is the text with the gazetteer's matches
     (terms: term -> fields, read_gazetteer) between the marker tokens of meta["gazetteer"]."""
-    ids, read_start = [], 0
-    text_ids = tok.encode_plain(text)
-    for lit, slot in re.findall(r"(.*?)(\{text\}|\{marked\}|$)", meta["prompt"], flags=re.S):
+    ids, read_start, read_ids = [], 0, []
+    copies = {}
+    for lit, slot in re.findall(r"(.*?)(\{text\}|\{chars\}|\{marked\}|$)", meta["prompt"], flags=re.S):
         if lit:
             ids += tok.encode(lit)
-        if slot == "{text}":
-            read_start = len(ids)
-            ids += text_ids
+        if slot in ("{text}", "{chars}"):
+            if slot not in copies:
+                copies[slot] = tok.encode_plain(text) if slot == "{text}" else chars_ids(tok, text)
+            read_start, read_ids = len(ids), copies[slot]
+            ids += read_ids
         elif slot == "{marked}":
             if terms is None:
                 raise ValueError("the prompt has {marked} but no gazetteer was given")
             ids += marked_ids(tok, meta, text, terms)
     spans, off = [], 0
-    for i in text_ids:
+    for i in read_ids:
         n = len(tok.token_bytes(i))
         spans.append((off, off + n))
         off += n
     return ids, read_start, spans
+
+
+def crosses_chars(tok):
+    """Whether a token of tok's vocabulary (added tokens aside) holds the start of a character after
+    its first byte: a merge across characters, so a span edge could fall inside a token."""
+    specials = set(tok.specials)
+    return any(any(x < 0x80 or x >= 0xC0 for x in tok.token_bytes(i)[1:])
+               for i, t in enumerate(tok.vocab) if t and t not in specials)
+
+
+def read_copy(meta, tok, mode="auto"):
+    """meta with its read copy (the prompt's last {text} or {chars}) as `mode` says: "text" (the text
+    as the tokenizer merges it), "chars" (one character at a time) or "auto" ("chars" when tok merges
+    across characters, crosses_chars; a prompt already reading {chars} is left as it is)."""
+    p = meta["prompt"]
+    at = max(p.rfind("{text}"), p.rfind("{chars}"))
+    if at < 0:
+        raise ValueError("the head's prompt holds neither {text} nor {chars}")
+    slot = "{chars}" if p.startswith("{chars}", at) else "{text}"
+    want = mode if mode != "auto" else ("{chars}" if slot == "{chars}" or crosses_chars(tok) else "{text}")
+    want = want if want.startswith("{") else "{" + want + "}"
+    if want == slot:
+        return meta
+    return dict(meta, prompt=p[:at] + want + p[at + len(slot):])
 
 
 # ----------------------------------------------------------------------------- gazetteer

@@ -5,6 +5,8 @@ labels; each decision the trunk's states and the learned weights of hashed spars
 
   train_tagger.py --out DIR [--seed 0] [--threads 2] [size, step and feature options]
   train_tagger.py --out DIR --base HFDIR ...       # the label stage alone, on an existing base
+                                                   # (a pretrained Qwen3 too: its tokenizer, and the
+                                                   # read copy one character at a time, --read-copy)
   train_tagger.py --data MY.jsonl --schema MY.yaml --out DIR ...   # other reviews, fields and labels
 
 The data (--data, --schema, --strict, --dev, --dev-fraction, --dev-seed) is read by dataset.py: the
@@ -314,6 +316,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
         meta["min_confidence"] = a.min_confidence
     meta["max_chars"] = a.max_chars or window_chars([t for _, t, _ in train])
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
+    meta["prompt"] = tagging.read_copy(meta, tok, a.read_copy)["prompt"]
     model = qwen3.load_hf(base_dir)
     spec = make_spec(meta, train) if a.features else None
     exs = examples(tok, meta, labels, train, spec, a.jackknife)
@@ -360,6 +363,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     log(f"{name}: {len(exs)} labelled reviews ({len(pool)} an epoch), {steps} steps, LoRA r {a.lora_r if lora_params else 0}, "
         f"features {'on' if spec else 'off'}")
     for epoch in range(a.epochs):
+        t_epoch, step_epoch = time.time(), step
         order = list(pool)
         rng.shuffle(order)
         for b in range(0, len(order), a.batch):
@@ -394,7 +398,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
             tokens += sum(len(x.ids) for x in batch)
             recent.append(loss.item())
         log(f"{name} epoch {epoch + 1}/{a.epochs} loss {sum(recent) / len(recent):.4f} "
-            f"{tokens / (time.time() - t0):.0f} tok/s")
+            f"{tokens / (time.time() - t0):.0f} tok/s, {(time.time() - t_epoch) / (step - step_epoch):.2f} s a step")
         recent = []
     with torch.no_grad():
         for m, p in zip(avg, params):
@@ -497,6 +501,10 @@ def label_args(ap):
     ap.add_argument("--max-chars", type=int, default=0,
                     help="head.json's max_chars, the longest text read whole (0: the 99th percentile of the "
                          "training reviews' lengths)")
+    ap.add_argument("--read-copy", choices=("auto", "text", "chars"), default="auto",
+                    help="how the prompt's read copy (its last {text} or {chars}) is encoded: chars, one "
+                         "character at a time (every character a token edge); text, as the tokenizer merges "
+                         "it; auto (the default), chars when the base's tokenizer merges across characters")
     ap.add_argument("--min-confidence", type=float, default=None,
                     help="head.json's min_confidence, the least confidence of a written record (default: the "
                          "template's, 0.3)")
@@ -535,6 +543,7 @@ def main(argv=None):
         f"schema {schema.name}: spans {', '.join(schema.spans)}, {len(labels)} labels of {', '.join(schema.enums)}")
     base_dir = a.base or base_stage(a, texts, meta, rng, record)
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
+    meta["prompt"] = tagging.read_copy(meta, tok, a.read_copy)["prompt"]
     stage_log = os.path.join(a.out, "label_log.json")
     if os.path.exists(stage_log):
         model = lora.load_peft(qwen3.load_hf(base_dir), os.path.join(a.out, "adapter")).eval()

@@ -37,6 +37,10 @@ ORDER = list(make_model.bytes_to_unicode())
 
 
 MARKED_PROMPT = "<|fim_prefix|>{marked}<|fim_middle|>{text}<|fim_suffix|>"
+# Both copies one character at a time: texts whose letters the tokenizer would merge as {text} are
+# then one token a byte (each character encoded alone), which the reference builds with text_ids.
+CHARS_PROMPT = "<|fim_prefix|>{chars}<|fim_middle|>{chars}<|fim_suffix|>"
+CHARS_TEXTS = TEXTS + ["is Cm 包装很好", "wIk，好用Zk很好"]
 # aspect and opinion terms, 好 under both (nested marks), 很好 inside 很好用 (longest first)
 GAZETTEER = ({"aspect": ["<|box_start|>", "<|box_end|>"], "opinion": ["<|fim_prefix|>", "<|fim_suffix|>"]},
              ["# a comment", "aspect\t包装", "aspect\t味道", "aspect\t物流", "opinion\t很好", "opinion\t好用",
@@ -433,6 +437,13 @@ def main():
         hdir = os.path.join(out, "head-" + name)
         make_head.write_tagger(hdir, HIDDEN, 16, **kw)
         cases += decode(model, name, hdir, TEXTS, fields, distinct)[1]
+    with open(tok, encoding="utf-8") as f:  # the {chars} head reads texts whose letters {text} would merge
+        merges = {tuple(m.split(" ")) for m in json.load(f)["model"]["merges"]}
+    if sum(any(pair in merges for pair in zip(t, t[1:])) for t in CHARS_TEXTS) < 2:
+        raise SystemExit("make_fixtures: the {chars} texts need letters the tokenizer merges")
+    hdir = os.path.join(out, "head-pair-chars")
+    make_head.write_tagger(hdir, HIDDEN, 16, seed=13, prompt=CHARS_PROMPT)
+    cases += decode(model, "pair-chars", hdir, CHARS_TEXTS, fields, distinct)[1]
     n_spans = sum(len(c["spans"]) for c in cases)
     n_links = sum(1 for c in cases for l in c["links"] if l["choice"] >= 0)
     if n_spans < 10 or n_links < 2:

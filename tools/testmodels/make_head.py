@@ -301,18 +301,22 @@ def scores(model, head, mk, text_ids, question_ids, cand_ids, layout):
 
 
 def tag_prompt(head, literal_ids, encode, text, terms=None):
-    """The echo prompt's ids and the index of the read copy (the last {text}); literal_ids maps
-    each literal part of the template to its ids, encode a piece of text to its plain ids; terms
-    (term -> set of span fields) is the gazetteer that {marked} shows."""
+    """The echo prompt's ids and the index of the read copy (the last {text} or {chars});
+    literal_ids maps each literal part of the template to its ids, encode a piece of text to its
+    plain ids ({chars}: each character encoded alone); terms (term -> set of span fields) is the
+    gazetteer that {marked} shows."""
     ids, read_start, rest = [], 0, head["meta"]["prompt"]
     while rest:
-        cut = [(rest.find(slot), slot) for slot in ("{text}", "{marked}") if slot in rest]
+        cut = [(rest.find(slot), slot) for slot in ("{text}", "{marked}", "{chars}") if slot in rest]
         at, slot = min(cut) if cut else (len(rest), "")
         if at:
             ids += list(literal_ids(rest[:at]))
         if slot == "{text}":
             read_start = len(ids)
             ids += list(encode(text))
+        elif slot == "{chars}":
+            read_start = len(ids)
+            ids += [i for c in text for i in encode(c)]
         elif slot:
             ids += gazetteer_marked(head, literal_ids, encode, text, terms)
         rest = rest[at + len(slot):]
