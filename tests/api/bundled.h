@@ -8,7 +8,8 @@
 
 #include "pocketdec.h"
 
-static const char *root; /* the source tree: argv[1] */
+static const char *root;        /* the source tree: argv[1] */
+static const char *bundled_arg; /* argv[2], a test's own argument (NULL when none) */
 
 static pd_bundle *open_bundle(const char *name)
 {
@@ -30,15 +31,16 @@ static pd_schema *open_schema(const char *name)
     return s;
 }
 
-/* main(): the source tree from argv[1], then the tests. */
+/* main(): the source tree from argv[1] (and argv[2] if given), then the tests. */
 #define BUNDLED_MAIN(name, ...)                                                      \
     int main(int argc, char **argv)                                                   \
     {                                                                                 \
-        if (argc != 2) {                                                              \
-            fprintf(stderr, "usage: %s SOURCE_ROOT\n", name);                         \
+        if (argc != 2 && argc != 3) {                                                 \
+            fprintf(stderr, "usage: %s SOURCE_ROOT [ARG]\n", name);                   \
             return 2;                                                                 \
         }                                                                             \
         root = argv[1];                                                               \
+        bundled_arg = argc == 3 ? argv[2] : NULL;                                     \
         const struct CMUnitTest tests[] = {__VA_ARGS__};                              \
         return cmocka_run_group_tests(tests, NULL, NULL);                             \
     }
