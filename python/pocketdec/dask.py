@@ -349,7 +349,7 @@ def _in_order(parts, client):
             client = default_client()
         except (ImportError, ValueError):
             client = None
-    if client is None:  # dask's own scheduler: windows of parts
+    if client is None or client is False:  # dask's own scheduler (threads here): windows of parts
         import dask
         window = 2 * (os.cpu_count() or 1)
         for i in range(0, len(parts), window):
@@ -376,8 +376,9 @@ def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=
     """Extracts the reviews of inputs (JSONL files: a path or a list of paths, or a dask bag
     that extract_bag takes) and writes output (a path): what one `pocketdec extract
     --format jsonl` run over the inputs one after another writes, byte for byte. The
-    partitions run on client's cluster (default: the current distributed Client, else
-    dask's local scheduler) and are written in input order as they come.
+    partitions run on client's cluster (None: the current distributed Client, else dask's
+    local scheduler; False: the local scheduler, threads of this process sharing one
+    Extractor) and are written in input order as they come.
 
     Returns {"reviews", "records", "broken", "failed", "problems"}: the command's counts
     and its stderr reports ("FILE:LINE: ..."), in input order."""

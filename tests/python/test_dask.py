@@ -86,7 +86,7 @@ def corpus(tmp_path_factory):
 # ------------------------------------------------------------ the writer and the reader
 
 def jansson_dumps():
-    """json_dumps of jansson, the library the command writes with: (value, is_real) -> text."""
+    """json_dumps of jansson, the library the command writes with: a float or a str -> its text."""
     lib = ctypes.CDLL(ctypes.util.find_library("jansson") or "libjansson.so.4")
     lib.json_real.restype = lib.json_stringn.restype = ctypes.c_void_p
     lib.json_real.argtypes = [ctypes.c_double]
@@ -235,6 +235,15 @@ def test_dask_npartitions_and_several_files(corpus, cluster, tmp_path):
     assert pdd.read_jsonl([a, b], npartitions=4).npartitions in (4, 5)
     pdd.extract_jsonl([a, b], TIANCHI, SCHEMA, tmp_path / "out.jsonl", npartitions=4)
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == both
+
+
+@needs_dask
+def test_dask_local_scheduler(corpus, cluster, tmp_path):
+    """client=False: dask's threads in this process, one Extractor for all."""
+    d, _, one, _ = corpus
+    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, tmp_path / "local.jsonl", npartitions=5,
+                              client=False)
+    assert (tmp_path / "local.jsonl").read_bytes() == one and stats["broken"] == BROKEN
 
 
 @needs_dask
