@@ -4,8 +4,9 @@
 #                            (scripts/demo.sh): compiler, meson, ninja, the four libraries, python3
 #   scripts/setup.sh [test]  that and what the tests need (scripts/test.sh, .ci/run): cmocka,
 #                            numpy and PyYAML for the fixtures, pytest for the Python package,
-#                            PyTorch and OpenBLAS for the training tests, the aarch64 cross
-#                            compiler and qemu-user for the NEON kernels
+#                            dask, distributed and GNU parallel for the sharding tests
+#                            (tests/python/test_dask.py), PyTorch and OpenBLAS for the training
+#                            tests, the aarch64 cross compiler and qemu-user for the NEON kernels
 # Skips apt when every package is already there, so it is cheap to call twice.
 set -euo pipefail
 what=${1:-test}
@@ -13,7 +14,8 @@ packages=(build-essential meson ninja-build pkg-config
           libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev python3)
 case "$what" in
   build) ;;
-  test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-torch libopenblas0-pthread
+  test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-dask python3-distributed parallel
+                   python3-torch libopenblas0-pthread
                    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
   *) echo "usage: scripts/setup.sh [build|test]" >&2; exit 2 ;;
 esac

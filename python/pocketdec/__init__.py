@@ -23,4 +23,15 @@ from .extract import Extractor, Record
 from .model import Model, Tokenizer
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """pocketdec.dask (extraction over a Dask cluster) is imported on first use: the package
+    does not need dask."""
+    if name == "dask":
+        import importlib
+        return importlib.import_module(".dask", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["Model", "Tokenizer", "Decider", "Decision", "Extractor", "Record", "Error", "tianchi_eval", "library_path"]

@@ -1,0 +1,407 @@
+"""Extraction over a Dask bag: a corpus of JSONL reviews ({"id", "text"} a line) shared among
+the worker processes of a Dask cluster (python3-distributed), the output byte for byte what
+one `pocketdec extract --format jsonl` run writes.
+
+    from distributed import Client, LocalCluster
+    from pocketdec.dask import extract_jsonl
+
+    with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, Client(cluster):
+        extract_jsonl(["reviews.jsonl"], "models/tianchi", "schemas/tianchi-makeup.yaml", "records.jsonl")
+
+Each worker process loads the model and the schema once (a cache of this module, keyed by the
+arguments) and keeps them for every partition it is given. The model, the schema and the
+input files are named by paths that the workers and the client must both see.
+
+dask is imported by the functions that need it: the rest of the module (jsonl_line,
+extract_rows) and `import pocketdec` work without it. docs/python.md, "pocketdec.dask"."""
+
+import collections
+import functools
+import json
+import math
+import os
+import re
+import threading
+
+from ._lib import Error
+from .extract import Extractor
+from .model import Model
+
+__all__ = ["Line", "Output", "read_jsonl", "extract_bag", "extract_jsonl", "extract_rows", "jsonl_line"]
+
+# The longest JSONL line the command reads (cli/jsonl.h, CLI_JSONL_MAX_LINE).
+MAX_LINE = 16 << 20
+# Bytes of input a partition by default: some thousands of reviews, tens of seconds of work;
+# a smaller input is cut into about MIN_PARTITIONS partitions.
+BLOCKSIZE = 1 << 20
+MIN_PARTITIONS = 32
+
+Line = collections.namedtuple("Line", "source line data")
+Line.__doc__ = """One line of a JSONL file: the file's name, the line's number (1-based) and its
+bytes without the line break."""
+
+Output = collections.namedtuple("Output", "line problem records")
+Output.__doc__ = """What one input row gave:
+- line: the JSONL line `pocketdec extract --format jsonl` writes for it (a str ending in a line
+  break), or None for a broken row that is skipped (bad JSON, no id, no text);
+- problem: None, or what went wrong, as the command reports it on stderr ("FILE:LINE: ...");
+  a row with both a line and a problem is a review that failed (written with no records);
+- records: the number of records in line."""
+
+
+# ---------------------------------------------------------------- writing
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_TO_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+
+
+def _string(s):
+    """s as jansson writes a JSON string: UTF-8 kept, quotes, backslashes and control
+    characters escaped (\\u00XX in upper case)."""
+    return '"' + _TO_ESCAPE.sub(lambda m: _ESCAPES.get(m.group()) or f"\\u{ord(m.group()):04X}", s) + '"'
+
+
+def _real(x):
+    """x as jansson writes a real with JSON_REAL_PRECISION(4): C's %.4g, ".0" added when
+    there is neither a point nor an exponent, the exponent without "+" and leading zeros."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"{x} cannot be written in JSON")
+    s = "%.4g" % x
+    e = s.find("e")
+    if e < 0:
+        return s if "." in s else s + ".0"
+    sign = "-" if s[e + 1] == "-" else ""
+    return s[:e + 1] + sign + (s[e + 2:].lstrip("0") or "0")
+
+
+def _record(r):
+    parts = [f"{_string(k)}:{_string(v)}" for k, v in r.items()]
+    spans = ",".join(f"{_string(f)}:[{int(a)},{int(b)}]" for f, (a, b) in r.spans.items())
+    probs = ",".join(f"{_string(f)}:{_real(p)}" for f, p in r.probs.items())
+    parts += ['"spans":{' + spans + "}", '"probs":{' + probs + "}", '"confidence":' + _real(r.confidence)]
+    return "{" + ",".join(parts) + "}"
+
+
+def jsonl_line(rid, records):
+    """The line `pocketdec extract --format jsonl` writes for a review: {"id": rid,
+    "records": [...]} with compact separators, UTF-8 unescaped, probabilities to 4
+    significant digits, and a line break. rid: a str; records: pocketdec.Record."""
+    return '{"id":' + _string(rid) + ',"records":[' + ",".join(map(_record, records)) + "]}\n"
+
+
+# ---------------------------------------------------------------- reading
+
+class _Broken(Exception):
+    pass
+
+
+def _no_duplicates(pairs):
+    obj = {}
+    for k, v in pairs:
+        if k in obj:
+            raise _Broken(f"duplicate object key \"{k}\"")
+        obj[k] = v
+    return obj
+
+
+def _int(s):
+    v = int(s)
+    if not -2**63 <= v < 2**63:
+        raise _Broken("too big integer" if v > 0 else "too big negative integer")
+    return v
+
+
+def _float(s):
+    v = float(s)
+    if math.isinf(v):
+        raise _Broken("real number overflow")
+    return v
+
+
+def _constant(s):
+    raise _Broken(f"invalid token '{s}'")
+
+
+def _bad_strings(v):
+    """What the command's JSON reader (jansson) refuses in a string Python's json takes: a
+    \\u0000 escape or a lone surrogate."""
+    if isinstance(v, str):
+        if "\0" in v:
+            return "\\u0000 is not allowed"
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return "invalid Unicode escape (a lone surrogate)"
+        return None
+    if isinstance(v, dict):
+        return next(filter(None, (_bad_strings(k) or _bad_strings(x) for k, x in v.items())), None)
+    if isinstance(v, list):
+        return next(filter(None, map(_bad_strings, v)), None)
+    return None
+
+
+_TYPES = ((dict, "an object"), (list, "an array"), (str, "a string"), (bool, "a boolean"),
+          (int, "an integer"), (float, "a number"), (type(None), "null"))
+
+
+def _type_name(v):
+    return next(name for t, name in _TYPES if isinstance(v, t))
+
+
+def _fields(obj):
+    """(id, text) of a parsed row, as the command checks them."""
+    if not isinstance(obj, dict):
+        raise _Broken(f"expected a JSON object, got {_type_name(obj)}")
+    if "id" not in obj:
+        raise _Broken('missing key "id"')
+    rid = obj["id"]
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        raise _Broken(f'"id" must be a string or an integer, got {_type_name(rid)}')
+    if "text" not in obj:
+        raise _Broken('missing key "text"')
+    text = obj["text"]
+    if not isinstance(text, str):
+        raise _Broken(f'"text" must be a string, got {_type_name(text)}')
+    return str(rid), text
+
+
+def _parse(data, first):
+    """(id, text) of a JSONL line (bytes, no line break), or None for a blank line; a
+    refusal raises _Broken with the command's reason (cli/jsonl.c)."""
+    if data.endswith(b"\r"):
+        data = data[:-1]
+    if len(data) > MAX_LINE:
+        raise _Broken(f"the line is longer than {MAX_LINE} bytes (the limit)")
+    if not data.strip(b" \t\r"):
+        return None
+    if first and data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b"\0" in data:
+        raise _Broken(f"a NUL byte at byte {data.index(bytes(1)) + 1}")
+    try:
+        s = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _Broken(f"invalid UTF-8 at byte {e.start + 1}") from None
+    try:
+        obj = json.loads(s, object_pairs_hook=_no_duplicates, parse_int=_int, parse_float=_float,
+                         parse_constant=_constant)
+    except (ValueError, RecursionError) as e:  # json.JSONDecodeError is a ValueError
+        if isinstance(e, json.JSONDecodeError):
+            raise _Broken(f"malformed JSON at column {e.colno}: {e.msg}") from None
+        raise _Broken(f"malformed JSON: {e}") from None
+    bad = _bad_strings(obj)
+    if bad:
+        raise _Broken(f"malformed JSON: {bad}")
+    return _fields(obj)
+
+
+def _row(item):
+    """(id, text) of a bag item, None for a blank line; _Broken for a broken row. An item
+    is a Line, a JSONL line (str or bytes) or a dict {"id", "text"}."""
+    if isinstance(item, Line):
+        return _parse(item.data, item.line == 1)
+    if isinstance(item, str):
+        item = item.encode("utf-8", "surrogatepass")  # a lone surrogate: invalid UTF-8
+    if isinstance(item, (bytes, bytearray)):
+        return _parse(bytes(item).rstrip(b"\n"), False)
+    if isinstance(item, dict):
+        bad = _bad_strings(item.get("id")) or _bad_strings(item.get("text"))
+        if bad:
+            raise _Broken(bad)
+        rid = item.get("id")
+        if hasattr(rid, "item") and not isinstance(rid, (str, bool)):  # a numpy integer
+            item = {**item, "id": rid.item()}
+        return _fields(item)
+    raise _Broken(f"expected a JSONL line or a dict, got {type(item).__name__}")
+
+
+def extract_rows(ex, items, where="item"):
+    """Output for each row of items (Line, JSONL lines as str or bytes, or dicts {"id",
+    "text"}), in order, extracted with the pocketdec.Extractor ex. Blank lines give nothing;
+    a broken row gives Output(None, problem, 0), a review that fails Output(line with no
+    records, problem, 0), as `pocketdec extract` does. Problems name a Line by its file and
+    line, other items as "item N" (1-based in items)."""
+    for i, item in enumerate(items):
+        here = f"{item.source}:{item.line}" if isinstance(item, Line) else f"{where} {i + 1}"
+        try:
+            row = _row(item)
+        except _Broken as e:
+            yield Output(None, f"{here}: broken row skipped: {e}", 0)
+            continue
+        if row is None:
+            continue
+        rid, text = row
+        try:
+            records = ex.extract(text)
+        except Error as e:
+            yield Output(jsonl_line(rid, []), f"{here}: id {rid}: {e.message}", 0)
+            continue
+        yield Output(jsonl_line(rid, records), None, len(records))
+
+
+# ---------------------------------------------------------------- one extractor a process
+
+_loaded = {}
+_loading = threading.Lock()
+loads = 0  # how many extractors this process has loaded (each worker: 1 for one model and schema)
+
+
+def extractor(model, schema, *, threads=1, adapters=(), quantize=None, **options):
+    """The pocketdec.Extractor of these arguments in this process, loaded on first use and
+    kept: a worker loads a model once, whatever the number of partitions it is given.
+    An Extractor serves any number of threads at once."""
+    global loads
+    key = (os.fspath(model), os.fspath(schema), threads, repr(adapters), quantize, repr(sorted(options.items())))
+    with _loading:
+        ex = _loaded.get(key)
+        if ex is None:
+            m = Model(model, adapters=adapters, quantize=quantize, threads=threads)
+            try:
+                ex = Extractor(m, schema, **options)
+            except BaseException:
+                m.close()
+                raise
+            _loaded[key] = ex
+            loads += 1
+        return ex
+
+
+def _extract_partition(items, model, schema, kwargs):
+    return list(extract_rows(extractor(model, schema, **kwargs), items))
+
+
+# ---------------------------------------------------------------- bags
+
+def _blocks(paths, blocksize, npartitions):
+    """[(path, start, end, first line)]: each file cut into blocks of about blocksize bytes
+    at line breaks (one pass over the files, counting lines for the messages)."""
+    paths = [os.fspath(p) for p in ([paths] if isinstance(paths, (str, bytes, os.PathLike)) else paths)]
+    if npartitions is not None:
+        if blocksize is not None:
+            raise ValueError("give blocksize or npartitions, not both")
+        if npartitions < 1:
+            raise ValueError(f"npartitions must be at least 1, got {npartitions}")
+        total = sum(os.path.getsize(p) for p in paths)
+        blocksize = max(1, -(-total // npartitions))
+    if blocksize is None:  # 1 MiB, less for a small input: some partitions for every worker
+        blocksize = max(1, min(BLOCKSIZE, -(-sum(os.path.getsize(p) for p in paths) // MIN_PARTITIONS)))
+    if blocksize < 1:
+        raise ValueError(f"blocksize must be at least 1, got {blocksize}")
+    blocks = []
+    for path in paths:
+        with open(path, "rb") as f:
+            start, line = 0, 1
+            while True:
+                chunk = f.read(blocksize)
+                if not chunk:
+                    break
+                if not chunk.endswith(b"\n"):
+                    chunk += f.readline()
+                blocks.append((path, start, start + len(chunk), line))
+                start += len(chunk)
+                line += chunk.count(b"\n")
+    return blocks
+
+
+def _read_block(path, start, end, first):
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    return [Line(path, first + i, d) for i, d in enumerate(lines)]
+
+
+def read_jsonl(paths, *, blocksize=None, npartitions=None):
+    """A dask bag of Line: the lines of JSONL files (a path or a list of paths), in order,
+    in partitions of about blocksize bytes (default: 1 MiB, or 1/32 of a smaller input) or
+    about npartitions partitions in all, cut at line breaks. Only line breaks split lines (a CR before one is dropped
+    when the line is read, a byte order mark on a file's first line too), as the command
+    reads them. The client reads the files once to cut them; the workers read their blocks."""
+    import dask
+    import dask.bag
+
+    blocks = _blocks(paths, blocksize, npartitions)
+    if not blocks:
+        return dask.bag.from_sequence([], npartitions=1)
+    return dask.bag.from_delayed([dask.delayed(_read_block, pure=True)(*b) for b in blocks])
+
+
+def extract_bag(bag, model, schema, *, threads=1, adapters=(), quantize=None, **options):
+    """A dask bag of Output, one for each row of bag (Line as read_jsonl gives, JSONL lines
+    as str or bytes, or dicts {"id", "text"}) in the same order, blank lines left out. Each
+    worker process extracts with one pocketdec.Extractor (model, schema, options: those of
+    pocketdec.Extractor, e.g. head=, min_confidence=, max_chars=), loaded once; threads,
+    adapters and quantize are the pocketdec.Model's (threads=1: one core a task; run as
+    many worker processes as cores)."""
+    kwargs = dict(options, threads=threads, adapters=adapters, quantize=quantize)
+    return bag.map_partitions(functools.partial(_extract_partition, model=os.fspath(model),
+                                                schema=os.fspath(schema), kwargs=kwargs))
+
+
+def _in_order(parts, client):
+    """The results of the delayed parts, in order, a bounded number computing at a time."""
+    if client is None:
+        try:
+            from distributed import default_client
+            client = default_client()
+        except (ImportError, ValueError):
+            client = None
+    if client is None or client is False:  # dask's own scheduler (threads here): windows of parts
+        import dask
+        window = 2 * (os.cpu_count() or 1)
+        for i in range(0, len(parts), window):
+            yield from dask.compute(*parts[i:i + window])
+        return
+    window = max(2, 2 * sum(client.nthreads().values()))
+    pending = collections.deque(client.compute(p) for p in parts[:window])
+    rest = iter(parts[window:])
+    try:
+        while pending:
+            result = pending[0].result()
+            pending.popleft().release()
+            nxt = next(rest, None)
+            if nxt is not None:
+                pending.append(client.compute(nxt))
+            yield result
+    finally:
+        for f in pending:
+            f.cancel()
+
+
+def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=None, threads=1,
+                  adapters=(), quantize=None, client=None, **options):
+    """Extracts the reviews of inputs (JSONL files: a path or a list of paths, or a dask bag
+    that extract_bag takes) and writes output (a path): what one `pocketdec extract
+    --format jsonl` run over the inputs one after another writes, byte for byte. The
+    partitions run on client's cluster (None: the current distributed Client, else dask's
+    local scheduler; False: the local scheduler, threads of this process sharing one
+    Extractor) and are written in input order as they come.
+
+    Returns {"reviews", "records", "broken", "failed", "problems"}: the command's counts
+    and its stderr reports ("FILE:LINE: ..."), in input order."""
+    import dask.bag
+
+    if isinstance(inputs, dask.bag.Bag):
+        if blocksize is not None or npartitions is not None:
+            raise ValueError("blocksize and npartitions apply to files, not to a bag")
+        bag = inputs
+    else:
+        bag = read_jsonl(inputs, blocksize=blocksize, npartitions=npartitions)
+    out = extract_bag(bag, model, schema, threads=threads, adapters=adapters, quantize=quantize, **options)
+    stats = {"reviews": 0, "records": 0, "broken": 0, "failed": 0, "problems": []}
+    with open(output, "w", encoding="utf-8", newline="") as f:
+        for part in _in_order(out.to_delayed(), client):
+            for o in part:
+                if o.line is not None:
+                    f.write(o.line)
+                    stats["reviews"] += 1
+                    stats["records"] += o.records
+                    stats["failed"] += o.problem is not None
+                else:
+                    stats["broken"] += 1
+                if o.problem is not None:
+                    stats["problems"].append(o.problem)
+    return stats

@@ -1,0 +1,291 @@
+"""Sharding a corpus (docs/extraction.md, "Sharding a large corpus with batch engines"): the
+output of pocketdec.dask on a two-process distributed.LocalCluster, and of the GNU parallel
+recipes, equals one `pocketdec extract` run byte for byte, broken rows included. The writer
+of pocketdec.dask is checked against jansson, which the command writes with.
+
+The cluster tests need dask and distributed (Debian: python3-dask, python3-distributed), the
+recipe tests GNU parallel (Debian: parallel); without them they are skipped, saying so."""
+
+import ctypes
+import ctypes.util
+import json
+import os
+import random
+import shutil
+import subprocess
+
+import pytest
+
+import helpers
+from helpers import POCKETDEC, SCHEMA, TIANCHI, run
+
+import pocketdec
+from pocketdec import dask as pdd
+
+try:
+    import dask.bag
+    import distributed
+    NO_DASK = None
+except ImportError as e:
+    NO_DASK = f"dask and distributed are needed (Debian: python3-dask python3-distributed): {e}"
+
+
+def gnu_parallel():
+    path = shutil.which("parallel")
+    if not path:
+        return None
+    p = subprocess.run([path, "--version"], capture_output=True, text=True)
+    return path if p.returncode == 0 and p.stdout.startswith("GNU parallel") else None
+
+
+PARALLEL = gnu_parallel()
+needs_dask = pytest.mark.skipif(NO_DASK is not None, reason=NO_DASK or "")
+needs_parallel = pytest.mark.skipif(PARALLEL is None, reason="GNU parallel is needed (Debian: parallel)")
+
+N = helpers.DEV_LIMIT or 100  # dev reviews
+
+# Rows the command refuses (reported, skipped: nothing written) or takes in an unusual form,
+# put after the dev review of that index.
+ODD = {
+    3: '{"id": 7, "txt": "no text"}',
+    8: "not json",
+    12: "   \t",                                               # blank: nothing, not broken
+    17: '{"id": "q\\"\\u001f\\\\é", "text": "物流很快，包装也很好"}\r',  # escaped id, CRLF
+    23: '{"id": 1, "id": 2, "text": "x"}',                    # duplicate key
+    29: '{"id": 5, "text": ""}',                              # empty review: no records
+    31: '{"id": 1.5, "text": "x"}',                           # id neither string nor integer
+    37: '{"id": 8, "text": "a\\ud800"}',                      # lone surrogate
+    41: b'{"id": 9, "text": "\xff"}',                         # invalid UTF-8
+    44: '[1, 2]',
+    47: '{"id": 10, "text": "x\\u0000"}',
+    52: '{"id": 11, "text": NaN}',
+    58: '{"id": 99999999999999999999, "text": "x"}',           # past int64
+}
+BROKEN = len(ODD) - 3  # the blank line, the escaped id and the empty review are not broken
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A JSONL file of N dev reviews with the odd rows, and one run of the command over it."""
+    d = tmp_path_factory.mktemp("dask")
+    reviews = helpers.dev_reviews(N)
+    with open(d / "reviews.jsonl", "wb") as f:
+        f.write(b"\xef\xbb\xbf")  # a byte order mark, dropped from the first line
+        for i, (rid, text) in enumerate(reviews):
+            f.write(json.dumps({"id": rid, "text": text}, ensure_ascii=False).encode() + b"\n")
+            if i in ODD:
+                odd = ODD[i]
+                f.write((odd if isinstance(odd, bytes) else odd.encode()) + b"\n")
+    p = subprocess.run([POCKETDEC, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", d / "reviews.jsonl",
+                        "--output", d / "one.jsonl", "--format", "jsonl"], capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr  # 1: broken rows
+    assert f"{N + 2} reviews" in p.stderr and f"{BROKEN} broken rows" in p.stderr, p.stderr
+    return d, reviews, (d / "one.jsonl").read_bytes(), p.stderr
+
+
+# ------------------------------------------------------------ the writer and the reader
+
+def jansson_dumps():
+    """json_dumps of jansson, the library the command writes with: a float or a str -> its text."""
+    lib = ctypes.CDLL(ctypes.util.find_library("jansson") or "libjansson.so.4")
+    lib.json_real.restype = lib.json_stringn.restype = ctypes.c_void_p
+    lib.json_real.argtypes = [ctypes.c_double]
+    lib.json_stringn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.json_dumps.restype = ctypes.c_void_p
+    lib.json_dumps.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    lib.json_delete.argtypes = [ctypes.c_void_p]
+    libc = ctypes.CDLL(None)
+    libc.free.argtypes = [ctypes.c_void_p]
+    flags = 0x20 | 0x200 | (4 << 11)  # JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(4)
+
+    def dumps(v):
+        if isinstance(v, float):
+            j = lib.json_real(v)
+        else:
+            b = v.encode()
+            j = lib.json_stringn(b, len(b))
+        s = lib.json_dumps(j, flags)
+        lib.json_delete(j)  # refcount 1: json_decref
+        out = ctypes.string_at(s).decode()
+        libc.free(s)
+        return out
+    return dumps
+
+
+def test_writer_writes_what_jansson_writes():
+    dumps = jansson_dumps()
+    rng = random.Random(7)
+    reals = [0.0, -0.0, 1.0, 0.5, 0.015625, 0.99995, 0.999949, 1e-5, 1.5e-7, 3e-300, 123456.0, 1e21, 2.5e10,
+             0.1, 1 / 3, 0.00012345, 9.9995e-5]
+    reals += [rng.random() for _ in range(2000)] + [rng.random() ** 40 for _ in range(2000)]
+    reals += [10 ** rng.uniform(-30, 30) for _ in range(1000)]
+    for x in reals:
+        assert pdd._real(x) == dumps(x), x
+    for s in ["物流很快", 'a"b\\c', "\b\f\n\r\t", "\x00\x01\x1f\x7f", "é/€😀", "\u2028\u2029", ""]:
+        assert pdd._string(s) == dumps(s), repr(s)
+
+
+def test_reader_refuses_what_the_command_refuses():
+    broken = [b'{"id": 1}', b"{", b'{"id": 1, "text": "a"} x', b'{"id": true, "text": "a"}',
+              b'{"id": 1, "text": 2}', b'{"id": 1, "text": "a", "text": "b"}', b'{"id": 1, "text": "\\ud800"}',
+              b'{"id": 1, "text": "\\u0000"}', b'{"id": 1, "text": "a\x00"}', b'{"id": 1, "text": "\xc0\x80"}',
+              b'{"id": 1, "text": "a", "x": Infinity}', b'{"id": 1, "text": "a", "x": 1e400}',
+              b'{"id": -9223372036854775809, "text": "a"}', b'\xef\xbb\xbf{"id": 1, "text": "a"}']
+    for line in broken:
+        with pytest.raises(pdd._Broken):
+            pdd._parse(line, False)
+    assert pdd._parse(b'\xef\xbb\xbf{"id": -9223372036854775808, "text": "a"}\r', True) == \
+        ("-9223372036854775808", "a")
+    assert pdd._parse(b'{"id": "\\ud83d\\ude00", "text": ""}', False) == ("😀", "")
+    assert pdd._parse(b" \t\r", False) is None
+
+
+def test_rows_give_the_command_output(corpus):
+    """extract_rows, the work of one partition, over the whole file in this process."""
+    d, _, one, _ = corpus
+    data = (d / "reviews.jsonl").read_bytes()
+    lines = [pdd.Line("f", i + 1, b) for i, b in enumerate(data.split(b"\n")[:-1])]
+    out = list(pdd.extract_rows(pdd.extractor(TIANCHI, SCHEMA), lines))
+    assert "".join(o.line for o in out if o.line).encode() == one
+    assert sum(o.line is None for o in out) == BROKEN
+    assert all(o.problem.startswith("f:") and "broken row skipped" in o.problem for o in out if o.problem)
+
+
+def test_a_review_that_fails_is_written_with_no_records():
+    class Failing:
+        def extract(self, text):
+            if text == "bad":
+                raise pocketdec.Error("context full", "the text does not fit", 8)
+            return []
+    out = list(pdd.extract_rows(Failing(), ['{"id": 1, "text": "bad"}', {"id": "2", "text": "ok"}]))
+    assert out == [pdd.Output('{"id":"1","records":[]}\n', "item 1: id 1: the text does not fit", 0),
+                   pdd.Output('{"id":"2","records":[]}\n', None, 0)]
+
+
+def test_jsonl_line_is_as_json_rounded(corpus):
+    """jsonl_line parses to the records as helpers.as_jsonl rounds them."""
+    _, reviews, _, _ = corpus
+    ex = pdd.extractor(TIANCHI, SCHEMA)
+    for rid, text in reviews[:20]:
+        records = ex.extract(text)
+        assert json.loads(pdd.jsonl_line(str(rid), records)) == {"id": str(rid), "records": helpers.as_jsonl(records)}
+
+
+# ------------------------------------------------------------ a Dask cluster
+
+@pytest.fixture(scope="module")
+def cluster():
+    if NO_DASK:
+        pytest.skip(NO_DASK)
+    # the worker processes import pocketdec from this checkout and load this build's library
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(helpers.ROOT, "python"),
+                                                             os.environ.get("PYTHONPATH")]))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
+            distributed.Client(c) as client:
+        yield client
+
+
+@needs_dask
+def test_dask_cluster_writes_the_command_output(corpus, cluster):
+    d, _, one, stderr = corpus
+    size = (d / "reviews.jsonl").stat().st_size
+    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, d / "dask.jsonl", blocksize=size // 7)
+    assert (d / "dask.jsonl").read_bytes() == one
+    assert stats["reviews"] == N + 2 and stats["broken"] == BROKEN and stats["failed"] == 0
+    assert stats["records"] == sum(len(json.loads(x)["records"]) for x in one.splitlines())
+    # the problems name the lines the command names, in order
+    lines = [p.split(": ")[0].rsplit(":", 1)[1] for p in stats["problems"]]
+    assert lines == [x.split(": ")[1].rsplit(":", 1)[1] for x in stderr.splitlines() if "broken row skipped" in x]
+    # each worker process loaded the model once, for all its partitions
+    parts = pdd.read_jsonl(d / "reviews.jsonl", blocksize=size // 7).npartitions
+    loads = cluster.run(lambda: __import__("pocketdec.dask").dask.loads)
+    assert parts >= 7 and sorted(loads.values()) == [1, 1], loads
+
+
+@needs_dask
+def test_dask_bag_of_dicts(corpus, cluster, tmp_path):
+    """A bag of {"id", "text"} dicts in 3 partitions, and the lower-level extract_bag."""
+    _, reviews, one, _ = corpus
+    lines, k, good = one.splitlines(keepends=True), 0, []
+    for i in range(len(reviews)):  # the command's lines less those of the odd rows it writes
+        good.append(lines[k])
+        k += 2 if i in (17, 29) else 1
+    good = b"".join(good)
+    bag = dask.bag.from_sequence([{"id": rid, "text": text} for rid, text in reviews], npartitions=3)
+    stats = pdd.extract_jsonl(bag, TIANCHI, SCHEMA, tmp_path / "dicts.jsonl")
+    assert (tmp_path / "dicts.jsonl").read_bytes() == good and stats["problems"] == []
+    out = pdd.extract_bag(dask.bag.from_sequence(['{"id": 1, "text": "物流很快"}', "{}", {"id": 2}], npartitions=1),
+                          TIANCHI, SCHEMA).compute()
+    assert [(o.line is not None, o.problem) for o in out] == [
+        (True, None), (False, 'item 2: broken row skipped: missing key "id"'),
+        (False, 'item 3: broken row skipped: missing key "text"')]
+
+
+@needs_dask
+def test_dask_npartitions_and_several_files(corpus, cluster, tmp_path):
+    """Two files one after the other, in about 4 partitions: what one run over their
+    concatenation writes."""
+    _, reviews, _, _ = corpus
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path, part in ((a, reviews[:30]), (b, reviews[30:50])):
+        path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in part),
+                        encoding="utf-8")
+    both = run(POCKETDEC, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", "-", "--input-format", "jsonl",
+               "--output", "-", "--format", "jsonl", stdin=a.read_text(encoding="utf-8") + b.read_text(encoding="utf-8"))
+    assert pdd.read_jsonl([a, b], npartitions=4).npartitions in (4, 5)
+    pdd.extract_jsonl([a, b], TIANCHI, SCHEMA, tmp_path / "out.jsonl", npartitions=4)
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == both
+
+
+@needs_dask
+def test_dask_local_scheduler(corpus, cluster, tmp_path):
+    """client=False: dask's threads in this process, one Extractor for all."""
+    d, _, one, _ = corpus
+    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, tmp_path / "local.jsonl", npartitions=5,
+                              client=False)
+    assert (tmp_path / "local.jsonl").read_bytes() == one and stats["broken"] == BROKEN
+
+
+@needs_dask
+def test_dask_a_model_that_does_not_load(corpus, cluster, tmp_path):
+    """The worker's pocketdec.Error reaches the client as it is."""
+    d, _, _, _ = corpus
+    with pytest.raises(pocketdec.Error) as e:
+        pdd.extract_jsonl(d / "reviews.jsonl", tmp_path / "nope", SCHEMA, tmp_path / "out.jsonl")
+    assert e.value.status == "i/o error" and "nope" in e.value.message
+
+
+# ------------------------------------------------------------ GNU parallel
+
+def shell(cmd, ok=(0,)):
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True)
+    assert p.returncode in ok, f"{cmd}: exit {p.returncode}\n{p.stderr.decode(errors='replace')}"
+    return p.stdout
+
+
+@needs_parallel
+def test_parallel_jsonl_recipe(corpus):
+    """docs/extraction.md: parallel --pipe -k -N 500 -j 4 pocketdec extract ... --format jsonl,
+    here 20 lines a job, 2 jobs at a time."""
+    d, _, one, _ = corpus
+    cmd = (f"{PARALLEL} --pipe -k -N 20 -j 2 {POCKETDEC} extract --model {TIANCHI} --schema {SCHEMA} "
+           f"--input - --input-format jsonl --output - --format jsonl")
+    # shards with broken rows exit 1: parallel's status counts them; the output is complete
+    assert shell(f"{cmd} < {d}/reviews.jsonl", ok=range(1, 101)) == one
+    # the wrapper the docs give accepts the reported rows
+    wrapped = (f"{PARALLEL} --pipe -k -N 20 -j 2 '{POCKETDEC} extract --model {TIANCHI} --schema {SCHEMA} "
+               f"--input - --input-format jsonl --output - --format jsonl; test $? -le 1'")
+    assert shell(f"{wrapped} < {d}/reviews.jsonl") == one
+
+
+@needs_parallel
+def test_parallel_csv_recipe(tmp_path):
+    """docs/extraction.md: tail -n +2 test_reviews.csv | parallel --pipe -k -N 500 -j 4
+    pocketdec extract ... > Result.csv, on the dev reviews (one line each), 25 a job."""
+    csv = tmp_path / "reviews.csv"
+    with open(os.path.join(helpers.DATA, "dev_reviews.csv"), encoding="utf-8") as f:
+        csv.write_text("".join(f.readlines()[:N + 1]), encoding="utf-8")
+    one = run(POCKETDEC, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", csv, "--output", "-")
+    out = shell(f"tail -n +2 {csv} | {PARALLEL} --pipe -k -N 25 -j 2 {POCKETDEC} extract --model {TIANCHI} "
+                f"--schema {SCHEMA} --input - --output -")
+    assert out.decode("utf-8") == one and len(set(r.split(",")[0] for r in one.splitlines())) == N
