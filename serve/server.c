@@ -381,7 +381,8 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
     j->refs = 2;
     pthread_cond_init(&j->done, NULL);
     pthread_mutex_lock(&s->mu);
-    if (s->queued >= s->cfg->queue) {
+    /* full: more requests waiting than idle workers will take, plus --queue */
+    if (s->queued - (s->n_threads - s->busy) >= s->cfg->queue) {
         j->refs = 1;
         job_unref(j);
         pthread_mutex_unlock(&s->mu);

@@ -236,9 +236,9 @@ def concurrently(fn, args):
 
 
 def test_queue_full(texts):
-    s = Server("--parallel", "1", "--queue", "1", "--threads", "1", "--max-texts", "4096")
+    s = Server("--parallel", "1", "--queue", "1", "--threads", "1", "--max-texts", "4096", "--timeout", "600")
     try:
-        slow = texts * 8  # about a second or two of work a request
+        slow = texts  # seconds of work a request: the five overlap
         out = concurrently(lambda: s.post("/v1/extract", {"texts": slow}), [()] * 5)
         codes = sorted(o[0] if isinstance(o, tuple) else repr(o) for o in out)
         busy = [o for o in out if isinstance(o, tuple) and o[0] == 503]
@@ -251,6 +251,16 @@ def test_queue_full(texts):
         check("the accepted ones have all their results", all(len(o[2]["results"]) == len(slow) for o in ok))
     finally:
         check("queue server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+    s = Server("--parallel", "1", "--queue", "0", "--threads", "1", "--max-texts", "4096", "--timeout", "600")
+    try:
+        st, _, body = s.post("/v1/extract", {"text": texts[0]})
+        check("--queue 0: an idle worker takes a request", st == 200 and "records" in body, (st, body))
+        out = concurrently(lambda: s.post("/v1/extract", {"texts": texts}), [()] * 3)
+        codes = sorted(o[0] if isinstance(o, tuple) else repr(o) for o in out)
+        check("--queue 0: while it is busy the others are refused", codes.count(200) >= 1 and
+              codes.count(200) + codes.count(503) == 3 and codes.count(503) >= 1, codes)
+    finally:
+        check("queue 0 server: SIGTERM -> exit 0", s.stop() == 0, s.log)
 
 
 def test_timeout(texts):
@@ -298,7 +308,7 @@ def test_load(s, reviews, want):
 
 
 def test_sigterm(texts):
-    s = Server("--parallel", "1", "--threads", "1", "--queue", "16", "--max-texts", "4096")
+    s = Server("--parallel", "1", "--threads", "1", "--queue", "16", "--max-texts", "4096", "--timeout", "600")
     batch = texts[:100]
     res = {}
 
