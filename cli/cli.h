@@ -98,5 +98,6 @@ int cmd_extract(cli_args *a);
 int cmd_tag(cli_args *a);
 int cmd_score(cli_args *a);
 int cmd_quantize(cli_args *a);
+int cmd_serve(cli_args *a);
 
 #endif

@@ -72,6 +72,25 @@ static const cli_command commands[] = {
      "labels when none is given. --jsonl reads {\"text\",\"question\",\"candidates\"} per stdin line (a repeated\n"
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
+    {"serve",
+     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "Serves extraction over HTTP/1.1 + JSON until SIGTERM or SIGINT (docs/serve.md):\n"
+     "  POST /v1/extract {\"text\": T} -> {\"records\": [...]}, or {\"texts\": [T, ...]} -> {\"results\": [{\"records\": [...]}, ...]}:\n"
+     "       each record as `pocketdec extract --format jsonl` writes it for that text;\n"
+     "  POST /v1/score {\"text\", \"question\", \"candidates\"} -> {\"candidates\": [{\"label\",\"prob\",\"score\"}], ...}\n"
+     "       (a decision head only: pointer or classifier; 422 otherwise);\n"
+     "  GET /health -> {\"status\":\"ok\"}; GET /metrics -> Prometheus text.\n"
+     "--parallel N (1-256, default 1) workers, each with its own pipeline over the one shared model, each\n"
+     "running --threads threads (default: the cores shared among the workers); --queue N (default 64)\n"
+     "requests may wait for a worker, more are answered 503 with Retry-After. --host (default 127.0.0.1),\n"
+     "--port (default 8080; 0: any free port, printed on stderr). Limits: --max-body BYTES (default 1 MiB;\n"
+     "413), --max-texts N (default 64 texts or candidates a request; 413), --timeout S (default 60; 504).\n"
+     "A bad body (empty, not UTF-8, not JSON, a field missing or of the wrong type) is answered 400\n"
+     "{\"error\": \"...\"} naming what is wrong. --api-key KEY or --api-key-file FILE (its first line): every\n"
+     "endpoint but /health then needs Authorization: Bearer KEY (401). On SIGTERM or SIGINT it stops\n"
+     "accepting, answers every request already accepted, and exits 0. --ctx, --min-confidence, --max-chars,\n"
+     "the adapter and weight options are those of extract.",
+     cmd_serve},
     {"quantize", "--model HFDIR --type q4_0|q4_1|q8_0 [--out FILE.gguf]",
      "Writes the HF model as one GGUF v3 file that pocketdec and llama.cpp load: matrices and the\n"
      "embedding quantized row by row as ggml's reference quantizers do, norms F32, the vocabulary\n"

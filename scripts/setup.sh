@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages pocketdec needs (run as root).
 #   scripts/setup.sh build   what building the library and the tools and running them needs
-#                            (scripts/demo.sh): compiler, meson, ninja, the four libraries, python3
+#                            (scripts/demo.sh): compiler, meson, ninja, the five libraries (libmicrohttpd for
+#                            `pocketdec serve`), python3
 #   scripts/setup.sh [test]  that and what the tests need (scripts/test.sh, .ci/run): cmocka,
 #                            numpy and PyYAML for the fixtures, pytest for the Python package,
 #                            dask, distributed and GNU parallel for the sharding tests
@@ -11,7 +12,7 @@
 set -euo pipefail
 what=${1:-test}
 packages=(build-essential meson ninja-build pkg-config
-          libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev python3)
+          libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev python3)
 case "$what" in
   build) ;;
   test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-dask python3-distributed parallel

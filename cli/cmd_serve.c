@@ -1,0 +1,84 @@
+/* cmd_serve.c - `pocketdec serve`: the options, the model and schema opened
+ * once, then the HTTP server (serve/, pocketdec_serve.h) until SIGTERM or
+ * SIGINT. docs/serve.md describes the endpoints. */
+#include "cli.h"
+#include "pocketdec_serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The key of --api-key-file: its first line, without the line end. */
+static int read_key_file(const char *path, char **key)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return cli_failf("%s: cannot open: %s", path, strerror(errno));
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    buf[strcspn(buf, "\r\n")] = 0;
+    if (!buf[0]) return cli_failf("%s: the API key file is empty", path);
+    if (!(*key = strdup(buf))) return cli_failf("out of memory");
+    return 0;
+}
+
+int cmd_serve(cli_args *a)
+{
+    ps_config cfg = {.host = cli_opt(a, "--host") ? cli_opt(a, "--host") : "127.0.0.1"};
+    cfg.pipeline = pd_pipeline_default_params();
+    const char *schema_path = cli_opt(a, "--schema"), *key = cli_opt(a, "--api-key"),
+               *key_file = cli_opt(a, "--api-key-file");
+    int32_t port, max_body, threads;
+    double min_confidence;
+    int rc;
+    if (!schema_path) return cli_usage(a, "--schema FILE is required");
+    if (key && key_file) return cli_usage(a, "give --api-key or --api-key-file, not both");
+    if (key && !*key) return cli_usage(a, "--api-key must not be empty");
+    if ((rc = cli_int_opt(a, "--port", 8080, 0, 65535, &port)) ||
+        (rc = cli_int_opt(a, "--parallel", 1, 1, 256, &cfg.workers)) ||
+        (rc = cli_int_opt(a, "--queue", 64, 0, 1000000, &cfg.queue)) ||
+        (rc = cli_int_opt(a, "--max-texts", 64, 1, PD_MAX_CANDIDATES, &cfg.max_texts)) ||
+        (rc = cli_int_opt(a, "--max-body", 1 << 20, 1, 1 << 30, &max_body)) ||
+        (rc = cli_float_opt(a, "--timeout", 60.0, 0.001, 86400.0, &cfg.timeout_s)) ||
+        (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &cfg.pipeline.n_ctx)) ||
+        (rc = cli_int_opt(a, "--max-chars", 0, PD_PIPELINE_MIN_WINDOW, INT32_MAX, &cfg.pipeline.max_chars)) ||
+        (rc = cli_float_opt(a, "--min-confidence", 0.0, 0.0, 1.0, &min_confidence)) ||
+        (rc = cli_threads_opt(a, &threads)))
+        return rc;
+    if (!ps_available())
+        return cli_failf("this pocketdec was built without libmicrohttpd, so it cannot serve HTTP; install "
+                         "libmicrohttpd-dev (scripts/setup.sh build) and build again");
+    cfg.port = port;
+    cfg.max_body = (size_t)max_body;
+    cfg.pipeline.min_confidence = (float)min_confidence;
+    /* each worker's threads: --threads, else the cores shared among the workers */
+    cfg.pipeline.n_threads = cli_opt(a, "--threads") ? threads : (threads / cfg.workers > 0 ? threads / cfg.workers : 1);
+    char *key_buf = NULL;
+    if (key_file && (rc = read_key_file(key_file, &key_buf))) return rc;
+    cfg.api_key = key_buf ? key_buf : key;
+
+    /* SIGTERM and SIGINT are taken by the server's sigwait, in no other thread */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    pd_error err;
+    pd_schema *schema = pd_schema_load(schema_path, &err);
+    cli_model m = {0};
+    if (!schema) rc = cli_fail(&err);
+    else rc = cli_model_open(a, &m, true);
+    if (rc == 0) {
+        char msg[512];
+        if (ps_run(m.model, schema, m.head, &cfg, msg, sizeof msg)) rc = cli_failf("%s", msg);
+    }
+    cli_model_close(&m);
+    pd_schema_free(schema);
+    free(key_buf);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* pocketdec_serve.h - `pocketdec serve`: extraction and decisions over
+ * HTTP/1.1 + JSON (libmicrohttpd). A fixed pool of workers, each with its own
+ * pd_pipeline (and pd_decider for a decision head) over the one shared
+ * model, fed from a bounded queue. docs/serve.md describes the endpoints. */
+#ifndef PD_SERVE_H
+#define PD_SERVE_H
+
+#include "pocketdec.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct ps_config {
+    const char *host;      /* address to listen on: IPv4 or IPv6 literal */
+    int port;              /* 0: any free port (the one taken is printed) */
+    int32_t workers;       /* worker threads, each with its own pipeline */
+    int32_t queue;         /* requests waiting for a worker; more are answered 503 */
+    int32_t max_texts;     /* texts (or candidates) a request */
+    size_t max_body;       /* bytes of a request body */
+    double timeout_s;      /* a request not answered by then is answered 504 */
+    const char *api_key;   /* NULL: no key; else every endpoint but /health needs "Bearer KEY" */
+    pd_pipeline_params pipeline;  /* each worker's pipeline (n_threads: each worker's threads) */
+} ps_config;
+
+/* Whether this build has the HTTP server (libmicrohttpd was found). */
+bool ps_available(void);
+
+/* Serve until SIGTERM or SIGINT: then stop accepting, answer every request
+ * already accepted, and return 0. The caller blocks SIGTERM and SIGINT in
+ * every thread (pthread_sigmask) before calling. Prints one line on stderr
+ * when listening ("pocketdec serve: listening on http://HOST:PORT ...").
+ * Returns non-zero with msg filled when it cannot start. model, schema and
+ * head (may be NULL) are only read. */
+int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
+           size_t msg_size);
+
+#endif

@@ -1,0 +1,250 @@
+/* request.c - request bodies parsed and checked, answers built (request.h). */
+#include "request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int refuse(char msg[PS_MESSAGE_SIZE], int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, PS_MESSAGE_SIZE, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+size_t ps_utf8_check(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            if (c == 0xE0) lo = 0xA0;      /* overlong */
+            else if (c == 0xED) hi = 0x9F; /* surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            if (c == 0xF0) lo = 0x90;      /* overlong */
+            else if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
+        } else {
+            return i;
+        }
+        if (len - i <= n) return i;
+        if (s[i + 1] < lo || s[i + 1] > hi) return i;
+        for (size_t k = 2; k <= n; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+        i += n + 1;
+    }
+    return len;
+}
+
+/* The body as a JSON object whose keys are all in `allowed`; 0 or 400. */
+static int load_object(const char *body, size_t len, const char *const *allowed, json_t **out,
+                       char msg[PS_MESSAGE_SIZE])
+{
+    *out = NULL;
+    if (len == 0) return refuse(msg, 400, "the body is empty: send a JSON object");
+    size_t bad = ps_utf8_check(body, len);
+    if (bad < len) return refuse(msg, 400, "the body is not valid UTF-8 (byte %zu)", bad);
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) return refuse(msg, 400, "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return refuse(msg, 400, "the body must be a JSON object");
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        bool known = false;
+        for (const char *const *a = allowed; *a && !known; a++) known = strcmp(*a, key) == 0;
+        if (!known) {
+            char shown[64];
+            snprintf(shown, sizeof shown, "%s", key);
+            int st = refuse(msg, 400, "unknown field \"%s\"", shown);
+            json_decref(root);
+            return st;
+        }
+    }
+    *out = root;
+    return 0;
+}
+
+/* The strings of array v (field `name`) into *list (malloc'ed; NULL when
+ * empty), their lengths into *lens when lens is not NULL; 0, 400 or 413. */
+static int string_array(const json_t *v, const char *name, size_t max, const char *limit_opt, const char ***list,
+                        size_t **lens, size_t *n, char msg[PS_MESSAGE_SIZE])
+{
+    *list = NULL;
+    if (lens) *lens = NULL;
+    *n = 0;
+    if (!json_is_array(v)) return refuse(msg, 400, "\"%s\" must be an array of strings", name);
+    size_t count = json_array_size(v);
+    if (count > max)
+        return refuse(msg, 413, "\"%s\" holds %zu items; at most %zu are taken in one request%s", name, count, max,
+                      limit_opt);
+    if (count == 0) return 0;
+    *list = calloc(count, sizeof **list);
+    if (lens) *lens = calloc(count, sizeof **lens);
+    if (!*list || (lens && !*lens)) {
+        free(*list);
+        if (lens) free(*lens);
+        *list = NULL;
+        if (lens) *lens = NULL;
+        return refuse(msg, 500, "out of memory");
+    }
+    for (size_t i = 0; i < count; i++) {
+        const json_t *s = json_array_get(v, i);
+        if (!json_is_string(s)) {
+            free(*list);
+            *list = NULL;
+            if (lens) {
+                free(*lens);
+                *lens = NULL;
+            }
+            return refuse(msg, 400, "\"%s\"[%zu] must be a string", name, i);
+        }
+        (*list)[i] = json_string_value(s);
+        if (lens) (*lens)[i] = json_string_length(s);
+    }
+    *n = count;
+    return 0;
+}
+
+int ps_parse_extract(const char *body, size_t len, size_t max_texts, ps_extract_req *req, char msg[PS_MESSAGE_SIZE])
+{
+    static const char *const allowed[] = {"text", "texts", NULL};
+    memset(req, 0, sizeof *req);
+    json_t *root;
+    int st = load_object(body, len, allowed, &root, msg);
+    if (st) return st;
+    json_t *text = json_object_get(root, "text"), *texts = json_object_get(root, "texts");
+    if (text && texts) st = refuse(msg, 400, "give \"text\" or \"texts\", not both");
+    else if (!text && !texts) st = refuse(msg, 400, "missing field \"text\" (a string) or \"texts\" (an array of strings)");
+    else if (text && !json_is_string(text)) st = refuse(msg, 400, "\"text\" must be a string");
+    if (st) {
+        json_decref(root);
+        return st;
+    }
+    req->root = root;
+    if (text) {
+        req->texts = malloc(sizeof *req->texts);
+        req->lens = malloc(sizeof *req->lens);
+        if (!req->texts || !req->lens) st = refuse(msg, 500, "out of memory");
+        else {
+            req->texts[0] = json_string_value(text);
+            req->lens[0] = json_string_length(text);
+            req->n = 1;
+        }
+    } else {
+        req->many = true;
+        st = string_array(texts, "texts", max_texts, " (--max-texts)", &req->texts, &req->lens, &req->n, msg);
+        if (st == 0 && req->n == 0) st = refuse(msg, 400, "\"texts\" is empty: give at least one string");
+    }
+    if (st) ps_extract_req_free(req);
+    return st;
+}
+
+void ps_extract_req_free(ps_extract_req *req)
+{
+    free(req->texts);
+    free(req->lens);
+    json_decref(req->root);
+    memset(req, 0, sizeof *req);
+}
+
+int ps_parse_score(const char *body, size_t len, size_t max_cands, ps_score_req *req, char msg[PS_MESSAGE_SIZE])
+{
+    static const char *const allowed[] = {"text", "question", "candidates", NULL};
+    memset(req, 0, sizeof *req);
+    json_t *root;
+    int st = load_object(body, len, allowed, &root, msg);
+    if (st) return st;
+    json_t *text = json_object_get(root, "text"), *q = json_object_get(root, "question"),
+           *cands = json_object_get(root, "candidates");
+    if (!text) st = refuse(msg, 400, "missing field \"text\" (a string)");
+    else if (!json_is_string(text)) st = refuse(msg, 400, "\"text\" must be a string");
+    else if (q && !json_is_string(q)) st = refuse(msg, 400, "\"question\" must be a string");
+    if (st) {
+        json_decref(root);
+        return st;
+    }
+    req->root = root;
+    req->text = json_string_value(text);
+    req->question = q ? json_string_value(q) : "";
+    if (cands) st = string_array(cands, "candidates", max_cands, "", &req->cands, NULL, &req->n, msg);
+    if (st) ps_score_req_free(req);
+    return st;
+}
+
+void ps_score_req_free(ps_score_req *req)
+{
+    free(req->cands);
+    json_decref(req->root);
+    memset(req, 0, sizeof *req);
+}
+
+bool ps_auth_ok(const char *header, const char *key)
+{
+    static const char prefix[] = "Bearer ";
+    size_t np = sizeof prefix - 1, nk = strlen(key), nh = header ? strlen(header) : 0;
+    unsigned diff = nh != np + nk;
+    /* every byte of the prefix and the key is looked at, whatever differs */
+    for (size_t i = 0; i < np + nk; i++) {
+        unsigned char want = (unsigned char)(i < np ? prefix[i] : key[i - np]);
+        unsigned char got = (unsigned char)(i < nh ? header[i] : 0);
+        diff |= (unsigned)(want ^ got);
+    }
+    return diff == 0;
+}
+
+char *ps_error_body(const char *msg)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+    if (!o) o = json_pack("{s:s}", "error", "the message is not valid UTF-8");
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+pd_status ps_records_text(const pd_schema *schema, const pd_extraction *x, char **out, pd_error *err)
+{
+    static const char lead[] = "{\"id\":\"0\",\"records\":";
+    char *line = NULL;
+    size_t len = 0, nl = sizeof lead - 1;
+    *out = NULL;
+    pd_status st = pd_extraction_format(schema, x, "0", PD_FORMAT_JSONL, &line, &len, err);
+    if (st) return st;
+    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
+    if (len < nl + 3 || memcmp(line, lead, nl) || line[nl] != '[' || line[len - 1] != '}' || line[len - 2] != ']') {
+        pd_free(line);
+        if (err) {
+            err->code = PD_ERR_INTERNAL;
+            snprintf(err->message, sizeof err->message, "the records' JSON line is not of the expected form");
+        }
+        return PD_ERR_INTERNAL;
+    }
+    size_t n = len - 1 - nl;
+    if (!(*out = malloc(n + 1))) {
+        pd_free(line);
+        if (err) {
+            err->code = PD_ERR_NOMEM;
+            snprintf(err->message, sizeof err->message, "out of memory");
+        }
+        return PD_ERR_NOMEM;
+    }
+    memcpy(*out, line + nl, n);
+    (*out)[n] = 0;
+    pd_free(line);
+    return PD_OK;
+}

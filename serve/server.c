@@ -1,0 +1,655 @@
+/* server.c - the socket side of `pocketdec serve` (pocketdec_serve.h):
+ * libmicrohttpd with a thread a connection; each request's body gathered,
+ * checked by request.c, and handed as a job to a bounded queue that a fixed
+ * pool of workers drains, each worker with its own pipeline over the shared
+ * model. The connection's thread waits for its job until the request's
+ * deadline (504 past it). Counters for /metrics under one mutex. */
+#include "pocketdec_serve.h"
+#include "request.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+bool ps_available(void)
+{
+    return true;
+}
+
+/* ------------------------------------------------------------ metrics */
+
+enum { EP_EXTRACT, EP_SCORE, EP_HEALTH, EP_METRICS, EP_OTHER, N_EP };
+static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/health", "/metrics", "other"};
+static const int statuses[] = {200, 400, 401, 404, 405, 413, 422, 500, 503, 504};
+#define N_STATUS (sizeof statuses / sizeof statuses[0])
+static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+#define N_BUCKET (sizeof buckets / sizeof buckets[0])
+
+/* ------------------------------------------------------------ jobs */
+
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
+
+typedef struct job {
+    int endpoint;
+    ps_extract_req ex;
+    ps_score_req sc;
+    double deadline;
+    int state;
+    int refs;            /* the connection's and the queue's/worker's */
+    int status;          /* the answer */
+    char *body;
+    pthread_cond_t done;
+    struct job *next;
+} job;
+
+typedef struct server {
+    const pd_model *model;
+    const pd_schema *schema;
+    const pd_head *head;
+    const ps_config *cfg;
+    bool can_score;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work;
+    job *head_job, *tail_job;
+    int32_t queued, busy;
+    bool stopping;
+    pthread_t *threads;
+    int32_t n_threads;
+
+    /* accepted requests not yet answered and sent (shutdown waits for 0) */
+    long active;
+    /* metrics */
+    long requests[N_EP][N_STATUS];
+    long hist[N_BUCKET + 1];
+    double latency_sum;
+    long latency_count, reviews, records;
+} server;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void job_unref(job *j)
+{
+    /* called with the server's mutex held */
+    if (--j->refs > 0) return;
+    ps_extract_req_free(&j->ex);
+    ps_score_req_free(&j->sc);
+    free(j->body);
+    pthread_cond_destroy(&j->done);
+    free(j);
+}
+
+static char *dump(json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* ------------------------------------------------------------ workers */
+
+typedef struct worker {
+    server *s;
+    pd_pipeline *pipe;
+    pd_decider *dec;
+} worker;
+
+/* A growing string; failed after an allocation failed. */
+typedef struct buf {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} buf;
+
+static void put(buf *b, const char *t)
+{
+    size_t n = strlen(t);
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 1024;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, t, n + 1);
+    b->len += n;
+}
+
+static void finish(job *j, int status, char *body)
+{
+    j->status = status;
+    j->body = body;
+}
+
+static void run_extract(server *s, worker *w, job *j)
+{
+    ps_extract_req *r = &j->ex;
+    pd_extraction **outs = calloc(r->n, sizeof *outs);
+    pd_error *errs = calloc(r->n, sizeof *errs);
+    if (!outs || !errs) {
+        free(outs);
+        free(errs);
+        finish(j, 500, ps_error_body("out of memory"));
+        return;
+    }
+    int32_t win = pd_pipeline_window(w->pipe);
+    size_t done = 0;
+    pd_error err;
+    for (size_t i = 0; i < r->n; i += (size_t)win) {
+        if (now_s() > j->deadline) break; /* answered 504 already: stop early */
+        int32_t k = (int32_t)(r->n - i < (size_t)win ? r->n - i : (size_t)win);
+        if (k == 1) pd_pipeline_extract(w->pipe, r->texts[i], r->lens[i], &outs[i], &errs[i]);
+        else pd_pipeline_extract_many(w->pipe, r->texts + i, r->lens + i, k, outs + i, errs + i, &err);
+        done = i + (size_t)k;
+    }
+    long n_records = 0;
+    int status = 200;
+    const char *fail = NULL;
+    /* the answer spliced from each text's records as extract writes them */
+    buf b = {0};
+    put(&b, r->many ? "{\"results\":[" : "");
+    for (size_t i = 0; i < done; i++) {
+        char *recs = NULL;
+        if (outs[i] && ps_records_text(s->schema, outs[i], &recs, &errs[i]) == PD_OK) {
+            n_records += outs[i]->n_records;
+            put(&b, i ? ",{\"records\":" : "{\"records\":");
+            put(&b, recs);
+            put(&b, "}");
+        } else {
+            char *e = ps_error_body(errs[i].message);
+            fail = errs[i].message;
+            put(&b, i ? "," : "");
+            put(&b, e ? e : "{}");
+            free(e);
+        }
+        free(recs);
+    }
+    put(&b, r->many ? "]}" : "");
+    char *body = NULL;
+    if (done < r->n) {
+        status = 504;
+        body = ps_error_body("the request took longer than --timeout");
+        free(b.s);
+    } else if (b.failed) {
+        status = 500;
+        body = ps_error_body("out of memory");
+        free(b.s);
+    } else if (!r->many && fail) {
+        status = 500;
+        body = ps_error_body(fail);
+        free(b.s);
+    } else {
+        body = b.s;
+    }
+    for (size_t i = 0; i < r->n; i++) pd_extraction_free(outs[i]);
+    free(outs);
+    free(errs);
+    pthread_mutex_lock(&s->mu);
+    s->reviews += (long)done;
+    s->records += n_records;
+    pthread_mutex_unlock(&s->mu);
+    finish(j, status, body);
+}
+
+static void run_score(server *s, worker *w, job *j)
+{
+    ps_score_req *r = &j->sc;
+    pd_decision *dec = NULL;
+    pd_error err;
+    if (pd_decide(w->dec, r->text, r->question, r->cands, (int32_t)r->n, &dec, &err)) {
+        finish(j, err.code == PD_ERR_ARG || err.code == PD_ERR_LIMIT || err.code == PD_ERR_CONTEXT ? 422 : 500,
+               ps_error_body(err.message));
+        return;
+    }
+    int32_t n_labels = 0;
+    const char *const *labels = r->n == 0 ? pd_head_labels(s->head, &n_labels) : r->cands;
+    json_t *cands = json_array();
+    for (int32_t i = 0; cands && i < dec->n_candidates; i++) {
+        const char *label = dec->label_index ? pd_head_labels(s->head, &n_labels)[dec->label_index[i]] : labels[i];
+        json_array_append_new(cands, json_pack("{s:s,s:f,s:f}", "label", label, "prob", (double)dec->probs[i], "score",
+                                               (double)dec->scores[i]));
+    }
+    char *body = dump(json_pack("{s:o*,s:i,s:i}", "candidates", cands, "forward_passes", dec->forward_passes,
+                                "prompt_tokens", dec->prompt_tokens));
+    pd_decision_free(dec);
+    finish(j, body ? 200 : 500, body ? body : ps_error_body("out of memory"));
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    server *s = w->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->head_job && !s->stopping) pthread_cond_wait(&s->work, &s->mu);
+        if (!s->head_job) break; /* stopping, and nothing left */
+        job *j = s->head_job;
+        s->head_job = j->next;
+        if (!s->head_job) s->tail_job = NULL;
+        s->queued--;
+        if (j->state == JOB_ABANDONED) {
+            job_unref(j);
+            continue;
+        }
+        j->state = JOB_RUNNING;
+        s->busy++;
+        pthread_mutex_unlock(&s->mu);
+        if (j->endpoint == EP_EXTRACT) run_extract(s, w, j);
+        else run_score(s, w, j);
+        pthread_mutex_lock(&s->mu);
+        s->busy--;
+        if (j->state != JOB_ABANDONED) j->state = JOB_DONE;
+        pthread_cond_signal(&j->done);
+        job_unref(j);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ connections */
+
+typedef struct request {
+    int endpoint;
+    bool post, started, too_big;
+    char *body;
+    size_t len, cap;
+    double t0;
+} request;
+
+static void count(server *s, request *r, int status)
+{
+    double dt = now_s() - r->t0;
+    pthread_mutex_lock(&s->mu);
+    for (size_t k = 0; k < N_STATUS; k++)
+        if (statuses[k] == status) s->requests[r->endpoint][k]++;
+    size_t b = 0;
+    while (b < N_BUCKET && dt > buckets[b]) b++;
+    s->hist[b]++;
+    s->latency_sum += dt;
+    s->latency_count++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
+static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, int status, char *body,
+                              const char *ctype)
+{
+    if (!body && status != 204) body = strdup("");
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(body ? strlen(body) : 0, body ? body : (void *)"", MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype ? ctype : "application/json");
+    if (status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (status == 405)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE ? "POST" : "GET");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    count(s, r, status);
+    return ok;
+}
+
+static enum MHD_Result fail(server *s, struct MHD_Connection *c, request *r, int status, const char *fmt, ...)
+{
+    char msg[PS_MESSAGE_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return answer(s, c, r, status, ps_error_body(msg), NULL);
+}
+
+static char *metrics_text(server *s)
+{
+    size_t cap = 16384, len = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+#define PUT(...)                                                                                  \
+    do {                                                                                          \
+        int n_ = snprintf(out + len, cap - len, __VA_ARGS__);                                     \
+        if (n_ > 0) len += (size_t)n_ < cap - len ? (size_t)n_ : cap - len - 1;                   \
+    } while (0)
+    pthread_mutex_lock(&s->mu);
+    PUT("# HELP pocketdec_requests_total Requests answered, by endpoint and HTTP status.\n"
+        "# TYPE pocketdec_requests_total counter\n");
+    for (int e = 0; e < N_EP; e++)
+        for (size_t k = 0; k < N_STATUS; k++)
+            if (s->requests[e][k])
+                PUT("pocketdec_requests_total{endpoint=\"%s\",status=\"%d\"} %ld\n", ep_names[e], statuses[k],
+                    s->requests[e][k]);
+    PUT("# HELP pocketdec_request_duration_seconds Time from a request's arrival to its answer.\n"
+        "# TYPE pocketdec_request_duration_seconds histogram\n");
+    long cum = 0;
+    for (size_t b = 0; b < N_BUCKET; b++) {
+        cum += s->hist[b];
+        PUT("pocketdec_request_duration_seconds_bucket{le=\"%g\"} %ld\n", buckets[b], cum);
+    }
+    cum += s->hist[N_BUCKET];
+    PUT("pocketdec_request_duration_seconds_bucket{le=\"+Inf\"} %ld\n", cum);
+    PUT("pocketdec_request_duration_seconds_sum %.6f\npocketdec_request_duration_seconds_count %ld\n", s->latency_sum,
+        s->latency_count);
+    PUT("# HELP pocketdec_reviews_extracted_total Texts extracted.\n# TYPE pocketdec_reviews_extracted_total counter\n"
+        "pocketdec_reviews_extracted_total %ld\n",
+        s->reviews);
+    PUT("# HELP pocketdec_records_extracted_total Records extracted.\n# TYPE pocketdec_records_extracted_total counter\n"
+        "pocketdec_records_extracted_total %ld\n",
+        s->records);
+    PUT("# HELP pocketdec_queue_depth Requests waiting for a worker.\n# TYPE pocketdec_queue_depth gauge\n"
+        "pocketdec_queue_depth %d\n",
+        s->queued);
+    PUT("# HELP pocketdec_busy_workers Workers running a request.\n# TYPE pocketdec_busy_workers gauge\n"
+        "pocketdec_busy_workers %d\n",
+        s->busy);
+    PUT("# HELP pocketdec_workers Workers.\n# TYPE pocketdec_workers gauge\npocketdec_workers %d\n", s->n_threads);
+    PUT("# HELP pocketdec_queue_capacity Requests that may wait (--queue).\n# TYPE pocketdec_queue_capacity gauge\n"
+        "pocketdec_queue_capacity %d\n",
+        s->cfg->queue);
+    pthread_mutex_unlock(&s->mu);
+#undef PUT
+    return out;
+}
+
+/* Hand the parsed request to the workers and wait for its answer. */
+static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, job *j)
+{
+    j->deadline = r->t0 + s->cfg->timeout_s;
+    j->refs = 2;
+    pthread_cond_init(&j->done, NULL);
+    pthread_mutex_lock(&s->mu);
+    /* full: more requests waiting than idle workers will take, plus --queue */
+    if (s->queued - (s->n_threads - s->busy) >= s->cfg->queue) {
+        j->refs = 1;
+        job_unref(j);
+        pthread_mutex_unlock(&s->mu);
+        return fail(s, c, r, 503, "the server is busy: %d requests are waiting (--queue); retry later", s->cfg->queue);
+    }
+    j->state = JOB_QUEUED;
+    if (s->tail_job) s->tail_job->next = j;
+    else s->head_job = j;
+    s->tail_job = j;
+    s->queued++;
+    pthread_cond_signal(&s->work);
+    struct timespec until;
+    double dl = j->deadline - now_s() + 0.0, wall;
+    clock_gettime(CLOCK_REALTIME, &until);
+    wall = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + (dl > 0 ? dl : 0);
+    until.tv_sec = (time_t)wall;
+    until.tv_nsec = (long)((wall - (double)until.tv_sec) * 1e9);
+    int rc = 0;
+    while (j->state != JOB_DONE && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&j->done, &s->mu, &until);
+    int status;
+    char *body;
+    if (j->state != JOB_DONE) {
+        j->state = JOB_ABANDONED; /* the worker drops it, or its answer */
+        status = 504;
+        body = NULL;
+    } else {
+        status = j->status;
+        body = j->body;
+        j->body = NULL;
+    }
+    job_unref(j);
+    pthread_mutex_unlock(&s->mu);
+    if (status == 504 && !body)
+        return fail(s, c, r, 504, "no answer within %g s (--timeout)", s->cfg->timeout_s);
+    return answer(s, c, r, status, body, NULL);
+}
+
+static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
+{
+    char msg[PS_MESSAGE_SIZE];
+    if (r->too_big)
+        return fail(s, c, r, 413, "the body is larger than %zu bytes (--max-body)", s->cfg->max_body);
+    if (r->endpoint == EP_HEALTH) return answer(s, c, r, 200, strdup("{\"status\":\"ok\"}"), NULL);
+    if (r->endpoint == EP_METRICS) return answer(s, c, r, 200, metrics_text(s), "text/plain; version=0.0.4");
+    job *j = calloc(1, sizeof *j);
+    if (!j) return fail(s, c, r, 500, "out of memory");
+    j->endpoint = r->endpoint;
+    int st = r->endpoint == EP_EXTRACT
+                 ? ps_parse_extract(r->body, r->len, (size_t)s->cfg->max_texts, &j->ex, msg)
+                 : ps_parse_score(r->body, r->len, (size_t)s->cfg->max_texts, &j->sc, msg);
+    if (st) {
+        free(j);
+        return fail(s, c, r, st, "%s", msg);
+    }
+    return submit(s, c, r, j);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    server *s = cls;
+    request *r = *con_cls;
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+        *con_cls = r;
+        r->t0 = now_s();
+        pthread_mutex_lock(&s->mu);
+        s->active++;
+        pthread_mutex_unlock(&s->mu);
+        r->endpoint = EP_OTHER;
+        for (int e = 0; e < EP_OTHER; e++)
+            if (strcmp(url, ep_names[e]) == 0) r->endpoint = e;
+        r->post = strcmp(method, "POST") == 0;
+        bool want_post = r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE;
+        /* refusals before the body is read */
+        if (r->endpoint == EP_OTHER) return fail(s, c, r, 404, "no such endpoint: %s %s", method, url);
+        if (r->post != want_post && !(strcmp(method, "HEAD") == 0 && !want_post))
+            return fail(s, c, r, 405, "%s takes %s, not %s", url, want_post ? "POST" : "GET", method);
+        if (s->cfg->api_key && r->endpoint != EP_HEALTH &&
+            !ps_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg->api_key))
+            return fail(s, c, r, 401, "missing or wrong API key: send Authorization: Bearer KEY");
+        if (r->endpoint == EP_SCORE && !s->can_score)
+            return fail(s, c, r, 422, "/v1/score needs a decision head (pointer or classifier); this server's %s",
+                        s->head ? "head is a tagger head, which extracts records (use /v1/extract)" : "model has no head");
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > s->cfg->max_body)
+            return fail(s, c, r, 413, "the body is larger than %zu bytes (--max-body)", s->cfg->max_body);
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->too_big || r->len + n > s->cfg->max_body) {
+            r->too_big = true;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 4096;
+            while (cap < r->len + n + 1) cap *= 2;
+            char *b = realloc(r->body, cap);
+            if (!b) return MHD_NO;
+            r->body = b;
+            r->cap = cap;
+        }
+        memcpy(r->body + r->len, upload, n);
+        r->len += n;
+        r->body[r->len] = 0;
+        return MHD_YES;
+    }
+    if (r->started) return MHD_YES;
+    r->started = true;
+    return handle(s, c, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    (void)toe;
+    server *s = cls;
+    request *r = *con_cls;
+    if (!r) return;
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->active--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------ the server */
+
+static int start_workers(server *s, worker *ws, char *msg, size_t msg_size)
+{
+    const ps_config *cfg = s->cfg;
+    for (int32_t i = 0; i < cfg->workers; i++) {
+        pd_error err;
+        ws[i].s = s;
+        if (!(ws[i].pipe = pd_pipeline_new(s->model, s->schema, s->head, &cfg->pipeline, &err))) {
+            snprintf(msg, msg_size, "%s", err.message);
+            return 1;
+        }
+        if (s->can_score) {
+            pd_decider_params dp = pd_decider_default_params();
+            dp.n_threads = cfg->pipeline.n_threads;
+            if (!(ws[i].dec = pd_decider_new(s->model, s->head, &dp, &err))) {
+                snprintf(msg, msg_size, "%s", err.message);
+                return 1;
+            }
+        }
+    }
+    for (int32_t i = 0; i < cfg->workers; i++) {
+        if (pthread_create(&s->threads[i], NULL, worker_main, &ws[i])) {
+            snprintf(msg, msg_size, "cannot start a worker thread");
+            return 1;
+        }
+        s->n_threads++;
+    }
+    return 0;
+}
+
+static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, int *port)
+{
+    const ps_config *cfg = s->cfg;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, cfg->host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)cfg->port);
+    } else if (inet_pton(AF_INET6, cfg->host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)cfg->port);
+        flags |= MHD_USE_IPv6;
+    } else {
+        snprintf(msg, msg_size, "--host %s: not an IPv4 or IPv6 address", cfg->host);
+        return NULL;
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
+    if (!d) {
+        snprintf(msg, msg_size, "cannot listen on %s port %d (in use, or not an address of this machine?)", cfg->host,
+                 cfg->port);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : cfg->port;
+    return d;
+}
+
+int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
+           size_t msg_size)
+{
+    server *s = calloc(1, sizeof *s);
+    worker *ws = calloc((size_t)cfg->workers, sizeof *ws);
+    pthread_t *threads = calloc((size_t)cfg->workers, sizeof *threads);
+    if (!s || !ws || !threads) {
+        free(s);
+        free(ws);
+        free(threads);
+        snprintf(msg, msg_size, "out of memory");
+        return 1;
+    }
+    s->model = model;
+    s->schema = schema;
+    s->head = head;
+    s->cfg = cfg;
+    s->threads = threads;
+    s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work, NULL);
+    int rc = start_workers(s, ws, msg, msg_size), port = 0;
+    struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
+    if (d) {
+        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (%d workers x %d threads, queue %d)\n",
+                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, cfg->workers,
+                cfg->pipeline.n_threads, cfg->queue);
+        fflush(stderr);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        int sig = 0;
+        while (sigwait(&set, &sig) != 0) {
+        }
+        /* stop accepting; answer what was accepted */
+        MHD_socket ls = MHD_quiesce_daemon(d);
+        if (ls != MHD_INVALID_SOCKET) close(ls);
+        fprintf(stderr, "pocketdec serve: %s: no new connections; answering the requests accepted\n",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        fflush(stderr);
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        for (;;) {
+            pthread_mutex_lock(&s->mu);
+            long active = s->active;
+            pthread_mutex_unlock(&s->mu);
+            if (active <= 0) break;
+            nanosleep(&pause, NULL);
+        }
+        MHD_stop_daemon(d);
+    } else {
+        rc = 1;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    for (int32_t i = 0; i < s->n_threads; i++) pthread_join(threads[i], NULL);
+    while (s->head_job) { /* none: every connection waited for its job */
+        job *j = s->head_job;
+        s->head_job = j->next;
+        job_unref(j);
+    }
+    for (int32_t i = 0; i < cfg->workers; i++) {
+        pd_pipeline_free(ws[i].pipe);
+        pd_decider_free(ws[i].dec);
+    }
+    if (rc == 0) fprintf(stderr, "pocketdec serve: stopped; %ld requests answered\n", s->latency_count);
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->mu);
+    free(threads);
+    free(ws);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,405 @@
+#!/usr/bin/python3
+"""End-to-end tests of `pocketdec serve`, as an app would call it (stdlib only).
+
+Usage: test_serve.py POCKETDEC SOURCE_ROOT
+
+Starts the server on a free port (--port 0; the port is read from its first
+stderr line) with the bundled default (models/tianchi, schemas/tianchi-makeup.yaml)
+and checks: every endpoint; the records of 24 dev reviews equal to what
+`pocketdec extract --format jsonl` writes for them, one a request and all in
+one request; each refused body with its status and message; the API key; 503
+with Retry-After when the queue is full; 504 past --timeout; a loopback load
+test where every request is answered once and correctly; SIGTERM with
+requests in flight, all answered, exit 0; /v1/score against `pocketdec score`
+with the generative bundle's pointer head. Prints "N passed, N failed";
+exits 77 (skipped) when the command was built without libmicrohttpd.
+"""
+import csv
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+PD, ROOT = sys.argv[1:3]
+MODEL = os.path.join(ROOT, "models", "tianchi")
+SCHEMA = os.path.join(ROOT, "schemas", "tianchi-makeup.yaml")
+RESULTS = []
+
+
+def check(name, cond, detail=""):
+    cond = bool(cond)
+    RESULTS.append(cond)
+    print(("ok    " if cond else "FAIL  ") + name + ("" if cond else "  " + str(detail)[:600]), flush=True)
+
+
+class Server:
+    def __init__(self, *args, model=MODEL):
+        self.err = tempfile.TemporaryFile()
+        self.p = subprocess.Popen([PD, "serve", "--model", model, "--schema", SCHEMA, "--port", "0", *args],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        line = self.p.stderr.readline().decode()
+        m = re.search(r"listening on http://[^ ]*:(\d+) ", line)
+        if not m:
+            rest = self.p.stderr.read().decode()
+            self.p.wait()
+            raise RuntimeError("the server did not start: " + line + rest)
+        self.port = int(m.group(1))
+        # keep draining stderr so the server never blocks on it
+        self.log = []
+        self.t = threading.Thread(target=lambda: self.log.extend(l.decode() for l in self.p.stderr), daemon=True)
+        self.t.start()
+
+    def request(self, method, path, body=None, headers=None, timeout=120):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        if isinstance(body, str):
+            body = body.encode()
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        return r.status, dict(r.getheaders()), data
+
+    def post(self, path, obj, headers=None, timeout=120):
+        h = {"Content-Type": "application/json", **(headers or {})}
+        st, hd, data = self.request("POST", path, json.dumps(obj, ensure_ascii=False), h, timeout)
+        return st, hd, json.loads(data) if data else None
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        try:
+            rc = self.p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        self.t.join(timeout=5)
+        return rc
+
+
+def dev_reviews(n):
+    with open(os.path.join(ROOT, "data", "tianchi", "dev_reviews.csv"), newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    return [(r[0], r[1]) for r in rows[:n]]
+
+
+def extract_cli(reviews):
+    """The records `pocketdec extract --format jsonl` writes for each review."""
+    with tempfile.TemporaryDirectory() as d:
+        inp = os.path.join(d, "in.jsonl")
+        with open(inp, "w", encoding="utf-8") as f:
+            for i, t in reviews:
+                f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
+        out = os.path.join(d, "out.jsonl")
+        subprocess.run([PD, "extract", "--model", MODEL, "--schema", SCHEMA, "--input", inp, "--output", out,
+                        "--format", "jsonl"], check=True, capture_output=True, timeout=300)
+        with open(out, encoding="utf-8") as f:
+            return {json.loads(l)["id"]: json.loads(l)["records"] for l in f}
+
+
+def test_endpoints(s, reviews, want):
+    st, hd, data = s.request("GET", "/health")
+    check("GET /health -> 200 {\"status\":\"ok\"}", st == 200 and json.loads(data) == {"status": "ok"}, (st, data))
+    check("/health is JSON", hd.get("Content-Type") == "application/json", hd)
+
+    same = 0
+    for i, t in reviews:
+        st, _, body = s.post("/v1/extract", {"text": t})
+        same += st == 200 and body == {"records": want[i]}
+    check(f"POST /v1/extract: the records of {len(reviews)} dev reviews, one a request, as extract --format jsonl",
+          same == len(reviews), f"{same} of {len(reviews)}")
+    st, _, body = s.post("/v1/extract", {"texts": [t for _, t in reviews]})
+    check("POST /v1/extract {texts}: the same records in order",
+          st == 200 and body == {"results": [{"records": want[i]} for i, _ in reviews]}, (st, str(body)[:300]))
+    n_rec = sum(len(want[i]) for i, _ in reviews)
+    check("the dev reviews have records with spans, probs and confidence",
+          n_rec > 20 and all("confidence" in r and "probs" in r for i, _ in reviews for r in want[i]), n_rec)
+    # byte for byte: the records text is extract's own
+    st, _, raw = s.request("POST", "/v1/extract", json.dumps({"text": reviews[0][1]}))
+    line = subprocess.run([PD, "extract", "--model", MODEL, "--schema", SCHEMA, "--input", "-", "--input-format",
+                           "jsonl", "--output", "-", "--format", "jsonl"],
+                          input=json.dumps({"id": "x", "text": reviews[0][1]}).encode(), capture_output=True).stdout
+    check("the records are extract's bytes", raw.decode() == line.decode().strip().replace('{"id":"x",', "{", 1),
+          (raw, line))
+    st, _, body = s.post("/v1/extract", {"text": ""})
+    check("an empty text has no records", st == 200 and body == {"records": []}, (st, body))
+
+    st, _, body = s.post("/v1/score", {"text": "很好", "question": "q", "candidates": ["a", "b"]})
+    check("POST /v1/score with a tagger head -> 422 naming the head", st == 422 and "decision head" in body["error"],
+          (st, body))
+
+    st, hd, data = s.request("GET", "/metrics")
+    text = data.decode()
+    check("GET /metrics: Prometheus text", st == 200 and hd.get("Content-Type", "").startswith("text/plain"), hd)
+    for what in ['pocketdec_requests_total{endpoint="/v1/extract",status="200"} ' + str(len(reviews) + 3),
+                 'pocketdec_requests_total{endpoint="/health",status="200"} 1',
+                 'pocketdec_requests_total{endpoint="/v1/score",status="422"} 1',
+                 "pocketdec_request_duration_seconds_bucket{le=\"+Inf\"}", "pocketdec_request_duration_seconds_sum",
+                 "pocketdec_reviews_extracted_total " + str(2 * len(reviews) + 2), "pocketdec_queue_depth 0",
+                 "pocketdec_busy_workers 0", "pocketdec_workers 2"]:
+        check("metrics: " + what, what in text, text)
+
+
+def test_errors(s):
+    J = {"Content-Type": "application/json"}
+    cases = [
+        ("empty body", "POST", "/v1/extract", b"", 400, "empty"),
+        ("invalid UTF-8", "POST", "/v1/extract", b'{"text": "\xff\xfe"}', 400, "not valid UTF-8 (byte 10)"),
+        ("truncated UTF-8", "POST", "/v1/extract", b'{"text": "\xe5\xa5"}', 400, "UTF-8"),
+        ("bad JSON", "POST", "/v1/extract", b'{"text": ', 400, "not valid JSON"),
+        ("not an object", "POST", "/v1/extract", b'["a"]', 400, "must be a JSON object"),
+        ("missing field", "POST", "/v1/extract", b'{}', 400, 'missing field "text"'),
+        ("text not a string", "POST", "/v1/extract", b'{"text": 3}', 400, '"text" must be a string'),
+        ("texts not an array", "POST", "/v1/extract", b'{"texts": "a"}', 400, '"texts" must be an array'),
+        ("texts item not a string", "POST", "/v1/extract", b'{"texts": ["a", null]}', 400,
+         '"texts"[1] must be a string'),
+        ("texts empty", "POST", "/v1/extract", b'{"texts": []}', 400, '"texts" is empty'),
+        ("text and texts", "POST", "/v1/extract", b'{"text": "a", "texts": ["b"]}', 400, "not both"),
+        ("unknown field", "POST", "/v1/extract", b'{"txt": "a"}', 400, 'unknown field "txt"'),
+        ("NUL in text", "POST", "/v1/extract", b'{"text": "a\\u0000b"}', 400, "not valid JSON"),
+        ("duplicate key", "POST", "/v1/extract", b'{"text": "a", "text": "b"}', 400, "duplicate"),
+        ("too many texts", "POST", "/v1/extract", json.dumps({"texts": ["a"] * 33}).encode(), 413, "--max-texts"),
+        ("body too large", "POST", "/v1/extract", json.dumps({"text": "a" * 70000}).encode(), 413, "--max-body"),
+        ("unknown path", "GET", "/v2/nothing", None, 404, "no such endpoint"),
+        ("GET on /v1/extract", "GET", "/v1/extract", None, 405, "takes POST"),
+        ("POST on /health", "POST", "/health", b"{}", 405, "takes GET"),
+    ]
+    for name, method, path, body, status, words in cases:
+        st, hd, data = s.request(method, path, body, J if body is not None else {})
+        try:
+            msg = json.loads(data)["error"]
+        except (ValueError, KeyError, TypeError):
+            msg = None
+        check(f"{name} -> {status} naming it", st == status and msg is not None and words in msg, (st, data))
+        if status == 405:
+            check(f"{name}: Allow header", hd.get("Allow") in ("GET", "POST"), hd)
+    # a chunked body (no Content-Length) over --max-body
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+    c.request("POST", "/v1/extract", body=iter([b'{"text": "' + b"a" * 40000, b"a" * 40000 + b'"}']),
+              headers=J, encode_chunked=True)
+    r = c.getresponse()
+    data = r.read()
+    check("chunked body over --max-body -> 413", r.status == 413 and b"--max-body" in data, (r.status, data))
+    # the server still answers after every refusal
+    st, _, body = s.post("/v1/extract", {"text": "很好用"})
+    check("still serving after the refusals", st == 200 and body["records"], (st, body))
+
+
+def test_auth(reviews, want):
+    with tempfile.NamedTemporaryFile("w", suffix=".key", delete=False) as f:
+        f.write("s3cret-key\n")
+        keyfile = f.name
+    s = Server("--api-key-file", keyfile, "--threads", "1")
+    try:
+        t = reviews[0][1]
+        st, hd, body = s.post("/v1/extract", {"text": t})
+        check("no key -> 401", st == 401 and "API key" in body["error"] and hd.get("WWW-Authenticate") == "Bearer",
+              (st, body, hd))
+        st, _, body = s.post("/v1/extract", {"text": t}, {"Authorization": "Bearer s3cret-kez"})
+        check("wrong key -> 401", st == 401, (st, body))
+        st, _, body = s.post("/v1/extract", {"text": t}, {"Authorization": "Bearer s3cret-key-longer"})
+        check("longer key -> 401", st == 401, (st, body))
+        st, _, body = s.post("/v1/extract", {"text": t}, {"Authorization": "s3cret-key"})
+        check("key without Bearer -> 401", st == 401, (st, body))
+        st, _, body = s.post("/v1/extract", {"text": t}, {"Authorization": "Bearer s3cret-key"})
+        check("right key -> 200 and the records", st == 200 and body == {"records": want[reviews[0][0]]}, (st, body))
+        st, _, _ = s.request("GET", "/health")
+        check("/health needs no key", st == 200, st)
+        st, _, _ = s.request("GET", "/metrics")
+        check("/metrics needs the key", st == 401, st)
+        st, _, _ = s.request("GET", "/metrics", headers={"Authorization": "Bearer s3cret-key"})
+        check("/metrics with the key -> 200", st == 200, st)
+    finally:
+        check("auth server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+        os.unlink(keyfile)
+
+
+def concurrently(fn, args):
+    out = [None] * len(args)
+
+    def run(k):
+        try:
+            out[k] = fn(*args[k])
+        except Exception as e:  # noqa: BLE001 - reported by the check
+            out[k] = e
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(len(args))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return out
+
+
+def test_queue_full(texts):
+    s = Server("--parallel", "1", "--queue", "1", "--threads", "1", "--max-texts", "4096", "--timeout", "600")
+    try:
+        slow = texts[:100]  # a second or more of work a request: the five overlap
+        out = concurrently(lambda: s.post("/v1/extract", {"texts": slow}, timeout=600), [()] * 5)
+        codes = sorted((o[0] if isinstance(o, tuple) else repr(o) for o in out), key=str)
+        busy = [o for o in out if isinstance(o, tuple) and o[0] == 503]
+        check("queue full -> 503 (one running, one waiting, the rest refused)",
+              codes.count(200) >= 2 and len(busy) >= 1 and codes.count(200) + len(busy) == 5, codes)
+        check("503 carries Retry-After and says why",
+              busy and all(o[1].get("Retry-After") == "1" and "busy" in o[2]["error"] for o in busy),
+              busy[:1])
+        ok = [o for o in out if isinstance(o, tuple) and o[0] == 200]
+        check("the accepted ones have all their results", all(len(o[2]["results"]) == len(slow) for o in ok))
+    finally:
+        check("queue server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+    s = Server("--parallel", "1", "--queue", "0", "--threads", "1", "--max-texts", "4096", "--timeout", "600")
+    try:
+        st, _, body = s.post("/v1/extract", {"text": texts[0]})
+        check("--queue 0: an idle worker takes a request", st == 200 and "records" in body, (st, body))
+        out = concurrently(lambda: s.post("/v1/extract", {"texts": texts[:100]}, timeout=600), [()] * 3)
+        codes = sorted((o[0] if isinstance(o, tuple) else repr(o) for o in out), key=str)
+        check("--queue 0: while it is busy the others are refused", codes.count(200) >= 1 and
+              codes.count(200) + codes.count(503) == 3 and codes.count(503) >= 1, codes)
+    finally:
+        check("queue 0 server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+
+
+def test_timeout(texts):
+    s = Server("--parallel", "1", "--threads", "1", "--timeout", "1.5", "--max-texts", "4096")
+    try:
+        t0 = time.time()
+        st, _, body = s.post("/v1/extract", {"texts": texts * 10})
+        dt = time.time() - t0
+        check("past --timeout -> 504 naming it", st == 504 and "--timeout" in body["error"] and dt < 10, (st, body, dt))
+        st, _, body = s.post("/v1/extract", {"text": texts[0]})
+        check("after a 504 the worker serves the next request", st == 200 and "records" in body, (st, body))
+    finally:
+        check("timeout server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+
+
+def test_load(s, reviews, want):
+    clients, each = 8, 25
+    ids = [i for i, _ in reviews]
+    text = dict(reviews)
+
+    def client(c):
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        got = []
+        for k in range(each):
+            rid = ids[(c * each + k) % len(ids)]
+            conn.request("POST", "/v1/extract", body=json.dumps({"text": text[rid]}).encode(),
+                         headers={"Content-Type": "application/json"})
+            r = conn.getresponse()
+            got.append((rid, r.status, json.loads(r.read())))
+        conn.close()
+        return got
+    t0 = time.time()
+    out = concurrently(client, [(c,) for c in range(clients)])
+    dt = time.time() - t0
+    errors = [o for o in out if isinstance(o, Exception)]
+    answers = [a for o in out if not isinstance(o, Exception) for a in o]
+    right = sum(st == 200 and body == {"records": want[rid]} for rid, st, body in answers)
+    total = clients * each
+    check(f"load: {clients} clients x {each} requests (keep-alive), each answered once and right",
+          not errors and len(answers) == total and right == total, (errors[:2], len(answers), right))
+    print(f"      load test: {total} requests in {dt:.2f} s = {total / dt:.1f} requests/s", flush=True)
+    _, _, data = s.request("GET", "/metrics")
+    m = re.search(r'pocketdec_requests_total\{endpoint="/v1/extract",status="200"\} (\d+)', data.decode())
+    check("metrics count the load", m and int(m.group(1)) >= total, data[:300])
+
+
+def test_sigterm(texts):
+    s = Server("--parallel", "1", "--threads", "1", "--queue", "16", "--max-texts", "4096", "--timeout", "600")
+    batch = texts[:100]
+    res = {}
+
+    def one(k):
+        res[k] = s.post("/v1/extract", {"texts": batch}, timeout=600)
+    ts = [threading.Thread(target=one, args=(k,)) for k in range(5)]
+    for t in ts:
+        t.start()
+    # wait until all five are accepted: answered, running or waiting
+    def metric(text, name):
+        m = re.search("^" + re.escape(name) + r" (\d+)$", text, re.M)
+        return int(m.group(1)) if m else 0
+    for _ in range(500):
+        text = s.request("GET", "/metrics")[2].decode()
+        if (metric(text, 'pocketdec_requests_total{endpoint="/v1/extract",status="200"}') +
+                metric(text, "pocketdec_queue_depth") + metric(text, "pocketdec_busy_workers")) >= 5:
+            break
+        time.sleep(0.01)
+    check("SIGTERM test: the five requests accepted before it", metric(text, "pocketdec_queue_depth") >= 2, text)
+    s.p.send_signal(signal.SIGTERM)
+    rc = s.p.wait(timeout=120)
+    for t in ts:
+        t.join()
+    codes = [res.get(k, (None,))[0] for k in range(5)]
+    check("SIGTERM with requests in flight: every one answered 200", codes == [200] * 5, (codes, s.log))
+    check("... with all its results", all(len(res[k][2]["results"]) == len(batch) for k in range(5) if k in res))
+    check("... and exit 0", rc == 0, (rc, s.log))
+    try:
+        s.request("GET", "/health", timeout=2)
+        refused = False
+    except OSError:
+        refused = True
+    check("no connection accepted after it stopped", refused)
+
+
+def test_score():
+    gen = os.path.join(ROOT, "models", "tianchi-gen")
+    s = Server("--threads", "1", model=gen)
+    try:
+        q, cands = "属性：颜色；观点：很正", ["功效/正面", "功效/负面", "整体/正面"]
+        st, _, body = s.post("/v1/score", {"text": "颜色很正", "question": q, "candidates": cands})
+        cli = subprocess.run([PD, "score", "--model", gen, "--threads", "1", "--text", "颜色很正", "--question", q]
+                             + [a for c in cands for a in ("--candidate", c)], capture_output=True, timeout=120)
+        want = json.loads(cli.stdout)
+        check("POST /v1/score (pointer head): the probabilities of pocketdec score",
+              st == 200 and [c["label"] for c in body["candidates"]] == cands and
+              all(abs(a["prob"] - b["prob"]) < 1e-6 for a, b in zip(body["candidates"], want["candidates"])),
+              (st, body, want))
+        st, _, body = s.post("/v1/score", {"question": q, "candidates": cands})
+        check("score without text -> 400", st == 400 and 'missing field "text"' in body["error"], (st, body))
+        st, _, body = s.post("/v1/score", {"text": "x", "candidates": "a"})
+        check("score candidates not an array -> 400", st == 400 and '"candidates"' in body["error"], (st, body))
+        st, _, body = s.post("/v1/score", {"text": "x", "question": 1, "candidates": ["a"]})
+        check("score question not a string -> 400", st == 400 and '"question"' in body["error"], (st, body))
+        st, _, body = s.post("/v1/score", {"text": "x", "question": "q", "candidates": []})
+        check("score with no candidates (pointer head) -> 422 naming it", st == 422 and body["error"], (st, body))
+    finally:
+        check("score server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+
+
+def main():
+    help_ = subprocess.run([PD, "serve", "--help"], capture_output=True).stdout.decode()
+    check("serve --help", "usage: pocketdec serve" in help_ and "/v1/extract" in help_, help_[:200])
+    reviews = dev_reviews(24)
+    want = extract_cli(reviews)
+    try:
+        s = Server("--parallel", "2", "--threads", "1", "--max-texts", "32", "--max-body", "65536")
+    except RuntimeError as e:
+        if "without libmicrohttpd" in str(e):
+            print("skipped: " + str(e).strip())
+            sys.exit(77)
+        raise
+    try:
+        test_endpoints(s, reviews, want)
+        test_errors(s)
+        test_load(s, reviews, want)
+    finally:
+        check("main server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+    texts = [t for _, t in dev_reviews(283)]
+    test_auth(reviews, want)
+    test_queue_full(texts)
+    test_timeout(texts)
+    test_sigterm(texts)
+    test_score()
+    rc, _, err = (lambda p: (p.returncode, p.stdout, p.stderr.decode()))(subprocess.run(
+        [PD, "serve", "--model", MODEL, "--schema", SCHEMA, "--api-key", "a", "--api-key-file", "f"],
+        capture_output=True))
+    check("--api-key and --api-key-file together: usage error", rc == 2 and "not both" in err, err)
+    print(f"{RESULTS.count(True)} passed, {RESULTS.count(False)} failed")
+    sys.exit(0 if all(RESULTS) else 1)
+
+
+if __name__ == "__main__":
+    main()
