@@ -309,7 +309,7 @@ def test_load(s, reviews, want):
 
 def test_sigterm(texts):
     s = Server("--parallel", "1", "--threads", "1", "--queue", "16", "--max-texts", "4096", "--timeout", "600")
-    batch = texts[:100]
+    batch = texts[:20]  # five requests of 20: the drain must fit a sanitizer build on a loaded machine
     res = {}
 
     def one(k):
@@ -329,7 +329,7 @@ def test_sigterm(texts):
         time.sleep(0.01)
     check("SIGTERM test: the five requests accepted before it", metric(text, "pocketdec_queue_depth") >= 2, text)
     s.p.send_signal(signal.SIGTERM)
-    rc = s.p.wait(timeout=120)
+    rc = s.p.wait(timeout=600)
     for t in ts:
         t.join()
     codes = [res.get(k, (None,))[0] for k in range(5)]
