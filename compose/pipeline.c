@@ -212,13 +212,6 @@ static bool too_long(pd_status rc, const pd_extraction *x)
     return rc == PD_ERR_CONTEXT || (!rc && x && x->stop == PD_STOP_CONTEXT);
 }
 
-static int32_t count_chars(const char *s, size_t n)
-{
-    int32_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((uint8_t)s[i] & 0xC0) != 0x80;
-    return c;
-}
-
 /* The text read in windows of at most max_chars characters into *out; *fits
  * false (nothing in *out) when a window was too long for the context. */
 static pd_status read_windows(pd_pipeline *p, const char *text, size_t len, int32_t max_chars, pd_extraction **out,
@@ -256,7 +249,7 @@ static pd_status read_windows(pd_pipeline *p, const char *text, size_t len, int3
  * max_chars, or half the text and halves again until every window fits. */
 static pd_status extract_windows(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
 {
-    int32_t chars = count_chars(text, len);
+    int32_t chars = pdi_count_chars(text, len);
     int32_t max_chars = p->max_chars > 0 && p->max_chars < chars ? p->max_chars : chars / 2;
     for (;;) {
         if (max_chars < PD_PIPELINE_MIN_WINDOW)
@@ -274,7 +267,7 @@ static pd_status extract_windows(pd_pipeline *p, const char *text, size_t len, p
 static pd_status extract_text(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
 {
     pd_status rc = PD_ERR_CONTEXT;
-    if (p->max_chars == 0 || count_chars(text, len) <= p->max_chars) {
+    if (p->max_chars == 0 || pdi_count_chars(text, len) <= p->max_chars) {
         rc = extract_whole(p, text, len, out, err);
         if (!too_long(rc, *out)) return rc;
         pd_extraction_free(*out);
@@ -322,7 +315,7 @@ pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, con
     }
     pd_error *e = errs ? errs : own;
     for (int32_t i = 0; i < n; i++)
-        joint[i] = p->max_chars > 0 && count_chars(texts[i], lens[i]) > p->max_chars ? 0 : lens[i];
+        joint[i] = p->max_chars > 0 && pdi_count_chars(texts[i], lens[i]) > p->max_chars ? 0 : lens[i];
     pd_error many_err = {.code = PD_OK};
     pd_status many = pd_extract_many(p->slots, p->parallel, p->ex, texts, joint, n, &p->extract, outs, e, &many_err);
     for (int32_t i = 0; i < n; i++) {

@@ -70,7 +70,7 @@ pd_status pdi_extraction_append(pd_extraction *x, const char *const *values)
 
 /* ---------------------------------------------------------- offsets */
 
-static int32_t count_chars(const char *s, size_t n)
+int32_t pdi_count_chars(const char *s, size_t n)
 {
     int32_t c = 0;
     for (size_t i = 0; i < n; i++) c += ((uint8_t)s[i] & 0xC0) != 0x80;
@@ -98,8 +98,8 @@ size_t pdi_record_place(pd_record *r, int32_t f, const char *text, size_t len, s
         r->start[f] = r->end[f] = -1;
         return SIZE_MAX;
     }
-    r->start[f] = count_chars(text, b);
-    r->end[f] = r->start[f] + count_chars(r->values[f], strlen(r->values[f]));
+    r->start[f] = pdi_count_chars(text, b);
+    r->end[f] = r->start[f] + pdi_count_chars(r->values[f], strlen(r->values[f]));
     return b;
 }
 
