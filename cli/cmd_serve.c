@@ -38,7 +38,7 @@ int cmd_serve(cli_args *a)
     if (key && key_file) return cli_usage(a, "give --api-key or --api-key-file, not both");
     if (key && !*key) return cli_usage(a, "--api-key must not be empty");
     if ((rc = cli_int_opt(a, "--port", 8080, 0, 65535, &port)) ||
-        (rc = cli_int_opt(a, "--parallel", 1, 1, 256, &cfg.workers)) ||
+        (rc = cli_int_opt(a, "--parallel", 0, 0, PD_PIPELINE_PARALLEL_MAX, &cfg.parallel)) ||
         (rc = cli_int_opt(a, "--queue", 64, 0, 1000000, &cfg.queue)) ||
         (rc = cli_int_opt(a, "--max-texts", 64, 1, PD_MAX_CANDIDATES, &cfg.max_texts)) ||
         (rc = cli_int_opt(a, "--max-body", 1 << 20, 1, 1 << 30, &max_body)) ||
@@ -54,8 +54,7 @@ int cmd_serve(cli_args *a)
     cfg.port = port;
     cfg.max_body = (size_t)max_body;
     cfg.pipeline.min_confidence = (float)min_confidence;
-    /* each worker's threads: --threads, else the cores shared among the workers */
-    cfg.pipeline.n_threads = cli_opt(a, "--threads") ? threads : (threads / cfg.workers > 0 ? threads / cfg.workers : 1);
+    cfg.pipeline.n_threads = cli_opt(a, "--threads") ? threads : 0; /* 0: the cores shared among the engines */
     char *key_buf = NULL;
     if (key_file && (rc = read_key_file(key_file, &key_buf))) return rc;
     cfg.api_key = key_buf ? key_buf : key;

@@ -30,6 +30,9 @@ struct pd_pipeline {
     pd_extractor *ex;      /* generation */
     pd_decider *decider;   /* PD_PIPELINE_RELABEL */
     pd_context **slots;    /* [parallel]: slots[0] runs the passes with the threads, the others hold a cache each */
+    const pd_model *model;
+    pd_context *aside;     /* a stream's long texts, read in windows while others are in flight; made when needed */
+    pd_context_params aside_params;
     int32_t parallel;
     float min_confidence;  /* records below it are dropped */
     int32_t max_chars;     /* longer texts are read in windows; 0: only those the context cannot hold */
@@ -45,6 +48,7 @@ void pd_pipeline_free(pd_pipeline *p)
     if (!p) return;
     for (int32_t k = 0; p->slots && k < p->parallel; k++) pd_context_free(p->slots[k]);
     free(p->slots);
+    pd_context_free(p->aside);
     pd_decider_free(p->decider);
     pd_extractor_free(p->ex);
     pd_tag_extractor_free(p->tx);
@@ -109,6 +113,8 @@ static pd_status open_slots(pd_pipeline *p, const pd_model *model, const pd_pipe
     cp.n_ctx = pp->n_ctx;
     cp.max_bytes = pp->max_bytes;
     if (!(p->slots[0] = pd_context_new(model, &cp, err))) return err->code;
+    p->aside_params = cp;
+    p->aside_params.n_ctx = pd_context_n_ctx(p->slots[0]);
     cp.n_threads = 1;
     cp.n_ctx = pd_context_n_ctx(p->slots[0]);
     cp.n_batch = 1 + PD_SPECULATE_MAX;
@@ -164,7 +170,7 @@ pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, con
         pdi_set_error(err, PD_ERR_NOMEM, "out of memory for an extraction pipeline");
         return NULL;
     }
-    *p = (pd_pipeline){.schema = schema, .head = head, .extract = pp.extract, .min_confidence = pp.min_confidence,
+    *p = (pd_pipeline){.schema = schema, .head = head, .model = model, .extract = pp.extract, .min_confidence = pp.min_confidence,
                        .max_chars = pp.max_chars};
     pd_status rc = choose_path(p, &pp, err);
     /* a tagger head reads texts no longer than those it learned from: the smaller bound rules */
@@ -193,11 +199,12 @@ static pd_status relabel(pd_pipeline *p, const char *text, size_t len, pd_extrac
 }
 
 /* The path's records of one text (or window) read whole. */
-static pd_status extract_whole(pd_pipeline *p, const char *text, size_t len, pd_extraction **x, pd_error *err)
+static pd_status extract_whole(pd_pipeline *p, pd_context *ctx, const char *text, size_t len, pd_extraction **x,
+                               pd_error *err)
 {
     *x = NULL;
-    pd_status rc = p->path == PD_PIPELINE_TAG ? pd_tag_extract(p->slots[0], p->tx, text, len, x, err)
-                                              : pd_extract(p->slots[0], p->ex, text, len, &p->extract, x, err);
+    pd_status rc = p->path == PD_PIPELINE_TAG ? pd_tag_extract(ctx, p->tx, text, len, x, err)
+                                              : pd_extract(ctx, p->ex, text, len, &p->extract, x, err);
     if (!rc && p->decider) rc = relabel(p, text, len, *x, err);
     if (rc) {
         pd_extraction_free(*x);
@@ -214,8 +221,8 @@ static bool too_long(pd_status rc, const pd_extraction *x)
 
 /* The text read in windows of at most max_chars characters into *out; *fits
  * false (nothing in *out) when a window was too long for the context. */
-static pd_status read_windows(pd_pipeline *p, const char *text, size_t len, int32_t max_chars, pd_extraction **out,
-                              bool *fits, pd_error *err)
+static pd_status read_windows(pd_pipeline *p, pd_context *ctx, const char *text, size_t len, int32_t max_chars,
+                              pd_extraction **out, bool *fits, pd_error *err)
 {
     pdi_window *w = NULL;
     int32_t n = 0;
@@ -225,7 +232,7 @@ static pd_status read_windows(pd_pipeline *p, const char *text, size_t len, int3
     *fits = true;
     for (int32_t k = 0; !rc && *fits && k < n; k++) {
         pd_extraction *part = NULL;
-        rc = extract_whole(p, text + w[k].begin, w[k].end - w[k].begin, &part, err);
+        rc = extract_whole(p, ctx, text + w[k].begin, w[k].end - w[k].begin, &part, err);
         if (too_long(rc, part)) {
             *fits = false;
             rc = PD_OK;
@@ -247,7 +254,8 @@ static pd_status read_windows(pd_pipeline *p, const char *text, size_t len, int3
 
 /* A text the context cannot hold (or longer than max_chars), in windows:
  * max_chars, or half the text and halves again until every window fits. */
-static pd_status extract_windows(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
+static pd_status extract_windows(pd_pipeline *p, pd_context *ctx, const char *text, size_t len, pd_extraction **out,
+                                 pd_error *err)
 {
     int32_t chars = pdi_count_chars(text, len);
     int32_t max_chars = p->max_chars > 0 && p->max_chars < chars ? p->max_chars : chars / 2;
@@ -255,9 +263,9 @@ static pd_status extract_windows(pd_pipeline *p, const char *text, size_t len, p
         if (max_chars < PD_PIPELINE_MIN_WINDOW)
             return pdi_set_error(err, PD_ERR_CONTEXT,
                                  "a text of %d characters: windows of %d characters (the fewest) do not fit the context of %d tokens",
-                                 chars, PD_PIPELINE_MIN_WINDOW, pd_context_n_ctx(p->slots[0]));
+                                 chars, PD_PIPELINE_MIN_WINDOW, pd_context_n_ctx(ctx));
         bool fits;
-        pd_status rc = read_windows(p, text, len, max_chars, out, &fits, err);
+        pd_status rc = read_windows(p, ctx, text, len, max_chars, out, &fits, err);
         if (rc || fits) return rc;
         max_chars /= 2;
     }
@@ -268,12 +276,12 @@ static pd_status extract_text(pd_pipeline *p, const char *text, size_t len, pd_e
 {
     pd_status rc = PD_ERR_CONTEXT;
     if (p->max_chars == 0 || pdi_count_chars(text, len) <= p->max_chars) {
-        rc = extract_whole(p, text, len, out, err);
+        rc = extract_whole(p, p->slots[0], text, len, out, err);
         if (!too_long(rc, *out)) return rc;
         pd_extraction_free(*out);
         *out = NULL;
     }
-    return extract_windows(p, text, len, out, err);
+    return extract_windows(p, p->slots[0], text, len, out, err);
 }
 
 pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
@@ -288,62 +296,127 @@ pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t len, pd_e
     return PD_OK;
 }
 
+/* ------------------------------------------------------------- streams */
+
+/* A text of a stream in flight in joint passes: what its completion needs. */
+typedef struct pending {
+    void *tag;
+    const char *text;
+    size_t len;
+} pending;
+
+typedef struct stream {
+    pd_pipeline *p;
+    const pd_text_source *src;
+} stream;
+
+/* The context a stream reads a long text's windows on while others are in flight. */
+static pd_context *aside_context(pd_pipeline *p, pd_error *err)
+{
+    if (!p->aside) p->aside = pd_context_new(p->model, &p->aside_params, err);
+    return p->aside;
+}
+
+/* A text's records as the joint passes left them, completed: read in
+ * windows when it did not fit the context, else relabelled; then the floor. */
+static pd_status complete(pd_pipeline *p, const char *text, size_t len, pd_status rc, pd_extraction **x, pd_error *err)
+{
+    pd_context *ctx;
+    if (too_long(rc, *x)) {
+        pd_extraction_free(*x);
+        *x = NULL;
+        rc = (ctx = aside_context(p, err)) ? extract_windows(p, ctx, text, len, x, err) : err->code;
+    } else if (!rc && p->decider) {
+        rc = relabel(p, text, len, *x, err);
+    }
+    if (!rc) {
+        pdi_extraction_drop_below(*x, p->min_confidence);
+        return PD_OK;
+    }
+    pd_extraction_free(*x);
+    *x = NULL;
+    return rc;
+}
+
+static void deliver(const stream *s, void *tag, pd_status rc, pd_extraction *x, pd_error *e)
+{
+    if (!rc) *e = (pd_error){.code = PD_OK};
+    s->src->done(s->src->user, tag, rc ? NULL : x, e);
+}
+
+/* The engine's source: the caller's texts, the long ones read at once in windows. */
+static int stream_next(void *user, int wait, const char **text, size_t *len, void **tag)
+{
+    stream *s = user;
+    for (;;) {
+        const char *t = NULL;
+        size_t n = 0;
+        void *outer = NULL;
+        int r = s->src->next(s->src->user, wait, &t, &n, &outer);
+        if (r <= 0) return r;
+        pd_error e = {0};
+        pd_extraction *x = NULL;
+        pd_status rc;
+        if (!t && n) {
+            rc = pdi_set_error(&e, PD_ERR_ARG, "no text to extract from (NULL with a length of %zu)", n);
+        } else if (s->p->max_chars == 0 || pdi_count_chars(t, n) <= s->p->max_chars) {
+            pending *q = malloc(sizeof *q);
+            if (q) {
+                *q = (pending){outer, t, n};
+                *text = t;
+                *len = n;
+                *tag = q;
+                return 1;
+            }
+            rc = pdi_set_error(&e, PD_ERR_NOMEM, "out of memory for a text in flight");
+        } else { /* a long text: read at once, in windows */
+            rc = complete(s->p, t, n, PD_ERR_CONTEXT, &x, &e);
+        }
+        deliver(s, outer, rc, x, &e);
+    }
+}
+
+static void stream_done(void *user, void *tag, pd_extraction *x, const pd_error *e)
+{
+    stream *s = user;
+    pending q = *(pending *)tag;
+    free(tag);
+    pd_error own = *e;
+    pd_status rc = complete(s->p, q.text, q.len, x ? PD_OK : e->code, &x, &own);
+    deliver(s, q.tag, rc, x, &own);
+}
+
+pd_status pd_pipeline_extract_stream(pd_pipeline *p, const pd_text_source *src, pd_error *err)
+{
+    if (!p || !src || !src->next || !src->done)
+        return pdi_set_error(err, PD_ERR_ARG, "no pipeline or text source to extract from");
+    if (p->path != PD_PIPELINE_TAG && p->parallel > 1) {
+        stream s = {p, src};
+        pd_text_source inner = {stream_next, stream_done, &s};
+        return pd_extract_stream(p->slots, p->parallel, p->ex, &p->extract, &inner, err);
+    }
+    for (;;) { /* one text at a time */
+        const char *text = NULL;
+        size_t len = 0;
+        void *tag = NULL;
+        int r = src->next(src->user, 1, &text, &len, &tag);
+        if (r < 0) return PD_OK;
+        if (r == 0) continue;
+        pd_extraction *x = NULL;
+        pd_error e = {0};
+        pd_status rc = pd_pipeline_extract(p, text, len, &x, &e);
+        if (!rc) e = (pd_error){.code = PD_OK};
+        src->done(src->user, tag, x, &e);
+    }
+}
+
 pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, const size_t *lens, int32_t n,
                                    pd_extraction **outs, pd_error *errs, pd_error *err)
 {
     if (!p || n < 0 || (n && (!texts || !lens || !outs)))
         return pdi_set_error(err, PD_ERR_ARG, "no pipeline, texts, lengths or outputs to extract with");
-    pd_status first = PD_OK;
-    if (p->path == PD_PIPELINE_TAG || p->parallel == 1) {
-        for (int32_t i = 0; i < n; i++) {
-            pd_error e;
-            pd_status rc = pd_pipeline_extract(p, texts[i], lens[i], &outs[i], &e);
-            if (errs) errs[i] = rc ? e : (pd_error){.code = PD_OK};
-            if (rc && !first) {
-                first = rc;
-                pdi_set_error(err, rc, "text %d: %s", i, e.message);
-            }
-        }
-        return first;
-    }
-    pd_error *own = errs ? NULL : calloc((size_t)n + 1, sizeof *own);
-    size_t *joint = malloc(sizeof *joint * ((size_t)n + 1)); /* the texts read in joint passes: a long one as empty */
-    if ((!errs && !own) || !joint) {
-        free(own);
-        free(joint);
-        return pdi_set_error(err, PD_ERR_NOMEM, "out of memory for %d texts", n);
-    }
-    pd_error *e = errs ? errs : own;
-    for (int32_t i = 0; i < n; i++)
-        joint[i] = p->max_chars > 0 && pdi_count_chars(texts[i], lens[i]) > p->max_chars ? 0 : lens[i];
-    pd_error many_err = {.code = PD_OK};
-    pd_status many = pd_extract_many(p->slots, p->parallel, p->ex, texts, joint, n, &p->extract, outs, e, &many_err);
-    for (int32_t i = 0; i < n; i++) {
-        pd_status rc = e[i].code;
-        if (!outs[i] && !rc) { /* the call failed before text i had its turn */
-            e[i] = many ? many_err : (pd_error){.code = PD_ERR_INTERNAL};
-            rc = many ? many : PD_ERR_INTERNAL;
-        }
-        if (joint[i] != lens[i] || too_long(rc, outs[i])) { /* in windows, one after another */
-            pd_extraction_free(outs[i]);
-            outs[i] = NULL;
-            rc = extract_windows(p, texts[i], lens[i], &outs[i], &e[i]);
-        } else if (!rc && p->decider) {
-            rc = relabel(p, texts[i], lens[i], outs[i], &e[i]);
-        }
-        if (!rc) {
-            pdi_extraction_drop_below(outs[i], p->min_confidence);
-            e[i] = (pd_error){.code = PD_OK};
-            continue;
-        }
-        pd_extraction_free(outs[i]);
-        outs[i] = NULL;
-        if (!first) {
-            first = rc;
-            pdi_set_error(err, rc, "text %d: %s", i, e[i].message);
-        }
-    }
-    free(joint);
-    free(own);
-    return first;
+    pdi_text_array a = pdi_text_array_init(texts, lens, n, outs, errs);
+    pd_text_source src = pdi_text_array_source(&a);
+    pd_status rc = pd_pipeline_extract_stream(p, &src, err);
+    return rc ? rc : pdi_text_array_status(&a, "", err);
 }

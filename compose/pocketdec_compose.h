@@ -145,6 +145,18 @@ PD_API pd_status pd_pipeline_extract(pd_pipeline *p, const char *text, size_t le
 PD_API pd_status pd_pipeline_extract_many(pd_pipeline *p, const char *const *texts, const size_t *lens, int32_t n,
                                           pd_extraction **outs, pd_error *errs, pd_error *err);
 
+/* Texts as they come (a server's requests from many clients): src->next is
+ * asked for a text whenever the pipeline can take one (generation: as soon as
+ * one of its parallel contexts frees, so texts from any caller share the
+ * joint passes: continuous batching; a tagger head: one text at a time), and
+ * src->done receives each text's records, as pd_pipeline_extract gives them
+ * (generation: up to the float rounding pd_eval_many notes), as soon as they
+ * are ready; a long text is read in windows at once, on a context of its
+ * own, while the others stay in flight. Returns when next has returned -1 and
+ * every text taken is done: PD_OK, or PD_ERR_ARG for a NULL argument (a
+ * text's failure is its done call's). Calls come from the calling thread. */
+PD_API pd_status pd_pipeline_extract_stream(pd_pipeline *p, const pd_text_source *src, pd_error *err);
+
 /* ------------------------------------------- extraction relabelled by a head */
 
 /* Relabel x with a decision head, for a schema with a `decide` section

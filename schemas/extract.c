@@ -548,45 +548,110 @@ pd_status pd_extract(pd_context *ctx, const pd_extractor *ex, const char *text, 
 typedef struct many {
     pd_context *const *ctxs;
     const pd_extractor *ex;
-    const char *const *texts;
-    const size_t *lens;
-    int32_t n_texts, next_text; /* the texts, and the first not yet started */
+    const pd_text_source *src;
+    bool ended;                /* next said no more texts will come */
+    int32_t n_busy;            /* slots with a text in flight */
     pd_extract_params p;
-    pd_extraction **outs;
-    pd_error *errs;            /* may be NULL */
     decoder *slot;             /* [n_slots]: a text in flight on ctxs[k] */
-    int32_t *text_of;          /* [n_slots]: its index, -1 for a free slot */
-    pd_status first_rc;        /* the first failed text's status, */
-    pd_error first_err;        /* and its message */
-    int32_t first_failed;
+    void **tag_of;             /* [n_slots]: its tag */
+    bool *busy_slot;           /* [n_slots] */
 } many;
 
-/* Text i's result: its extraction, or its error (counted). */
+/* The text on slot k ends: its extraction, or its error, to the source. */
 static void finish_text(many *m, int32_t k, pd_status rc, pd_error *e)
 {
-    int32_t i = m->text_of[k];
-    rc = decoder_close(&m->slot[k], rc, &m->outs[i], e);
-    if (m->errs) m->errs[i] = rc ? *e : (pd_error){.code = PD_OK};
-    if (rc && (m->first_failed < 0 || i < m->first_failed)) {
-        m->first_failed = i;
-        m->first_rc = rc;
-        m->first_err = *e;
-    }
-    m->text_of[k] = -1;
+    pd_extraction *x = NULL;
+    rc = decoder_close(&m->slot[k], rc, &x, e);
+    if (!rc) *e = (pd_error){.code = PD_OK};
+    m->busy_slot[k] = false;
+    m->n_busy--;
+    m->src->done(m->src->user, m->tag_of[k], x, e);
 }
 
-/* The next texts onto slot k until one needs the model (empty texts and
- * texts that fail to start are finished on the way). */
+/* The next texts onto free slot k until one needs the model (empty texts and
+ * texts that fail to start are finished on the way); waits for one only when
+ * nothing is in flight. */
 static void fill_slot(many *m, int32_t k)
 {
-    while (m->text_of[k] < 0 && m->next_text < m->n_texts) {
+    while (!m->busy_slot[k] && !m->ended) {
+        const char *text = NULL;
+        size_t len = 0;
+        void *tag = NULL;
+        int r = m->src->next(m->src->user, m->n_busy == 0, &text, &len, &tag);
+        if (r < 0) m->ended = true;
+        if (r <= 0) return;
         pd_error e = {0};
         bool done;
-        int32_t i = m->next_text++;
-        m->text_of[k] = i;
-        pd_status rc = decoder_open(&m->slot[k], m->ctxs[k], m->ex, m->texts[i], m->lens[i], &m->p, &done, &e);
+        m->busy_slot[k] = true;
+        m->tag_of[k] = tag;
+        m->n_busy++;
+        pd_status rc = !text && len ? pdi_set_error(&e, PD_ERR_ARG, "extraction: the text is NULL")
+                                    : decoder_open(&m->slot[k], m->ctxs[k], m->ex, text, len, &m->p, &done, &e);
         if (rc || done) finish_text(m, k, rc, &e);
     }
+}
+
+pd_status pd_extract_stream(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex,
+                            const pd_extract_params *params, const pd_text_source *src, pd_error *err)
+{
+    if (!ctxs || n_ctxs <= 0 || !ex || !src || !src->next || !src->done)
+        return pdi_set_error(err, PD_ERR_ARG, "extraction of a stream of texts: NULL argument or no contexts");
+    for (int32_t k = 0; k < n_ctxs; k++)
+        if (!ctxs[k]) return pdi_set_error(err, PD_ERR_ARG, "extraction of a stream of texts: context %d is NULL", k);
+    many m = {ctxs, ex, src, .p = params ? *params : pd_extract_default_params()};
+    pd_status rc = resolve_params(ex, &m.p, "pd_extract_stream", err);
+    if (rc) return rc;
+    m.slot = calloc((size_t)n_ctxs, sizeof *m.slot);
+    m.tag_of = calloc((size_t)n_ctxs, sizeof *m.tag_of);
+    m.busy_slot = calloc((size_t)n_ctxs, sizeof *m.busy_slot);
+    pd_context **on = malloc((size_t)n_ctxs * sizeof *on);
+    pd_batch *batches = malloc((size_t)n_ctxs * sizeof *batches);
+    int32_t *busy = malloc((size_t)n_ctxs * sizeof *busy);
+    if (!m.slot || !m.tag_of || !m.busy_slot || !on || !batches || !busy) {
+        rc = pdi_set_error(err, PD_ERR_NOMEM, "extraction of a stream of texts: out of memory for %d slots", n_ctxs);
+        goto done;
+    }
+    /* Span copies are drafted while at most a review a thread is in flight.
+     * A pass of a few rows costs about its weight reads, so a guessed copy is
+     * nearly free; past that the rows are arithmetic, and the copies that are
+     * rejected (a quarter at K = 4) cost more than the passes the kept ones
+     * save. A forced token is kept unless the output ends before it, so
+     * forced tokens are drafted at any N (docs/extraction.md, "Several
+     * reviews in flight"). */
+    const int32_t copy_max_busy = pd_context_n_threads(ctxs[0]);
+    for (;;) {
+        for (int32_t k = 0; k < n_ctxs; k++) fill_slot(&m, k); /* texts join as slots free */
+        int32_t n_busy = 0;
+        for (int32_t k = 0; k < n_ctxs; k++)
+            if (m.busy_slot[k]) {
+                on[n_busy] = ctxs[k];
+                batches[n_busy] = m.slot[k].next;
+                busy[n_busy++] = k;
+            }
+        if (n_busy == 0) {
+            if (m.ended) break;
+            continue; /* the source asked to be asked again */
+        }
+        pd_error e = {0};
+        /* one joint pass; should it fail, each alone, so that a failure is its text's only */
+        bool joint = pd_eval_many(ctxs[0], on, batches, n_busy, &e) == PD_OK;
+        for (int32_t j = 0; j < n_busy; j++) {
+            int32_t k = busy[j];
+            bool more = false;
+            m.slot[k].copy_drafts = n_busy <= copy_max_busy;
+            pd_status r = joint ? PD_OK : pd_eval(on[j], &batches[j], &e);
+            if (!r) r = advance(&m.slot[k], &more, &e);
+            if (r || !more) finish_text(&m, k, r, &e);
+        }
+    }
+done:
+    free(m.slot);
+    free(m.tag_of);
+    free(m.busy_slot);
+    free(on);
+    free(batches);
+    free(busy);
+    return rc;
 }
 
 pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex, const char *const *texts,
@@ -601,71 +666,8 @@ pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const pd_extr
         outs[i] = NULL;
         if (!texts[i] && lens[i]) return pdi_set_error(err, PD_ERR_ARG, "extraction of many texts: text %d is NULL", i);
     }
-    many m = {ctxs, ex, texts, lens, n_texts, 0, params ? *params : pd_extract_default_params(), outs, errs,
-              .first_failed = -1};
-    pd_status rc = resolve_params(ex, &m.p, "pd_extract_many", err);
-    if (rc) return rc;
-    int32_t n_slots = n_ctxs < n_texts ? n_ctxs : n_texts;
-    m.slot = calloc((size_t)n_slots + 1, sizeof *m.slot);
-    m.text_of = malloc(((size_t)n_slots + 1) * sizeof *m.text_of);
-    pd_context **on = malloc(((size_t)n_slots + 1) * sizeof *on);
-    pd_batch *batches = malloc(((size_t)n_slots + 1) * sizeof *batches);
-    int32_t *busy = malloc(((size_t)n_slots + 1) * sizeof *busy);
-    for (int32_t k = 0; m.text_of && k < n_slots; k++) m.text_of[k] = -1; /* read by the cleanup below */
-    if (!m.slot || !m.text_of || !on || !batches || !busy) {
-        rc = pdi_set_error(err, PD_ERR_NOMEM, "extraction of many texts: out of memory for %d slots", n_slots);
-        goto done;
-    }
-    for (int32_t k = 0; k < n_slots; k++) fill_slot(&m, k);
-    /* Span copies are drafted while at most a review a thread is in flight.
-     * A pass of a few rows costs about its weight reads, so a guessed copy is
-     * nearly free; past that the rows are arithmetic, and the copies that are
-     * rejected (a quarter at K = 4) cost more than the passes the kept ones
-     * save. A forced token is kept unless the output ends before it, so
-     * forced tokens are drafted at any N (docs/extraction.md, "Several
-     * reviews in flight"). */
-    const int32_t copy_max_busy = pd_context_n_threads(ctxs[0]);
-    for (;;) {
-        int32_t n_busy = 0;
-        for (int32_t k = 0; k < n_slots; k++)
-            if (m.text_of[k] >= 0) {
-                on[n_busy] = ctxs[k];
-                batches[n_busy] = m.slot[k].next;
-                busy[n_busy++] = k;
-            }
-        if (n_busy == 0) break;
-        pd_error e = {0};
-        /* one joint pass; should it fail, each alone, so that a failure is its text's only */
-        bool joint = pd_eval_many(ctxs[0], on, batches, n_busy, &e) == PD_OK;
-        for (int32_t j = 0; j < n_busy; j++) {
-            int32_t k = busy[j];
-            bool more = false;
-            m.slot[k].copy_drafts = n_busy <= copy_max_busy;
-            pd_status r = joint ? PD_OK : pd_eval(on[j], &batches[j], &e);
-            if (!r) r = advance(&m.slot[k], &more, &e);
-            if (r || !more) {
-                finish_text(&m, k, r, &e);
-                fill_slot(&m, k);
-            }
-        }
-    }
-    if (m.first_failed >= 0) {
-        rc = m.first_rc;
-        if (err) {
-            *err = m.first_err;
-            pdi_error_prefix(err, "extraction of many texts: text %d", m.first_failed);
-        }
-    }
-done:
-    for (int32_t k = 0; m.slot && m.text_of && k < n_slots; k++)
-        if (m.text_of[k] >= 0) { /* only after running out of memory above: nothing started */
-            pd_extraction *x;
-            decoder_close(&m.slot[k], PD_ERR_NOMEM, &x, NULL);
-        }
-    free(m.slot);
-    free(m.text_of);
-    free(on);
-    free(batches);
-    free(busy);
-    return rc;
+    pdi_text_array a = pdi_text_array_init(texts, lens, n_texts, outs, errs);
+    pd_text_source src = pdi_text_array_source(&a);
+    pd_status rc = pd_extract_stream(ctxs, n_ctxs < n_texts ? n_ctxs : (n_texts ? n_texts : 1), ex, params, &src, err);
+    return rc ? rc : pdi_text_array_status(&a, "extraction of many texts: ", err);
 }

@@ -166,6 +166,35 @@ PD_API pd_status pd_extract_many(pd_context *const *ctxs, int32_t n_ctxs, const 
                                  const pd_extract_params *params, pd_extraction **outs, pd_error *errs,
                                  pd_error *err);
 
+/* A stream of texts, the caller's, for extraction that takes texts as they
+ * come (a server's requests): pd_extract_stream and
+ * pd_pipeline_extract_stream call next when a context is free (continuous
+ * batching: a text joins the passes as soon as one frees) and done as soon as
+ * a text's result is ready, both from the calling thread. */
+typedef struct pd_text_source {
+    /* The next text: set *text (len bytes of valid UTF-8, unchanged until
+     * its done call), *len and *tag (handed back to done) and return 1;
+     * return 0 when no text is ready now, -1 when no more will come (the
+     * stream ends once what is in flight is done). wait != 0 when no text is
+     * in flight: the call may then block until a text comes or the stream
+     * ends (a 0 is asked again). */
+    int (*next)(void *user, int wait, const char **text, size_t *len, void **tag);
+    /* Text tag's result: x (the callee's, freed with pd_extraction_free), or
+     * NULL with e saying why the text failed. */
+    void (*done)(void *user, void *tag, pd_extraction *x, const pd_error *e);
+    void *user;
+} pd_text_source;
+
+/* pd_extract_many over a stream: texts taken from src while contexts are
+ * free, each text's result handed to src->done as soon as it ends, until
+ * next returns -1 and nothing is in flight. A text's records are those
+ * pd_extract_many gives it, whatever else is in flight (up to the float
+ * rounding pd_eval_many notes). Returns PD_ERR_ARG for a NULL argument and
+ * what params' check gives, before any next call; PD_OK otherwise (a text's
+ * failure is its done call's). */
+PD_API pd_status pd_extract_stream(pd_context *const *ctxs, int32_t n_ctxs, const pd_extractor *ex,
+                                   const pd_extract_params *params, const pd_text_source *src, pd_error *err);
+
 typedef enum pd_record_format {
     PD_FORMAT_TIANCHI = 0, /* CSV rows "id,<print.csv fields>" (RFC 4180 quoting); "id,_,..,_" for none */
     PD_FORMAT_JSONL = 1    /* one line {"id": id, "records": [{field: value, ..., "spans": {field: [start, end],

@@ -3,6 +3,7 @@
 #include "schema_internal.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,4 +238,58 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
     *text = b.data;
     if (len) *len = b.len;
     return PD_OK;
+}
+
+/* ------------------------------------------------ an array as a stream */
+
+pdi_text_array pdi_text_array_init(const char *const *texts, const size_t *lens, int32_t n, pd_extraction **outs,
+                                   pd_error *errs)
+{
+    for (int32_t i = 0; i < n; i++) {
+        outs[i] = NULL;
+        if (errs) errs[i] = (pd_error){.code = PD_ERR_INTERNAL};
+    }
+    return (pdi_text_array){texts, lens, n, 0, outs, errs, .first_failed = -1};
+}
+
+static int array_next(void *user, int wait, const char **text, size_t *len, void **tag)
+{
+    (void)wait;
+    pdi_text_array *a = user;
+    if (a->next >= a->n) return -1;
+    *text = a->texts[a->next];
+    *len = a->lens[a->next];
+    *tag = (void *)(intptr_t)a->next++;
+    return 1;
+}
+
+static void array_done(void *user, void *tag, pd_extraction *x, const pd_error *e)
+{
+    pdi_text_array *a = user;
+    int32_t i = (int32_t)(intptr_t)tag;
+    a->outs[i] = x;
+    if (a->errs) a->errs[i] = x ? (pd_error){.code = PD_OK} : *e;
+    if (!x && (a->first_failed < 0 || i < a->first_failed)) {
+        a->first_failed = i;
+        a->first_err = *e;
+    }
+}
+
+pd_text_source pdi_text_array_source(pdi_text_array *a)
+{
+    return (pd_text_source){array_next, array_done, a};
+}
+
+pd_status pdi_text_array_status(pdi_text_array *a, const char *what, pd_error *err)
+{
+    for (int32_t i = a->next; i < a->n && a->first_failed < 0; i++) { /* never started */
+        pdi_set_error(&a->first_err, PD_ERR_INTERNAL, "the text was not read");
+        a->first_failed = i;
+    }
+    if (a->first_failed < 0) return PD_OK;
+    if (err) {
+        *err = a->first_err;
+        pdi_error_prefix(err, "%stext %d", what, a->first_failed);
+    }
+    return a->first_err.code;
 }

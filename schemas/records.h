@@ -58,4 +58,27 @@ const char *const *pdi_schema_decide_candidates(const pd_schema *sc, int32_t *n)
  * probabilities times probs[k]. PD_ERR_NOMEM is the only failure. */
 pd_status pdi_schema_apply_candidate(const pd_schema *sc, int32_t k, const float *probs, pd_record *rec);
 
+/* An array of texts as a pd_text_source, for the calls that take many at
+ * once: text i's result into outs[i] (NULL when it fails; its reason in
+ * errs[i] when errs is not NULL, code PD_OK there on success), the failure
+ * of the lowest index kept. */
+typedef struct pdi_text_array {
+    const char *const *texts;
+    const size_t *lens;
+    int32_t n, next;
+    pd_extraction **outs;
+    pd_error *errs;
+    int32_t first_failed;
+    pd_error first_err;
+} pdi_text_array;
+
+pdi_text_array pdi_text_array_init(const char *const *texts, const size_t *lens, int32_t n, pd_extraction **outs,
+                                   pd_error *errs);
+pd_text_source pdi_text_array_source(pdi_text_array *a);
+/* PD_OK when every text has its result, else the first failed text's
+ * status, its message in err prefixed by what (e.g. "extraction of many
+ * texts: ") and "text I: ". A text that had no result and no error (the
+ * stream stopped before it) counts as PD_ERR_INTERNAL. */
+pd_status pdi_text_array_status(pdi_text_array *a, const char *what, pd_error *err);
+
 #endif

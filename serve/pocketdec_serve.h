@@ -1,7 +1,8 @@
 /* pocketdec_serve.h - `pocketdec serve`: extraction and decisions over
- * HTTP/1.1 + JSON (libmicrohttpd). A fixed pool of workers, each with its own
- * pd_pipeline (and pd_decider for a decision head) over the one shared
- * model, fed from a bounded queue. docs/serve.md describes the endpoints. */
+ * HTTP/1.1 + JSON (libmicrohttpd). Engines, each a thread with its own
+ * pd_pipeline (and pd_decider for a decision head) over the one shared model,
+ * take the texts of every request from a bounded queue as their pipelines
+ * free a slot (continuous batching). docs/serve.md describes the endpoints. */
 #ifndef PD_SERVE_H
 #define PD_SERVE_H
 
@@ -13,13 +14,16 @@
 typedef struct ps_config {
     const char *host;      /* address to listen on: IPv4 or IPv6 literal */
     int port;              /* 0: any free port (the one taken is printed) */
-    int32_t workers;       /* worker threads, each with its own pipeline */
+    int32_t parallel;      /* texts in flight: a tagger head's engines (one text a pass each), or the
+                              texts one generation engine keeps in its joint passes; 0: one tagger
+                              engine, or the pipeline's default for generation */
     int32_t queue;         /* requests waiting for a worker; more are answered 503 */
     int32_t max_texts;     /* texts (or candidates) a request */
     size_t max_body;       /* bytes of a request body */
     double timeout_s;      /* a request not answered by then is answered 504 */
     const char *api_key;   /* NULL: no key; else every endpoint but /health needs "Bearer KEY" */
-    pd_pipeline_params pipeline;  /* each worker's pipeline (n_threads: each worker's threads) */
+    pd_pipeline_params pipeline;  /* each engine's pipeline (n_threads: each engine's threads, 0 = the
+                                     cores shared among the engines; parallel is set from the above) */
 } ps_config;
 
 /* Whether this build has the HTTP server (libmicrohttpd was found). */

@@ -1,8 +1,10 @@
 /* server.c - the socket side of `pocketdec serve` (pocketdec_serve.h):
  * libmicrohttpd with a thread a connection; each request's body gathered,
- * checked by request.c, and handed as a job to a bounded queue that a fixed
- * pool of workers drains, each worker with its own pipeline over the shared
- * model. The connection's thread waits for its job until the request's
+ * checked by request.c, and queued as a job. Engines (threads with a
+ * pipeline each over the shared model) take the oldest job's next text
+ * whenever their pipeline has room for one, so texts of every client share
+ * the passes (pd_pipeline_extract_stream); a job is answered when its last
+ * text is. The connection's thread waits for its job until the request's
  * deadline (504 past it). Counters for /metrics under one mutex. */
 #include "pocketdec_serve.h"
 #include "request.h"
@@ -40,17 +42,28 @@ static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
 
+struct job;
+typedef struct text_tag { /* one text of an extract job, as the engine's tag */
+    struct job *job;
+    size_t i;
+} text_tag;
+
 typedef struct job {
     int endpoint;
     ps_extract_req ex;
     ps_score_req sc;
     double deadline;
     int state;
-    int refs;            /* the connection's and the queue's/worker's */
+    int refs;            /* the connection's, the queue's and each text's in flight */
     int status;          /* the answer */
     char *body;
     pthread_cond_t done;
     struct job *next;
+    /* an extract job's texts: started, answered, and their results */
+    size_t n_started, n_done;
+    text_tag *tags;
+    pd_extraction **outs;
+    pd_error *errs;
 } job;
 
 typedef struct server {
@@ -62,8 +75,11 @@ typedef struct server {
 
     pthread_mutex_t mu;
     pthread_cond_t work;
-    job *head_job, *tail_job;
-    int32_t queued, busy;
+    job *head_job, *tail_job; /* requests with texts not yet started (a score request: not yet run) */
+    int32_t waiting;          /* of those, the ones nothing of which has started */
+    int32_t in_flight;        /* texts in the engines (and score requests running) */
+    int32_t peak;             /* the most in_flight has been */
+    int32_t slots;            /* texts the engines hold at once */
     bool stopping;
     pthread_t *threads;
     int32_t n_threads;
@@ -88,6 +104,10 @@ static void job_unref(job *j)
 {
     /* called with the server's mutex held */
     if (--j->refs > 0) return;
+    for (size_t i = 0; j->outs && i < j->ex.n; i++) pd_extraction_free(j->outs[i]);
+    free(j->outs);
+    free(j->errs);
+    free(j->tags);
     ps_extract_req_free(&j->ex);
     ps_score_req_free(&j->sc);
     free(j->body);
@@ -102,13 +122,34 @@ static char *dump(json_t *o)
     return s;
 }
 
-/* ------------------------------------------------------------ workers */
+/* The answer is ready: wake the connection (called with the mutex held). */
+static void finish(job *j, int status, char *body)
+{
+    j->status = status;
+    j->body = body;
+    if (j->state != JOB_ABANDONED) j->state = JOB_DONE;
+    pthread_cond_signal(&j->done);
+}
 
-typedef struct worker {
+/* Take j off the head of the queue (mutex held). */
+static void pop(server *s, job *j)
+{
+    s->head_job = j->next;
+    if (!s->head_job) s->tail_job = NULL;
+    if (j->n_started == 0) s->waiting--;
+    job_unref(j); /* the queue's */
+}
+
+/* ------------------------------------------------------------ engines */
+
+/* An engine: a thread with its own pipeline (and decider for a decision head)
+ * over the shared model, taking texts of any request as its pipeline frees a
+ * slot for one (pd_pipeline_extract_stream: continuous batching). */
+typedef struct engine {
     server *s;
     pd_pipeline *pipe;
     pd_decider *dec;
-} worker;
+} engine;
 
 /* A growing string; failed after an allocation failed. */
 typedef struct buf {
@@ -136,49 +177,24 @@ static void put(buf *b, const char *t)
     b->len += n;
 }
 
-static void finish(job *j, int status, char *body)
-{
-    j->status = status;
-    j->body = body;
-}
-
-static void run_extract(server *s, worker *w, job *j)
+/* An extract job's answer from its texts' results, spliced from each text's
+ * records as extract writes them; *n_records counts them. */
+static int extract_answer(server *s, job *j, char **body, long *n_records)
 {
     ps_extract_req *r = &j->ex;
-    pd_extraction **outs = calloc(r->n, sizeof *outs);
-    pd_error *errs = calloc(r->n, sizeof *errs);
-    if (!outs || !errs) {
-        free(outs);
-        free(errs);
-        finish(j, 500, ps_error_body("out of memory"));
-        return;
-    }
-    int32_t win = pd_pipeline_window(w->pipe);
-    size_t done = 0;
-    pd_error err;
-    for (size_t i = 0; i < r->n; i += (size_t)win) {
-        if (now_s() > j->deadline) break; /* answered 504 already: stop early */
-        int32_t k = (int32_t)(r->n - i < (size_t)win ? r->n - i : (size_t)win);
-        if (k == 1) pd_pipeline_extract(w->pipe, r->texts[i], r->lens[i], &outs[i], &errs[i]);
-        else pd_pipeline_extract_many(w->pipe, r->texts + i, r->lens + i, k, outs + i, errs + i, &err);
-        done = i + (size_t)k;
-    }
-    long n_records = 0;
-    int status = 200;
     const char *fail = NULL;
-    /* the answer spliced from each text's records as extract writes them */
     buf b = {0};
     put(&b, r->many ? "{\"results\":[" : "");
-    for (size_t i = 0; i < done; i++) {
+    for (size_t i = 0; i < r->n; i++) {
         char *recs = NULL;
-        if (outs[i] && ps_records_text(s->schema, outs[i], &recs, &errs[i]) == PD_OK) {
-            n_records += outs[i]->n_records;
+        if (j->outs[i] && ps_records_text(s->schema, j->outs[i], &recs, &j->errs[i]) == PD_OK) {
+            *n_records += j->outs[i]->n_records;
             put(&b, i ? ",{\"records\":" : "{\"records\":");
             put(&b, recs);
             put(&b, "}");
         } else {
-            char *e = ps_error_body(errs[i].message);
-            fail = errs[i].message;
+            char *e = ps_error_body(j->errs[i].message);
+            fail = j->errs[i].message;
             put(&b, i ? "," : "");
             put(&b, e ? e : "{}");
             free(e);
@@ -186,40 +202,24 @@ static void run_extract(server *s, worker *w, job *j)
         free(recs);
     }
     put(&b, r->many ? "]}" : "");
-    char *body = NULL;
-    if (done < r->n) {
-        status = 504;
-        body = ps_error_body("the request took longer than --timeout");
+    if (b.failed || (!r->many && fail)) {
         free(b.s);
-    } else if (b.failed) {
-        status = 500;
-        body = ps_error_body("out of memory");
-        free(b.s);
-    } else if (!r->many && fail) {
-        status = 500;
-        body = ps_error_body(fail);
-        free(b.s);
-    } else {
-        body = b.s;
+        *body = ps_error_body(b.failed ? "out of memory" : fail);
+        return 500;
     }
-    for (size_t i = 0; i < r->n; i++) pd_extraction_free(outs[i]);
-    free(outs);
-    free(errs);
-    pthread_mutex_lock(&s->mu);
-    s->reviews += (long)done;
-    s->records += n_records;
-    pthread_mutex_unlock(&s->mu);
-    finish(j, status, body);
+    *body = b.s;
+    return 200;
 }
 
-static void run_score(server *s, worker *w, job *j)
+/* A score request, run at once on the engine's decider (mutex not held). */
+static void run_score(server *s, engine *w, job *j, int *status, char **body)
 {
     ps_score_req *r = &j->sc;
     pd_decision *dec = NULL;
     pd_error err;
     if (pd_decide(w->dec, r->text, r->question, r->cands, (int32_t)r->n, &dec, &err)) {
-        finish(j, err.code == PD_ERR_ARG || err.code == PD_ERR_LIMIT || err.code == PD_ERR_CONTEXT ? 422 : 500,
-               ps_error_body(err.message));
+        *status = err.code == PD_ERR_ARG || err.code == PD_ERR_LIMIT || err.code == PD_ERR_CONTEXT ? 422 : 500;
+        *body = ps_error_body(err.message);
         return;
     }
     int32_t n_labels = 0;
@@ -230,40 +230,99 @@ static void run_score(server *s, worker *w, job *j)
         json_array_append_new(cands, json_pack("{s:s,s:f,s:f}", "label", label, "prob", (double)dec->probs[i], "score",
                                                (double)dec->scores[i]));
     }
-    char *body = dump(json_pack("{s:o*,s:i,s:i}", "candidates", cands, "forward_passes", dec->forward_passes,
-                                "prompt_tokens", dec->prompt_tokens));
+    *body = dump(json_pack("{s:o*,s:i,s:i}", "candidates", cands, "forward_passes", dec->forward_passes,
+                           "prompt_tokens", dec->prompt_tokens));
+    *status = *body ? 200 : 500;
+    if (!*body) *body = ps_error_body("out of memory");
     pd_decision_free(dec);
-    finish(j, body ? 200 : 500, body ? body : ps_error_body("out of memory"));
 }
 
-static void *worker_main(void *arg)
+/* The engine's source: the next text of the oldest request (score requests
+ * are answered on the way); blocks only when the engine holds no text. */
+static int next_text(void *user, int wait, const char **text, size_t *len, void **tag)
 {
-    worker *w = arg;
+    engine *w = user;
     server *s = w->s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        while (!s->head_job && !s->stopping) pthread_cond_wait(&s->work, &s->mu);
-        if (!s->head_job) break; /* stopping, and nothing left */
         job *j = s->head_job;
-        s->head_job = j->next;
-        if (!s->head_job) s->tail_job = NULL;
-        s->queued--;
-        if (j->state == JOB_ABANDONED) {
+        if (!j) {
+            if (s->stopping || !wait) {
+                pthread_mutex_unlock(&s->mu);
+                return s->stopping ? -1 : 0;
+            }
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
+        if (j->state == JOB_ABANDONED || now_s() > j->deadline) { /* answered 504: start no more of it */
+            pop(s, j);
+            continue;
+        }
+        if (j->endpoint == EP_SCORE) {
+            j->refs++;
+            pop(s, j);
+            j->state = JOB_RUNNING;
+            s->in_flight++;
+            pthread_mutex_unlock(&s->mu);
+            int status;
+            char *body;
+            run_score(s, w, j, &status, &body);
+            pthread_mutex_lock(&s->mu);
+            s->in_flight--;
+            finish(j, status, body);
             job_unref(j);
             continue;
         }
-        j->state = JOB_RUNNING;
-        s->busy++;
+        size_t i = j->n_started;
+        if (i == 0) {
+            s->waiting--;
+            j->state = JOB_RUNNING;
+        }
+        j->n_started++;
+        j->refs++; /* the text's */
+        if (++s->in_flight > s->peak) s->peak = s->in_flight;
+        if (j->n_started == j->ex.n) pop(s, j); /* its last text */
         pthread_mutex_unlock(&s->mu);
-        if (j->endpoint == EP_EXTRACT) run_extract(s, w, j);
-        else run_score(s, w, j);
-        pthread_mutex_lock(&s->mu);
-        s->busy--;
-        if (j->state != JOB_ABANDONED) j->state = JOB_DONE;
-        pthread_cond_signal(&j->done);
-        job_unref(j);
+        *text = j->ex.texts[i];
+        *len = j->ex.lens[i];
+        *tag = &j->tags[i];
+        return 1;
     }
+}
+
+/* A text's result into its job; the job answered when it was its last. */
+static void text_done(void *user, void *tag, pd_extraction *x, const pd_error *e)
+{
+    engine *w = user;
+    server *s = w->s;
+    text_tag *t = tag;
+    job *j = t->job;
+    pthread_mutex_lock(&s->mu);
+    s->in_flight--;
+    s->reviews++;
+    bool answer = j->state != JOB_ABANDONED && ++j->n_done == j->ex.n;
+    if (j->state == JOB_ABANDONED) pd_extraction_free(x);
+    else j->outs[t->i] = x, j->errs[t->i] = *e;
     pthread_mutex_unlock(&s->mu);
+    char *body = NULL;
+    long n_records = 0;
+    int status = answer ? extract_answer(s, j, &body, &n_records) : 0; /* only this engine touches outs now */
+    pthread_mutex_lock(&s->mu);
+    if (answer) {
+        s->records += n_records;
+        finish(j, status, body);
+    }
+    job_unref(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *engine_main(void *arg)
+{
+    engine *w = arg;
+    pd_text_source src = {next_text, text_done, w};
+    pd_error err;
+    if (pd_pipeline_extract_stream(w->pipe, &src, &err))
+        fprintf(stderr, "pocketdec serve: an engine stopped: %s\n", err.message);
     return NULL;
 }
 
@@ -359,13 +418,23 @@ static char *metrics_text(server *s)
     PUT("# HELP pocketdec_records_extracted_total Records extracted.\n# TYPE pocketdec_records_extracted_total counter\n"
         "pocketdec_records_extracted_total %ld\n",
         s->records);
-    PUT("# HELP pocketdec_queue_depth Requests waiting for a worker.\n# TYPE pocketdec_queue_depth gauge\n"
+    int32_t queued = 0;
+    for (const job *j = s->head_job; j; j = j->next) queued++;
+    PUT("# HELP pocketdec_queue_depth Requests with texts not yet started.\n# TYPE pocketdec_queue_depth gauge\n"
         "pocketdec_queue_depth %d\n",
-        s->queued);
-    PUT("# HELP pocketdec_busy_workers Workers running a request.\n# TYPE pocketdec_busy_workers gauge\n"
-        "pocketdec_busy_workers %d\n",
-        s->busy);
-    PUT("# HELP pocketdec_workers Workers.\n# TYPE pocketdec_workers gauge\npocketdec_workers %d\n", s->n_threads);
+        queued);
+    PUT("# HELP pocketdec_slots_busy Texts in the engines' passes (and score requests running).\n"
+        "# TYPE pocketdec_slots_busy gauge\npocketdec_slots_busy %d\n",
+        s->in_flight);
+    PUT("# HELP pocketdec_slots_busy_peak The most texts the engines have held at once.\n"
+        "# TYPE pocketdec_slots_busy_peak gauge\npocketdec_slots_busy_peak %d\n",
+        s->peak);
+    PUT("# HELP pocketdec_slots Texts the engines hold at once (--parallel).\n# TYPE pocketdec_slots gauge\n"
+        "pocketdec_slots %d\n",
+        s->slots);
+    PUT("# HELP pocketdec_engines Engine threads, each with its own pipeline.\n# TYPE pocketdec_engines gauge\n"
+        "pocketdec_engines %d\n",
+        s->n_threads);
     PUT("# HELP pocketdec_queue_capacity Requests that may wait (--queue).\n# TYPE pocketdec_queue_capacity gauge\n"
         "pocketdec_queue_capacity %d\n",
         s->cfg->queue);
@@ -374,15 +443,36 @@ static char *metrics_text(server *s)
     return out;
 }
 
-/* Hand the parsed request to the workers and wait for its answer. */
+/* Free slots: those no text holds, less one for each request partly
+ * started (its next text takes the next slot that frees). Mutex held. */
+static int32_t free_slots(const server *s)
+{
+    int32_t partial = 0;
+    for (const job *j = s->head_job; j; j = j->next) partial += j->n_started > 0;
+    int32_t n = s->slots - s->in_flight - partial;
+    return n > 0 ? n : 0;
+}
+
+/* Hand the parsed request to the engines and wait for its answer. */
 static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, job *j)
 {
     j->deadline = r->t0 + s->cfg->timeout_s;
     j->refs = 2;
     pthread_cond_init(&j->done, NULL);
+    if (j->endpoint == EP_EXTRACT) {
+        j->tags = malloc(j->ex.n * sizeof *j->tags);
+        j->outs = calloc(j->ex.n, sizeof *j->outs);
+        j->errs = calloc(j->ex.n, sizeof *j->errs);
+        if (!j->tags || !j->outs || !j->errs) {
+            j->refs = 1;
+            job_unref(j);
+            return fail(s, c, r, 500, "out of memory");
+        }
+        for (size_t i = 0; i < j->ex.n; i++) j->tags[i] = (text_tag){j, i};
+    }
     pthread_mutex_lock(&s->mu);
-    /* full: more requests waiting than idle workers will take, plus --queue */
-    if (s->queued - (s->n_threads - s->busy) >= s->cfg->queue) {
+    /* full: more requests waiting than free slots will take, plus --queue */
+    if (s->waiting - free_slots(s) >= s->cfg->queue) {
         j->refs = 1;
         job_unref(j);
         pthread_mutex_unlock(&s->mu);
@@ -392,8 +482,8 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
     if (s->tail_job) s->tail_job->next = j;
     else s->head_job = j;
     s->tail_job = j;
-    s->queued++;
-    pthread_cond_signal(&s->work);
+    s->waiting++;
+    pthread_cond_broadcast(&s->work);
     struct timespec until;
     double dl = j->deadline - now_s() + 0.0, wall;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -405,7 +495,7 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
     int status;
     char *body;
     if (j->state != JOB_DONE) {
-        j->state = JOB_ABANDONED; /* the worker drops it, or its answer */
+        j->state = JOB_ABANDONED; /* the engines start no more of it, and drop its answer */
         status = 504;
         body = NULL;
     } else {
@@ -515,28 +605,36 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* ------------------------------------------------------------ the server */
 
-static int start_workers(server *s, worker *ws, char *msg, size_t msg_size)
+/* The engines: a tagger head reads one text a pass, so --parallel engines
+ * with a pipeline each; generation keeps --parallel texts in flight in one
+ * engine's joint passes (the weights read once a pass for all of them). */
+static int start_engines(server *s, engine *ws, int32_t n, bool tagger, char *msg, size_t msg_size)
 {
     const ps_config *cfg = s->cfg;
-    for (int32_t i = 0; i < cfg->workers; i++) {
+    pd_pipeline_params pp = cfg->pipeline;
+    int32_t cores = pd_cpu_count();
+    pp.parallel = tagger ? 1 : cfg->parallel;
+    if (pp.n_threads == 0) pp.n_threads = cores / n > 0 ? cores / n : 1;
+    for (int32_t i = 0; i < n; i++) {
         pd_error err;
         ws[i].s = s;
-        if (!(ws[i].pipe = pd_pipeline_new(s->model, s->schema, s->head, &cfg->pipeline, &err))) {
+        if (!(ws[i].pipe = pd_pipeline_new(s->model, s->schema, s->head, &pp, &err))) {
             snprintf(msg, msg_size, "%s", err.message);
             return 1;
         }
+        s->slots += pd_pipeline_parallel(ws[i].pipe);
         if (s->can_score) {
             pd_decider_params dp = pd_decider_default_params();
-            dp.n_threads = cfg->pipeline.n_threads;
+            dp.n_threads = pp.n_threads;
             if (!(ws[i].dec = pd_decider_new(s->model, s->head, &dp, &err))) {
                 snprintf(msg, msg_size, "%s", err.message);
                 return 1;
             }
         }
     }
-    for (int32_t i = 0; i < cfg->workers; i++) {
-        if (pthread_create(&s->threads[i], NULL, worker_main, &ws[i])) {
-            snprintf(msg, msg_size, "cannot start a worker thread");
+    for (int32_t i = 0; i < n; i++) {
+        if (pthread_create(&s->threads[i], NULL, engine_main, &ws[i])) {
+            snprintf(msg, msg_size, "cannot start an engine thread");
             return 1;
         }
         s->n_threads++;
@@ -580,9 +678,11 @@ static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, in
 int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
            size_t msg_size)
 {
+    bool tagger = head && pd_head_get_type(head) == PD_HEAD_TAGGER;
+    int32_t n_engines = tagger && cfg->parallel > 1 ? cfg->parallel : 1;
     server *s = calloc(1, sizeof *s);
-    worker *ws = calloc((size_t)cfg->workers, sizeof *ws);
-    pthread_t *threads = calloc((size_t)cfg->workers, sizeof *threads);
+    engine *ws = calloc((size_t)n_engines, sizeof *ws);
+    pthread_t *threads = calloc((size_t)n_engines, sizeof *threads);
     if (!s || !ws || !threads) {
         free(s);
         free(ws);
@@ -598,12 +698,12 @@ int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, 
     s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    int rc = start_workers(s, ws, msg, msg_size), port = 0;
+    int rc = start_engines(s, ws, n_engines, tagger, msg, msg_size), port = 0;
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
-        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (%d workers x %d threads, queue %d)\n",
-                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, cfg->workers,
-                cfg->pipeline.n_threads, cfg->queue);
+        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (%d engines x %d texts in flight, queue %d)\n",
+                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, n_engines,
+                s->slots / n_engines, cfg->queue);
         fflush(stderr);
         sigset_t set;
         sigemptyset(&set);
@@ -641,7 +741,7 @@ int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, 
         s->head_job = j->next;
         job_unref(j);
     }
-    for (int32_t i = 0; i < cfg->workers; i++) {
+    for (int32_t i = 0; i < n_engines; i++) {
         pd_pipeline_free(ws[i].pipe);
         pd_decider_free(ws[i].dec);
     }

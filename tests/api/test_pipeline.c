@@ -1,7 +1,8 @@
 /* test_pipeline.c - pd_pipeline, extraction's one entry point, on the bundled
  * models: the path each head calls for; its records equal those of the
  * path's own calls (pd_tag_extract; pd_extract then pd_extraction_decide;
- * pd_extract), one text at a time and many at once; every bad combination
+ * pd_extract), one text at a time, many at once and as a stream whose texts
+ * arrive while others are in flight; every bad combination
  * refused with its code and a message naming what is wrong. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -46,8 +47,60 @@ static void assert_same(const pd_extraction *a, const pd_extraction *b)
     free(y);
 }
 
-/* The pipeline's records of every text, one at a time and many at once,
- * against want(i) (the path's own calls). */
+/* A stream whose texts arrive one call in two while others are in flight
+ * (as a server's do), twice over, then a NULL text with a length: each
+ * text's result kept by its tag, and every done call counted. */
+#define N_STREAM (2 * N_TEXTS + 1)
+typedef struct arrivals {
+    int next, calls, n_done[N_STREAM];
+    pd_extraction *outs[N_STREAM];
+    pd_error errs[N_STREAM];
+} arrivals;
+
+static int arrive(void *user, int wait, const char **text, size_t *len, void **tag)
+{
+    arrivals *a = user;
+    if (a->next == N_STREAM) return -1;
+    if (!wait && a->calls++ % 2 == 0) return 0; /* nothing came yet */
+    int i = a->next++;
+    *text = i < 2 * N_TEXTS ? texts[i % N_TEXTS] : NULL;
+    *len = i < 2 * N_TEXTS ? strlen(texts[i % N_TEXTS]) : 3;
+    *tag = (void *)(intptr_t)i;
+    return 1;
+}
+
+static void arrived(void *user, void *tag, pd_extraction *x, const pd_error *e)
+{
+    arrivals *a = user;
+    int i = (int)(intptr_t)tag;
+    assert_true(i >= 0 && i < N_STREAM);
+    a->n_done[i]++;
+    a->outs[i] = x;
+    a->errs[i] = *e;
+}
+
+static void check_stream(pd_pipeline *p, pd_extraction *const *want)
+{
+    arrivals a = {0};
+    pd_text_source src = {arrive, arrived, &a};
+    pd_error err;
+    if (pd_pipeline_extract_stream(p, &src, &err)) fail_msg("%s", err.message);
+    for (int i = 0; i < N_STREAM; i++) {
+        assert_int_equal(a.n_done[i], 1);
+        if (i == 2 * N_TEXTS) { /* the NULL text: its own error, no records */
+            assert_null(a.outs[i]);
+            assert_int_equal(a.errs[i].code, PD_ERR_ARG);
+            continue;
+        }
+        assert_int_equal(a.errs[i].code, PD_OK);
+        assert_same(a.outs[i], want[i % N_TEXTS]);
+        pd_extraction_free(a.outs[i]);
+    }
+    assert_int_equal(pd_pipeline_extract_stream(p, NULL, &err), PD_ERR_ARG);
+}
+
+/* The pipeline's records of every text, one at a time, many at once and as
+ * a stream, against want(i) (the path's own calls). */
 static void check_against(pd_pipeline *p, pd_extraction *const *want)
 {
     pd_error err, errs[N_TEXTS];
@@ -66,6 +119,7 @@ static void check_against(pd_pipeline *p, pd_extraction *const *want)
         assert_same(outs[i], want[i]);
         pd_extraction_free(outs[i]);
     }
+    check_stream(p, want);
 }
 
 static void test_tagger_path(void **state)

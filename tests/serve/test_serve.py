@@ -9,7 +9,10 @@ and checks: every endpoint; the records of 24 dev reviews equal to what
 `pocketdec extract --format jsonl` writes for them, one a request and all in
 one request; each refused body with its status and message; the API key; 503
 with Retry-After when the queue is full; 504 past --timeout; a loopback load
-test where every request is answered once and correctly; SIGTERM with
+test (16 clients x 200 requests; POCKETDEC_SERVE_LOAD scales it) where every
+request is answered once and correctly; generation with texts of several
+clients sharing one engine's passes (continuous batching), records as the
+command's; SIGTERM with
 requests in flight, all answered, exit 0; /v1/score against `pocketdec score`
 with the generative bundle's pointer head. Prints "N passed, N failed";
 exits 77 (skipped) when the command was built without libmicrohttpd.
@@ -88,7 +91,7 @@ def dev_reviews(n):
     return [(r[0], r[1]) for r in rows[:n]]
 
 
-def extract_cli(reviews):
+def extract_cli(reviews, model=MODEL):
     """The records `pocketdec extract --format jsonl` writes for each review."""
     with tempfile.TemporaryDirectory() as d:
         inp = os.path.join(d, "in.jsonl")
@@ -96,7 +99,7 @@ def extract_cli(reviews):
             for i, t in reviews:
                 f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
         out = os.path.join(d, "out.jsonl")
-        subprocess.run([PD, "extract", "--model", MODEL, "--schema", SCHEMA, "--input", inp, "--output", out,
+        subprocess.run([PD, "extract", "--model", model, "--schema", SCHEMA, "--input", inp, "--output", out,
                         "--format", "jsonl"], check=True, capture_output=True, timeout=300)
         with open(out, encoding="utf-8") as f:
             return {json.loads(l)["id"]: json.loads(l)["records"] for l in f}
@@ -141,7 +144,7 @@ def test_endpoints(s, reviews, want):
                  'pocketdec_requests_total{endpoint="/v1/score",status="422"} 1',
                  "pocketdec_request_duration_seconds_bucket{le=\"+Inf\"}", "pocketdec_request_duration_seconds_sum",
                  "pocketdec_reviews_extracted_total " + str(2 * len(reviews) + 2), "pocketdec_queue_depth 0",
-                 "pocketdec_busy_workers 0", "pocketdec_workers 2"]:
+                 "pocketdec_slots_busy 0", "pocketdec_slots 2", "pocketdec_engines 2"]:
         check("metrics: " + what, what in text, text)
 
 
@@ -276,20 +279,21 @@ def test_timeout(texts):
         check("timeout server: SIGTERM -> exit 0", s.stop() == 0, s.log)
 
 
-def test_load(s, reviews, want):
-    clients, each = 8, 25
+def load(s, reviews, want, clients, each, what):
+    """clients keep-alive clients sending `each` single-review requests at once:
+    every request answered once, 200, with the records the command writes."""
     ids = [i for i, _ in reviews]
     text = dict(reviews)
 
     def client(c):
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=600)
         got = []
         for k in range(each):
             rid = ids[(c * each + k) % len(ids)]
             conn.request("POST", "/v1/extract", body=json.dumps({"text": text[rid]}).encode(),
                          headers={"Content-Type": "application/json"})
             r = conn.getresponse()
-            got.append((rid, r.status, json.loads(r.read())))
+            got.append((c, k, rid, r.status, json.loads(r.read())))
         conn.close()
         return got
     t0 = time.time()
@@ -297,14 +301,37 @@ def test_load(s, reviews, want):
     dt = time.time() - t0
     errors = [o for o in out if isinstance(o, Exception)]
     answers = [a for o in out if not isinstance(o, Exception) for a in o]
-    right = sum(st == 200 and body == {"records": want[rid]} for rid, st, body in answers)
+    right = sum(st == 200 and body == {"records": want[rid]} for _, _, rid, st, body in answers)
     total = clients * each
-    check(f"load: {clients} clients x {each} requests (keep-alive), each answered once and right",
-          not errors and len(answers) == total and right == total, (errors[:2], len(answers), right))
-    print(f"      load test: {total} requests in {dt:.2f} s = {total / dt:.1f} requests/s", flush=True)
-    _, _, data = s.request("GET", "/metrics")
-    m = re.search(r'pocketdec_requests_total\{endpoint="/v1/extract",status="200"\} (\d+)', data.decode())
-    check("metrics count the load", m and int(m.group(1)) >= total, data[:300])
+    check(f"{what}: {clients} clients x {each} requests (keep-alive), each answered once and right",
+          not errors and len(answers) == total and len({(c, k) for c, k, *_ in answers}) == total and right == total,
+          (errors[:2], len(answers), right))
+    print(f"      {what}: {total} requests in {dt:.2f} s = {total / dt:.1f} requests/s", flush=True)
+    return s.request("GET", "/metrics")[2].decode()
+
+
+def test_load(s, reviews, want):
+    # POCKETDEC_SERVE_LOAD=CLIENTSxREQUESTS scales it down for sanitizer builds
+    clients, each = (int(v) for v in os.environ.get("POCKETDEC_SERVE_LOAD", "16x200").split("x"))
+    text = load(s, reviews, want, clients, each, "load")
+    m = re.search(r'pocketdec_requests_total\{endpoint="/v1/extract",status="200"\} (\d+)', text)
+    check("metrics count the load", m and int(m.group(1)) >= clients * each, text[:300])
+
+
+def test_continuous(reviews):
+    """Generation: texts of every client join one engine's joint passes as
+    slots free, with the records of the command."""
+    gen = os.path.join(ROOT, "models", "tianchi-gen")
+    want = extract_cli(reviews, gen)
+    s = Server("--parallel", "4", "--threads", "2", model=gen)
+    try:
+        text = load(s, reviews, want, 8, 3, "generation, continuous batching")
+        m = re.search(r"^pocketdec_slots_busy_peak (\d+)$", text, re.M)
+        check("texts of several clients shared the passes (slots_busy_peak 2..4)",
+              m and 2 <= int(m.group(1)) <= 4 and "pocketdec_engines 1" in text and "pocketdec_slots 4" in text,
+              text[-900:])
+    finally:
+        check("generation server: SIGTERM -> exit 0", s.stop() == 0, s.log)
 
 
 def test_sigterm(texts):
@@ -324,7 +351,7 @@ def test_sigterm(texts):
     for _ in range(500):
         text = s.request("GET", "/metrics")[2].decode()
         if (metric(text, 'pocketdec_requests_total{endpoint="/v1/extract",status="200"}') +
-                metric(text, "pocketdec_queue_depth") + metric(text, "pocketdec_busy_workers")) >= 5:
+                metric(text, "pocketdec_queue_depth") + metric(text, "pocketdec_slots_busy")) >= 5:
             break
         time.sleep(0.01)
     check("SIGTERM test: the five requests accepted before it", metric(text, "pocketdec_queue_depth") >= 2, text)
@@ -374,6 +401,8 @@ def main():
     check("serve --help", "usage: pocketdec serve" in help_ and "/v1/extract" in help_, help_[:200])
     reviews = dev_reviews(24)
     want = extract_cli(reviews)
+    load_reviews = dev_reviews(200)
+    load_want = extract_cli(load_reviews)
     try:
         s = Server("--parallel", "2", "--threads", "1", "--max-texts", "32", "--max-body", "65536")
     except RuntimeError as e:
@@ -384,7 +413,7 @@ def main():
     try:
         test_endpoints(s, reviews, want)
         test_errors(s)
-        test_load(s, reviews, want)
+        test_load(s, load_reviews, load_want)
     finally:
         check("main server: SIGTERM -> exit 0", s.stop() == 0, s.log)
     texts = [t for _, t in dev_reviews(283)]
@@ -393,6 +422,7 @@ def main():
     test_timeout(texts)
     test_sigterm(texts)
     test_score()
+    test_continuous(reviews)
     rc, _, err = (lambda p: (p.returncode, p.stdout, p.stderr.decode()))(subprocess.run(
         [PD, "serve", "--model", MODEL, "--schema", SCHEMA, "--api-key", "a", "--api-key-file", "f"],
         capture_output=True))
