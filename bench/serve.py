@@ -12,8 +12,9 @@ is past the 283 of the split):
     the MNN-Pocket-0.3B shape in Q4_0 with random weights and the real Qwen3 vocabulary)
     with --parallel 8 --threads T. Its reviews/s is the command's own summary line
     (loading the model excluded).
-  - `pocketdec serve` (a fresh server for each client count): the tagger with T engines of
-    one thread (--parallel T --threads 1), generation with one engine of --parallel N
+  - `pocketdec serve` (a fresh server for each client count): the tagger with one engine
+    of T threads (the default) and with T engines of one thread (--parallel T --threads 1),
+    generation with one engine of --parallel N
     texts in flight (default 8) and T threads; C keep-alive clients send the reviews one
     request each (each review once, dealt in turn), as fast as they are answered.
     reviews/s = N / the wall time from the first request to the last answer; p50 and p99
@@ -139,14 +140,16 @@ def bench_model(pd, name, model, reviews, clients, threads, parallel):
     log(f"{name}: extract over {len(reviews)} reviews")
     ex_args = ["--threads", str(threads)] + ([] if tagger else ["--parallel", "8"])
     want, rate = extract(pd, model, reviews, ex_args)
-    sv_args = ["--parallel", str(threads), "--threads", "1"] if tagger else \
-        ["--parallel", str(parallel), "--threads", str(threads)]
+    # the tagger: one engine of every thread (the default), and an engine a thread
+    configs = [["--parallel", "1", "--threads", str(threads)], ["--parallel", str(threads), "--threads", "1"]] \
+        if tagger else [["--parallel", str(parallel), "--threads", str(threads)]]
     print(f"| {name} | `extract {' '.join(ex_args)}` | | {rate:.1f} | 1.00 | | | | |", flush=True)
-    for c in clients:
-        log(f"{name}: serve {' '.join(sv_args)}, {c} clients")
-        rps, p50, p99, peak, wrong = serve_run(pd, model, reviews, want, c, sv_args)
-        print(f"| {name} | `serve {' '.join(sv_args)}` | {c} | {rps:.1f} | {rps / rate:.2f} | {p50:.0f} | {p99:.0f} "
-              f"| {peak:.0f} | {wrong} |", flush=True)
+    for sv_args in configs:
+        for c in clients:
+            log(f"{name}: serve {' '.join(sv_args)}, {c} clients")
+            rps, p50, p99, peak, wrong = serve_run(pd, model, reviews, want, c, sv_args)
+            print(f"| {name} | `serve {' '.join(sv_args)}` | {c} | {rps:.1f} | {rps / rate:.2f} | {p50:.0f} "
+                  f"| {p99:.0f} | {peak:.0f} | {wrong} |", flush=True)
 
 
 def bench_dask(pd, times):
