@@ -717,3 +717,16 @@ pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows
     matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1);
     return PD_OK;
 }
+
+void pdi_model_embed_rows(const pd_model *model, const int32_t *ids, int64_t n, float *out)
+{
+    for (int64_t t = 0; t < n; t++) pdi_matrix_row(&model->embed, ids[t], out + t * model->cfg.hidden);
+}
+
+void pdi_context_head_logits(pd_context *ctx, const float *x, int64_t n_tok, float *logits)
+{
+    const pd_config *c = &ctx->model->cfg;
+    matmul(ctx, &ctx->model->lm_head, x, NULL, c->hidden, logits, c->vocab, n_tok);
+}
+
+struct pdi_pool *pdi_context_pool(pd_context *ctx) { return ctx->pool; }

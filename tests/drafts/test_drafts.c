@@ -1,0 +1,200 @@
+/* test_drafts.c - DFlash / DFlash2 drafts against the float64 reference of
+ * tools/testmodels/draft_reference.py, and the loader's refusals.
+ *
+ * Usage: test_drafts FIXTURES   (the folder tests/drafts/make_fixtures.py wrote)
+ *
+ * For each random draft (F32 sharded, BF16, F16) the steps of cases.json run
+ * on one draft context: forget positions, append features, propose a block;
+ * every logit must be within 1e-4 of the largest |logit| of the reference,
+ * and the tokens (argmax, or DFlash2's selector path) identical. Each draft
+ * of broken.json must be refused with its status and a message holding its
+ * text (the file or the tensor). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pocketdec.h"
+
+static const char *fixtures;
+
+static json_t *load_json(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", fixtures, name);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) fail_msg("%s: %s", path, je.text);
+    return root;
+}
+
+static float *floats_of(const json_t *rows, int64_t *n_rows, int64_t *n_cols)
+{
+    *n_rows = (int64_t)json_array_size(rows);
+    *n_cols = *n_rows ? (int64_t)json_array_size(json_array_get(rows, 0)) : 0;
+    float *out = malloc((size_t)(*n_rows * *n_cols + 1) * sizeof *out);
+    assert_non_null(out);
+    for (int64_t r = 0; r < *n_rows; r++)
+        for (int64_t c = 0; c < *n_cols; c++)
+            out[r * *n_cols + c] = (float)json_number_value(json_array_get(json_array_get(rows, (size_t)r), (size_t)c));
+    return out;
+}
+
+/* One step of a case; returns max |C - reference| / max |reference|. */
+static double run_step(pd_draft_context *dc, const pd_draft *d, const json_t *step, const char *name, int s)
+{
+    pd_error err = {0};
+    json_int_t keep = json_integer_value(json_object_get(step, "keep"));
+    if (keep >= 0) assert_int_equal(pd_draft_context_truncate(dc, (int32_t)keep, &err), PD_OK);
+    int64_t n_new, n_feat;
+    float *feat = floats_of(json_object_get(step, "append"), &n_new, &n_feat);
+    assert_int_equal(n_feat, pd_draft_feature_size(d));
+    int32_t len0 = pd_draft_context_len(dc);
+    if (pd_draft_context_append(dc, feat, (int32_t)n_new, &err)) fail_msg("%s: %s", name, err.message);
+    assert_int_equal(pd_draft_context_len(dc), len0 + n_new);
+    free(feat);
+
+    const json_t *jb = json_object_get(step, "block");
+    int32_t n_block = (int32_t)json_array_size(jb), block[64], tokens[64];
+    for (int32_t i = 0; i < n_block; i++) block[i] = (int32_t)json_integer_value(json_array_get(jb, (size_t)i));
+    int64_t rows, vocab;
+    float *want = floats_of(json_object_get(step, "logits"), &rows, &vocab);
+    assert_int_equal(rows, n_block - 1);
+    float *got = malloc((size_t)(rows * vocab) * sizeof *got);
+    assert_non_null(got);
+    if (pd_draft_propose(dc, block, n_block, tokens, got, &err)) fail_msg("%s: %s", name, err.message);
+    assert_int_equal(pd_draft_context_len(dc), len0 + n_new); /* proposing leaves the context as it was */
+    double max_ref = 0, max_diff = 0;
+    for (int64_t i = 0; i < rows * vocab; i++) {
+        max_ref = fmax(max_ref, fabs(want[i]));
+        max_diff = fmax(max_diff, fabs((double)got[i] - want[i]));
+    }
+    const json_t *jt = json_object_get(step, "tokens");
+    for (int32_t p = 0; p < n_block - 1; p++)
+        if (tokens[p] != json_integer_value(json_array_get(jt, (size_t)p)))
+            fail_msg("%s step %d: token %d is %d, the reference's %lld", name, s, p, tokens[p],
+                     (long long)json_integer_value(json_array_get(jt, (size_t)p)));
+    free(want);
+    free(got);
+    double rel = max_diff / max_ref;
+    if (!(rel <= 1e-4)) fail_msg("%s step %d: logits differ by %g of the largest (%g)", name, s, rel, max_ref);
+    return rel;
+}
+
+static void test_reference_cases(void **state)
+{
+    (void)state;
+    json_t *root = load_json("cases.json");
+    const json_t *cases = json_object_get(root, "cases");
+    assert_true(json_array_size(cases) > 0);
+    pd_error err = {0};
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cases, i, c) {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        pd_model *target = pd_model_load(json_string_value(json_object_get(c, "target")), NULL, &err);
+        if (!target) fail_msg("%s", err.message);
+        pd_draft *d = pd_draft_load(json_string_value(json_object_get(c, "dir")), target, &err);
+        if (!d) fail_msg("%s: %s", name, err.message);
+        assert_int_equal(pd_draft_get_kind(d), strstr(name, "dflash2") ? PD_DRAFT_DFLASH2 : PD_DRAFT_DFLASH);
+        assert_ptr_equal(pd_draft_target(d), target);
+        assert_int_equal(pd_draft_target_layer(d, pd_draft_n_target_layers(d)), -1);
+        pd_draft_context *dc = pd_draft_context_new(d, 64, 2, &err);
+        if (!dc) fail_msg("%s: %s", name, err.message);
+        const json_t *steps = json_object_get(c, "steps"), *step;
+        size_t s;
+        double worst = 0;
+        json_array_foreach(steps, s, step) worst = fmax(worst, run_step(dc, d, step, name, (int)s));
+        printf("%s: %zu steps, logits within %.3g of the largest, tokens identical\n", name, json_array_size(steps),
+               worst);
+        pd_draft_context_free(dc);
+        pd_draft_free(d);
+        pd_model_free(target);
+    }
+    json_decref(root);
+}
+
+/* The calls' own refusals: sizes, ids, a full context. */
+static void test_bad_calls(void **state)
+{
+    (void)state;
+    json_t *root = load_json("cases.json");
+    const json_t *c = json_array_get(json_object_get(root, "cases"), 0);
+    pd_error err = {0};
+    pd_model *target = pd_model_load(json_string_value(json_object_get(c, "target")), NULL, &err);
+    assert_non_null(target);
+    assert_null(pd_draft_load(NULL, target, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    pd_draft *d = pd_draft_load(json_string_value(json_object_get(c, "dir")), target, &err);
+    assert_non_null(d);
+    assert_null(pd_draft_context_new(d, 0, 1, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_null(pd_draft_context_new(d, 1 << 30, 1, &err));
+    assert_int_equal(err.code, PD_ERR_RANGE);
+    pd_draft_context *dc = pd_draft_context_new(d, 4, 1, &err);
+    assert_non_null(dc);
+    float *feat = calloc((size_t)pd_draft_feature_size(d) * 5, sizeof *feat);
+    assert_int_equal(pd_draft_context_append(dc, feat, 5, &err), PD_ERR_CONTEXT);
+    assert_int_equal(pd_draft_context_len(dc), 0);
+    assert_int_equal(pd_draft_context_append(dc, feat, 4, &err), PD_OK);
+    assert_int_equal(pd_draft_context_truncate(dc, 5, &err), PD_ERR_RANGE);
+    int32_t block[64] = {1, 2, 3}, tokens[64];
+    assert_int_equal(pd_draft_propose(dc, block, 1, tokens, NULL, &err), PD_ERR_ARG);
+    assert_int_equal(pd_draft_propose(dc, block, pd_draft_block_size(d) + 1, tokens, NULL, &err), PD_ERR_ARG);
+    block[1] = 1 << 20;
+    assert_int_equal(pd_draft_propose(dc, block, 3, tokens, NULL, &err), PD_ERR_RANGE);
+    assert_non_null(strstr(err.message, "block token"));
+    block[1] = pd_draft_mask_id(d);
+    assert_int_equal(pd_draft_propose(dc, block, 3, tokens, NULL, &err), PD_OK);
+    free(feat);
+    pd_draft_context_free(dc);
+    pd_draft_free(d);
+    pd_model_free(target);
+    json_decref(root);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    json_t *root = load_json("broken.json");
+    pd_error err = {0};
+    pd_model *target = pd_model_load(json_string_value(json_object_get(root, "target")), NULL, &err);
+    assert_non_null(target);
+    size_t i;
+    const json_t *c;
+    json_array_foreach(json_object_get(root, "cases"), i, c) {
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *text = json_string_value(json_object_get(c, "text"));
+        memset(&err, 0, sizeof err);
+        pd_draft *d = pd_draft_load(json_string_value(json_object_get(c, "dir")), target, &err);
+        if (d) fail_msg("%s: loaded", name);
+        if (err.code != (pd_status)json_integer_value(json_object_get(c, "status")) || !strstr(err.message, text))
+            fail_msg("%s: status %d \"%s\", expected status %lld and \"%s\"", name, err.code, err.message,
+                     (long long)json_integer_value(json_object_get(c, "status")), text);
+    }
+    printf("%zu broken drafts refused\n", json_array_size(json_object_get(root, "cases")));
+    pd_model_free(target);
+    json_decref(root);
+}
+
+int main(int argc, char **argv)
+{
+    fixtures = argc > 1 ? argv[1] : getenv("PD_DRAFT_FIXTURES");
+    if (!fixtures) {
+        fprintf(stderr, "usage: test_drafts FIXTURES\n");
+        return 2;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reference_cases),
+        cmocka_unit_test(test_bad_calls),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
