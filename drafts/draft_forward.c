@@ -288,6 +288,7 @@ void pd_draft_context_free(pd_draft_context *dc)
 }
 
 int32_t pd_draft_context_len(const pd_draft_context *dc) { return dc ? dc->len : 0; }
+const pd_draft *pdi_draft_of(const pd_draft_context *dc) { return dc->d; }
 
 pd_status pd_draft_context_truncate(pd_draft_context *dc, int32_t n, pd_error *err)
 {

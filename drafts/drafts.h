@@ -53,4 +53,7 @@ struct pd_draft {
 void pdi_draft_select(const pd_draft *d, const int32_t *candidates, const float *unary, const float *proj, int32_t n,
                       int32_t anchor, int32_t *path);
 
+/* The draft a context runs. */
+const pd_draft *pdi_draft_of(const pd_draft_context *dc);
+
 #endif

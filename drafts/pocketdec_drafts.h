@@ -100,6 +100,34 @@ PD_API pd_status pd_draft_context_append(pd_draft_context *dc, const float *feat
 PD_API pd_status pd_draft_propose(pd_draft_context *dc, const int32_t *block, int32_t n_block, int32_t *tokens,
                                   float *logits, pd_error *err);
 
+/* What a speculative generation did. */
+typedef struct pd_draft_stats {
+    int32_t passes;   /* target passes after the prompt's: one a block verified */
+    int32_t drafted;  /* tokens the draft proposed */
+    int32_t accepted; /* of those, the ones the target's greedy choice confirmed */
+    int32_t produced; /* tokens generated (stop tokens not counted) */
+} pd_draft_stats;
+
+/* pd_generate with the draft proposing, greedy: the same text, token for
+ * token, and the same tokens left in ctx's cache, as pd_generate with the
+ * same ctx and params (whose prompt, chat, max_tokens, stop tokens, callback
+ * and errors it shares). The target evaluates the prompt keeping the
+ * draft's layer states (pd_context_keep_layer_states; turned off again on
+ * return), then each pass verifies a block: the last token, then the
+ * draft's proposals for the next block - 1 positions; the proposals that
+ * equal the target's greedy choices are kept, with the target's token after
+ * them, and both caches are cut back to what was kept. block: tokens a
+ * block (2 to the draft's block size), 0 for the draft's block size. dc is
+ * a context of a draft loaded for ctx's model; it is emptied first (the
+ * draft sees only this prompt and what follows); when its positions run
+ * out, the rest is decoded a token at a time. A sampler with temperature
+ * > 0 is not speculated: the call is pd_generate's (stats all 0 but
+ * produced). stats may be NULL. PD_ERR_ARG for a draft of another model or
+ * a bad block size. */
+PD_API pd_status pd_draft_generate(pd_context *ctx, pd_draft_context *dc, const char *prompt,
+                                   const pd_generate_params *params, int32_t block, pd_token_callback callback,
+                                   void *user, char **text, pd_draft_stats *stats, pd_error *err);
+
 #ifdef __cplusplus
 }
 #endif

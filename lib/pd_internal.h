@@ -238,6 +238,39 @@ void pdi_context_head_logits(pd_context *ctx, const float *x, int64_t n_tok, flo
 /* The thread pool of ctx's passes, for work between them (core/threadpool.h). */
 struct pdi_pool;
 struct pdi_pool *pdi_context_pool(pd_context *ctx);
+/* The model ctx runs. */
+const pd_model *pdi_context_model(const pd_context *ctx);
+
+/* ---------------------------------------------- generation (core/generate.c) */
+
+/* One pd_generate-style generation, for the loops that decode otherwise
+ * (speculative drafts): the prompt's ids, the stop tokens, the text so far. */
+typedef struct pdi_gen {
+    const pd_model *model;
+    pd_generate_params p;
+    pd_token_callback callback;
+    void *user;
+    uint64_t rng;
+    int32_t *ids, n_ids; /* the prompt, encoded (ChatML-wrapped with p.chat) */
+    int32_t stops[3];
+    int32_t produced;
+    bool done;       /* a stop token, the callback or max_tokens ended it */
+    bool stop_token; /* a stop token did */
+    pdi_buf out;
+} pdi_gen;
+
+/* Check the parameters and encode the prompt as pd_generate does (same
+ * errors, the same room check against ctx's cache). On failure nothing is
+ * left to free. */
+pd_status pdi_gen_start(pdi_gen *g, pd_context *ctx, const char *prompt, const pd_generate_params *params,
+                        pd_token_callback callback, void *user, pd_error *err);
+/* The next generated token, as pd_generate takes it: a stop token (or -1)
+ * ends the generation unprinted; otherwise its bytes are appended and the
+ * callback called, and the callback's stop or max_tokens ends it after. A
+ * token after the end is ignored. */
+pd_status pdi_gen_emit(pdi_gen *g, int32_t id, pd_error *err);
+/* Free the prompt; *text (when text is not NULL) receives the text, else it is freed. */
+void pdi_gen_end(pdi_gen *g, char **text);
 
 /* ----------------------------------------------- stored numbers (formats/) */
 

@@ -185,8 +185,48 @@ def main():
         json.dump({"cases": cases}, f)
     with open(os.path.join(out, "broken.json"), "w") as f:
         json.dump({"target": target_dir, "cases": write_broken(out, os.path.join(out, "dflash2-bf16"))}, f)
+    write_states(out, target_dir, target)
+    write_generation(out)
     with open(sys.argv[2], "w") as f:
         f.write("ok\n")
+
+
+def write_states(out, target_dir, target):
+    """states.json: the target's residual stream after layers [1, 0] for a fixed id sequence."""
+    ids, x = [], 7
+    for _ in range(10):
+        x = (x * 1103515245 + 12345) % (1 << 31)
+        ids.append(x % target["config"]["vocab"])
+    states = []
+    reference.forward(target, ids, states=states)
+    rows = np.concatenate([states[1], states[0]], axis=1)
+    with open(os.path.join(out, "states.json"), "w") as f:
+        json.dump({"target": target_dir, "ids": ids, "layers": [1, 0], "states": rows.tolist()}, f)
+
+
+def write_generation(out):
+    """generate.json: a tied target (greedy repeats its input) with a DFlash and a DFlash2 draft,
+    and prompts for pd_generate against pd_draft_generate."""
+    target_dir = os.path.join(out, "target-tied")
+    run(os.path.join(TOOLS, "make_model.py"), "--preset", "tiny", "--format", "hf-f32", "--seed", "12",
+        "--out", target_dir, "--quiet")
+    drafts = []
+    # The target repeats its last token; with a large input_embedding_scale the draft's rows keep
+    # their token's embedding, so it proposes its mask token: 'a' (id 64), accepted after an 'a'.
+    common = ["--mask-id", "64", "--embedding-scale", "30"]
+    for name, args in (("gen-dflash", ["--kind", "dflash", "--block-size", "6", "--target-layers", "0,1",
+                                       "--seed", "6", *common]),
+                       ("gen-dflash2", ["--kind", "dflash2", "--dtype", "bf16", "--block-size", "8",
+                                        "--target-layers", "1", "--layer-types", "sliding_attention,full_attention",
+                                        "--sliding-window", "3", "--softcap", "30.0", "--top-k", "4", "--seed", "7",
+                                        *common])):
+        d = os.path.join(out, name)
+        shutil.rmtree(d, ignore_errors=True)
+        make_draft.main(["--target", target_dir, "--out", d, *args])
+        drafts.append(d)
+    prompts = ["hello world", "the cat sat on the mat", "aaaa", "zq", "banana"]
+    with open(os.path.join(out, "generate.json"), "w") as f:
+        json.dump({"target": target_dir, "drafts": drafts, "prompts": prompts}, f)
 
 
 def make_draft_config(d):

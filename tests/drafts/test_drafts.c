@@ -184,6 +184,140 @@ static void test_refusals(void **state)
     json_decref(root);
 }
 
+/* pd_context_keep_layer_states against the reference's residual stream after each layer. */
+static void test_layer_states(void **state)
+{
+    (void)state;
+    json_t *root = load_json("states.json");
+    pd_error err = {0};
+    pd_model *target = pd_model_load(json_string_value(json_object_get(root, "target")), NULL, &err);
+    assert_non_null(target);
+    pd_context_params cp = pd_context_default_params();
+    cp.n_ctx = 32;
+    cp.n_batch = 4; /* the batch in three passes */
+    cp.n_threads = 2;
+    pd_context *ctx = pd_context_new(target, &cp, &err);
+    assert_non_null(ctx);
+    const json_t *jl = json_object_get(root, "layers"), *ji = json_object_get(root, "ids");
+    int32_t layers[2] = {(int32_t)json_integer_value(json_array_get(jl, 0)), (int32_t)json_integer_value(json_array_get(jl, 1))};
+    int32_t bad = 99, ids[16];
+    assert_int_equal(pd_context_keep_layer_states(ctx, &bad, 1, &err), PD_ERR_RANGE);
+    assert_int_equal(pd_context_keep_layer_states(ctx, layers, 2, &err), PD_OK);
+    int32_t n = (int32_t)json_array_size(ji);
+    for (int32_t i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(ji, (size_t)i));
+    assert_int_equal(pd_eval_tokens(ctx, ids, n, &err), PD_OK); /* keeps the last row only: every row's states all the same */
+    int64_t rows, width;
+    float *want = floats_of(json_object_get(root, "states"), &rows, &width);
+    assert_int_equal(rows, n);
+    double max_ref = 0, max_diff = 0;
+    for (int32_t r = 0; r < n; r++) {
+        const float *got = pd_context_layer_states(ctx, r);
+        assert_non_null(got);
+        for (int64_t i = 0; i < width; i++) {
+            max_ref = fmax(max_ref, fabs(want[r * width + i]));
+            max_diff = fmax(max_diff, fabs((double)got[i] - want[r * width + i]));
+        }
+    }
+    assert_null(pd_context_layer_states(ctx, n));
+    printf("layer states within %.3g of the largest\n", max_diff / max_ref);
+    assert_true(max_diff <= 1e-4 * max_ref);
+    assert_int_equal(pd_context_keep_layer_states(ctx, NULL, 0, &err), PD_OK);
+    assert_int_equal(pd_eval_tokens(ctx, ids, 1, &err), PD_OK);
+    assert_null(pd_context_layer_states(ctx, 0));
+    free(want);
+    pd_context_free(ctx);
+    pd_model_free(target);
+    json_decref(root);
+}
+
+typedef struct {
+    int32_t ids[512];
+    int n, stop_after; /* stop_after > 0: the callback stops there */
+} collected;
+
+static int collect(int32_t id, const char *piece, size_t len, void *user)
+{
+    (void)piece;
+    (void)len;
+    collected *c = user;
+    if (c->n < 512) c->ids[c->n++] = id;
+    return c->stop_after > 0 && c->n >= c->stop_after;
+}
+
+/* pd_draft_generate gives pd_generate's tokens, text and cache, for both
+ * draft kinds, several prompts, block sizes, limits and stops. */
+static void test_generate_identical(void **state)
+{
+    (void)state;
+    json_t *root = load_json("generate.json");
+    pd_error err = {0};
+    pd_model *target = pd_model_load(json_string_value(json_object_get(root, "target")), NULL, &err);
+    assert_non_null(target);
+    const int32_t vocab = pd_model_config(target)->vocab;
+    pd_context_params cp = pd_context_default_params();
+    cp.n_ctx = 96;
+    cp.n_threads = 2;
+    pd_draft_stats total = {0};
+    size_t di, pi;
+    const json_t *jd, *jp;
+    json_array_foreach(json_object_get(root, "drafts"), di, jd) {
+        pd_draft *d = pd_draft_load(json_string_value(jd), target, &err);
+        if (!d) fail_msg("%s", err.message);
+        pd_draft_context *dc = pd_draft_context_new(d, 64, 2, &err); /* fewer positions than the target: the end decoded a token a pass */
+        assert_non_null(dc);
+        json_array_foreach(json_object_get(root, "prompts"), pi, jp) {
+            for (int v = 0; v < 6; v++) {
+                const int32_t blocks[] = {0, 2, 3, 0, 0, 0}, limits[] = {0, 0, 7, 13, 0, 0}, stops[] = {0, 0, 0, 0, 5, 0};
+                pd_generate_params gp = {.sampler = pd_sampler_default_params(), .max_tokens = limits[v], .chat = v == 1};
+                if (v == 5) {
+                    gp.sampler.temperature = 0.8f;
+                    gp.sampler.seed = 3;
+                    gp.max_tokens = 9;
+                }
+                collected ca = {.stop_after = stops[v]}, cb = {.stop_after = stops[v]};
+                char *ta = NULL, *tb = NULL;
+                pd_context *a = pd_context_new(target, &cp, &err), *b = pd_context_new(target, &cp, &err);
+                assert_non_null(a);
+                assert_non_null(b);
+                const char *prompt = json_string_value(jp);
+                assert_int_equal(pd_generate(a, prompt, &gp, collect, &ca, &ta, &err), PD_OK);
+                pd_draft_stats st;
+                if (pd_draft_generate(b, dc, prompt, &gp, blocks[v], collect, &cb, &tb, &st, &err))
+                    fail_msg("%s: %s", json_string_value(jd), err.message);
+                if (ca.n != cb.n || memcmp(ca.ids, cb.ids, (size_t)ca.n * sizeof(int32_t)) || strcmp(ta, tb))
+                    fail_msg("%s, prompt \"%s\", variant %d: %d tokens \"%s\" against pd_generate's %d \"%s\"",
+                             json_string_value(jd), prompt, v, cb.n, tb, ca.n, ta);
+                assert_int_equal(st.produced, cb.n);
+                assert_true(st.accepted <= st.drafted);
+                if (v == 5) assert_int_equal(st.drafted, 0);
+                total.passes += st.passes;
+                total.drafted += st.drafted;
+                total.accepted += st.accepted;
+                total.produced += st.produced;
+                assert_int_equal(pd_context_kv_len(a), pd_context_kv_len(b));
+                if (pd_context_kv_len(a) < pd_context_n_ctx(a)) { /* the caches: one more token, the same logits */
+                    int32_t one = 1;
+                    assert_int_equal(pd_eval_tokens(a, &one, 1, &err), PD_OK);
+                    assert_int_equal(pd_eval_tokens(b, &one, 1, &err), PD_OK);
+                    assert_memory_equal(pd_context_logits(a, 0), pd_context_logits(b, 0), (size_t)vocab * sizeof(float));
+                }
+                assert_null(pd_context_layer_states(b, 0)); /* turned off again */
+                pd_free(ta);
+                pd_free(tb);
+                pd_context_free(a);
+                pd_context_free(b);
+            }
+        }
+        pd_draft_context_free(dc);
+        pd_draft_free(d);
+    }
+    printf("speculative generation: %d tokens in %d passes, %d drafted, %d accepted; text identical\n",
+           total.produced, total.passes, total.drafted, total.accepted);
+    assert_true(total.accepted > 0);
+    pd_model_free(target);
+    json_decref(root);
+}
+
 int main(int argc, char **argv)
 {
     fixtures = argc > 1 ? argv[1] : getenv("PD_DRAFT_FIXTURES");
@@ -195,6 +329,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_reference_cases),
         cmocka_unit_test(test_bad_calls),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_layer_states),
+        cmocka_unit_test(test_generate_identical),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
