@@ -232,9 +232,9 @@ pd_draft_context *pd_draft_context_new(const pd_draft *d, int32_t n_ctx, int32_t
         return NULL;
     }
     const pd_config *tc = pd_model_config(d->target);
-    if (n_ctx > tc->max_positions - d->block_size) {
-        pdi_set_error(err, PD_ERR_RANGE, "%s: a draft context of %d positions and blocks of %d pass the target's %d "
-                      "positions", d->source, n_ctx, d->block_size, tc->max_positions);
+    if (n_ctx > tc->max_positions) { /* a block past them is harmless: attention sees only distances */
+        pdi_set_error(err, PD_ERR_RANGE, "%s: a draft context of %d positions is longer than the target's %d",
+                      d->source, n_ctx, tc->max_positions);
         return NULL;
     }
     pd_draft_context *dc = calloc(1, sizeof *dc);

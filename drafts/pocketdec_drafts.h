@@ -71,8 +71,8 @@ PD_API const pd_model *pd_draft_target(const pd_draft *draft);
 /* A draft context: the keys and values of up to n_ctx context positions
  * (positions 0, 1, ... in the order appended), and the scratch of one block
  * on n_threads threads (0: pd_cpu_count()). It also holds a small context of
- * the target (for its LM head). PD_ERR_ARG for n_ctx < 1, PD_ERR_RANGE past
- * the target's positions. */
+ * the target (for its LM head). PD_ERR_ARG for n_ctx < 1, PD_ERR_RANGE for
+ * more positions than the target's max_positions. */
 PD_API pd_draft_context *pd_draft_context_new(const pd_draft *draft, int32_t n_ctx, int32_t n_threads,
                                               pd_error *err);
 PD_API void pd_draft_context_free(pd_draft_context *dc);
