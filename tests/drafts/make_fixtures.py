@@ -225,8 +225,14 @@ def write_generation(out):
         make_draft.main(["--target", target_dir, "--out", d, *args])
         drafts.append(d)
     prompts = ["hello world", "the cat sat on the mat", "aaaa", "zq", "banana"]
+    # the same weights as BF16 and as Q4_0 blocks: other kernels, the same identity
+    others = []
+    for fmt, path in (("hf-bf16", "target-tied-bf16"), ("gguf-q4_0", "target-tied-q4_0.gguf")):
+        others.append(os.path.join(out, path))
+        run(os.path.join(TOOLS, "make_model.py"), "--preset", "tiny", "--format", fmt, "--seed", "12",
+            "--out", others[-1], "--quiet")
     with open(os.path.join(out, "generate.json"), "w") as f:
-        json.dump({"target": target_dir, "drafts": drafts, "prompts": prompts}, f)
+        json.dump({"target": target_dir, "targets": [target_dir, *others], "drafts": drafts, "prompts": prompts}, f)
 
 
 def make_draft_config(d):

@@ -244,20 +244,18 @@ static int collect(int32_t id, const char *piece, size_t len, void *user)
     return c->stop_after > 0 && c->n >= c->stop_after;
 }
 
-/* pd_draft_generate gives pd_generate's tokens, text and cache, for both
- * draft kinds, several prompts, block sizes, limits and stops. */
-static void test_generate_identical(void **state)
+/* pd_draft_generate gives pd_generate's tokens, text and cache on target,
+ * for both draft kinds, several prompts, block sizes, limits and stops;
+ * adds its counts to total. */
+static void generate_identical(const json_t *root, const char *path, pd_draft_stats *total)
 {
-    (void)state;
-    json_t *root = load_json("generate.json");
     pd_error err = {0};
-    pd_model *target = pd_model_load(json_string_value(json_object_get(root, "target")), NULL, &err);
-    assert_non_null(target);
+    pd_model *target = pd_model_load(path, NULL, &err);
+    if (!target) fail_msg("%s", err.message);
     const int32_t vocab = pd_model_config(target)->vocab;
     pd_context_params cp = pd_context_default_params();
     cp.n_ctx = 96;
     cp.n_threads = 2;
-    pd_draft_stats total = {0};
     size_t di, pi;
     const json_t *jd, *jp;
     json_array_foreach(json_object_get(root, "drafts"), di, jd) {
@@ -285,15 +283,15 @@ static void test_generate_identical(void **state)
                 if (pd_draft_generate(b, dc, prompt, &gp, blocks[v], collect, &cb, &tb, &st, &err))
                     fail_msg("%s: %s", json_string_value(jd), err.message);
                 if (ca.n != cb.n || memcmp(ca.ids, cb.ids, (size_t)ca.n * sizeof(int32_t)) || strcmp(ta, tb))
-                    fail_msg("%s, prompt \"%s\", variant %d: %d tokens \"%s\" against pd_generate's %d \"%s\"",
-                             json_string_value(jd), prompt, v, cb.n, tb, ca.n, ta);
+                    fail_msg("%s on %s, prompt \"%s\", variant %d: %d tokens \"%s\" against pd_generate's %d \"%s\"",
+                             json_string_value(jd), path, prompt, v, cb.n, tb, ca.n, ta);
                 assert_int_equal(st.produced, cb.n);
                 assert_true(st.accepted <= st.drafted);
                 if (v == 5) assert_int_equal(st.drafted, 0);
-                total.passes += st.passes;
-                total.drafted += st.drafted;
-                total.accepted += st.accepted;
-                total.produced += st.produced;
+                total->passes += st.passes;
+                total->drafted += st.drafted;
+                total->accepted += st.accepted;
+                total->produced += st.produced;
                 assert_int_equal(pd_context_kv_len(a), pd_context_kv_len(b));
                 if (pd_context_kv_len(a) < pd_context_n_ctx(a)) { /* the caches: one more token, the same logits */
                     int32_t one = 1;
@@ -311,10 +309,22 @@ static void test_generate_identical(void **state)
         pd_draft_context_free(dc);
         pd_draft_free(d);
     }
-    printf("speculative generation: %d tokens in %d passes, %d drafted, %d accepted; text identical\n",
-           total.produced, total.passes, total.drafted, total.accepted);
-    assert_true(total.accepted > 0);
     pd_model_free(target);
+}
+
+static void test_generate_identical(void **state)
+{
+    (void)state;
+    json_t *root = load_json("generate.json");
+    size_t i;
+    const json_t *jt;
+    json_array_foreach(json_object_get(root, "targets"), i, jt) {
+        pd_draft_stats total = {0};
+        generate_identical(root, json_string_value(jt), &total);
+        printf("%s: %d tokens in %d passes, %d drafted, %d accepted; text identical\n", json_string_value(jt),
+               total.produced, total.passes, total.drafted, total.accepted);
+        assert_true(total.accepted > 0);
+    }
     json_decref(root);
 }
 
