@@ -316,6 +316,9 @@ static void test_generate_identical(void **state)
 {
     (void)state;
     json_t *root = load_json("generate.json");
+    assert_true(json_array_size(json_object_get(root, "targets")) > 0);
+    assert_true(json_array_size(json_object_get(root, "drafts")) > 0);
+    assert_true(json_array_size(json_object_get(root, "prompts")) > 0);
     size_t i;
     const json_t *jt;
     json_array_foreach(json_object_get(root, "targets"), i, jt) {
