@@ -1,5 +1,7 @@
 /* cmd_generate.c - `pocketdec generate`: text after a prompt, greedy or
- * sampled, printed as it comes. */
+ * sampled, printed as it comes; with --draft DIR, greedy decoding verifies
+ * a DFlash / DFlash2 draft's blocks (the same text), and a summary line of
+ * passes, drafted and accepted tokens ends stderr. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -19,12 +21,15 @@ int cmd_generate(cli_args *a)
     if (!prompt) return cli_usage(a, "--prompt TEXT is required");
     pd_generate_params gp = {.sampler = pd_sampler_default_params(), .chat = cli_flag(a, "--chat")};
     double temp = 0.0, top_p = 1.0;
-    int32_t seed = 0;
+    int32_t seed = 0, block = 0;
     if (cli_int_opt(a, "--max-tokens", 128, 0, 1 << 30, &gp.max_tokens) ||
         cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp) ||
         cli_int_opt(a, "--top-k", 0, 0, 1 << 30, &gp.sampler.top_k) ||
-        cli_float_opt(a, "--top-p", 1.0, 0.0, 1.0, &top_p) || cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed))
+        cli_float_opt(a, "--top-p", 1.0, 0.0, 1.0, &top_p) || cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed) ||
+        cli_int_opt(a, "--draft-block", 0, 2, 256, &block))
         return 2;
+    const char *draft_dir = cli_opt(a, "--draft");
+    if (block && !draft_dir) return cli_usage(a, "--draft-block needs --draft DIR");
     gp.sampler.temperature = (float)temp;
     gp.sampler.top_p = (float)top_p;
     gp.sampler.seed = (uint64_t)seed;
@@ -33,13 +38,32 @@ int cmd_generate(cli_args *a)
     int32_t *ids = NULL;
     size_t n = 0;
     int rc = cli_model_context(a, &cm, &ctx, &ids, &n);
+    pd_error err;
+    pd_draft *draft = NULL;
+    pd_draft_context *dc = NULL;
+    if (rc == 0 && draft_dir) {
+        if (!(draft = pd_draft_load(draft_dir, cm.model, &err)) ||
+            !(dc = pd_draft_context_new(draft, pd_context_n_ctx(ctx), pd_context_n_threads(ctx), &err)))
+            rc = cli_fail(&err);
+        else if (block > pd_draft_block_size(draft))
+            rc = cli_failf("--draft-block %d: the draft's blocks hold at most %d tokens", block,
+                           pd_draft_block_size(draft));
+    }
     if (rc == 0) {
-        pd_error err;
-        if (pd_generate(ctx, prompt, &gp, print_piece, NULL, NULL, &err))
+        pd_draft_stats st;
+        double t0 = cli_seconds();
+        if (dc ? pd_draft_generate(ctx, dc, prompt, &gp, block, print_piece, NULL, NULL, &st, &err)
+               : pd_generate(ctx, prompt, &gp, print_piece, NULL, NULL, &err))
             rc = cli_fail(&err);
         else
             fputc('\n', stdout);
+        if (rc == 0 && dc)
+            fprintf(stderr, "pocketdec: %d tokens in %d passes; %d drafted, %d accepted (%.2f a pass); %.1f tokens/s\n",
+                    st.produced, st.passes, st.drafted, st.accepted,
+                    st.passes ? (double)st.produced / st.passes : 0.0, st.produced / (cli_seconds() - t0));
     }
+    pd_draft_context_free(dc);
+    pd_draft_free(draft);
     free(ids);
     pd_context_free(ctx);
     cli_model_close(&cm);

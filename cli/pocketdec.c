@@ -17,8 +17,12 @@ static const cli_command commands[] = {
      "Prints the final-norm hidden state of every position as a JSON array of arrays.", cmd_hidden},
     {"generate",
      "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
-     " [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
-     "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.",
+     " [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]"
+     " [--draft DIR [--draft-block N]]",
+     "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.\n"
+     "--draft DIR: a DFlash / DFlash2 draft (docs/drafts.md) proposes blocks of --draft-block N tokens (default:\n"
+     "its block size) that the model verifies in one pass each, greedy only: the same text as without it; the\n"
+     "passes, drafted and accepted tokens end stderr.",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
     {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads N] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64]",

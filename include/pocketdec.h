@@ -6,6 +6,7 @@
  *   pocketdec_runtime.h   errors, tokenizer, models, contexts, sampling, generation (lib/)
  *   pocketdec_adapters.h  PEFT LoRA adapters (adapters/)
  *   pocketdec_heads.h     decision heads (heads/)
+ *   pocketdec_drafts.h    DFlash / DFlash2 speculative-decoding drafts (drafts/)
  *   pocketdec_schemas.h   extraction schemas and constrained extraction (schemas/)
  *   pocketdec_compose.h   relabelling extractions with a head, extraction by a tagger head (compose/)
  * The conventions of every call (errors, memory, threads) are in pocketdec_runtime.h.
@@ -16,6 +17,7 @@
 #include "pocketdec_runtime.h"
 #include "pocketdec_adapters.h"
 #include "pocketdec_heads.h"
+#include "pocketdec_drafts.h"
 #include "pocketdec_schemas.h"
 #include "pocketdec_compose.h"
 

@@ -132,6 +132,13 @@ void pdi_store_free(pdi_tensor_store *st);
 pd_status pdi_store_map_anonymous(pdi_tensor_store *st, size_t size, const char *name, uint8_t **data, pd_error *err);
 const pdi_tensor *pdi_store_find(const pdi_tensor_store *st, const char *name);
 
+/* Check that st holds tensor name (unless optional: then *found, which may
+ * be NULL, says whether it does) with exactly this shape and a known dtype.
+ * A missing tensor is PD_ERR_SHAPE naming source; a wrong shape PD_ERR_SHAPE
+ * naming the file that holds it, both shapes given. */
+pd_status pdi_store_expect(const pdi_tensor_store *st, const char *name, int n_dims, const int64_t *shape,
+                           bool optional, bool *found, const char *source, pd_error *err);
+
 /* Map one .safetensors file and add its tensors (F32/F16/BF16). The header is
  * validated: length inside the file, JSON well formed, offsets inside the
  * data, end - begin == product(shape) * dtype size, no overlaps, no duplicate
@@ -144,6 +151,23 @@ pd_status pdi_hf_config_load(const char *path, pd_config *cfg, pd_error *err);
 /* Load an HF model directory: config.json, then model.safetensors or the
  * shards listed by model.safetensors.index.json. */
 pd_status pdi_hf_dir_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd_error *err);
+
+/* Whether dir exists and is a directory (PD_ERR_IO naming it otherwise). */
+pd_status pdi_hf_dir_check(const char *dir, pd_error *err);
+
+/* The tensors of an HF directory into st: model.safetensors, or the shards
+ * model.safetensors.index.json lists (each shard must hold what the index
+ * puts in it). On failure st may hold part of them: roll it back. */
+pd_status pdi_hf_tensors_load(const char *dir, pdi_tensor_store *st, pd_error *err);
+
+/* Parse the JSON file path, whose root must be an object (PD_ERR_IO when it
+ * cannot be read, PD_ERR_FORMAT naming the line otherwise). json_decref it. */
+struct json_t;
+pd_status pdi_json_load_object(const char *path, struct json_t **root, pd_error *err);
+
+/* Drop the tensors and mappings added after the store held n_tensors and
+ * n_maps: a failed load leaves the store as it found it. */
+void pdi_store_rollback(pdi_tensor_store *st, size_t n_tensors, size_t n_maps);
 
 /* The vocabulary parts a GGUF file carries (tokenizer.ggml.*). Owned by the
  * struct; freed with pdi_vocab_parts_free. */
@@ -199,6 +223,54 @@ typedef enum pdi_derive_mode { PD_DERIVE_AUTO = 0, PD_DERIVE_MERGE = 1, PD_DERIV
  * (PD_ERR_SHAPE), naming the matrix and both shapes. */
 pd_model *pdi_model_derive(const pd_model *base, const pdi_lowrank *updates, size_t n_updates, pdi_derive_mode mode,
                            pd_error *err);
+
+/* ------------------------------------------ a model's parts, for modules */
+
+/* The token embeddings of ids[0..n) as floats, row t at out + t * hidden
+ * (ids must be inside the vocabulary). */
+void pdi_model_embed_rows(const pd_model *model, const int32_t *ids, int64_t n, float *out);
+
+/* The model's LM head on n_tok vectors of its hidden size (row t at x + t *
+ * hidden): logits[t * vocab + v], computed on ctx's threads and scratch (ctx
+ * a context of that model; its cache is not touched). */
+void pdi_context_head_logits(pd_context *ctx, const float *x, int64_t n_tok, float *logits);
+
+/* The thread pool of ctx's passes, for work between them (core/threadpool.h). */
+struct pdi_pool;
+struct pdi_pool *pdi_context_pool(pd_context *ctx);
+/* The model ctx runs. */
+const pd_model *pdi_context_model(const pd_context *ctx);
+
+/* ---------------------------------------------- generation (core/generate.c) */
+
+/* One pd_generate-style generation, for the loops that decode otherwise
+ * (speculative drafts): the prompt's ids, the stop tokens, the text so far. */
+typedef struct pdi_gen {
+    const pd_model *model;
+    pd_generate_params p;
+    pd_token_callback callback;
+    void *user;
+    uint64_t rng;
+    int32_t *ids, n_ids; /* the prompt, encoded (ChatML-wrapped with p.chat) */
+    int32_t stops[3];
+    int32_t produced;
+    bool done;       /* a stop token, the callback or max_tokens ended it */
+    bool stop_token; /* a stop token did */
+    pdi_buf out;
+} pdi_gen;
+
+/* Check the parameters and encode the prompt as pd_generate does (same
+ * errors, the same room check against ctx's cache). On failure nothing is
+ * left to free. */
+pd_status pdi_gen_start(pdi_gen *g, pd_context *ctx, const char *prompt, const pd_generate_params *params,
+                        pd_token_callback callback, void *user, pd_error *err);
+/* The next generated token, as pd_generate takes it: a stop token (or -1)
+ * ends the generation unprinted; otherwise its bytes are appended and the
+ * callback called, and the callback's stop or max_tokens ends it after. A
+ * token after the end is ignored. */
+pd_status pdi_gen_emit(pdi_gen *g, int32_t id, pd_error *err);
+/* Free the prompt; *text (when text is not NULL) receives the text, else it is freed. */
+void pdi_gen_end(pdi_gen *g, char **text);
 
 /* ----------------------------------------------- stored numbers (formats/) */
 

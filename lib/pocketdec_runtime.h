@@ -345,6 +345,20 @@ PD_API int32_t pd_context_n_outputs(const pd_context *ctx);
 PD_API const float *pd_context_hidden(const pd_context *ctx, int32_t i);  /* [hidden], final-norm */
 PD_API const float *pd_context_logits(const pd_context *ctx, int32_t i);  /* [vocab] or NULL */
 
+/* Layer states, for speculative drafts that read the target's inner layers:
+ * from the next evaluation on, every token's residual stream after each of
+ * layers[0..n) (0-based layer indices, in that order; HF's hidden_states[layer
+ * + 1], before any final norm) is kept for every row of the batch, whichever
+ * rows the batch keeps. n = 0 stops it (the default: nothing is copied then).
+ * When the last layer is one of them, every row goes through the last layer.
+ * A fork does not inherit the setting. PD_ERR_RANGE for a layer the model
+ * does not have. */
+PD_API pd_status pd_context_keep_layer_states(pd_context *ctx, const int32_t *layers, int32_t n, pd_error *err);
+/* After pd_eval with layer states on: batch row `row`'s states, n x hidden
+ * floats (layer by layer, in the order asked), valid until the next pd_eval;
+ * NULL when off or row is outside the last batch. */
+PD_API const float *pd_context_layer_states(const pd_context *ctx, int32_t row);
+
 /* Logits of chosen vocabulary rows only, from the i-th kept hidden state: out[k]
  * = logit of rows[k]. Reads just those rows of the LM head (sparse head). */
 PD_API pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows, int32_t n_rows,

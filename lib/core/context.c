@@ -279,6 +279,8 @@ void pd_context_free(pd_context *ctx)
     free_qact(&ctx->qact_inner);
     free(ctx->out_hidden);
     free(ctx->out_logits);
+    free(ctx->state_layers);
+    free(ctx->states);
     free(ctx);
 }
 
@@ -302,6 +304,33 @@ pd_context *pd_context_fork(const pd_context *src, pd_error *err)
 }
 
 int32_t pd_context_kv_len(const pd_context *ctx) { return ctx->kv_len; }
+
+pd_status pd_context_keep_layer_states(pd_context *ctx, const int32_t *layers, int32_t n, pd_error *err)
+{
+    if (!ctx || n < 0 || (n > 0 && !layers))
+        return pdi_set_error(err, PD_ERR_ARG, "layer states: no context or no layer list");
+    const pd_config *c = &ctx->model->cfg;
+    for (int32_t i = 0; i < n; i++)
+        if (layers[i] < 0 || layers[i] >= c->n_layers)
+            return pdi_set_error(err, PD_ERR_RANGE, "%s: layer %d is not one of the model's %d layers", ctx->model->source,
+                                 layers[i], c->n_layers);
+    int32_t *copy = n ? malloc((size_t)n * sizeof *copy) : NULL;
+    if (n && !copy) return pdi_set_error(err, PD_ERR_NOMEM, "layer states: out of memory");
+    if (n) memcpy(copy, layers, (size_t)n * sizeof *copy);
+    free(ctx->state_layers);
+    ctx->state_layers = copy;
+    ctx->n_state_layers = n;
+    ctx->state_rows = 0;
+    ctx->states_last = false;
+    for (int32_t i = 0; i < n; i++) ctx->states_last = ctx->states_last || layers[i] == c->n_layers - 1;
+    return PD_OK;
+}
+
+const float *pd_context_layer_states(const pd_context *ctx, int32_t row)
+{
+    if (!ctx || row < 0 || row >= ctx->state_rows) return NULL;
+    return ctx->states + (size_t)row * (size_t)ctx->n_state_layers * (size_t)ctx->model->cfg.hidden;
+}
 int32_t pd_context_n_ctx(const pd_context *ctx) { return ctx->n_ctx; }
 int32_t pd_context_n_threads(const pd_context *ctx) { return pdi_pool_size(ctx->pool); }
 pd_kv_type pd_context_kv_type(const pd_context *ctx) { return ctx->kv_f16 ? PD_KV_F16 : PD_KV_F32; }

@@ -536,6 +536,39 @@ static pd_status reserve_outputs(pd_context *ctx, int32_t n, int logits, pd_erro
     return PD_OK;
 }
 
+/* Room for the layer states of n rows (pd_context_keep_layer_states). */
+static pd_status reserve_states(pd_context *ctx, int32_t n, pd_error *err)
+{
+    size_t need;
+    if (!pdi_mul_size((size_t)n, (size_t)ctx->n_state_layers * (size_t)ctx->model->cfg.hidden, &need))
+        return pdi_set_error(err, PD_ERR_NOMEM, "evaluation: the layer states of %d rows are too many", n);
+    if (need > ctx->cap_states) {
+        float *s = realloc(ctx->states, need * sizeof(float));
+        if (!s) return pdi_set_error(err, PD_ERR_NOMEM, "evaluation: out of memory for the layer states of %d rows", n);
+        ctx->states = s;
+        ctx->cap_states = need;
+    }
+    return PD_OK;
+}
+
+/* The residual stream of the pass's rows after layer l into the layer
+ * states of the parts' contexts that keep that layer. */
+static void copy_states(pd_context *ctx, int l, const pdi_seq_part *parts, int32_t n_parts)
+{
+    int64_t H = ctx->model->cfg.hidden;
+    for (int32_t i = 0; i < n_parts; i++) {
+        pd_context *seq = parts[i].seq;
+        for (int32_t k = 0; k < seq->n_state_layers; k++) {
+            if (seq->state_layers[k] != l) continue;
+            for (int32_t t = 0; t < parts[i].n_tok; t++) {
+                size_t row = (size_t)(parts[i].chunk_start + t);
+                memcpy(seq->states + (row * (size_t)seq->n_state_layers + (size_t)k) * (size_t)H,
+                       ctx->x + (size_t)(parts[i].row0 + t) * (size_t)H, (size_t)H * sizeof(float));
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------- eval */
 
 /* The batch rows whose hidden states are kept: its outputs, or its last row
@@ -587,9 +620,15 @@ static void run_pass(pd_context *ctx, pdi_seq_part *parts, int32_t n_parts)
             }
         p->n_keep = n_keep - p->keep0;
     }
-    bool trim = n_keep < n_tok; /* the last layer carries the kept rows only */
-    for (int l = 0; l < c->n_layers; l++)
+    bool trim = n_keep < n_tok, states = false; /* the last layer carries the kept rows only, */
+    for (int32_t i = 0; i < n_parts; i++) {
+        trim = trim && !parts[i].seq->states_last; /* unless its states are kept */
+        states = states || parts[i].seq->n_state_layers > 0;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
         layer_forward(ctx, l, parts, n_parts, n_tok, trim && l + 1 == c->n_layers, n_keep);
+        if (states) copy_states(ctx, l, parts, n_parts);
+    }
     for (int32_t i = 0; i < n_parts; i++) {
         const pdi_seq_part *p = &parts[i];
         p->seq->kv_len = p->batch_kv0 + p->chunk_start + p->n_tok;
@@ -630,6 +669,7 @@ static pd_status check_many(const pd_context *lead, pd_context *const *ctxs, con
         int32_t last, n_out;
         kept_outputs(&batches[i], &last, &n_out);
         pd_status rc = reserve_outputs(ctxs[i], n_out, batches[i].want_logits, err);
+        if (rc == PD_OK && ctxs[i]->n_state_layers) rc = reserve_states(ctxs[i], batches[i].n_tokens, err);
         if (rc && n > 1) pdi_error_prefix(err, "joint evaluation: context %d", i);
         if (rc) return rc;
     }
@@ -651,6 +691,7 @@ static void finish_batch(pd_context *lead, pd_context *ctx, const pd_batch *b, i
     }
     int32_t last;
     kept_outputs(b, &last, &ctx->n_outputs);
+    ctx->state_rows = ctx->n_state_layers ? b->n_tokens : 0;
     if (b->want_logits) {
         matmul(lead, &ctx->model->lm_head, ctx->out_hidden, NULL, c->hidden, ctx->out_logits, c->vocab, ctx->n_outputs);
         ctx->have_logits = 1;
@@ -717,3 +758,17 @@ pd_status pd_context_logits_rows(pd_context *ctx, int32_t i, const int32_t *rows
     matmul_rows(ctx, &ctx->model->lm_head, rows, n_rows, pd_context_hidden(ctx, i), NULL, c->hidden, out, n_rows, 1);
     return PD_OK;
 }
+
+void pdi_model_embed_rows(const pd_model *model, const int32_t *ids, int64_t n, float *out)
+{
+    for (int64_t t = 0; t < n; t++) pdi_matrix_row(&model->embed, ids[t], out + t * model->cfg.hidden);
+}
+
+void pdi_context_head_logits(pd_context *ctx, const float *x, int64_t n_tok, float *logits)
+{
+    const pd_config *c = &ctx->model->cfg;
+    matmul(ctx, &ctx->model->lm_head, x, NULL, c->hidden, logits, c->vocab, n_tok);
+}
+
+struct pdi_pool *pdi_context_pool(pd_context *ctx) { return ctx->pool; }
+const pd_model *pdi_context_model(const pd_context *ctx) { return ctx->model; }

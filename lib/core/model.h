@@ -110,6 +110,14 @@ struct pd_context {
     pdi_qact qact_inner; /* the MLP's inner activations (ffn columns), quantized where they are made */
     pdi_seq_part *parts; /* [n_batch]: the sequences of a pass */
 
+    /* layer states (pd_context_keep_layer_states): the residual stream after
+     * each of state_layers[0..n_state_layers) for every row of the last
+     * evaluation, [state_rows][n_state_layers][hidden] */
+    int32_t *state_layers, n_state_layers, state_rows;
+    size_t cap_states; /* floats */
+    float *states;
+    bool states_last; /* the last layer is one of them: the last layer carries every row */
+
     /* results of the last pd_eval */
     int32_t n_outputs, cap_outputs;
     float *out_hidden; /* [n_outputs][hidden] */

@@ -80,10 +80,6 @@ pd_status pdi_store_add_tensor(pdi_tensor_store *st, const char *name, size_t na
                                int n_dims, const int64_t *shape, const uint8_t *data, size_t nbytes,
                                pd_error *err);
 
-/* Drop the tensors and mappings added after the store held n_tensors and
- * n_maps: a failed load leaves the store as it found it. */
-void pdi_store_rollback(pdi_tensor_store *st, size_t n_tensors, size_t n_maps);
-
 /* Whether t's bytes lie in mapping m. */
 bool pdi_mapping_holds(const pdi_mapping *m, const pdi_tensor *t);
 

@@ -150,8 +150,7 @@ static pd_status read_config(const cfg_reader *r, pd_config *cfg)
     return rc;
 }
 
-/* Read and parse a JSON file whose root must be an object. */
-static pd_status load_json(const char *path, json_t **root, pd_error *err)
+pd_status pdi_json_load_object(const char *path, json_t **root, pd_error *err)
 {
     char *text;
     size_t len;
@@ -175,7 +174,7 @@ pd_status pdi_hf_config_load(const char *path, pd_config *cfg, pd_error *err)
     memset(cfg, 0, sizeof *cfg);
     cfg->bos_id = cfg->eos_id = -1;
     json_t *root;
-    pd_status rc = load_json(path, &root, err);
+    pd_status rc = pdi_json_load_object(path, &root, err);
     if (rc) return rc;
     cfg_reader r = {root, path, err};
     rc = read_config(&r, cfg);
@@ -213,7 +212,7 @@ static pd_status load_shard(pdi_tensor_store *st, const char *dir, const char *i
 static pd_status load_index(pdi_tensor_store *st, const char *dir, const char *index, pd_error *err)
 {
     json_t *root;
-    pd_status rc = load_json(index, &root, err);
+    pd_status rc = pdi_json_load_object(index, &root, err);
     if (rc) return rc;
     const json_t *map = json_object_get(root, "weight_map");
     shard *shards = NULL;
@@ -244,25 +243,37 @@ static pd_status load_index(pdi_tensor_store *st, const char *dir, const char *i
     return rc;
 }
 
-pd_status pdi_hf_dir_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd_error *err)
+pd_status pdi_hf_dir_check(const char *dir, pd_error *err)
 {
     struct stat sb;
     if (stat(dir, &sb) != 0) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode)) return pdi_set_error(err, PD_ERR_IO, "%s: not a directory", dir);
+    return PD_OK;
+}
+
+pd_status pdi_hf_tensors_load(const char *dir, pdi_tensor_store *st, pd_error *err)
+{
+    char *single = pdi_path_join(dir, "model.safetensors"), *index = pdi_path_join(dir, "model.safetensors.index.json");
+    pd_status rc;
+    if (!single || !index) rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
+    else if (access(single, F_OK) == 0) rc = pdi_safetensors_add(st, single, err);
+    else if (access(index, F_OK) == 0) rc = load_index(st, dir, index, err);
+    else rc = pdi_set_error(err, PD_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
+    free(single);
+    free(index);
+    return rc;
+}
+
+pd_status pdi_hf_dir_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd_error *err)
+{
+    pd_status rc = pdi_hf_dir_check(dir, err);
+    if (rc) return rc;
     size_t n_tensors = st->n_tensors, n_maps = st->n_maps;
-    char *config = pdi_path_join(dir, "config.json"), *single = pdi_path_join(dir, "model.safetensors");
-    char *index = pdi_path_join(dir, "model.safetensors.index.json");
-    pd_status rc = config && single && index ? pdi_hf_config_load(config, cfg, err)
-                                             : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
-    if (rc == PD_OK) {
-        if (access(single, F_OK) == 0) rc = pdi_safetensors_add(st, single, err);
-        else if (access(index, F_OK) == 0) rc = load_index(st, dir, index, err);
-        else rc = pdi_set_error(err, PD_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
-    }
+    char *config = pdi_path_join(dir, "config.json");
+    rc = config ? pdi_hf_config_load(config, cfg, err) : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
+    if (rc == PD_OK) rc = pdi_hf_tensors_load(dir, st, err);
     if (rc == PD_OK) rc = pdi_check_qwen3_tensors(st, cfg, dir, err);
     if (rc) pdi_store_rollback(st, n_tensors, n_maps);
     free(config);
-    free(single);
-    free(index);
     return rc;
 }

@@ -43,8 +43,7 @@ pd_status pdi_config_validate(const pd_config *cfg, const char *source, pd_error
     return PD_OK;
 }
 
-/* Check one tensor: present (unless optional), exact shape, known dtype. */
-static pd_status expect(const pdi_tensor_store *st, const char *name, int n_dims, const int64_t *shape,
+pd_status pdi_store_expect(const pdi_tensor_store *st, const char *name, int n_dims, const int64_t *shape,
                         bool optional, bool *found, const char *source, pd_error *err)
 {
     const pdi_tensor *t = pdi_store_find(st, name);
@@ -93,22 +92,22 @@ pd_status pdi_check_qwen3_tensors(const pdi_tensor_store *st, pd_config *cfg, co
         {"mlp.down_proj.weight", H, F},
     };
     const int64_t vh[2] = {dim[V], dim[H]};
-    pd_status rc = expect(st, "model.embed_tokens.weight", 2, vh, false, NULL, source, err);
+    pd_status rc = pdi_store_expect(st, "model.embed_tokens.weight", 2, vh, false, NULL, source, err);
     if (rc) return rc;
     char name[128];
     for (int l = 0; l < cfg->n_layers; l++) {
         for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++) {
             snprintf(name, sizeof name, "model.layers.%d.%s", l, layer[i].suffix);
             int64_t shape[2] = {dim[layer[i].d0], layer[i].d1 == NONE ? 0 : dim[layer[i].d1]};
-            rc = expect(st, name, layer[i].d1 == NONE ? 1 : 2, shape, false, NULL, source, err);
+            rc = pdi_store_expect(st, name, layer[i].d1 == NONE ? 1 : 2, shape, false, NULL, source, err);
             if (rc) return rc;
         }
     }
-    rc = expect(st, "model.norm.weight", 1, &dim[H], false, NULL, source, err);
+    rc = pdi_store_expect(st, "model.norm.weight", 1, &dim[H], false, NULL, source, err);
     if (rc) return rc;
     /* An LM head is used when present, even if the config says tied. */
     bool has_head;
-    rc = expect(st, "lm_head.weight", 2, vh, cfg->tied_embeddings != 0, &has_head, source, err);
+    rc = pdi_store_expect(st, "lm_head.weight", 2, vh, cfg->tied_embeddings != 0, &has_head, source, err);
     if (rc) return rc;
     cfg->tied_embeddings = !has_head;
     return PD_OK;

@@ -319,9 +319,10 @@ def attention(q, k, v, head_dim):
     return np.einsum("hqk,khd->qhd", p, v).reshape(T, -1)
 
 
-def forward(model, ids, positions=None):
+def forward(model, ids, positions=None, states=None):
     """Final-norm hidden states [T, H] and logits [T, V] (float64) for token ids at
-    positions 0..T-1 (or the positions given)."""
+    positions 0..T-1 (or the positions given). A list given as states receives the
+    residual stream [T, H] after each layer (HF's hidden_states[1:], before the final norm)."""
     c, w = model["config"], model["weights"]
     ids = np.asarray(ids, np.int64)
     if ids.ndim != 1 or ids.size == 0 or ids.min() < 0 or ids.max() >= c["vocab"]:
@@ -342,6 +343,8 @@ def forward(model, ids, positions=None):
         gate = h @ w[p + "mlp.gate_proj.weight"].T
         up = h @ w[p + "mlp.up_proj.weight"].T
         x = x + (silu(gate) * up) @ w[p + "mlp.down_proj.weight"].T
+        if states is not None:
+            states.append(x)
     hidden = rms_norm(x, w["model.norm.weight"], eps)
     return hidden, hidden @ w["lm_head.weight"].T
 

@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""`pocketdec generate --draft DIR [--draft-block N]`: the text of plain greedy generation, the summary
+line on stderr, and the usage and load errors.
+
+Usage: test_cli.py POCKETDEC FIXTURES   (the folder tests/drafts/make_fixtures.py wrote)
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+exe, fixtures = sys.argv[1], sys.argv[2]
+gen = json.load(open(os.path.join(fixtures, "generate.json")))
+failures = []
+
+
+def run(*args):
+    return subprocess.run([exe, "generate", "--model", gen["target"], "--threads", "2", *args],
+                          capture_output=True, text=True)
+
+
+def check(what, ok, detail=""):
+    if not ok:
+        failures.append(f"{what}: {detail}")
+
+
+summary = re.compile(r"pocketdec: (\d+) tokens in (\d+) passes; (\d+) drafted, (\d+) accepted")
+for draft in gen["drafts"]:
+    for prompt in gen["prompts"]:
+        for extra, block in (([], []), ([], ["--draft-block", "3"]), (["--chat", "--max-tokens", "9"], [])):
+            plain = run("--prompt", prompt, "--max-tokens", "24", *extra)
+            spec = run("--prompt", prompt, "--max-tokens", "24", "--draft", draft, *block, *extra)
+            what = f"{os.path.basename(draft)} {prompt!r} {extra + block}"
+            check(what, plain.returncode == 0 and spec.returncode == 0, plain.stderr + spec.stderr)
+            check(what, plain.stdout == spec.stdout, f"{spec.stdout!r} against {plain.stdout!r}")
+            m = summary.search(spec.stderr)
+            check(what, m is not None, f"no summary line in {spec.stderr!r}")
+            if m:
+                tokens, passes, drafted, accepted = map(int, m.groups())
+                check(what, 0 < passes <= tokens and accepted <= drafted, m.group(0))
+
+bad = run("--prompt", "a", "--draft-block", "3")
+check("--draft-block without --draft", bad.returncode == 2 and "--draft-block needs --draft" in bad.stderr, bad.stderr)
+bad = run("--prompt", "a", "--draft", gen["drafts"][0], "--draft-block", "99")
+check("--draft-block past the block", bad.returncode == 1 and "at most" in bad.stderr, bad.stderr)
+bad = run("--prompt", "a", "--draft", os.path.join(fixtures, "broken", "hidden"))
+check("a draft of another width", bad.returncode == 1 and "hidden size 32" in bad.stderr, bad.stderr)
+
+for f in failures:
+    print("FAIL", f)
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)
