@@ -104,6 +104,8 @@ typedef struct run_state {
     pd_record_format fmt;
     FILE *out;
     long reviews, records, broken, failed, tokens, forward, drafted, accepted, copies_drafted, copies_kept;
+    long prompts, draft_passes, draft_drafted, draft_kept; /* texts that ran the model; the draft's figures */
+    const char *draft_dir; /* --draft DIR, or NULL */
     bool bar;          /* stderr is a terminal: a bar redrawn in place */
     double every;      /* --progress S: a line every S seconds instead (< 0: none) */
 } run_state;
@@ -155,6 +157,10 @@ static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, p
         s->accepted += x->stats.n_accepted;
         s->copies_drafted += x->stats.n_copies_drafted;
         s->copies_kept += x->stats.n_copies_kept;
+        s->prompts += x->stats.n_forward > 0;
+        s->draft_passes += x->stats.n_draft_passes;
+        s->draft_drafted += x->stats.n_draft_drafted;
+        s->draft_kept += x->stats.n_draft_kept;
     }
     int rc = write_result(s, w, x);
     pd_extraction_free(x);
@@ -329,6 +335,10 @@ static int stream(run_state *s, reader *r)
                 s->reviews, s->records, s->broken, s->failed, s->tokens, dt, (double)s->tokens / (dt > 0 ? dt : 1),
                 s->forward, s->accepted, s->drafted, s->drafted ? 100.0 * (double)s->accepted / (double)s->drafted : 0.0,
                 s->copies_kept, s->copies_drafted);
+    if (s->draft_dir) /* a second line: the draft's figures (the passes after the prompts verify drafts) */
+        fprintf(stderr, "pocketdec extract: draft %s: %ld draft passes, %ld of %ld drafted tokens kept; %.2f tokens a pass "
+                "after the prompts\n", s->draft_dir, s->draft_passes, s->draft_kept, s->draft_drafted,
+                (double)s->tokens / (double)(s->forward - s->prompts > 0 ? s->forward - s->prompts : 1));
     return (s->broken || s->failed) ? 1 : 0;
 }
 
@@ -364,6 +374,7 @@ int cmd_extract(cli_args *a)
     const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format");
     int32_t seed;
     double temp, min_confidence;
+    const char *draft_dir = cli_opt(a, "--draft");
     int rc = cli_float_opt(a, "--progress", -1.0, 0.0, 86400.0, &s.every);
     if (rc) return rc;
     if (!schema_path) return cli_usage(a, "--schema FILE is required");
@@ -379,8 +390,11 @@ int cmd_extract(cli_args *a)
         (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &pp.n_ctx)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
         (rc = cli_int_opt(a, "--max-chars", 0, PD_PIPELINE_MIN_WINDOW, INT32_MAX, &pp.max_chars)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)) ||
-        (rc = cli_float_opt(a, "--min-confidence", 0.0, 0.0, 1.0, &min_confidence)))
+        (rc = cli_float_opt(a, "--min-confidence", 0.0, 0.0, 1.0, &min_confidence)) ||
+        (rc = cli_int_opt(a, "--draft-block", 0, 2, PD_DRAFTER_BLOCK_MAX, &pp.draft_block)))
         return rc;
+    if (pp.draft_block && !draft_dir) return cli_usage(a, "--draft-block needs --draft DIR");
+    s.draft_dir = draft_dir;
     pp.min_confidence = (float)min_confidence;
     pp.extract.sampler.temperature = (float)temp;
     pp.extract.sampler.seed = (uint64_t)seed;
@@ -391,7 +405,13 @@ int cmd_extract(cli_args *a)
     cli_model m;
     reader r = {0};
     FILE *out = NULL;
+    pd_draft *draft = NULL;
     if ((rc = cli_model_open(a, &m, true))) goto done_schema;
+    if (draft_dir && !(draft = pd_draft_load(draft_dir, m.model, &err))) {
+        rc = cli_fail(&err);
+        goto done;
+    }
+    pp.draft = draft;
     if (!(s.pipe = pd_pipeline_new(m.model, schema, m.head, &pp, &err))) {
         rc = cli_fail(&err);
         goto done;
@@ -406,6 +426,7 @@ done:
     te_csv_free(r.csv);
     cli_jsonl_free(&r.jl);
     pd_pipeline_free(s.pipe);
+    pd_draft_free(draft);
     cli_model_close(&m);
 done_schema:
     pd_schema_free(schema);

@@ -30,7 +30,7 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--draft DIR [--draft-block N]]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
@@ -46,6 +46,10 @@ static const cli_command commands[] = {
      "forward pass, the same output with fewer passes (span copies only while no more reviews are in\n"
      "flight than threads and a review's copies are kept at least 1 time in 4; 0 = off; sampling with\n"
      "--temperature turns it off). The summary line gives passes, drafts kept and span copies kept.\n"
+     "--draft DIR: a DFlash / DFlash2 draft of the model (docs/drafts.md) proposes blocks of --draft-block N\n"
+     "tokens (default: its block size) in greedy generation; the schema's constraint cuts each block at the\n"
+     "first token it forbids; it drafts when copy speculation proposes nothing: the same records in fewer\n"
+     "passes (--temperature > 0: not used). A second summary line gives draft passes, drafted and kept tokens.\n"
      "--parallel N (1-256, default 2 x --threads, at most 16): reviews in flight in generation, advanced together in joint forward\n"
      "passes (the weights read once a pass for all); the same records as one at a time (1), written in\n"
      "input order; reads ahead 32 x N reviews, and each review in flight holds a KV cache.\n"

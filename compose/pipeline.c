@@ -29,6 +29,7 @@ struct pd_pipeline {
     pd_tag_extractor *tx;  /* PD_PIPELINE_TAG */
     pd_extractor *ex;      /* generation */
     pd_decider *decider;   /* PD_PIPELINE_RELABEL */
+    pd_extract_drafter *drafter; /* generation with a draft: extract.drafter */
     pd_context **slots;    /* [parallel]: slots[0] runs the passes with the threads, the others hold a cache each */
     const pd_model *model;
     pd_context *aside;     /* a stream's long texts, read in windows while others are in flight; made when needed */
@@ -50,6 +51,7 @@ void pd_pipeline_free(pd_pipeline *p)
     free(p->slots);
     pd_context_free(p->aside);
     pd_decider_free(p->decider);
+    pd_extract_drafter_free(p->drafter);
     pd_extractor_free(p->ex);
     pd_tag_extractor_free(p->tx);
     free(p);
@@ -69,6 +71,8 @@ static const char *generation_option(const pd_pipeline_params *pp)
     if (e->sampler.temperature != d.sampler.temperature) return "temperature";
     if (e->sampler.seed != d.sampler.seed) return "seed";
     if (e->speculate != d.speculate) return "speculate";
+    if (e->drafter) return "drafter";
+    if (pp->draft) return "draft";
     if (pp->parallel > 1) return "parallel";
     return NULL;
 }
@@ -130,6 +134,14 @@ static pd_status bind(pd_pipeline *p, const pd_model *model, const pd_pipeline_p
     if (p->path == PD_PIPELINE_TAG)
         return (p->tx = pd_tag_extractor_new(model, p->schema, p->head, err)) ? PD_OK : err->code;
     if (!(p->ex = pd_extractor_new(model, p->schema, err))) return err->code;
+    if (pp->draft && pp->extract.drafter)
+        return pdi_set_error(err, PD_ERR_ARG, "pipeline params: a draft and extract.drafter both given");
+    if (pp->draft) {
+        if (pd_draft_target(pp->draft) != model)
+            return pdi_set_error(err, PD_ERR_ARG, "the draft was loaded for another model than the pipeline's");
+        if (!(p->drafter = pd_extract_drafter_new(pp->draft, pp->draft_block, pp->n_threads, err))) return err->code;
+        p->extract.drafter = p->drafter;
+    }
     if (p->path == PD_PIPELINE_RELABEL) {
         pd_decider_params dp = pd_decider_default_params();
         dp.n_threads = pp->n_threads;

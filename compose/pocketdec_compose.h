@@ -10,6 +10,7 @@
 #include "pocketdec_adapters.h"
 #include "pocketdec_heads.h"
 #include "pocketdec_schemas.h"
+#include "pocketdec_drafts.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -57,6 +58,20 @@ PD_API char *pd_bundle_part(const char *path, const char *part);
 
 /* ------------------------------------------------------- the extraction pipeline */
 
+/* A DFlash draft as the drafter of extraction by generation
+ * (pd_extract_params.drafter): draft loaded for the extraction's model
+ * (pd_draft_load), blocks of block tokens (0: the draft's block size; 2 to
+ * it, else PD_ERR_ARG), each draft pass on n_threads threads (0: every core).
+ * It keeps a draft context per target context it is used with (made on its
+ * first text there, as long as that context), holding the states of the
+ * tokens that context's cache holds: the schema's prompt prefix cached from
+ * one text to the next needs no new states. A text on a context of another
+ * model fails with PD_ERR_ARG. Mutable: one thread at a time (one per
+ * pipeline); the draft must outlive it. docs/drafts.md, "Under a schema". */
+PD_API pd_extract_drafter *pd_extract_drafter_new(const pd_draft *draft, int32_t block, int32_t n_threads,
+                                                  pd_error *err);
+PD_API void pd_extract_drafter_free(pd_extract_drafter *drafter);
+
 /* Extraction's one entry point: records from texts under a schema, by the
  * path the head calls for, chosen once:
  *   - a tagger head: extraction by decisions, one forward pass a text
@@ -93,6 +108,11 @@ typedef struct pd_pipeline_params {
     int32_t max_chars;         /* a text of more characters is read in windows of at most this many
                                   (below); 0: only a text too long for the context is, in windows
                                   that fit; else at least PD_PIPELINE_MIN_WINDOW */
+    const pd_draft *draft;     /* generation: a DFlash draft of the model proposes tokens
+                                  (pd_extract_drafter_new; extract.drafter must then be NULL): the same
+                                  records; with a temperature > 0 it is not used. NULL: none. A tagger
+                                  head refuses it (PD_ERR_ARG) */
+    int32_t draft_block;       /* its blocks: 0 the draft's block size, else 2 to it */
 } pd_pipeline_params;
 
 /* The fewest characters a window may hold. */

@@ -39,6 +39,35 @@ typedef struct pd_extractor pd_extractor;
 PD_API pd_extractor *pd_extractor_new(const pd_model *model, const pd_schema *schema, pd_error *err);
 PD_API void pd_extractor_free(pd_extractor *ex);
 
+/* A learned drafter for extraction by generation: a model that proposes the
+ * next tokens from the target's layer states (a DFlash draft: make one with
+ * pd_extract_drafter_new, pocketdec_compose.h). This is the seam: schemas/
+ * calls it and knows nothing of drafts. Each text in flight keeps a state of
+ * its own (one per context): the layer states of every position the target's
+ * cache holds for it, the prompt's and every verified row's. A drafter holds
+ * mutable states: use it from one thread at a time. */
+typedef struct pd_extract_drafter {
+    int32_t block;         /* tokens a proposal block: the last token, then block - 1 proposals */
+    const int32_t *layers; /* the target layers whose states it reads (pd_context_keep_layer_states) */
+    int32_t n_layers;
+    void *user;
+    /* A text starts on ctx, its prompt ids[0..n_keep) already in ctx's cache:
+     * *state receives the drafter's state for ctx, *held how many of those
+     * leading positions it holds the states of (at most n_keep; it forgets
+     * the rest). */
+    pd_status (*begin)(void *user, pd_context *ctx, const int32_t *ids, int32_t n_keep, void **state, int32_t *held,
+                       pd_error *err);
+    /* The next n positions: their tokens and layer states (n rows of
+     * n_layers x hidden floats, pd_context_layer_states). PD_ERR_CONTEXT when
+     * they do not fit (nothing appended: drafting stops for that text). */
+    pd_status (*append)(void *state, const int32_t *ids, const float *states, int32_t n, pd_error *err);
+    /* Proposals for the n - 1 positions after last (at the position after
+     * those held), 2 <= n <= block, into tokens[0..n-1); *logits receives
+     * the drafter's scores of every token of the model's vocabulary at those
+     * positions (n - 1 rows, valid until its next call on state), or NULL. */
+    pd_status (*propose)(void *state, int32_t last, int32_t n, int32_t *tokens, const float **logits, pd_error *err);
+} pd_extract_drafter;
+
 typedef struct pd_extract_params {
     pd_sampler_params sampler; /* greedy by default */
     int32_t max_records;       /* 0: the schema's limit (limits.max_records); more: PD_ERR_LIMIT */
@@ -51,10 +80,24 @@ typedef struct pd_extract_params {
                                   of the text's drafted copies was kept, at most one more than it has kept),
                                   elsewhere the tokens the schema forces; those that greedy decoding under the
                                   mask picks are kept: the output is the same as with 0 */
+    const pd_extract_drafter *drafter; /* NULL: none. Greedy sampling only (with a temperature > 0 it is
+                                  not called): each pass the drafter proposes block - 1 tokens after the
+                                  chosen one (when copy speculation proposes nothing: no forced token,
+                                  no copy); they are walked through the schema's constraint: a token it
+                                  forbids is replaced by the drafter's best of its next
+                                  PD_DRAFTER_ALTERNATIVES choices that the schema allows, and where
+                                  none is, the draft ends; the target keeps what greedy
+                                  decoding under the mask picks, so the output is the same as without
+                                  a drafter. While a text runs its context keeps the drafter's layer
+                                  states (pd_context_keep_layer_states, off again at its end). A block
+                                  outside 2..PD_DRAFTER_BLOCK_MAX, no layers or a NULL function:
+                                  PD_ERR_ARG before anything runs */
 } pd_extract_params;
 
 #define PD_SPECULATE_MAX 16
 #define PD_SPECULATE_DEFAULT 4
+#define PD_DRAFTER_BLOCK_MAX 256 /* the longest drafter block */
+#define PD_DRAFTER_ALTERNATIVES 4 /* a drafter's choices tried in place of a token the schema forbids */
 
 PD_API pd_extract_params pd_extract_default_params(void);
 
@@ -113,9 +156,11 @@ typedef struct pd_extraction_stats {
     double *mask_us;                   /* [n_tokens + 1] time to compute each step's token set, microseconds */
     int32_t n_cached_tokens;           /* prompt tokens the context's cache already held (not evaluated again) */
     int32_t n_forward;                 /* pd_eval calls: the prompt's, then one per verified draft or token */
-    int32_t n_drafted, n_accepted;     /* copy speculation: draft tokens evaluated, and kept */
-    int32_t n_copies_drafted, n_copies_kept; /* of those, the span copies (the rest: tokens the schema forced) */
+    int32_t n_drafted, n_accepted;     /* speculation (copies, forced tokens, the drafter): draft tokens evaluated, and kept */
+    int32_t n_copies_drafted, n_copies_kept; /* of those, the span copies (the rest: forced tokens, the drafter's) */
     int32_t n_windows;                 /* pd_pipeline: the windows a long text was read in (0: read whole) */
+    int32_t n_draft_passes;            /* drafter (pd_extract_params.drafter) passes: proposals asked */
+    int32_t n_draft_drafted, n_draft_kept; /* of n_drafted and n_accepted, the drafter's tokens */
 } pd_extraction_stats;
 
 typedef struct pd_extraction {

@@ -140,7 +140,7 @@ class SamplerParams(Structure):
 
 class ExtractParams(Structure):
     _fields_ = [("sampler", SamplerParams), ("max_records", c_int32), ("max_tokens", c_int32),
-                ("sparse_head", c_int32), ("speculate", c_int32)]
+                ("sparse_head", c_int32), ("speculate", c_int32), ("drafter", c_void_p)]
 
 
 class Record(Structure):
@@ -150,14 +150,16 @@ class Record(Structure):
 
 class PipelineParams(Structure):
     _fields_ = [("extract", ExtractParams), ("n_threads", c_int32), ("n_ctx", c_int32), ("parallel", c_int32),
-                ("max_bytes", c_size_t), ("min_confidence", c_float), ("max_chars", c_int32)]
+                ("max_bytes", c_size_t), ("min_confidence", c_float), ("max_chars", c_int32), ("draft", c_void_p),
+                ("draft_block", c_int32)]
 
 
 class ExtractionStats(Structure):
     _fields_ = [("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("n_sparse", c_int32),
                 ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32), ("n_forward", c_int32),
                 ("n_drafted", c_int32), ("n_accepted", c_int32), ("n_copies_drafted", c_int32),
-                ("n_copies_kept", c_int32), ("n_windows", c_int32)]
+                ("n_copies_kept", c_int32), ("n_windows", c_int32), ("n_draft_passes", c_int32),
+                ("n_draft_drafted", c_int32), ("n_draft_kept", c_int32)]
 
 
 class Extraction(Structure):
@@ -228,6 +230,8 @@ _PD_PROTOTYPES = {
     "pd_pipeline_default_params": (PipelineParams, []),
     "pd_pipeline_new": (P, [P, P, P, POINTER(PipelineParams), E]),
     "pd_pipeline_free": (None, [P]),
+    "pd_draft_load": (P, [c_char_p, P, E]),
+    "pd_draft_free": (None, [P]),
     "pd_pipeline_get_path": (c_int, [P]),
     "pd_pipeline_window": (c_int32, [P]),
     "pd_pipeline_extract": (c_int, [P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),

@@ -44,7 +44,8 @@ class Extractor(Owner):
     any number of threads at once: each call takes a context of its own from a pool."""
 
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
-                 temperature=0.0, seed=0, speculate=None, min_confidence=0.0, max_chars=0):
+                 temperature=0.0, seed=0, speculate=None, min_confidence=0.0, max_chars=0, draft=None,
+                 draft_block=0):
         """schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
         max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
@@ -52,7 +53,11 @@ class Extractor(Owner):
         default; the same records either way) apply to generation only. min_confidence
         (0 to 1): records whose confidence is below it are dropped. max_chars (0, or 16 and
         more): texts longer than that are read in windows of at most that many characters (a
-        text too long for the context always is; docs/extraction.md, "Long reviews")."""
+        text too long for the context always is; docs/extraction.md, "Long reviews").
+        draft: the folder of a DFlash / DFlash2 draft of the model (docs/drafts.md): in greedy
+        generation it proposes blocks of draft_block tokens (0: its block size) that one pass
+        verifies, the same records in fewer passes; with a temperature > 0 it is not used. A
+        draft of another model, or one with a tagger head, raises Error."""
         self.model = check_model(model)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")
         self._ctx = _lib.positive(ctx, "ctx", 0)
@@ -73,6 +78,13 @@ class Extractor(Owner):
         path = cpath(schema, "schema")
         self._schema = Handle.make("Extractor", pd.pd_schema_free, lambda err: pd.pd_schema_load(path, err))
         self._own(self._schema)
+        self._draft_block = _lib.positive(draft_block, "draft_block", 0)
+        self._draft = None
+        if draft is not None:
+            dpath = cpath(draft, "draft")
+            self._draft = Handle.make("Extractor", pd.pd_draft_free, lambda m, err: pd.pd_draft_load(dpath, m, err),
+                                      [self.model._h])
+            self._handles.append(self._draft)
         self._lock = threading.Lock()
         self._free = []
         try:
@@ -100,14 +112,14 @@ class Extractor(Owner):
         """A pd_pipeline over the model, schema and head with parallel texts in flight."""
         pp = pd.pd_pipeline_default_params()
         pp.extract, pp.n_threads, pp.n_ctx, pp.parallel = self.params, self._threads, self._ctx, parallel
-        pp.min_confidence, pp.max_chars = self._min_confidence, self._max_chars
-        parents = [self.model._h, self._schema] + ([self._head] if self._head else [])
-        if self._head:
-            def make(m, s, h, err):
-                return pd.pd_pipeline_new(m, s, h, byref(pp), err)
-        else:
-            def make(m, s, err):
-                return pd.pd_pipeline_new(m, s, None, byref(pp), err)
+        pp.min_confidence, pp.max_chars, pp.draft_block = self._min_confidence, self._max_chars, self._draft_block
+        parents = [self.model._h, self._schema] + [h for h in (self._head, self._draft) if h]
+
+        def make(m, s, *rest):  # the head's and the draft's pointers when there are, then err
+            *handles, err = rest
+            head = handles.pop(0) if self._head else None
+            pp.draft = handles[0] if self._draft else None
+            return pd.pd_pipeline_new(m, s, head, byref(pp), err)
         return Handle.make("Extractor", pd.pd_pipeline_free, make, parents)
 
     def _worker(self):

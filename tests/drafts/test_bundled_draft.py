@@ -2,11 +2,14 @@
 """The shipped draft of models/tianchi-gen (models/tianchi-gen/draft, trained by train/train_draft.py):
 it loads against its target, `pocketdec generate --draft` gives plain greedy's text for dev reviews
 under the schema's prompt, and a verify pass keeps more than one token (a trained draft, not a random
-one: its mean on these reviews is about 4.5, a random draft's about 1).
+one: its mean on these reviews is about 4.5, a random draft's about 1). `pocketdec extract --draft` (the
+pipeline, generation under the schema) writes the JSONL of extraction without it (records, offsets,
+probabilities), one review at a time and four in flight, with the draft's summary line; and its usage errors.
 
 Usage: test_bundled_draft.py POCKETDEC SOURCE_ROOT
 """
 import csv
+import json
 import os
 import re
 import subprocess
@@ -43,6 +46,35 @@ for text in reviews:
     tokens += int(m.group(1))
     passes += int(m.group(2))
 per_pass = tokens / max(passes, 1)
+
+extract_summary = re.compile(r"draft \S+: (\d+) draft passes, (\d+) of (\d+) drafted tokens kept; ([0-9.]+) tokens a pass")
+
+
+def extract(*args):
+    return subprocess.run([exe, "extract", "--model", os.path.join(model, "base"), "--adapter", os.path.join(model, "adapter"),
+                           "--schema", os.path.join(root, "schemas", "tianchi-makeup.yaml"), "--input", "-", "--output", "-",
+                           "--input-format", "jsonl", "--format", "jsonl", "--threads", "1", *args],
+                          input="".join('{"id": %d, "text": %s}\n' % (i, json.dumps(t)) for i, t in enumerate(reviews)),
+                          capture_output=True, text=True)
+
+
+want = extract("--speculate", "0")
+for args in (["--parallel", "1"], ["--parallel", "4"], ["--parallel", "1", "--speculate", "0", "--draft-block", "5"]):
+    got = extract("--draft", draft, *args)
+    m = extract_summary.search(got.stderr)
+    if want.returncode or got.returncode or not want.stdout or got.stdout != want.stdout:
+        failures.append(f"extract --draft {args}: not the records without it: {got.stderr}{want.stderr}")
+    elif not m or not 0 < int(m.group(2)) <= int(m.group(3)) or float(m.group(4)) < 2:
+        failures.append(f"extract --draft {args}: no draft summary, or too few kept: {got.stderr}")
+bad = extract("--draft-block", "3")
+if bad.returncode != 2 or "--draft-block needs --draft" not in bad.stderr:
+    failures.append(f"extract --draft-block without --draft: {bad.stderr}")
+bad = extract("--draft", draft, "--draft-block", "9")
+if bad.returncode != 1 or "blocks of 9 tokens" not in bad.stderr:
+    failures.append(f"extract --draft-block past the draft's block: {bad.stderr}")
+bad = extract("--draft", os.path.join(root, "models", "tianchi-gen", "head"))
+if bad.returncode != 1 or "config.json" not in bad.stderr:
+    failures.append(f"extract --draft of a folder that is no draft: {bad.stderr}")
 print(f"{len(reviews)} dev reviews: {tokens} tokens in {passes} passes, {per_pass:.2f} a pass")
 if per_pass < 2.5:
     failures.append(f"{per_pass:.2f} tokens a verify pass: the shipped draft should keep about 4.5")

@@ -130,3 +130,18 @@ def test_closed_extractor():
         ex2 = pocketdec.Extractor(m, SCHEMA)
     with pytest.raises(pocketdec.Error, match="Model is closed"):
         ex2.extract("很好")
+
+
+def test_generation_with_a_draft_equals_generation_without():
+    reviews = [t for _, t in helpers.dev_reviews(8)]
+    draft = os.path.join(TIANCHI_GEN, "draft")
+    with pocketdec.Model(TIANCHI_GEN, threads=1) as m:
+        with pocketdec.Extractor(m, SCHEMA, head=False) as plain, \
+                pocketdec.Extractor(m, SCHEMA, head=False, draft=draft, draft_block=6) as spec:
+            want = [as_jsonl(r) for r in plain.extract_many(reviews, parallel=1)]
+            assert want and [as_jsonl(spec.extract(t)) for t in reviews] == want
+            assert [as_jsonl(r) for r in spec.extract_many(reviews, parallel=3)] == want
+        assert error(pocketdec.Extractor, m, SCHEMA, head=False, draft=draft, draft_block=9).status == "invalid argument"
+        assert error(pocketdec.Extractor, m, SCHEMA, head=False, draft=TIANCHI_GEN).status == "i/o error"
+    with pocketdec.Model(TIANCHI) as tagger:  # another vocabulary; and a tagger head generates nothing
+        assert error(pocketdec.Extractor, tagger, SCHEMA, draft=draft).status == "shape error"

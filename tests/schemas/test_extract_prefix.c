@@ -12,7 +12,15 @@
  * reviews through pd_extract_many, 1, 3, 8 and 16 in flight at 1-3
  * threads, give the records of pd_extract.
  *
- * Usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0] */
+ * With a draft (DRAFT_DIR, a DFlash draft of BASE + ADAPTER), extraction
+ * with it as the drafter (pd_extract_drafter_new) gives every review the
+ * records, probabilities, offsets, tokens, stop and cache of extraction
+ * without it, one at a time (copy speculation on and off, 1 and 2 threads)
+ * and several in flight (pd_extract_many), with at least MIN_PER_PASS tokens
+ * a verifying pass when it drafts alone; sampling leaves it unused; a draft
+ * of another model and bad blocks are refused.
+ *
+ * Usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0|-] [DRAFT_DIR MIN_PER_PASS] */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,8 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *g_base, *g_adapter, *g_schema, *g_csv;
+static const char *g_base, *g_adapter, *g_schema, *g_csv, *g_draft;
 static int g_n, g_min_cached, g_q4;
+static double g_min_per_pass;
 
 /* The second field of the first n rows after the header. */
 static char **read_reviews(int n)
@@ -63,6 +72,24 @@ static char *describe(const pd_extraction *x)
     return s;
 }
 
+/* describe(), with every record's probabilities and offsets (exact bits). */
+static char *describe_full(const pd_extraction *x)
+{
+    char *s = NULL, *head = describe(x);
+    size_t n = 0;
+    FILE *out = open_memstream(&s, &n);
+    fprintf(out, "%s|", head);
+    for (int32_t r = 0; r < x->n_records; r++) {
+        const pd_record *rec = &x->records[r];
+        fprintf(out, "%a %a", (double)rec->confidence, (double)rec->link);
+        for (int32_t j = 0; j < x->n_fields; j++) fprintf(out, " %a [%d,%d)", (double)rec->prob[j], rec->start[j], rec->end[j]);
+        fprintf(out, "\n");
+    }
+    fclose(out);
+    free(head);
+    return s;
+}
+
 /* pd_extract's drafting on a review: drafted and kept tokens, passes, and
  * the span copies among the drafted and kept tokens. */
 typedef struct drafting {
@@ -81,6 +108,13 @@ static drafting drafting_of(const pd_extraction *x)
  * kept, so it drafts at most 5 x kept + 1 copies in all. */
 static void check_drafting(const pd_extraction *x, int k)
 {
+    const pd_extraction_stats *st = &x->stats;
+    /* the drafter's: within the totals, at most a block a drafter pass, and a
+     * drafter pass only where a verifying pass follows */
+    assert_true(st->n_draft_kept <= st->n_draft_drafted && st->n_draft_drafted <= st->n_drafted - st->n_copies_drafted);
+    assert_true(st->n_draft_kept <= st->n_accepted - st->n_copies_kept && st->n_draft_passes < (st->n_forward ? st->n_forward : 1));
+    if (st->n_draft_passes) assert_true(st->n_draft_drafted <= (PD_DRAFTER_BLOCK_MAX - 1) * st->n_draft_passes);
+    if (k < 0) return; /* a drafter: its blocks bound the drafts, not k */
     assert_true(x->stats.n_accepted <= x->stats.n_drafted && x->stats.n_drafted <= k * x->stats.n_forward);
     assert_true(x->stats.n_copies_kept <= x->stats.n_copies_drafted && x->stats.n_copies_drafted <= x->stats.n_drafted);
     assert_true(x->stats.n_copies_kept <= x->stats.n_accepted);
@@ -97,7 +131,7 @@ static void check_drafting(const pd_extraction *x, int k)
  * there; more, span copies stop while they are in flight, and fewer drafts
  * are rejected. */
 static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews, char **want, int threads,
-                       int parallel, int speculate, const drafting *one)
+                       int parallel, int speculate, const drafting *one, const pd_draft *draft)
 {
     pd_error err;
     pd_context **ctxs = calloc((size_t)parallel, sizeof *ctxs);
@@ -124,6 +158,8 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
     pd_error *errs = calloc((size_t)n, sizeof *errs);
     pd_extract_params p = pd_extract_default_params();
     p.speculate = speculate;
+    if (draft) assert_non_null(p.drafter = pd_extract_drafter_new(draft, 0, 1, &err));
+    long draft_passes = 0, draft_kept = 0;
     assert_int_equal(pd_extract_many(ctxs, parallel, ex, texts, lens, n, &p, outs, errs, &err), PD_ERR_CONTEXT);
     assert_non_null(strstr(err.message, "text "));
     long rejected = 0, rejected_one = 0;
@@ -141,23 +177,28 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
             assert_int_equal(outs[i]->stats.n_forward, 0);
         } else {
             const pd_extraction *x = outs[i];
-            check_drafting(x, speculate);
+            check_drafting(x, draft ? -1 : speculate);
+            draft_passes += x->stats.n_draft_passes;
+            draft_kept += x->stats.n_draft_kept;
             if (one && parallel <= pool) {
                 drafting got = drafting_of(x);
                 assert_memory_equal(&got, &one[r], sizeof got);
             }
             rejected += x->stats.n_drafted - x->stats.n_accepted;
             rejected_one += one ? one[r].drafted - one[r].kept : 0;
-            char *d = describe(x);
+            char *d = draft ? describe_full(x) : describe(x);
             assert_string_equal(d, want[r++]);
             free(d);
         }
         pd_extraction_free(outs[i]);
     }
     if (one && parallel > pool) assert_true(rejected < rejected_one);
-    printf("  %d threads, %d in flight, speculation of %d: %d reviews identical to pd_extract (%ld drafts "
-           "rejected%s)\n", threads, parallel, speculate, g_n, rejected,
-           one ? parallel <= pool ? ", each review's drafting that of pd_extract" : ", fewer than pd_extract's" : "");
+    if (draft) assert_true(draft_kept > 0);
+    printf("  %d threads, %d in flight, speculation of %d%s: %d reviews identical to pd_extract (%ld drafts "
+           "rejected%s; %ld drafter passes, %ld of its tokens kept)\n", threads, parallel, speculate, draft ? " and the draft" : "",
+           g_n, rejected, one ? parallel <= pool ? ", each review's drafting that of pd_extract" : ", fewer than pd_extract's" : "",
+           draft_passes, draft_kept);
+    pd_extract_drafter_free((pd_extract_drafter *)p.drafter);
     free(outs);
     free(errs);
     free(big);
@@ -165,6 +206,114 @@ static void check_many(const pd_model *m, const pd_extractor *ex, char **reviews
     free(lens);
     for (int k = 0; k < parallel; k++) pd_context_free(ctxs[k]);
     free(ctxs);
+}
+
+/* Extraction with the draft g_draft as the drafter: the records,
+ * probabilities and offsets of extraction without it (want: describe_full
+ * of a cleared cache without speculation), its tokens, stop, cached prompt
+ * tokens and cache; with no copy speculation at least g_min_per_pass tokens
+ * a verifying pass. Then many in flight, sampling, and the refusals. */
+static void check_draft(const pd_model *base, const pd_model *m, const pd_extractor *ex, char **reviews, char **want)
+{
+    pd_error err;
+    pd_draft *draft = pd_draft_load(g_draft, m, &err);
+    if (!draft) fail_msg("%s", err.message);
+    for (int threads = 1; threads <= 2; threads++) {
+        pd_context_params cp = pd_context_default_params();
+        cp.n_ctx = 512;
+        cp.n_threads = threads;
+        pd_context *plain_ctx = pd_context_new(m, &cp, &err), *draft_ctx = pd_context_new(m, &cp, &err);
+        assert_true(plain_ctx && draft_ctx);
+        pd_extract_params plain = pd_extract_default_params(), spec = plain;
+        plain.speculate = 0;
+        spec.speculate = threads == 1 ? 0 : PD_SPECULATE_DEFAULT;
+        assert_non_null(spec.drafter = pd_extract_drafter_new(draft, 0, threads, &err));
+        long tokens = 0, verify = 0, passes = 0, drafted = 0, kept = 0;
+        for (int i = 0; i < g_n; i++) {
+            pd_extraction *a = NULL, *b = NULL;
+            const char *text = reviews[i];
+            assert_int_equal(pd_extract(plain_ctx, ex, text, strlen(text), &plain, &a, &err), PD_OK);
+            if (pd_extract(draft_ctx, ex, text, strlen(text), &spec, &b, &err)) fail_msg("%s", err.message);
+            char *da = describe_full(a), *db = describe_full(b);
+            assert_string_equal(da, want[i]);
+            assert_string_equal(db, want[i]);
+            assert_int_equal(b->stats.n_cached_tokens, a->stats.n_cached_tokens);
+            assert_int_equal(pd_context_kv_len(draft_ctx), pd_context_kv_len(plain_ctx));
+            check_drafting(b, -1);
+            tokens += b->stats.n_tokens;
+            verify += b->stats.n_forward - (b->stats.n_forward > 0); /* the passes after the prompt's */
+            passes += b->stats.n_draft_passes;
+            drafted += b->stats.n_draft_drafted;
+            kept += b->stats.n_draft_kept;
+            free(da);
+            free(db);
+            pd_extraction_free(a);
+            pd_extraction_free(b);
+        }
+        double per_pass = (double)tokens / (double)(verify ? verify : 1);
+        printf("  %d threads, speculation of %d and the draft: %d reviews identical to extraction without it, "
+               "probabilities and offsets too (%ld tokens in %ld passes after the prompts, %.2f a pass; %ld drafter "
+               "passes, %ld of its %ld tokens kept)\n", threads, spec.speculate, g_n, tokens, verify, per_pass, passes,
+               kept, drafted);
+        assert_true(kept > 0);
+        if (spec.speculate == 0 && per_pass < g_min_per_pass)
+            fail_msg("%.2f tokens a pass with the draft alone: fewer than %.2f", per_pass, g_min_per_pass);
+        /* sampling: the draft is not asked, the sampled records are those without it */
+        pd_extract_params hot = plain, hot_draft = spec;
+        hot.sampler.temperature = hot_draft.sampler.temperature = 0.8f;
+        hot.sampler.seed = hot_draft.sampler.seed = 11;
+        for (int i = 0; i < 4 && i < g_n; i++) {
+            pd_extraction *a = NULL, *b = NULL;
+            assert_int_equal(pd_extract(plain_ctx, ex, reviews[i], strlen(reviews[i]), &hot, &a, &err), PD_OK);
+            assert_int_equal(pd_extract(draft_ctx, ex, reviews[i], strlen(reviews[i]), &hot_draft, &b, &err), PD_OK);
+            char *da = describe_full(a), *db = describe_full(b);
+            assert_string_equal(db, da);
+            assert_int_equal(b->stats.n_draft_passes, 0);
+            assert_int_equal(b->stats.n_drafted, 0);
+            free(da);
+            free(db);
+            pd_extraction_free(a);
+            pd_extraction_free(b);
+        }
+        pd_extract_drafter_free((pd_extract_drafter *)spec.drafter);
+        pd_context_free(plain_ctx);
+        pd_context_free(draft_ctx);
+    }
+    check_many(m, ex, reviews, want, 1, 3, 0, NULL, draft);
+    check_many(m, ex, reviews, want, 2, 8, PD_SPECULATE_DEFAULT, NULL, draft);
+    /* refusals: blocks out of range, a drafter's block set by hand, a draft of another model */
+    int32_t size = pd_draft_block_size(draft);
+    assert_null(pd_extract_drafter_new(draft, 1, 1, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_null(pd_extract_drafter_new(draft, size + 1, 1, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "blocks of"));
+    pd_extract_params bad = pd_extract_default_params();
+    pd_extract_drafter *dr = pd_extract_drafter_new(draft, 2, 1, &err);
+    assert_non_null(dr);
+    pd_extract_drafter broken = *dr;
+    broken.block = 1;
+    bad.drafter = &broken;
+    pd_context_params cp = pd_context_default_params();
+    cp.n_ctx = 512;
+    pd_context *ctx = pd_context_new(m, &cp, &err);
+    pd_extraction *x = NULL;
+    assert_int_equal(pd_extract(ctx, ex, reviews[0], strlen(reviews[0]), &bad, &x, &err), PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "drafter"));
+    if (base != m) { /* the draft loaded for the base alone, used on the adapted model */
+        pd_draft *other = pd_draft_load(g_draft, base, &err);
+        assert_non_null(other);
+        pd_extract_drafter *wrong = pd_extract_drafter_new(other, 0, 1, &err);
+        bad.drafter = wrong;
+        assert_int_equal(pd_extract(ctx, ex, reviews[0], strlen(reviews[0]), &bad, &x, &err), PD_ERR_ARG);
+        assert_non_null(strstr(err.message, "another model"));
+        assert_null(x);
+        pd_extract_drafter_free(wrong);
+        pd_draft_free(other);
+    }
+    pd_context_free(ctx);
+    pd_extract_drafter_free(dr);
+    pd_draft_free(draft);
 }
 
 static void check_model(pd_weight_quant quant, char **reviews)
@@ -185,7 +334,7 @@ static void check_model(pd_weight_quant quant, char **reviews)
     assert_non_null(sc);
     pd_extractor *ex = pd_extractor_new(m, sc, &err);
     assert_non_null(ex);
-    char **first = calloc((size_t)g_n, sizeof *first);
+    char **first = calloc((size_t)g_n, sizeof *first), **full = calloc((size_t)g_n, sizeof *full);
     drafting *k4 = calloc((size_t)g_n, sizeof *k4), *k16 = calloc((size_t)g_n, sizeof *k16);
     long records = 0;
     for (int threads = 1; threads <= 3; threads++) {
@@ -221,6 +370,7 @@ static void check_model(pd_weight_quant quant, char **reviews)
             records += threads == 1 ? a->n_records : 0;
             char *da = describe(a), *db = describe(b);
             assert_string_equal(db, da);
+            if (threads == 1) full[i] = describe_full(a);
             if (threads == 1) first[i] = da;
             else {
                 assert_string_equal(da, first[i]);
@@ -240,13 +390,16 @@ static void check_model(pd_weight_quant quant, char **reviews)
         pd_context_free(fresh);
     }
     assert_true(records > 0);
-    check_many(m, ex, reviews, first, 1, 8, 4, k4);
-    check_many(m, ex, reviews, first, 2, 3, 0, NULL);
-    check_many(m, ex, reviews, first, 3, 16, PD_SPECULATE_MAX, k16);
-    check_many(m, ex, reviews, first, 2, 1, 4, k4);
-    check_many(m, ex, reviews, first, 3, 3, PD_SPECULATE_MAX, k16);
+    check_many(m, ex, reviews, first, 1, 8, 4, k4, NULL);
+    check_many(m, ex, reviews, first, 2, 3, 0, NULL, NULL);
+    check_many(m, ex, reviews, first, 3, 16, PD_SPECULATE_MAX, k16, NULL);
+    check_many(m, ex, reviews, first, 2, 1, 4, k4, NULL);
+    check_many(m, ex, reviews, first, 3, 3, PD_SPECULATE_MAX, k16, NULL);
+    if (g_draft) check_draft(base, m, ex, reviews, full);
     for (int i = 0; i < g_n; i++) free(first[i]);
+    for (int i = 0; i < g_n; i++) free(full[i]);
     free(first);
+    free(full);
     free(k4);
     free(k16);
     pd_extractor_free(ex);
@@ -268,7 +421,8 @@ static void test_prefix_reuse(void **state)
 int main(int argc, char **argv)
 {
     if (argc < 7) {
-        fprintf(stderr, "usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0]\n");
+        fprintf(stderr, "usage: test_extract_prefix BASE_DIR ADAPTER_DIR|- SCHEMA REVIEWS_CSV N MIN_CACHED [q4_0|-] "
+                        "[DRAFT_DIR MIN_PER_PASS]\n");
         return 2;
     }
     g_base = argv[1];
@@ -278,6 +432,8 @@ int main(int argc, char **argv)
     g_n = atoi(argv[5]);
     g_min_cached = atoi(argv[6]);
     g_q4 = argc > 7 && strcmp(argv[7], "q4_0") == 0;
+    g_draft = argc > 9 ? argv[8] : NULL;
+    g_min_per_pass = argc > 9 ? atof(argv[9]) : 0;
     if (g_n <= 0) {
         fprintf(stderr, "test_extract_prefix: N must be positive\n");
         return 2;
