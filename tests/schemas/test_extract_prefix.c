@@ -300,6 +300,16 @@ static void check_draft(const pd_model *base, const pd_model *m, const pd_extrac
     pd_extraction *x = NULL;
     assert_int_equal(pd_extract(ctx, ex, reviews[0], strlen(reviews[0]), &bad, &x, &err), PD_ERR_ARG);
     assert_non_null(strstr(err.message, "drafter"));
+    /* the pipeline: a draft and a drafter both, a draft of another model */
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    pp.n_threads = 1;
+    pp.draft = draft;
+    pp.extract.drafter = dr;
+    pd_schema *sc = pd_schema_load(g_schema, &err);
+    assert_non_null(sc);
+    assert_null(pd_pipeline_new(m, sc, NULL, &pp, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "both"));
     if (base != m) { /* the draft loaded for the base alone, used on the adapted model */
         pd_draft *other = pd_draft_load(g_draft, base, &err);
         assert_non_null(other);
@@ -308,9 +318,15 @@ static void check_draft(const pd_model *base, const pd_model *m, const pd_extrac
         assert_int_equal(pd_extract(ctx, ex, reviews[0], strlen(reviews[0]), &bad, &x, &err), PD_ERR_ARG);
         assert_non_null(strstr(err.message, "another model"));
         assert_null(x);
+        pp.draft = other;
+        pp.extract.drafter = NULL;
+        assert_null(pd_pipeline_new(m, sc, NULL, &pp, &err));
+        assert_int_equal(err.code, PD_ERR_ARG);
+        assert_non_null(strstr(err.message, "another model"));
         pd_extract_drafter_free(wrong);
         pd_draft_free(other);
     }
+    pd_schema_free(sc);
     pd_context_free(ctx);
     pd_extract_drafter_free(dr);
     pd_draft_free(draft);
