@@ -124,7 +124,6 @@ static pd_status add_records(pd_extraction *x, const pd_schema *sc, const char *
     return rc;
 }
 
-
 /* A copy is drafted while at least one in COPY_KEEP_RATIO of this review's
  * drafted copies was kept: a rejected row costs a pass of a few rows about a
  * quarter of the pass a kept token saves (docs/extraction.md). */
