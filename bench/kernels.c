@@ -7,8 +7,7 @@
  * table asks). Enough copies of each matrix are swept in turn to pass
  * SWEEP_MB (64 by default), so the weights come from memory as a 0.3B model's
  * do in a forward pass; SWEEP_MB 0 keeps one copy, in the cache, as the small
- * bundled models' weights are (float weights by fewer than 4 tokens: dot_row,
- * as the trunk runs them). Prints one JSON line per case: the best of R sweeps in multiply-adds
+ * bundled models' weights are. Prints one JSON line per case: the best of R sweeps in multiply-adds
  * per ns, and for the block types whether the largest case has the bits of
  * the reference order (pdi_qdot_reference, pdi_qdot_x_reference: every table
  * and every split must give them). Where the AVX-512 VNNI table runs, a
@@ -23,11 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* Float weights: below this many tokens the trunk dots each row with each
- * token (dot_row), from it on it multiplies tiles (fmatmul), as
- * FUSED_MAX_TOKENS in lib/core/forward.c decides. */
-#define FLOAT_TILE_MIN 4
 
 static double now_s(void)
 {
@@ -76,11 +70,7 @@ static double time_case(const bench_case *c, uint8_t *const *copies, int n_copie
     for (int r = 0; r < runs; r++) {
         double t0 = now_s();
         for (int i = n_copies - 1; i >= 0; i--) {
-            if (c->type == PD_BF16 && c->tokens < FLOAT_TILE_MIN)
-                for (int64_t row = 0; row < c->rows; row++)
-                    for (int64_t t = 0; t < c->tokens; t++)
-                        y[t * c->rows + row] = c->k->dot_row(c->type, copies[i] + (size_t)row * rb, x + t * c->cols, c->cols);
-            else if (c->type == PD_BF16)
+            if (c->type == PD_BF16) /* tiles at every token count, as the trunk runs them */
                 c->k->fmatmul(c->type, copies[i], rb, c->rows, c->cols, x, c->cols, 0, c->tokens, y, c->rows);
             else if (c->k->interleave)
                 c->k->qmatmul_x(c->type, copies[i], rb, c->rows, a, 0, c->tokens, y, c->rows);

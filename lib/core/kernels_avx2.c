@@ -518,7 +518,7 @@ AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n)
     if (i < n) pdi_silu_mul(g + i, u + i, n - i);
 }
 
-static const pdi_kernels avx2 = PD_X86_KERNELS("avx2", pdi_qmatmul_avx2, 8, pdi_qmatmul_x8_avx2, quantize_act_avx2,
+static const pdi_kernels avx2 = PD_X86_KERNELS("avx2", pdi_fmatmul_avx2, pdi_qmatmul_avx2, 8, pdi_qmatmul_x8_avx2, quantize_act_avx2,
                                                 key_scores_avx2, value_mix_avx2, key_scores_t_avx2, pdi_exp_sum_avx2,
                                                 pdi_silu_mul_avx2);
 

@@ -68,13 +68,18 @@ AVX2 void pdi_silu_mul_avx2(float *g, const float *u, int64_t n);
         (out) = FMADD(p_, MUL(r_, r_), ADD(r_, SET1(1.0f)));                                                           \
     } while (0)
 
-/* An x86 table: the AVX2 float kernels and the given integer, attention and
- * activation ones. */
-#define PD_X86_KERNELS(NAME, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T, EXP_SUM,  \
+/* kernels_avx512_float.c: fmatmul with two rows to a 512-bit vector, the
+ * bits of pdi_fmatmul_avx2 (the AVX-512 table's). */
+void pdi_fmatmul_avx512(pdi_dtype t, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n, const float *x,
+                        int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride);
+
+/* An x86 table: the AVX2 float kernels (fmatmul given) and the given integer,
+ * attention and activation ones. */
+#define PD_X86_KERNELS(NAME, FMATMUL, QMATMUL, INTERLEAVE, QMATMUL_X, QUANTIZE, KEY_SCORES, VALUE_MIX, KEY_SCORES_T, EXP_SUM,  \
                        SILU_MUL)                                                                                       \
     {                                                                                                                  \
         .name = NAME, .dot = pdi_dot_avx2, .axpy = pdi_axpy_avx2, .dot_row = pdi_dot_row_avx2,                            \
-        .fmatmul = pdi_fmatmul_avx2, .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X,              \
+                   .fmatmul = FMATMUL, .qmatmul = QMATMUL, .interleave = INTERLEAVE, .qmatmul_x = QMATMUL_X,              \
         .widen = pdi_widen_avx2, .narrow = pdi_narrow_avx2, .quantize_act = QUANTIZE, .key_scores = KEY_SCORES,          \
         .value_mix = VALUE_MIX, .key_scores_t = KEY_SCORES_T, .exp_sum = EXP_SUM, .silu_mul = SILU_MUL,                \
     }

@@ -769,7 +769,7 @@ AVX512 static void silu_mul_avx512(float *g, const float *u, int64_t n)
     if (i < n) pdi_silu_mul_avx2(g + i, u + i, n - i);
 }
 
-static const pdi_kernels avx512 = PD_X86_KERNELS("avx512-vnni", qmatmul_avx512, 16, qmatmul_x16_avx512,
+static const pdi_kernels avx512 = PD_X86_KERNELS("avx512-vnni", pdi_fmatmul_avx512, qmatmul_avx512, 16, qmatmul_x16_avx512,
                                                   quantize_act_avx512, key_scores_avx512, value_mix_avx512,
                                                   key_scores_t_avx512, exp_sum_avx512, silu_mul_avx512);
 

@@ -114,15 +114,18 @@ static void test_widen(void **state)
 
 /* fmatmul against a float64 product of the widened rows, for every float
  * weight type, tile shape and leftover (rows 1..7, tokens 1..9, columns not a
- * multiple of 8), rows at odd addresses. */
+ * multiple of 8), rows at odd addresses; and bit for bit against the same
+ * table's dot_row, whatever the tile: a pass of several rows (speculation's
+ * verifying passes, sequences decoded together) must give each row the
+ * logits a pass of that row alone gives, and a sparse head dots rows. */
 static void test_fmatmul(void **state)
 {
     (void)state;
     const pdi_kernels *impls[] = {pdi_kernels_portable(), pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon(),
                                  pdi_kernels_select()};
     const pdi_dtype types[] = {PD_F32, PD_F16, PD_BF16};
-    const int64_t n = 101, max_rows = 7, max_toks = 9, ys = 11;
-    float x[9 * 101], w[7 * 101], y[9 * 11];
+    const int64_t n = 101, max_rows = 7, max_toks = 17, ys = 11;
+    float x[17 * 101], w[7 * 101], y[17 * 11];
     for (int64_t i = 0; i < max_toks * n; i++) x[i] = frand();
     for (size_t k = 0; k < 3; k++) {
         size_t rb = pdi_dtype_row_bytes(types[k], n);
@@ -145,6 +148,14 @@ static void test_fmatmul(void **state)
                             for (int64_t c = 0; inside && c < n; c++) {
                                 want += (double)w[r * n + c] * x[t * n + c];
                                 scale += fabs((double)w[r * n + c] * x[t * n + c]);
+                            }
+                            if (inside) {
+                                float dot = impls[m]->dot_row(types[k], rows + r * rb, x + t * n, n);
+                                if (memcmp(&dot, &y[t * ys + r], sizeof dot))
+                                    fail_msg("%s fmatmul %s rows %lld tokens [%lld, %lld): y[%lld][%lld] = %.9g, "
+                                             "dot_row %.9g",
+                                             impls[m]->name, pdi_dtype_name(types[k]), (long long)nr, (long long)t0,
+                                             (long long)t1, (long long)t, (long long)r, y[t * ys + r], dot);
                             }
                             if (fabs(y[t * ys + r] - want) > 1e-6 * scale)
                                 fail_msg("%s fmatmul %s rows %lld tokens [%lld, %lld): y[%lld][%lld] = %.9g, want %.9g",
