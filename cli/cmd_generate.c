@@ -1,7 +1,8 @@
 /* cmd_generate.c - `pocketdec generate`: text after a prompt, greedy or
- * sampled, printed as it comes; with --draft DIR, greedy decoding verifies
- * a DFlash / DFlash2 draft's blocks (the same text), and a summary line of
- * passes, drafted and accepted tokens ends stderr. */
+ * sampled, printed as it comes; with --draft DIR, the target verifies a
+ * DFlash / DFlash2 draft's blocks (the same text, greedy or for the same
+ * seed). A summary line ends stderr: tokens and tokens/s, and with a draft
+ * passes, drafted and accepted tokens. */
 #include "cli.h"
 
 #include <stdlib.h>
@@ -9,9 +10,9 @@
 static int print_piece(int32_t id, const char *piece, size_t len, void *user)
 {
     (void)id;
-    (void)user;
     fwrite(piece, 1, len, stdout);
     fflush(stdout);
+    ++*(int32_t *)user;
     return 0;
 }
 
@@ -51,16 +52,20 @@ int cmd_generate(cli_args *a)
     }
     if (rc == 0) {
         pd_draft_stats st;
+        int32_t produced = 0;
         double t0 = cli_seconds();
-        if (dc ? pd_draft_generate(ctx, dc, prompt, &gp, block, print_piece, NULL, NULL, &st, &err)
-               : pd_generate(ctx, prompt, &gp, print_piece, NULL, NULL, &err))
+        if (dc ? pd_draft_generate(ctx, dc, prompt, &gp, block, print_piece, &produced, NULL, &st, &err)
+               : pd_generate(ctx, prompt, &gp, print_piece, &produced, NULL, &err))
             rc = cli_fail(&err);
         else
             fputc('\n', stdout);
+        double seconds = cli_seconds() - t0, rate = seconds > 0 ? produced / seconds : 0.0;
         if (rc == 0 && dc)
             fprintf(stderr, "pocketdec: %d tokens in %d passes; %d drafted, %d accepted (%.2f a pass); %.1f tokens/s\n",
                     st.produced, st.passes, st.drafted, st.accepted,
-                    st.passes ? (double)st.produced / st.passes : 0.0, st.produced / (cli_seconds() - t0));
+                    st.passes ? (double)st.produced / st.passes : 0.0, rate);
+        else if (rc == 0)
+            fprintf(stderr, "pocketdec: %d tokens in %.3f s; %.1f tokens/s\n", produced, seconds, rate);
     }
     pd_draft_context_free(dc);
     pd_draft_free(draft);

@@ -21,8 +21,9 @@ static const cli_command commands[] = {
      " [--draft DIR [--draft-block N]]",
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.\n"
      "--draft DIR: a DFlash / DFlash2 draft (docs/drafts.md) proposes blocks of --draft-block N tokens (default:\n"
-     "its block size) that the model verifies in one pass each, greedy only: the same text as without it; the\n"
-     "passes, drafted and accepted tokens end stderr.",
+     "its block size) that the model verifies in one pass each: the same text as without it (greedy, or sampled\n"
+     "with the same --seed). A summary line ends stderr: tokens and tokens/s (with --draft: passes, drafted and\n"
+     "accepted tokens).",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
     {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads N] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64]",

@@ -1,4 +1,4 @@
-/* draft_generate.c - greedy generation with a draft proposing blocks and the
+/* draft_generate.c - generation with a draft proposing blocks and the
  * target verifying each in one pass (pd_draft_generate).
  *
  * After the prompt (its layer states appended to the draft's context), each
@@ -7,7 +7,17 @@
  * target's choice after the rows before it, then the target's own next
  * token; both caches keep the block's rows up to the last taken proposal.
  * Every token taken is the target's choice after exactly the tokens before
- * it, so the text is pd_generate's. */
+ * it, so the text is pd_generate's.
+ *
+ * Sampling is the same walk. The target's choice at a row is a sample of its
+ * distribution p there; the proposal x is kept when the sample is x, with
+ * probability p(x), and otherwise the sample, drawn from p without x, ends
+ * the pass. That is the speculative acceptance rule (keep with probability
+ * min(1, p(x)/q(x)), else draw from max(0, p - q) normalized) for a draft
+ * whose q puts all its mass on x, as DFlash's argmax and DFlash2's selected
+ * path do. One sample a token taken, from the seeded stream in pd_generate's
+ * order, on logits with pd_generate's bits: the same seed gives the same
+ * text. */
 #include "drafts.h"
 
 #include <stdlib.h>
@@ -89,13 +99,12 @@ pd_status pd_draft_generate(pd_context *ctx, pd_draft_context *dc, const char *p
     engine e = {.ctx = ctx, .dc = dc, .kv0 = pd_context_kv_len(ctx)};
     pd_status rc = pdi_gen_start(&e.g, ctx, prompt, params, callback, user, err);
     if (rc) return rc;
-    if (e.g.p.sampler.temperature > 0) block = 1; /* sampling: a token a pass, as pd_generate */
-    rc = pd_context_keep_layer_states(ctx, d->target_layers, block > 1 ? d->n_targets : 0, err);
+    rc = pd_context_keep_layer_states(ctx, d->target_layers, d->n_targets, err);
     pd_batch b = {.tokens = e.g.ids, .n_tokens = e.g.n_ids, .want_logits = 1};
     if (rc == PD_OK) rc = pd_eval(ctx, &b, err);
     if (rc == PD_OK) {
         pd_draft_context_truncate(dc, 0, NULL);
-        e.drafting = block > 1;
+        e.drafting = true;
         feed_draft(&e, e.g.n_ids);
         int32_t cur = pd_sample(pd_context_logits(ctx, 0), d->vocab, NULL, &e.g.p.sampler, &e.g.rng);
         rc = pdi_gen_emit(&e.g, cur, err);

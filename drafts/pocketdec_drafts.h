@@ -120,9 +120,12 @@ typedef struct pd_draft_stats {
  * block (2 to the draft's block size), 0 for the draft's block size. dc is
  * a context of a draft loaded for ctx's model; it is emptied first (the
  * draft sees only this prompt and what follows); when its positions run
- * out, the rest is decoded a token at a time. A sampler with temperature
- * > 0 is not speculated: the call is pd_generate's (stats all 0 but
- * produced). stats may be NULL. PD_ERR_ARG for a draft of another model or
+ * out, the rest is decoded a token at a time. With a sampler
+ * (temperature > 0) a proposal is kept when the target's sample at its row
+ * is the proposal, else that sample ends the pass: the speculative
+ * acceptance rule for a draft that proposes one token a position, and with
+ * pd_generate's seeded stream the text is pd_generate's for the same seed.
+ * stats may be NULL. PD_ERR_ARG for a draft of another model or
  * a bad block size. */
 PD_API pd_status pd_draft_generate(pd_context *ctx, pd_draft_context *dc, const char *prompt,
                                    const pd_generate_params *params, int32_t block, pd_token_callback callback,

@@ -4,7 +4,8 @@ it loads against its target, `pocketdec generate --draft` gives plain greedy's t
 under the schema's prompt, and a verify pass keeps more than one token (a trained draft, not a random
 one: its mean on these reviews is about 4.5, a random draft's about 1). `pocketdec extract --draft` (the
 pipeline, generation under the schema) writes the JSONL of extraction without it (records, offsets,
-probabilities), one review at a time and four in flight, with the draft's summary line; and its usage errors.
+probabilities), one review at a time and four in flight, with the draft's summary line; its usage errors;
+and a draft refused with the tagger bundle (models/tianchi).
 
 Usage: test_bundled_draft.py POCKETDEC SOURCE_ROOT
 """
@@ -14,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 exe, root = sys.argv[1], sys.argv[2]
 model = os.path.join(root, "models", "tianchi-gen")
@@ -75,6 +77,19 @@ if bad.returncode != 1 or "blocks of 9 tokens" not in bad.stderr:
 bad = extract("--draft", os.path.join(root, "models", "tianchi-gen", "head"))
 if bad.returncode != 1 or "config.json" not in bad.stderr:
     failures.append(f"extract --draft of a folder that is no draft: {bad.stderr}")
+# A draft that fits the tagger bundle's base is still refused: a tagger head decides in one pass and
+# generates nothing for a draft to propose.
+with tempfile.TemporaryDirectory() as tmp:
+    made = subprocess.run([sys.executable, os.path.join(root, "tools", "testmodels", "make_draft.py"), "--target",
+                           os.path.join(root, "models", "tianchi", "base"), "--out", tmp, "--kind", "dflash"],
+                          capture_output=True, text=True)
+    tagger = subprocess.run([exe, "extract", "--model", os.path.join(root, "models", "tianchi"), "--schema",
+                             os.path.join(root, "schemas", "tianchi-makeup.yaml"), "--input", "-", "--output", "-",
+                             "--input-format", "jsonl", "--format", "jsonl", "--draft", tmp],
+                            input='{"id": 1, "text": "很好用"}\n', capture_output=True, text=True)
+    if made.returncode or tagger.returncode != 1 or "does not apply to the tagger head" not in tagger.stderr \
+            or tagger.stdout:
+        failures.append(f"extract --draft with the tagger bundle: rc {tagger.returncode}, {made.stderr}{tagger.stderr}")
 print(f"{len(reviews)} dev reviews: {tokens} tokens in {passes} passes, {per_pass:.2f} a pass")
 if per_pass < 2.5:
     failures.append(f"{per_pass:.2f} tokens a verify pass: the shipped draft should keep about 4.5")

@@ -40,6 +40,20 @@ for draft in gen["drafts"]:
                 tokens, passes, drafted, accepted = map(int, m.groups())
                 check(what, 0 < passes <= tokens and accepted <= drafted, m.group(0))
 
+# sampling: the draft's blocks verified by the target's samples, the text of the same seed without it
+sample = ["--max-tokens", "24", "--temperature", "0.8", "--top-k", "20", "--seed", "7"]
+for draft in gen["drafts"]:
+    for prompt in gen["prompts"]:
+        plain = run("--prompt", prompt, *sample)
+        spec = run("--prompt", prompt, "--draft", draft, *sample)
+        what = f"sampling, {os.path.basename(draft)} {prompt!r}"
+        check(what, plain.returncode == 0 and spec.returncode == 0, plain.stderr + spec.stderr)
+        check(what, plain.stdout == spec.stdout, f"{spec.stdout!r} against {plain.stdout!r}")
+        m = summary.search(spec.stderr)
+        check(what, m is not None and int(m.group(3)) > 0, f"no drafts in {spec.stderr!r}")
+        check(what, re.search(r"pocketdec: \d+ tokens in [0-9.]+ s; [0-9.]+ tokens/s", plain.stderr) is not None,
+              f"no summary line without a draft: {plain.stderr!r}")
+
 bad = run("--prompt", "a", "--draft-block", "3")
 check("--draft-block without --draft", bad.returncode == 2 and "--draft-block needs --draft" in bad.stderr, bad.stderr)
 bad = run("--prompt", "a", "--draft", gen["drafts"][0], "--draft-block", "99")
