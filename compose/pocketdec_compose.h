@@ -110,7 +110,7 @@ typedef struct pd_pipeline_params {
                                   that fit; else at least PD_PIPELINE_MIN_WINDOW */
     const pd_draft *draft;     /* generation: a DFlash draft of the model proposes tokens
                                   (pd_extract_drafter_new; extract.drafter must then be NULL): the same
-                                  records; with a temperature > 0 it is not used. NULL: none. A tagger
+                                  records (sampling: of the same seed). NULL: none. A tagger
                                   head refuses it (PD_ERR_ARG) */
     int32_t draft_block;       /* its blocks: 0 the draft's block size, else 2 to it */
 } pd_pipeline_params;

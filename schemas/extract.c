@@ -440,10 +440,10 @@ static pd_status resolve_params(const pd_extractor *ex, pd_extract_params *p, co
                !dr->append || !dr->propose))
         return pdi_set_error(err, PD_ERR_ARG, "%s: the drafter has a block of %d tokens (2..%d), %d layers, or no function",
                              fn, dr->block, PD_DRAFTER_BLOCK_MAX, dr->n_layers);
-    if (p->sampler.temperature > 0) { /* verification keeps what greedy decoding picks */
-        p->speculate = 0;
-        p->drafter = NULL;
-    }
+    /* Sampling verifies drafts too: a drafted token is kept when the sample at
+     * its row is that token (choose(), one draw a token as without drafts,
+     * on the same logits), the acceptance rule for a draft of one token a
+     * position; the same seed gives the same records. */
     return PD_OK;
 }
 

@@ -74,14 +74,14 @@ typedef struct pd_extract_params {
     int32_t max_tokens;        /* 0: the schema's limit (limits.max_tokens); more: PD_ERR_LIMIT */
     int32_t sparse_head;       /* -1 auto (sparse when the allowed set is small), 0 never, 1 always */
     int32_t speculate;         /* copy speculation: draft tokens a forward pass verifies, 0..PD_SPECULATE_MAX
-                                  (0 off; PD_SPECULATE_DEFAULT by default). Greedy sampling only: inside a
+                                  (0 off; PD_SPECULATE_DEFAULT by default). Inside a
                                   span value, the prompt tokens after the latest place that ends like the
                                   output are evaluated with the next token in one pass (while at least one in 4
                                   of the text's drafted copies was kept, at most one more than it has kept),
-                                  elsewhere the tokens the schema forces; those that greedy decoding under the
-                                  mask picks are kept: the output is the same as with 0 */
-    const pd_extract_drafter *drafter; /* NULL: none. Greedy sampling only (with a temperature > 0 it is
-                                  not called): each pass the drafter proposes block - 1 tokens after the
+                                  elsewhere the tokens the schema forces; those that decoding under the mask
+                                  picks are kept: the output is the same as with 0 (sampling: for the same
+                                  seed, a drafted token kept when the sample at its row is that token) */
+    const pd_extract_drafter *drafter; /* NULL: none. Each pass the drafter proposes block - 1 tokens after the
                                   chosen one (when copy speculation proposes nothing: no forced token,
                                   no copy); they are walked through the schema's constraint: a token it
                                   forbids is replaced by the drafter's best of its next

@@ -56,7 +56,7 @@ class Extractor(Owner):
         text too long for the context always is; docs/extraction.md, "Long reviews").
         draft: the folder of a DFlash / DFlash2 draft of the model (docs/drafts.md): in greedy
         generation it proposes blocks of draft_block tokens (0: its block size) that one pass
-        verifies, the same records in fewer passes; with a temperature > 0 it is not used. A
+        verifies, the same records in fewer passes (sampled: those of the same seed). A
         draft of another model, or one with a tagger head, raises Error."""
         self.model = check_model(model)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")

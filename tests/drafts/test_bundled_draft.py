@@ -4,7 +4,8 @@ it loads against its target, `pocketdec generate --draft` gives plain greedy's t
 under the schema's prompt, and a verify pass keeps more than one token (a trained draft, not a random
 one: its mean on these reviews is about 4.5, a random draft's about 1). `pocketdec extract --draft` (the
 pipeline, generation under the schema) writes the JSONL of extraction without it (records, offsets,
-probabilities), one review at a time and four in flight, with the draft's summary line; its usage errors;
+probabilities), one review at a time and four in flight, with the draft's summary line; sampled, those of
+the same seed without it; its usage errors;
 and a draft refused with the tagger bundle (models/tianchi).
 
 Usage: test_bundled_draft.py POCKETDEC SOURCE_ROOT
@@ -68,6 +69,14 @@ for args in (["--parallel", "1"], ["--parallel", "4"], ["--parallel", "1", "--sp
         failures.append(f"extract --draft {args}: not the records without it: {got.stderr}{want.stderr}")
     elif not m or not 0 < int(m.group(2)) <= int(m.group(3)) or float(m.group(4)) < 2:
         failures.append(f"extract --draft {args}: no draft summary, or too few kept: {got.stderr}")
+# sampling: the samples verify the draft; the records of the same seed without it
+hot = ["--temperature", "0.7", "--seed", "5"]
+want_hot, got_hot = extract("--speculate", "0", *hot), extract("--draft", draft, "--parallel", "4", *hot)
+m = extract_summary.search(got_hot.stderr)
+if want_hot.returncode or got_hot.returncode or not want_hot.stdout or got_hot.stdout != want_hot.stdout:
+    failures.append(f"extract --draft {hot}: not the sampled records without it: {got_hot.stderr}{want_hot.stderr}")
+elif not m or not 0 < int(m.group(2)) <= int(m.group(3)):
+    failures.append(f"extract --draft {hot}: no drafted tokens kept: {got_hot.stderr}")
 bad = extract("--draft-block", "3")
 if bad.returncode != 2 or "--draft-block needs --draft" not in bad.stderr:
     failures.append(f"extract --draft-block without --draft: {bad.stderr}")
