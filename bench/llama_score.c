@@ -21,6 +21,12 @@
  *       medians over N repetitions after a warm-up of the generated tokens/s
  *       (N x G over the steps' time). Unconstrained: no grammar, no sampling
  *       beyond the logits, the best a constrained run could reach.
+ *   llama_score MODEL --verify C,K [--threads N] [--reps N]
+ *       A speculative decoder's verifying pass: after C random tokens in the
+ *       cache, one llama_decode of 1, 2, 4, 8 and 16 tokens with the logits
+ *       of every token, the cache cut back after each; the best of N rounds
+ *       (after a warm-up) of K passes, one JSON line per size, microseconds
+ *       a pass (bench_draft_cost's target passes, as llama.cpp runs them).
  *   llama_score MODEL --load
  *       Model load time (mmapped), JSON.
  */
@@ -307,15 +313,54 @@ static int run_batched(struct llama_model *m, const char *spec, int threads, int
     return 0;
 }
 
+static int run_verify(struct llama_model *m, const char *spec, int threads, int reps)
+{
+    int c = 0, k = 0;
+    if (sscanf(spec, "%d,%d", &c, &k) != 2 || c < 1 || k < 1 || c + 16 > MAX_TOKENS)
+        return die("--verify needs C,K (tokens in the cache, passes a round)");
+    static llama_token ids[MAX_TOKENS];
+    random_ids(m, ids);
+    struct llama_context *ctx = new_context(m, c + 16, c, 1, threads);
+    struct llama_batch b = llama_batch_init(16, 0, 1);
+    if (!ctx) return die("cannot create a context");
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (llama_decode(ctx, llama_batch_get_one(ids, c))) return die("llama_decode failed");
+    for (int n = 1; n <= 16; n *= 2) {
+        b.n_tokens = n;
+        for (int i = 0; i < n; i++) {
+            b.token[i] = ids[c + i];
+            b.pos[i] = c + i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = 1;
+        }
+        double best = INFINITY;
+        for (int r = 0; r <= reps; r++) { /* round 0 warms up */
+            double t0 = now_ms();
+            for (int j = 0; j < k; j++) {
+                if (llama_decode(ctx, b)) return die("llama_decode failed");
+                (void)llama_get_logits_ith(ctx, n - 1); /* waits for the pass */
+                if (!llama_memory_seq_rm(mem, 0, c, -1)) return die("cannot cut the cache back");
+            }
+            double us = (now_ms() - t0) * 1e3 / k;
+            if (r > 0 && us < best) best = us;
+        }
+        printf("{\"case\": \"llama.cpp pass\", \"rows\": %d, \"threads\": %d, \"us\": %.1f}\n", n, threads, best);
+    }
+    llama_batch_free(b);
+    llama_free(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fputs("usage: llama_score MODEL (--seqs FILE | --bench P,G | --batched N,P,G | --logits IDS | --load) [--threads N] "
-              "[--reps N]\n",
+        fputs("usage: llama_score MODEL (--seqs FILE | --bench P,G | --batched N,P,G | --verify C,K | --logits IDS | --load) "
+              "[--threads N] [--reps N]\n",
               stderr);
         return 2;
     }
-    const char *seq_file = NULL, *logit_ids = NULL, *bench = NULL, *batched = NULL;
+    const char *seq_file = NULL, *logit_ids = NULL, *bench = NULL, *batched = NULL, *verify = NULL;
     int threads = 2, reps = 5;
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -323,6 +368,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--logits") && v) logit_ids = argv[++i];
         else if (!strcmp(argv[i], "--bench") && v) bench = argv[++i];
         else if (!strcmp(argv[i], "--batched") && v) batched = argv[++i];
+        else if (!strcmp(argv[i], "--verify") && v) verify = argv[++i];
         else if (!strcmp(argv[i], "--threads") && v) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && v) reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--load") != 0) return die("unknown argument (see the header of llama_score.c)");
@@ -340,6 +386,7 @@ int main(int argc, char **argv)
     else if (logit_ids) rc = run_logits(m, logit_ids, threads);
     else if (bench) rc = run_bench(m, bench, threads, reps < 1 ? 1 : reps, load_ms);
     else if (batched) rc = run_batched(m, batched, threads, reps < 1 ? 1 : reps);
+    else if (verify) rc = run_verify(m, verify, threads, reps < 1 ? 1 : reps);
     else printf("{\"load_ms\": %.3f}\n", load_ms);
     llama_model_free(m);
     llama_backend_free();

@@ -7,6 +7,8 @@
   report.py interop TYPE PD_LOGITS.json LL_LOGITS.json
   report.py extract MODEL PD.jsonl [LL.jsonl]   batch extraction rows (bench_extract_many, llama_score --batched)
   report.py rounds MODEL PD.jsonl   sequential against N = 8 with speculation, round by round (PD_BENCH_ROUNDS)
+  report.py draft THREADS PD.jsonl [LL.jsonl [Q4.jsonl]]   a draft's parts (bench_draft_cost, llama_score
+                                    --verify: the best of all their lines) and the speed-up they predict
 """
 import json
 import os
@@ -138,7 +140,81 @@ def rounds(model, pd_path):
               f"| {statistics.median(allowed):.2f}x |")
 
 
+# Tokens a verifying pass measured with models/tianchi-gen's trained draft (docs/drafts.md).
+ACCEPTANCE = [(3.92, "schema, draft + copy speculation"), (4.34, "schema, draft alone"),
+              (4.59, "free greedy generation")]
+
+
+def interpolate(points, x):
+    """Piecewise-linear y(x) through sorted (x, y) points, the end segments extended."""
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1 or (x1, y1) == points[-1]:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return points[0][1]
+
+
+def draft(threads, pd_path, ll_path=None, q4_path=None):
+    """q4_path: bench_draft_cost on a 5-layer Q4_0 model of the target's shape, whose pass of a block's
+    rows stands in for the draft's pass were the draft stored as Q4_0."""
+    best = {}
+    for path, tool in ((pd_path, "pd"), (ll_path, "ll"), (q4_path, "q4")):
+        for line in open(path) if path else ():
+            r = json.loads(line)
+            key = {"target pass": lambda: (tool, r["layer_states"], r["full_logits"], r["rows"]),
+                   "llama.cpp pass": lambda: (tool, False, True, r["rows"]),
+                   "draft append": lambda: (tool + " append", r["positions"]),
+                   "draft pass": lambda: (tool + " draft", r["block"])}[r["case"]]()
+            best[key] = min(r["us"], best.get(key, float("inf")))
+    sizes = sorted(k[3] for k in best if k[:3] == ("pd", False, True))
+    blocks = [b for b in (8, 16) if ("pd draft", b) in best and b in sizes]
+    appends = sorted((k[1], v) for k, v in best.items() if k[0] == "pd append" and k[1] <= 16)
+    plain, ll1 = best[("pd", False, True, 1)], best.get(("ll", False, True, 1))
+    sparse1 = best[("pd", False, False, 1)]
+    ms = lambda us: f"{us / 1e3:.2f}"  # noqa: E731
+    print(f"Passes, {threads} thread(s), ms (in one-token passes of the same program and logits)\n")
+    print("| rows | pocketdec, full logits | + layer states (verify) | 8 logits a row + layer states (extraction) "
+          "| llama.cpp, full logits |" + (" 5-layer Q4_0 stand-in, full logits |" if q4_path else ""))
+    print("|---|---|---|---|---|" + ("---|" if q4_path else ""))
+    for n in sizes:
+        cells = [(("pd", False, True, n), plain), (("pd", True, True, n), plain), (("pd", True, False, n), sparse1),
+                 (("ll", False, True, n), ll1)] + ([(("q4", False, True, n), plain)] if q4_path else [])
+        print(f"| {n} | " + " | ".join(f"{ms(best[k])} ({best[k] / one:.2f})" if k in best else "-"
+                                      for k, one in cells) + " |")
+    print("\nDraft (DFlash2, F32 in memory): pass of a block of " + ", ".join(
+        f"{b}: {ms(best[('pd draft', b)])} ms ({best[('pd draft', b)] / plain:.2f} one-token passes)"
+        for b in sorted(k[1] for k in best if k[0] == "pd draft")) + "; append in one call of " + ", ".join(
+        f"{p} position{'s' if p > 1 else ''}: {ms(us)} ms" for p, us in appends) + ".\n")
+    # a verifying cycle: a draft pass, a target pass of the block's rows, an append of the tokens kept;
+    # columns: (title, verify pass key, one-token pass, draft pass key or None)
+    columns = [("pocketdec generation (full logits)", ("pd", True, True), plain, "pd draft"),
+               ("the same, draft free", ("pd", True, True), plain, None),
+               ("pocketdec extraction (8 logits a row)", ("pd", True, False), sparse1, "pd draft")]
+    if q4_path:
+        columns.insert(2, ("generation, the draft as Q4_0 (stand-in)", ("pd", True, True), plain, "q4"))
+    if ll1:
+        columns.append(("llama.cpp's passes, pocketdec's draft", ("ll", False, True), ll1, "pd draft"))
+
+    def cycle(verify, b, a, drafter):
+        d = 0 if not drafter else best[("q4", False, True, b)] if drafter == "q4" else best[(drafter, b)]
+        return d + best[verify + (b,)] + interpolate(appends, a)
+
+    print("Predicted speed-up over one-token decoding = tokens a pass x one-token pass / (draft pass + "
+          "verify pass of the block's rows + append of the tokens kept)\n")
+    print("| block | tokens a pass | " + " | ".join(c[0] for c in columns) + " |")
+    print("|---|---|" + "---|" * len(columns))
+    for b in blocks:
+        for a, what in ACCEPTANCE:
+            cells = [f"{a * one / cycle(key, b, a, d):.2f}x" for _, key, one, d in columns]
+            print(f"| {b} | {a} ({what}) | " + " | ".join(cells) + " |")
+        even = []
+        for _, key, one, d in columns:
+            a = 1.0
+            for _ in range(20):  # a = cycle(a) / one pass; the append's share makes it a fixed point
+                a = cycle(key, b, a, d) / one
+            even.append(f"{a:.2f}" + (" (more than the block holds)" if a > b else ""))
+        print(f"| {b} | break-even | " + " | ".join(even) + " |")
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"collect": collect, "table": table, "decision": decision, "interop": interop, "extract": extract,
-     "rounds": rounds}[cmd](*args)
+     "rounds": rounds, "draft": draft}[cmd](*args)

