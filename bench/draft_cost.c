@@ -15,7 +15,10 @@
  * block rows plus an append of the tokens it keeps, for the tokens a pass it
  * keeps (bench/report.py draft turns these lines into that prediction).
  *
- * Usage: bench_draft_cost TARGET_DIR [ADAPTER_DIR|-] DRAFT_DIR [THREADS=1] [CONTEXT=100] [REPS=500] [R=3] */
+ * QUANT (none, q8_0 or q4_0) quantizes the draft's matrices at load
+ * (pd_draft_load_quantized).
+ *
+ * Usage: bench_draft_cost TARGET_DIR [ADAPTER_DIR|-] DRAFT_DIR [THREADS=1] [CONTEXT=100] [REPS=500] [R=3] [QUANT=none] */
 #include "pocketdec.h"
 
 #include <stdio.h>
@@ -91,7 +94,7 @@ static double best_us(void (*step)(const bench *), const bench *b, int reps, int
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_draft_cost TARGET_DIR ADAPTER_DIR|- DRAFT_DIR [THREADS] [CONTEXT] [REPS] [R]\n");
+        fprintf(stderr, "usage: bench_draft_cost TARGET_DIR ADAPTER_DIR|- DRAFT_DIR [THREADS] [CONTEXT] [REPS] [R] [QUANT]\n");
         return 2;
     }
     int threads = argc > 4 ? atoi(argv[4]) : 1, context = argc > 5 ? atoi(argv[5]) : 100;
@@ -108,7 +111,13 @@ int main(int argc, char **argv)
         if (!ad || !(m = pd_model_apply_adapters(base, (const pd_adapter *const *)&ad, NULL, 1, PD_APPLY_AUTO, &err))) die(&err);
         pd_adapter_free(ad);
     }
-    pd_draft *d = pd_draft_load(argv[3], m, &err);
+    const char *quant = argc > 8 ? argv[8] : "none";
+    pd_weight_quant q = !strcmp(quant, "q8_0") ? PD_QUANT_Q8_0 : !strcmp(quant, "q4_0") ? PD_QUANT_Q4_0 : PD_QUANT_NONE;
+    if (q == PD_QUANT_NONE && strcmp(quant, "none")) {
+        fprintf(stderr, "bench_draft_cost: QUANT is none, q8_0 or q4_0, not '%s'\n", quant);
+        return 2;
+    }
+    pd_draft *d = pd_draft_load_quantized(argv[3], m, q, &err);
     if (!d) die(&err);
     pd_context_params cp = pd_context_default_params();
     cp.n_ctx = context + 64;

@@ -153,18 +153,21 @@ def interpolate(points, x):
     return points[0][1]
 
 
-def draft(threads, pd_path, ll_path=None, q4_path=None):
-    """q4_path: bench_draft_cost on a 5-layer Q4_0 model of the target's shape, whose pass of a block's
-    rows stands in for the draft's pass were the draft stored as Q4_0."""
+def draft(threads, pd_path, ll_path=None, *variants):
+    """pd_path: bench_draft_cost on the target and its draft as loaded (the file's BF16); ll_path:
+    llama_score --verify; variants: LABEL=PATH, bench_draft_cost with the draft quantized at load
+    (its draft passes are the drafter of a column of their own)."""
     best = {}
-    for path, tool in ((pd_path, "pd"), (ll_path, "ll"), (q4_path, "q4")):
-        for line in open(path) if path else ():
+    sources = [(pd_path, "pd"), (ll_path, "ll")] + [(v.split("=", 1)[1], v.split("=", 1)[0]) for v in variants]
+    for path, tool in sources:
+        for line in open(path) if path and path != "-" else ():
             r = json.loads(line)
             key = {"target pass": lambda: (tool, r["layer_states"], r["full_logits"], r["rows"]),
                    "llama.cpp pass": lambda: (tool, False, True, r["rows"]),
                    "draft append": lambda: (tool + " append", r["positions"]),
                    "draft pass": lambda: (tool + " draft", r["block"])}[r["case"]]()
             best[key] = min(r["us"], best.get(key, float("inf")))
+    labels = [v.split("=", 1)[0] for v in variants]
     sizes = sorted(k[3] for k in best if k[:3] == ("pd", False, True))
     blocks = [b for b in (8, 16) if ("pd draft", b) in best and b in sizes]
     appends = sorted((k[1], v) for k, v in best.items() if k[0] == "pd append" and k[1] <= 16)
@@ -173,29 +176,30 @@ def draft(threads, pd_path, ll_path=None, q4_path=None):
     ms = lambda us: f"{us / 1e3:.2f}"  # noqa: E731
     print(f"Passes, {threads} thread(s), ms (in one-token passes of the same program and logits)\n")
     print("| rows | pocketdec, full logits | + layer states (verify) | 8 logits a row + layer states (extraction) "
-          "| llama.cpp, full logits |" + (" 5-layer Q4_0 stand-in, full logits |" if q4_path else ""))
-    print("|---|---|---|---|---|" + ("---|" if q4_path else ""))
+          "| llama.cpp, full logits |")
+    print("|---|---|---|---|---|")
     for n in sizes:
         cells = [(("pd", False, True, n), plain), (("pd", True, True, n), plain), (("pd", True, False, n), sparse1),
-                 (("ll", False, True, n), ll1)] + ([(("q4", False, True, n), plain)] if q4_path else [])
+                 (("ll", False, True, n), ll1)]
         print(f"| {n} | " + " | ".join(f"{ms(best[k])} ({best[k] / one:.2f})" if k in best else "-"
                                       for k, one in cells) + " |")
-    print("\nDraft (DFlash2, F32 in memory): pass of a block of " + ", ".join(
-        f"{b}: {ms(best[('pd draft', b)])} ms ({best[('pd draft', b)] / plain:.2f} one-token passes)"
-        for b in sorted(k[1] for k in best if k[0] == "pd draft")) + "; append in one call of " + ", ".join(
+    for tool, what in [("pd", "as stored (BF16)")] + [(lab, f"quantized at load ({lab})") for lab in labels]:
+        print(f"\nDraft (DFlash2, {what}): pass of a block of " + ", ".join(
+            f"{b}: {ms(best[(tool + ' draft', b)])} ms ({best[(tool + ' draft', b)] / plain:.2f} one-token passes)"
+            for b in sorted(k[1] for k in best if k[0] == tool + " draft")) + ".")
+    print("Append in one call of " + ", ".join(
         f"{p} position{'s' if p > 1 else ''}: {ms(us)} ms" for p, us in appends) + ".\n")
     # a verifying cycle: a draft pass, a target pass of the block's rows, an append of the tokens kept;
     # columns: (title, verify pass key, one-token pass, draft pass key or None)
-    columns = [("pocketdec generation (full logits)", ("pd", True, True), plain, "pd draft"),
-               ("the same, draft free", ("pd", True, True), plain, None),
-               ("pocketdec extraction (8 logits a row)", ("pd", True, False), sparse1, "pd draft")]
-    if q4_path:
-        columns.insert(2, ("generation, the draft as Q4_0 (stand-in)", ("pd", True, True), plain, "q4"))
+    columns = [("pocketdec generation (full logits), the draft as stored", ("pd", True, True), plain, "pd draft")]
+    columns += [(f"the draft {lab}", ("pd", True, True), plain, lab + " draft") for lab in labels]
+    columns += [("the draft free", ("pd", True, True), plain, None),
+                ("pocketdec extraction (8 logits a row), the draft as stored", ("pd", True, False), sparse1, "pd draft")]
     if ll1:
-        columns.append(("llama.cpp's passes, pocketdec's draft", ("ll", False, True), ll1, "pd draft"))
+        columns.append(("llama.cpp's passes, pocketdec's draft as stored", ("ll", False, True), ll1, "pd draft"))
 
     def cycle(verify, b, a, drafter):
-        d = 0 if not drafter else best[("q4", False, True, b)] if drafter == "q4" else best[(drafter, b)]
+        d = best[(drafter, b)] if drafter else 0
         return d + best[verify + (b,)] + interpolate(appends, a)
 
     print("Predicted speed-up over one-token decoding = tokens a pass x one-token pass / (draft pass + "
@@ -213,6 +217,7 @@ def draft(threads, pd_path, ll_path=None, q4_path=None):
                 a = cycle(key, b, a, d) / one
             even.append(f"{a:.2f}" + (" (more than the block holds)" if a > b else ""))
         print(f"| {b} | break-even | " + " | ".join(even) + " |")
+
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]

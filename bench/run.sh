@@ -47,12 +47,12 @@
 #       of the target's layer shape over target layers 1,7,13,19,25, selector rank 256, top-16, BF16,
 #       written with block 16 so that blocks of 8 and 16 are timed) and its appends; llama_score
 #       --verify times llama.cpp's llama_decode of the same rows; both at --threads and at 1, one run
-#       of each in turn --rounds times, each the best of --reps rounds of 20 calls. A 5-layer Q4_0
-#       model of the pocket shape stands in for the same draft stored as Q4_0 (its pass of the block's
-#       rows). report.py draft predicts the speed-up at the acceptance lengths measured on
-#       models/tianchi-gen. Then llama-speculative-simple (built when missing) with that 5-layer model
-#       as its autoregressive draft, what it prints (acceptance means nothing on random weights), and
-#       llama.cpp's plain decoding of both models.
+#       of each in turn --rounds times, each the best of --reps rounds of 20 calls; the draft's passes
+#       again with its matrices quantized at load as Q8_0 and as Q4_0 (pd_draft_load_quantized).
+#       report.py draft predicts the speed-up at the acceptance lengths measured on
+#       models/tianchi-gen. Then llama-speculative-simple (built when missing) with a 5-layer Q4_0
+#       model of the pocket shape as its autoregressive draft, what it prints (acceptance means
+#       nothing on random weights), and llama.cpp's plain decoding of both models.
 #
 # Everything built or generated is cached in $PD_BENCH_CACHE (default build-bench/,
 # ignored by git): a release build of pocketdec, llama.cpp v0.4.0 from the source
@@ -278,13 +278,11 @@ extract() {
 
 # ------------------------------------------------------------------- draft
 
-# A random DFlash2 draft for a pocket-shape target of $1 layers (cached): for the pocket file the
-# release's depth, the target's layer shape; for the 5-layer stand-in one small layer (only its target
-# passes are used).
+# A random DFlash2 draft for the pocket-shape target (cached): the release's depth, the target's
+# layer shape.
 pocket_draft() {
   local d=$CACHE/models/pocket-l$1-dflash2 cfg=$CACHE/models/pocket-l$1-config shape
   shape=(--layers 5 --heads 14 --kv-heads 2 --head-dim 64 --ffn 2560 --target-layers 1,7,13,19,25 --rank 256 --top-k 16)
-  [ "$1" = 28 ] || shape=(--layers 1 --target-layers 0)
   if [ ! -f "$d/config.json" ]; then
     log "writing $d"
     mkdir -p "$cfg"  # make_draft.py reads the target's shape from an HF config.json
@@ -303,23 +301,27 @@ draft() {
   [ -f "$bdir/build.ninja" ] || bdir=$(dirname "$PD")/..
   nice -n 10 meson compile -C "$bdir" bench_draft_cost >/dev/null
   m=$(model q4_0) small=$(model q4_0 "--layers 5" -l5)
-  local d28 d5
-  d28=$(pocket_draft 28) d5=$(pocket_draft 5)
+  local d28
+  d28=$(pocket_draft 28)
   echo
   echo "Speculative decoding with a DFlash2 draft, MNN-Pocket-0.3B shape (random weights), Q4_0, 100 positions" \
     "in the caches; the best of $ROUNDS runs in turn x $REPS rounds of 20 calls ($(nproc) CPUs: $(cpu_name))"
   for t in $(printf '%s\n' "$THREADS" 1 | uniq); do
     : >"$TMP/pd$t.jsonl"
     : >"$TMP/ll$t.jsonl"
-    : >"$TMP/q4$t.jsonl"
+    : >"$TMP/q8_0-$t.jsonl"
+    : >"$TMP/q4_0-$t.jsonl"
     for ((r = 1; r <= ROUNDS; r++)); do
-      log "draft, $t thread(s), round $r/$ROUNDS: bench_draft_cost, llama_score --verify, the Q4_0 stand-in"
+      log "draft, $t thread(s), round $r/$ROUNDS: bench_draft_cost (the draft as stored, Q8_0, Q4_0), llama_score --verify"
       "$bdir/bench_draft_cost" "$m" - "$d28" "$t" 100 20 "$REPS" >>"$TMP/pd$t.jsonl"
       "$LLAMA_SCORE" "$m" --verify 100,20 --threads "$t" --reps "$REPS" >>"$TMP/ll$t.jsonl"
-      "$bdir/bench_draft_cost" "$small" - "$d5" "$t" 100 20 "$REPS" >>"$TMP/q4$t.jsonl"
+      for q in q8_0 q4_0; do
+        "$bdir/bench_draft_cost" "$m" - "$d28" "$t" 100 20 "$REPS" "$q" >>"$TMP/$q-$t.jsonl"
+      done
     done
     echo
-    $PY "$ROOT/bench/report.py" draft "$t" "$TMP/pd$t.jsonl" "$TMP/ll$t.jsonl" "$TMP/q4$t.jsonl"
+    $PY "$ROOT/bench/report.py" draft "$t" "$TMP/pd$t.jsonl" "$TMP/ll$t.jsonl" "Q8_0=$TMP/q8_0-$t.jsonl" \
+      "Q4_0=$TMP/q4_0-$t.jsonl"
   done
   echo
   if (build_llama llama-speculative-simple) >"$TMP/spec-build.log" 2>&1; then

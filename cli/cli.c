@@ -84,6 +84,21 @@ int cli_layout_opt(cli_args *a, pd_model_params *p)
     return 0;
 }
 
+int cli_draft_open(cli_args *a, const pd_model *model, pd_draft **out)
+{
+    const char *dir = cli_opt(a, "--draft"), *q = cli_opt(a, "--draft-quantize");
+    *out = NULL;
+    pd_weight_quant quant = !q || strcmp(q, "none") == 0 ? PD_QUANT_NONE
+                            : strcmp(q, "q8_0") == 0     ? PD_QUANT_Q8_0
+                            : strcmp(q, "q4_0") == 0     ? PD_QUANT_Q4_0
+                                                         : (pd_weight_quant)-1;
+    if (quant == (pd_weight_quant)-1) return cli_usage(a, "--draft-quantize must be none, q8_0 or q4_0");
+    if (q && !dir) return cli_usage(a, "--draft-quantize needs --draft DIR");
+    pd_error err;
+    if (dir && !(*out = pd_draft_load_quantized(dir, model, quant, &err))) return cli_fail(&err);
+    return 0;
+}
+
 int cli_model_open(cli_args *a, cli_model *m, bool with_head)
 {
     *m = (cli_model){0};

@@ -39,6 +39,10 @@ int cli_kv_cache_opt(cli_args *a, pd_kv_type *t);
 /* --weight-layout auto|file into p->layout (auto when absent) and --quantize
  * q8_0|q4_0|q4_1|q4_64 into p->quantize (none when absent); 2 after a usage message. */
 int cli_layout_opt(cli_args *a, pd_model_params *p);
+/* The draft of --draft DIR for model into *out (NULL without --draft), its
+ * matrices quantized as --draft-quantize q8_0|q4_0 asks (as stored when
+ * absent or none): 2 after a usage message, 1 after the load's error. */
+int cli_draft_open(cli_args *a, const pd_model *model, pd_draft **out);
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
 
 /* The model a command evaluates (pd_bundle_open): --model PATH, with the

@@ -407,10 +407,7 @@ int cmd_extract(cli_args *a)
     FILE *out = NULL;
     pd_draft *draft = NULL;
     if ((rc = cli_model_open(a, &m, true))) goto done_schema;
-    if (draft_dir && !(draft = pd_draft_load(draft_dir, m.model, &err))) {
-        rc = cli_fail(&err);
-        goto done;
-    }
+    if ((rc = cli_draft_open(a, m.model, &draft))) goto done;
     pp.draft = draft;
     if (!(s.pipe = pd_pipeline_new(m.model, schema, m.head, &pp, &err))) {
         rc = cli_fail(&err);

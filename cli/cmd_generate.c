@@ -42,9 +42,8 @@ int cmd_generate(cli_args *a)
     pd_error err;
     pd_draft *draft = NULL;
     pd_draft_context *dc = NULL;
-    if (rc == 0 && draft_dir) {
-        if (!(draft = pd_draft_load(draft_dir, cm.model, &err)) ||
-            !(dc = pd_draft_context_new(draft, pd_context_n_ctx(ctx), pd_context_n_threads(ctx), &err)))
+    if (rc == 0 && !(rc = cli_draft_open(a, cm.model, &draft)) && draft) {
+        if (!(dc = pd_draft_context_new(draft, pd_context_n_ctx(ctx), pd_context_n_threads(ctx), &err)))
             rc = cli_fail(&err);
         else if (block > pd_draft_block_size(draft))
             rc = cli_failf("--draft-block %d: the draft's blocks hold at most %d tokens", block,

@@ -18,12 +18,13 @@ static const cli_command commands[] = {
     {"generate",
      "--model PATH --prompt TEXT [--chat] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--threads N]"
      " [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]"
-     " [--draft DIR [--draft-block N]]",
+     " [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
      "Generates text after the prompt (greedy unless --temperature > 0); --chat wraps it as a ChatML user turn.\n"
      "--draft DIR: a DFlash / DFlash2 draft (docs/drafts.md) proposes blocks of --draft-block N tokens (default:\n"
      "its block size) that the model verifies in one pass each: the same text as without it (greedy, or sampled\n"
-     "with the same --seed). A summary line ends stderr: tokens and tokens/s (with --draft: passes, drafted and\n"
-     "accepted tokens).",
+     "with the same --seed); --draft-quantize q8_0|q4_0 quantizes its matrices at load (fewer bytes a draft\n"
+     "pass; other proposals, the same text). A summary line ends stderr: tokens and tokens/s (with --draft:\n"
+     "passes, drafted and accepted tokens).",
      cmd_generate},
     {"info", "--model PATH", "Prints a JSON summary of the model.", cmd_info},
     {"bench", "--model PATH [--prompt-tokens 512] [--gen-tokens 128] [--threads N] [--reps 3] [--kv-cache auto|f32|f16] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64]",
@@ -31,7 +32,7 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--draft DIR [--draft-block N]]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
@@ -51,8 +52,8 @@ static const cli_command commands[] = {
      "--draft DIR: a DFlash / DFlash2 draft of the model (docs/drafts.md) proposes blocks of --draft-block N\n"
      "tokens (default: its block size) in generation; a token the schema forbids is replaced by the draft's\n"
      "best allowed choice; it drafts when copy speculation proposes nothing: the same records in fewer\n"
-     "passes (sampled: those of the same --seed). A second summary line gives draft passes, drafted and\n"
-     "kept tokens.\n"
+     "passes (sampled: those of the same --seed); --draft-quantize q8_0|q4_0 quantizes its matrices at load.\n"
+     "A second summary line gives draft passes, drafted and kept tokens.\n"
      "--parallel N (1-256, default 2 x --threads, at most 16): reviews in flight in generation, advanced together in joint forward\n"
      "passes (the weights read once a pass for all); the same records as one at a time (1), written in\n"
      "input order; reads ahead 32 x N reviews, and each review in flight holds a KV cache.\n"

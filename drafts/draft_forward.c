@@ -38,32 +38,43 @@ struct pd_draft_context {
     float *logits;              /* [block_size][vocab] */
     float *sel_unary, *sel_proj; /* [block_size][top_k], [block_size][rank] */
     int32_t *sel_cand;           /* [block_size][top_k] */
+    pdi_qact qact;               /* block rows quantized, for a draft quantized at load */
 };
 
 /* ------------------------------------------------------------------ pieces */
 
 typedef struct {
     const pdi_kernels *kern;
-    const float *w, *x;
-    int64_t cols, n_tok;
+    const pdi_draft_matrix *w;
+    const float *x;
+    const pdi_qact *qx; /* x quantized, for block-quantized weights; else NULL */
+    int64_t n_tok;
     float *y;
-    int64_t y_stride;
 } mm_job;
 
 static void mm_range(void *arg, int64_t begin, int64_t end, int thread)
 {
     (void)thread;
     const mm_job *j = arg;
-    j->kern->fmatmul(PD_F32, (const uint8_t *)(j->w + begin * j->cols), (size_t)j->cols * sizeof(float), end - begin,
-                     j->cols, j->x, j->cols, 0, j->n_tok, j->y + begin, j->y_stride);
+    const pdi_draft_matrix *w = j->w;
+    const uint8_t *rows = w->data + (size_t)begin * w->row_bytes;
+    if (j->qx) j->kern->qmatmul(w->dtype, rows, w->row_bytes, end - begin, j->qx, 0, j->n_tok, j->y + begin, w->rows);
+    else j->kern->fmatmul(w->dtype, rows, w->row_bytes, end - begin, w->cols, j->x, w->cols, 0, j->n_tok, j->y + begin,
+                          w->rows);
 }
 
-/* y[t][r] = w[r] . x[t] for rows x cols weights and n_tok rows of x. */
-static void matmul(pd_draft_context *dc, const float *w, int64_t rows, int64_t cols, const float *x, int64_t n_tok,
-                   float *y)
+/* y[t][r] = w[r] . x[t] for n_tok rows of x (w->cols wide) into y (w->rows
+ * wide); x quantized first when w is (the target's integer products). */
+static void matmul(pd_draft_context *dc, const pdi_draft_matrix *w, const float *x, int64_t n_tok, float *y)
 {
-    mm_job j = {dc->kern, w, x, cols, n_tok, y, rows};
-    pdi_pool_for(dc->pool, rows, 16, mm_range, &j);
+    mm_job j = {dc->kern, w, x, NULL, n_tok, y};
+    if (pdi_dtype_is_block(w->dtype)) {
+        dc->qact.n_tok = n_tok;
+        dc->qact.cols = w->cols;
+        dc->kern->quantize_act(&dc->qact, x, w->cols, 0, n_tok, 0, w->cols / PD_QBLOCK);
+        j.qx = &dc->qact;
+    }
+    pdi_pool_for(dc->pool, w->rows, 16, mm_range, &j);
 }
 
 static void rms_rows(float *out, const float *x, const float *w, int64_t n, int64_t dim, float eps)
@@ -177,8 +188,7 @@ static const float *conv_in(pd_draft_context *dc, const pdi_draft_conv *cv, floa
 {
     const pd_draft *d = dc->d;
     if (d->kind != PD_DRAFT_DFLASH2) return dc->h;
-    int64_t dyn_rows = 2 * (int64_t)d->taps * (d->hidden / d->group_size);
-    matmul(dc, cv->proj, dyn_rows, d->hidden, dc->h, n, dyn);
+    matmul(dc, &cv->proj, dc->h, n, dyn);
     conv_side(d, cv, 0, dyn, dc->h, n, dc->conv);
     return dc->conv;
 }
@@ -199,26 +209,26 @@ static void layer_forward(pd_draft_context *dc, int l, int32_t n)
 {
     const pd_draft *d = dc->d;
     const pdi_draft_layer *L = &d->layers[l];
-    int64_t H = d->hidden, Q = (int64_t)d->n_heads * d->head_dim, KV = (int64_t)d->n_kv_heads * d->head_dim;
+    int64_t H = d->hidden, Q = (int64_t)d->n_heads * d->head_dim;
 
     rms_rows(dc->h, dc->x, L->attn_norm, n, H, d->rms_eps);
     const float *in = conv_in(dc, &L->attn_conv, dc->dyn_attn, n);
-    matmul(dc, L->wq, Q, H, in, n, dc->q);
-    matmul(dc, L->wk, KV, H, in, n, dc->k);
-    matmul(dc, L->wv, KV, H, in, n, dc->v);
+    matmul(dc, &L->wq, in, n, dc->q);
+    matmul(dc, &L->wk, in, n, dc->k);
+    matmul(dc, &L->wv, in, n, dc->v);
     for (int32_t i = 0; i < n; i++) norm_rope(dc, dc->q + i * Q, d->n_heads, L->q_norm, i);
     store_kv(dc, l, dc->len, n); /* the block's rows, past the context: scratch until the next block */
     attn_job aj = {dc, l, n};
     pdi_pool_for(dc->pool, (int64_t)n * d->n_heads, 1, attn_range, &aj);
-    matmul(dc, L->wo, H, Q, dc->att, n, dc->out);
+    matmul(dc, &L->wo, dc->att, n, dc->out);
     conv_out_add(dc, &L->attn_conv, dc->dyn_attn, n);
 
     rms_rows(dc->h, dc->x, L->ffn_norm, n, H, d->rms_eps);
     in = conv_in(dc, &L->mlp_conv, dc->dyn_mlp, n);
-    matmul(dc, L->w_gate, d->ffn, H, in, n, dc->gate);
-    matmul(dc, L->w_up, d->ffn, H, in, n, dc->up);
+    matmul(dc, &L->w_gate, in, n, dc->gate);
+    matmul(dc, &L->w_up, in, n, dc->up);
     for (int32_t i = 0; i < n; i++) dc->kern->silu_mul(dc->gate + i * d->ffn, dc->up + i * d->ffn, d->ffn);
-    matmul(dc, L->w_down, H, d->ffn, dc->gate, n, dc->out);
+    matmul(dc, &L->w_down, dc->gate, n, dc->out);
     conv_out_add(dc, &L->mlp_conv, dc->dyn_mlp, n);
 }
 
@@ -267,6 +277,8 @@ pd_draft_context *pd_draft_context_new(const pd_draft *d, int32_t n_ctx, int32_t
     bool ok = true;
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ok = ok && (*bufs[i] = calloc(sizes[i], sizeof(float)));
     ok = ok && (dc->sel_cand = calloc(B * (size_t)(d->top_k + 1), sizeof(int32_t)));
+    size_t widest = (size_t)d->n_targets * H > F ? (size_t)d->n_targets * H : F; /* fc's input, or down's */
+    if (d->quantize != PD_QUANT_NONE) ok = ok && pdi_qact_alloc(&dc->qact, (int64_t)B, widest > Q ? widest : Q);
     if (!ok) {
         pd_draft_context_free(dc);
         pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory for a draft context of %d positions", d->source, n_ctx);
@@ -283,6 +295,7 @@ void pd_draft_context_free(pd_draft_context *dc)
                      dc->logits, dc->sel_unary, dc->sel_proj};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(dc->sel_cand);
+    pdi_qact_free(&dc->qact);
     pd_context_free(dc->head);
     free(dc);
 }
@@ -305,15 +318,15 @@ pd_status pd_draft_context_append(pd_draft_context *dc, const float *features, i
     if (n > dc->n_ctx - dc->len)
         return pdi_set_error(err, PD_ERR_CONTEXT, "%s: %d context positions do not fit: %d of the draft context's %d "
                              "are in use", d->source, n, dc->len, dc->n_ctx);
-    int64_t H = d->hidden, F = (int64_t)d->n_targets * H, KV = (int64_t)d->n_kv_heads * d->head_dim;
+    int64_t H = d->hidden, F = (int64_t)d->n_targets * H;
     for (int32_t t0 = 0; t0 < n; t0 += d->block_size) {
         int32_t m = n - t0 < d->block_size ? n - t0 : d->block_size;
-        matmul(dc, d->fc, H, F, features + t0 * F, m, dc->out);
+        matmul(dc, &d->fc, features + t0 * F, m, dc->out);
         rms_rows(dc->h, dc->out, d->hidden_norm, m, H, d->rms_eps);
         rope_tables(dc, dc->len, m);
         for (int l = 0; l < d->n_layers; l++) {
-            matmul(dc, d->layers[l].wk, KV, H, dc->h, m, dc->k);
-            matmul(dc, d->layers[l].wv, KV, H, dc->h, m, dc->v);
+            matmul(dc, &d->layers[l].wk, dc->h, m, dc->k);
+            matmul(dc, &d->layers[l].wv, dc->h, m, dc->v);
             store_kv(dc, l, dc->len, m);
         }
         dc->len += m;
@@ -392,7 +405,7 @@ pd_status pd_draft_propose(pd_draft_context *dc, const int32_t *block, int32_t n
     if (d->kind == PD_DRAFT_DFLASH2) {
         for (int32_t p = 0; p < n; p++)
             top_k(dc->logits + p * V, d->vocab, d->top_k, dc->sel_cand + p * d->top_k, dc->sel_unary + p * d->top_k);
-        matmul(dc, d->sel_proj, d->rank, H, dc->h, n, dc->sel_proj);
+        matmul(dc, &d->sel_proj, dc->h, n, dc->sel_proj);
         pdi_draft_select(d, dc->sel_cand, dc->sel_unary, dc->sel_proj, n, block[0], tokens);
         return PD_OK;
     }

@@ -1,7 +1,8 @@
 /* draft_load.c - a DFlash or DFlash2 draft from an HF directory: config.json
  * (the Qwen3 dimensions, layer_types, and dflash_config), the safetensors
- * under the z-lab release's names, each checked against the target, and the
- * weights converted to F32. */
+ * under the z-lab release's names, each checked against the target; the
+ * weight matrices kept in the file's float type or quantized (Q8_0, Q4_0),
+ * the norms, convolution kernels and codebooks converted to F32. */
 #include "drafts.h"
 
 #include <jansson.h>
@@ -234,17 +235,21 @@ typedef struct taker {
     pd_error *err;
 } taker;
 
-/* An F32 copy of tensor name, checked to have shape [d0] (d1 == 0), [d0, d1]
- * or [d0, d1, d2] (d2 > 0); NULL (err set) when it is missing or differs. */
-static const float *take(const taker *k, const char *name, int64_t d0, int64_t d1, int64_t d2)
+/* Tensor name checked to have shape [d0] (d1 == 0), [d0, d1] or [d0, d1, d2]
+ * (d2 > 0); NULL (err set) when it is missing or differs. */
+static const pdi_tensor *expect(const taker *k, const char *name, int64_t d0, int64_t d1, int64_t d2)
 {
     const int64_t shape[3] = {d0, d1, d2};
     int n_dims = d2 ? 3 : d1 ? 2 : 1;
     if (pdi_store_expect(k->st, name, n_dims, shape, false, NULL, k->d->source, k->err)) return NULL;
-    const pdi_tensor *t = pdi_store_find(k->st, name);
-    size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1) * (size_t)(d2 ? d2 : 1);
-    float *copy = malloc(n * sizeof *copy);
-    float **owned = pdi_grow(k->d->owned, &k->d->cap_owned, k->d->n_owned + 1, sizeof *owned);
+    return pdi_store_find(k->st, name);
+}
+
+/* bytes of memory the draft owns (freed with it); NULL (err set) when out of memory */
+static void *own(const taker *k, size_t bytes, const char *name)
+{
+    void *copy = malloc(bytes ? bytes : 1);
+    void **owned = pdi_grow(k->d->owned, &k->d->cap_owned, k->d->n_owned + 1, sizeof *owned);
     if (!copy || !owned) {
         free(copy);
         pdi_set_error(k->err, PD_ERR_NOMEM, "%s: out of memory for tensor %s", k->d->source, name);
@@ -252,8 +257,53 @@ static const float *take(const taker *k, const char *name, int64_t d0, int64_t d
     }
     k->d->owned = owned;
     owned[k->d->n_owned++] = copy;
-    pdi_row_to_f32(t->dtype, t->data, copy, (int64_t)n);
     return copy;
+}
+
+/* An F32 copy of tensor name of the shape expect() checks. */
+static const float *take(const taker *k, const char *name, int64_t d0, int64_t d1, int64_t d2)
+{
+    const pdi_tensor *t = expect(k, name, d0, d1, d2);
+    size_t n = (size_t)d0 * (size_t)(d1 ? d1 : 1) * (size_t)(d2 ? d2 : 1);
+    float *copy = t ? own(k, n * sizeof *copy, name) : NULL;
+    if (copy) pdi_row_to_f32(t->dtype, t->data, copy, (int64_t)n);
+    return copy;
+}
+
+/* Weight matrix name [rows][cols]: a copy in the file's float type, or
+ * quantized as the draft's quantize asks (whole blocks of columns only). */
+static bool take_matrix(const taker *k, const char *name, int64_t rows, int64_t cols, pdi_draft_matrix *m)
+{
+    static const pdi_dtype quant_types[] = {[PD_QUANT_Q8_0] = PD_Q8_0, [PD_QUANT_Q4_0] = PD_Q4_0};
+    const pdi_tensor *t = expect(k, name, rows, cols, 0);
+    if (!t) return false;
+    bool quantize = k->d->quantize != PD_QUANT_NONE;
+    pdi_dtype type = quantize ? quant_types[k->d->quantize]
+                     : t->dtype == PD_F16 || t->dtype == PD_BF16 ? t->dtype : PD_F32;
+    if (quantize && cols % pdi_dtype_block_len(type)) {
+        pdi_set_error(k->err, PD_ERR_SHAPE, "%s: %s has %lld columns, not whole blocks of %d: it cannot be quantized",
+                      k->d->source, name, (long long)cols, pdi_dtype_block_len(type));
+        return false;
+    }
+    *m = (pdi_draft_matrix){.dtype = type, .rows = rows, .cols = cols, .row_bytes = pdi_dtype_row_bytes(type, cols)};
+    uint8_t *data = own(k, (size_t)rows * m->row_bytes, name);
+    float *row = data ? malloc((size_t)cols * sizeof *row) : NULL;
+    bool ok = row != NULL;
+    if (data && !row) pdi_set_error(k->err, PD_ERR_NOMEM, "%s: out of memory for tensor %s", k->d->source, name);
+    const size_t file_row = pdi_dtype_row_bytes(t->dtype, cols);
+    for (int64_t r = 0; ok && r < rows; r++) {
+        const uint8_t *src = (const uint8_t *)t->data + (size_t)r * file_row;
+        if (type == t->dtype) {
+            memcpy(data + (size_t)r * m->row_bytes, src, m->row_bytes);
+            continue;
+        }
+        pdi_row_to_f32(t->dtype, src, row, cols);
+        if (quantize) pdi_quantize_row(type, row, cols, data + (size_t)r * m->row_bytes);
+        else memcpy(data + (size_t)r * m->row_bytes, row, m->row_bytes);
+    }
+    free(row);
+    m->data = data;
+    return ok;
 }
 
 /* The release names its codebooks without ".weight"; a file written through
@@ -272,8 +322,7 @@ static bool take_conv(const taker *k, int32_t l, const char *which, pdi_draft_co
     snprintf(name, sizeof name, "layers.%d.%s.base_kernel", l, which);
     c->base = take(k, name, 2, d->taps, d->hidden);
     snprintf(name, sizeof name, "layers.%d.%s.kernel_projection.weight", l, which);
-    c->proj = c->base ? take(k, name, 2 * (int64_t)d->taps * (d->hidden / d->group_size), d->hidden, 0) : NULL;
-    return c->proj != NULL;
+    return c->base && take_matrix(k, name, 2 * (int64_t)d->taps * (d->hidden / d->group_size), d->hidden, &c->proj);
 }
 
 static bool take_layer(const taker *k, int32_t l)
@@ -284,12 +333,18 @@ static bool take_layer(const taker *k, int32_t l)
     const struct {
         const float **dst;
         const char *name;
-        int64_t d0, d1;
-    } parts[] = {
-        {&L->attn_norm, "input_layernorm.weight", H, 0},
-        {&L->ffn_norm, "post_attention_layernorm.weight", H, 0},
-        {&L->q_norm, "self_attn.q_norm.weight", d->head_dim, 0},
-        {&L->k_norm, "self_attn.k_norm.weight", d->head_dim, 0},
+        int64_t n;
+    } norms[] = {
+        {&L->attn_norm, "input_layernorm.weight", H},
+        {&L->ffn_norm, "post_attention_layernorm.weight", H},
+        {&L->q_norm, "self_attn.q_norm.weight", d->head_dim},
+        {&L->k_norm, "self_attn.k_norm.weight", d->head_dim},
+    };
+    const struct {
+        pdi_draft_matrix *dst;
+        const char *name;
+        int64_t rows, cols;
+    } matrices[] = {
         {&L->wq, "self_attn.q_proj.weight", Q, H},
         {&L->wk, "self_attn.k_proj.weight", KV, H},
         {&L->wv, "self_attn.v_proj.weight", KV, H},
@@ -299,9 +354,13 @@ static bool take_layer(const taker *k, int32_t l)
         {&L->w_down, "mlp.down_proj.weight", H, d->ffn},
     };
     char name[128];
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        snprintf(name, sizeof name, "layers.%d.%s", l, parts[i].name);
-        if (!(*parts[i].dst = take(k, name, parts[i].d0, parts[i].d1, 0))) return false;
+    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s", l, norms[i].name);
+        if (!(*norms[i].dst = take(k, name, norms[i].n, 0, 0))) return false;
+    }
+    for (size_t i = 0; i < sizeof matrices / sizeof matrices[0]; i++) {
+        snprintf(name, sizeof name, "layers.%d.%s", l, matrices[i].name);
+        if (!take_matrix(k, name, matrices[i].rows, matrices[i].cols, matrices[i].dst)) return false;
     }
     if (d->kind != PD_DRAFT_DFLASH2) return true;
     return take_conv(k, l, "attention_conv", &L->attn_conv) && take_conv(k, l, "mlp_conv", &L->mlp_conv);
@@ -311,13 +370,13 @@ static pd_status take_tensors(const pdi_tensor_store *st, pd_draft *d, pd_error 
 {
     taker k = {st, d, err};
     int64_t H = d->hidden;
-    if (!(d->fc = take(&k, "fc.weight", H, (int64_t)d->n_targets * H, 0)) ||
+    if (!take_matrix(&k, "fc.weight", H, (int64_t)d->n_targets * H, &d->fc) ||
         !(d->hidden_norm = take(&k, "hidden_norm.weight", H, 0, 0)) || !(d->final_norm = take(&k, "norm.weight", H, 0, 0)))
         return err ? err->code : PD_ERR_SHAPE;
     for (int32_t l = 0; l < d->n_layers; l++)
         if (!take_layer(&k, l)) return err ? err->code : PD_ERR_SHAPE;
     if (d->kind == PD_DRAFT_DFLASH2 &&
-        (!(d->sel_proj = take(&k, "candidate_selector.hidden_projection.weight", d->rank, H, 0)) ||
+        (!take_matrix(&k, "candidate_selector.hidden_projection.weight", d->rank, H, &d->sel_proj) ||
          !(d->sel_pred = take_codebook(&k, "candidate_selector.predecessor_codebook", d->vocab, d->rank)) ||
          !(d->sel_succ = take_codebook(&k, "candidate_selector.successor_codebook", d->vocab, d->rank))))
         return err ? err->code : PD_ERR_SHAPE;
@@ -328,8 +387,18 @@ static pd_status take_tensors(const pdi_tensor_store *st, pd_draft *d, pd_error 
 
 pd_draft *pd_draft_load(const char *dir, const pd_model *target, pd_error *err)
 {
+    return pd_draft_load_quantized(dir, target, PD_QUANT_NONE, err);
+}
+
+pd_draft *pd_draft_load_quantized(const char *dir, const pd_model *target, pd_weight_quant quantize, pd_error *err)
+{
     if (!dir || !target) {
         pdi_set_error(err, PD_ERR_ARG, "draft: no directory or no target model");
+        return NULL;
+    }
+    if (quantize != PD_QUANT_NONE && quantize != PD_QUANT_Q8_0 && quantize != PD_QUANT_Q4_0) {
+        pdi_set_error(err, PD_ERR_ARG, "%s: a draft is quantized at load as Q8_0 or Q4_0, not as type %d", dir,
+                      (int)quantize);
         return NULL;
     }
     pd_status rc = pdi_hf_dir_check(dir, err);
@@ -343,6 +412,7 @@ pd_draft *pd_draft_load(const char *dir, const pd_model *target, pd_error *err)
         rc = pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
     } else {
         d->target = target;
+        d->quantize = quantize;
         rc = pdi_json_load_object(config, &root, err);
     }
     if (rc == PD_OK) {

@@ -12,14 +12,25 @@
  * input, side 1 its output:
  *     out[t][c] = sum over k < taps of (base[side][k][c] + dyn[t][side][k][c / group_size]) * in[t - k][c],
  * in[t - k] zero before the block's first row. */
+/* A weight matrix [rows][cols] (out x in) as the draft holds it: in its
+ * file's type, F32, F16 or BF16 (the products widen each value exactly, so
+ * they give an F32 copy's results), or quantized at load (Q8_0, Q4_0:
+ * pd_draft_load_quantized), rows as stored. */
+typedef struct pdi_draft_matrix {
+    pdi_dtype dtype;
+    int64_t rows, cols;
+    size_t row_bytes;
+    const uint8_t *data;
+} pdi_draft_matrix;
+
 typedef struct pdi_draft_conv {
-    const float *base; /* [2][taps][hidden] */
-    const float *proj; /* [2 * taps * groups][hidden] */
+    const float *base;     /* [2][taps][hidden] */
+    pdi_draft_matrix proj; /* [2 * taps * groups][hidden] */
 } pdi_draft_conv;
 
 typedef struct pdi_draft_layer {
     const float *attn_norm, *ffn_norm, *q_norm, *k_norm;
-    const float *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down; /* [out][in] */
+    pdi_draft_matrix wq, wk, wv, wo, w_gate, w_up, w_down;
     pdi_draft_conv attn_conv, mlp_conv;                      /* DFlash2 only */
     int32_t window; /* sliding window in positions; 0: full attention */
     bool causal;    /* the block's rows see the block's earlier rows only */
@@ -36,12 +47,13 @@ struct pd_draft {
     float embed_scale, output_multiplier, softcap; /* softcap 0: none */
     int32_t taps, group_size;                      /* DFlash2 convolutions */
     int32_t rank, top_k;                           /* DFlash2 selector */
-    const float *fc;          /* [hidden][n_targets * hidden] */
+    pd_weight_quant quantize;           /* how the matrices were quantized at load */
+    pdi_draft_matrix fc;                /* [hidden][n_targets * hidden] */
     const float *hidden_norm, *final_norm;
-    const float *sel_proj;    /* [rank][hidden] */
+    pdi_draft_matrix sel_proj;          /* [rank][hidden] */
     const float *sel_pred, *sel_succ; /* [vocab][rank] */
     pdi_draft_layer *layers;
-    float **owned; /* every F32 copy above */
+    void **owned; /* every copy above */
     size_t n_owned, cap_owned;
 };
 

@@ -39,7 +39,8 @@ typedef enum pd_draft_kind {
 
 /* Load the draft in the HF directory dir (config.json, then model.safetensors
  * or the shards model.safetensors.index.json lists; F32, F16 or BF16) for the
- * target model. The weights are converted to F32 and the files closed.
+ * target model. The weight matrices are kept in the file's type (the norms,
+ * convolution kernels and codebooks converted to F32) and the files closed.
  * Errors name the file (and the tensor): PD_ERR_IO for a missing directory,
  * config.json or safetensors; PD_ERR_FORMAT for malformed JSON, a missing or
  * ill-typed config key, a truncated or inconsistent safetensors file;
@@ -50,6 +51,17 @@ typedef enum pd_draft_kind {
  * layer id outside the target's layers, a mask token outside its vocabulary,
  * or a block size, top-k or convolution size out of range. */
 PD_API pd_draft *pd_draft_load(const char *dir, const pd_model *target, pd_error *err);
+/* pd_draft_load with the weight matrices (fc, the layers' projections, the
+ * DFlash2 convolution projections and selector projection) quantized as they
+ * load: PD_QUANT_Q8_0 or PD_QUANT_Q4_0 (PD_QUANT_NONE: pd_draft_load), the
+ * block types the target's integer products run, with the block rows
+ * quantized on the way in. A draft's pass then reads a half or a quarter of
+ * the bytes of BF16 (what a memory-bound device pays for), and its proposals
+ * change a little (verification keeps the output exact). PD_ERR_ARG for
+ * another type, PD_ERR_SHAPE naming the tensor for a matrix whose columns are
+ * not whole blocks of 32. */
+PD_API pd_draft *pd_draft_load_quantized(const char *dir, const pd_model *target, pd_weight_quant quantize,
+                                         pd_error *err);
 PD_API void pd_draft_free(pd_draft *draft);
 
 PD_API pd_draft_kind pd_draft_get_kind(const pd_draft *draft);

@@ -118,7 +118,7 @@ static void *map_cache(size_t bytes, size_t *mapped)
 }
 
 /* The bytes of quantized activations for n tokens of cols columns
- * (alloc_qact): int8 q, then d and s (with padding), then block_bias. */
+ * (pdi_qact_alloc): int8 q, then d and s (with padding), then block_bias. */
 static bool add_qact(size_t *scratch, size_t n, size_t cols)
 {
     return add_floats(scratch, qact_cap(n), cols / sizeof(float) + 1, 1) &&
@@ -159,7 +159,7 @@ size_t pd_context_bytes(const pd_model *model, const pd_context_params *params)
 /* Room in a for n tokens of cols columns (only block-quantized weights read
  * it, whose inputs are whole blocks); false when out of memory (what was
  * allocated is freed with the context). */
-static bool alloc_qact(pdi_qact *a, int64_t n, size_t cols)
+bool pdi_qact_alloc(pdi_qact *a, int64_t n, size_t cols)
 {
     n = (int64_t)qact_cap((size_t)n);
     size_t q, ds, block;
@@ -175,7 +175,7 @@ static bool alloc_qact(pdi_qact *a, int64_t n, size_t cols)
     return a->q && a->d && a->s && a->block_bias;
 }
 
-static void free_qact(pdi_qact *a)
+void pdi_qact_free(pdi_qact *a)
 {
     free(a->q);
     free(a->d);
@@ -243,8 +243,8 @@ pd_context *pd_context_new(const pd_model *model, const pd_context_params *param
     if (!ctx->k_cache || !ctx->v_cache || !ctx->x || !ctx->xn || !ctx->q || !ctx->k || !ctx->v || !ctx->att ||
         !ctx->gate || !ctx->up || !ctx->delta || !ctx->scores || !ctx->rope_cos ||
         !ctx->rope_sin || !ctx->chunk_pos || !ctx->kv_ids || !ctx->keep || !ctx->slot || !ctx->parts || !ctx->pool ||
-        !alloc_qact(&ctx->qact, p.n_batch, widest_input(c)) ||
-        !alloc_qact(&ctx->qact_inner, p.n_batch, (size_t)c->ffn))
+        !pdi_qact_alloc(&ctx->qact, p.n_batch, widest_input(c)) ||
+        !pdi_qact_alloc(&ctx->qact_inner, p.n_batch, (size_t)c->ffn))
         goto nomem;
     return ctx;
 nomem:
@@ -275,8 +275,8 @@ void pd_context_free(pd_context *ctx)
     free(ctx->keep);
     free(ctx->slot);
     free(ctx->parts);
-    free_qact(&ctx->qact);
-    free_qact(&ctx->qact_inner);
+    pdi_qact_free(&ctx->qact);
+    pdi_qact_free(&ctx->qact_inner);
     free(ctx->out_hidden);
     free(ctx->out_logits);
     free(ctx->state_layers);

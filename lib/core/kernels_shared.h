@@ -26,6 +26,11 @@ typedef struct pdi_qact {
     int32_t *block_bias;        /* [cols/32][n_cap]: -8 * sum of the block's q */
 } pdi_qact;
 
+/* Room in a for n tokens of cols columns, zeroed where the kernels read
+ * padding; false when out of memory (pdi_qact_free frees what was made). */
+bool pdi_qact_alloc(pdi_qact *a, int64_t n, size_t cols);
+void pdi_qact_free(pdi_qact *a);
+
 /* Quantize blocks [b0, b1) (of PD_QBLOCK columns) of tokens [t0, t1) of x
  * (row stride x_stride, from column 0) into a; a->cols set. Each block is
  * quantized on its own, so a row may be done a range of blocks at a time.

@@ -231,6 +231,7 @@ _PD_PROTOTYPES = {
     "pd_pipeline_new": (P, [P, P, P, POINTER(PipelineParams), E]),
     "pd_pipeline_free": (None, [P]),
     "pd_draft_load": (P, [c_char_p, P, E]),
+    "pd_draft_load_quantized": (P, [c_char_p, P, c_int, E]),
     "pd_draft_free": (None, [P]),
     "pd_pipeline_get_path": (c_int, [P]),
     "pd_pipeline_window": (c_int32, [P]),

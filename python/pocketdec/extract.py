@@ -10,7 +10,7 @@ import threading
 from . import _lib
 from ._lib import Handle, Owner, arg_error, byref, check, cpath, cstr, pd
 from .decide import head_dir, load_head
-from .model import check_model
+from .model import check_model, choice
 
 _PATHS = ("tagger", "generate", "decide")  # pd_pipeline_path
 
@@ -45,7 +45,7 @@ class Extractor(Owner):
 
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
                  temperature=0.0, seed=0, speculate=None, min_confidence=0.0, max_chars=0, draft=None,
-                 draft_block=0):
+                 draft_block=0, draft_quantize=None):
         """schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
         max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
@@ -56,8 +56,10 @@ class Extractor(Owner):
         text too long for the context always is; docs/extraction.md, "Long reviews").
         draft: the folder of a DFlash / DFlash2 draft of the model (docs/drafts.md): in greedy
         generation it proposes blocks of draft_block tokens (0: its block size) that one pass
-        verifies, the same records in fewer passes (sampled: those of the same seed). A
-        draft of another model, or one with a tagger head, raises Error."""
+        verifies, the same records in fewer passes (sampled: those of the same seed);
+        draft_quantize None, "q8_0" or "q4_0" quantizes its matrices at load (fewer bytes a
+        draft pass, other proposals, the same records). A draft of another model, or one
+        with a tagger head, raises Error."""
         self.model = check_model(model)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")
         self._ctx = _lib.positive(ctx, "ctx", 0)
@@ -80,10 +82,11 @@ class Extractor(Owner):
         self._own(self._schema)
         self._draft_block = _lib.positive(draft_block, "draft_block", 0)
         self._draft = None
+        dquant = choice({None: 0, "none": 0, "q8_0": 1, "q4_0": 2}, draft_quantize, "draft_quantize")
         if draft is not None:
             dpath = cpath(draft, "draft")
-            self._draft = Handle.make("Extractor", pd.pd_draft_free, lambda m, err: pd.pd_draft_load(dpath, m, err),
-                                      [self.model._h])
+            self._draft = Handle.make("Extractor", pd.pd_draft_free,
+                                      lambda m, err: pd.pd_draft_load_quantized(dpath, m, dquant, err), [self.model._h])
             self._handles.append(self._draft)
         self._lock = threading.Lock()
         self._free = []

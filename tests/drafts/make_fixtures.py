@@ -224,6 +224,11 @@ def write_generation(out):
         shutil.rmtree(d, ignore_errors=True)
         make_draft.main(["--target", target_dir, "--out", d, *args])
         drafts.append(d)
+    # a draft whose down projection is 80 columns wide: loads as stored, cannot be quantized
+    unquantizable = os.path.join(out, "ffn80")
+    shutil.rmtree(unquantizable, ignore_errors=True)
+    make_draft.main(["--target", target_dir, "--out", unquantizable, "--kind", "dflash", "--ffn", "80",
+                     "--target-layers", "0"])
     prompts = ["hello world", "the cat sat on the mat", "aaaa", "zq", "banana"]
     # the same weights as BF16 and as Q4_0 blocks: other kernels, the same identity
     others = []
@@ -232,7 +237,8 @@ def write_generation(out):
         run(os.path.join(TOOLS, "make_model.py"), "--preset", "tiny", "--format", fmt, "--seed", "12",
             "--out", others[-1], "--quiet")
     with open(os.path.join(out, "generate.json"), "w") as f:
-        json.dump({"target": target_dir, "targets": [target_dir, *others], "drafts": drafts, "prompts": prompts}, f)
+        json.dump({"target": target_dir, "targets": [target_dir, *others], "drafts": drafts, "prompts": prompts,
+                   "unquantizable": unquantizable}, f)
 
 
 def make_draft_config(d):

@@ -62,7 +62,8 @@ def extract(*args):
 
 
 want = extract("--speculate", "0")
-for args in (["--parallel", "1"], ["--parallel", "4"], ["--parallel", "1", "--speculate", "0", "--draft-block", "5"]):
+for args in (["--parallel", "1"], ["--parallel", "4"], ["--parallel", "1", "--speculate", "0", "--draft-block", "5"],
+             ["--parallel", "4", "--draft-quantize", "q8_0"]):
     got = extract("--draft", draft, *args)
     m = extract_summary.search(got.stderr)
     if want.returncode or got.returncode or not want.stdout or got.stdout != want.stdout:

@@ -54,6 +54,22 @@ for draft in gen["drafts"]:
         check(what, re.search(r"pocketdec: \d+ tokens in [0-9.]+ s; [0-9.]+ tokens/s", plain.stderr) is not None,
               f"no summary line without a draft: {plain.stderr!r}")
 
+# a draft quantized at load: other proposals, the same text
+for draft in gen["drafts"]:
+    for q in ("q8_0", "q4_0"):
+        plain = run("--prompt", gen["prompts"][0], "--max-tokens", "24")
+        spec = run("--prompt", gen["prompts"][0], "--max-tokens", "24", "--draft", draft, "--draft-quantize", q)
+        what = f"--draft-quantize {q}, {os.path.basename(draft)}"
+        check(what, plain.returncode == 0 and spec.returncode == 0 and plain.stdout == spec.stdout,
+              f"{spec.stdout!r} against {plain.stdout!r}: {spec.stderr}")
+        check(what, summary.search(spec.stderr) is not None, spec.stderr)
+bad = run("--prompt", "a", "--draft-quantize", "q8_0")
+check("--draft-quantize without --draft", bad.returncode == 2 and "needs --draft" in bad.stderr, bad.stderr)
+bad = run("--prompt", "a", "--draft", gen["drafts"][0], "--draft-quantize", "q4_1")
+check("--draft-quantize q4_1", bad.returncode == 2 and "must be none, q8_0 or q4_0" in bad.stderr, bad.stderr)
+bad = run("--prompt", "a", "--draft", gen["unquantizable"], "--draft-quantize", "q8_0")
+check("a draft that cannot be quantized", bad.returncode == 1 and "not whole blocks of 32" in bad.stderr, bad.stderr)
+
 bad = run("--prompt", "a", "--draft-block", "3")
 check("--draft-block without --draft", bad.returncode == 2 and "--draft-block needs --draft" in bad.stderr, bad.stderr)
 bad = run("--prompt", "a", "--draft", gen["drafts"][0], "--draft-block", "99")

@@ -141,7 +141,11 @@ def test_generation_with_a_draft_equals_generation_without():
             want = [as_jsonl(r) for r in plain.extract_many(reviews, parallel=1)]
             assert want and [as_jsonl(spec.extract(t)) for t in reviews] == want
             assert [as_jsonl(r) for r in spec.extract_many(reviews, parallel=3)] == want
+        with pocketdec.Extractor(m, SCHEMA, head=False, draft=draft, draft_quantize="q8_0") as quantized:
+            assert [as_jsonl(r) for r in quantized.extract_many(reviews, parallel=3)] == want
         assert error(pocketdec.Extractor, m, SCHEMA, head=False, draft=draft, draft_block=9).status == "invalid argument"
+        assert error(pocketdec.Extractor, m, SCHEMA, head=False, draft=draft, draft_quantize="q4_1").status == \
+            "invalid argument"
         assert error(pocketdec.Extractor, m, SCHEMA, head=False, draft=TIANCHI_GEN).status == "i/o error"
     with pocketdec.Model(TIANCHI) as tagger:  # another vocabulary; and a tagger head generates nothing
         assert error(pocketdec.Extractor, tagger, SCHEMA, draft=draft).status == "shape error"
