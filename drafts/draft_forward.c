@@ -58,7 +58,10 @@ static void mm_range(void *arg, int64_t begin, int64_t end, int thread)
     const mm_job *j = arg;
     const pdi_draft_matrix *w = j->w;
     const uint8_t *rows = w->data + (size_t)begin * w->row_bytes;
-    if (j->qx) j->kern->qmatmul(w->dtype, rows, w->row_bytes, end - begin, j->qx, 0, j->n_tok, j->y + begin, w->rows);
+    if (j->qx && w->interleave) /* begin: a multiple of 16, so of the interleave */
+        j->kern->qmatmul_x(w->dtype, rows, w->row_bytes, end - begin, j->qx, 0, j->n_tok, j->y + begin, w->rows);
+    else if (j->qx)
+        j->kern->qmatmul(w->dtype, rows, w->row_bytes, end - begin, j->qx, 0, j->n_tok, j->y + begin, w->rows);
     else j->kern->fmatmul(w->dtype, rows, w->row_bytes, end - begin, w->cols, j->x, w->cols, 0, j->n_tok, j->y + begin,
                           w->rows);
 }

@@ -5,6 +5,8 @@
  * the norms, convolution kernels and codebooks converted to F32. */
 #include "drafts.h"
 
+#include "core/kernels.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -286,24 +288,37 @@ static bool take_matrix(const taker *k, const char *name, int64_t rows, int64_t 
         return false;
     }
     *m = (pdi_draft_matrix){.dtype = type, .rows = rows, .cols = cols, .row_bytes = pdi_dtype_row_bytes(type, cols)};
-    uint8_t *data = own(k, (size_t)rows * m->row_bytes, name);
-    float *row = data ? malloc((size_t)cols * sizeof *row) : NULL;
-    bool ok = row != NULL;
-    if (data && !row) pdi_set_error(k->err, PD_ERR_NOMEM, "%s: out of memory for tensor %s", k->d->source, name);
+    /* quantized rows in whole groups are packed as the kernels read them, from a plain copy */
+    const int group = quantize ? pdi_kernels_select()->interleave : 0;
+    m->interleave = group && rows % group == 0 ? group : 0;
+    size_t bytes = (size_t)rows * m->row_bytes;
+    uint8_t *data = own(k, bytes, name);
+    if (!data) return false;
+    uint8_t *plain = m->interleave ? malloc(bytes) : data;
+    float *row = plain ? malloc((size_t)cols * sizeof *row) : NULL;
+    if (!row) {
+        if (plain != data) free(plain);
+        pdi_set_error(k->err, PD_ERR_NOMEM, "%s: out of memory for tensor %s", k->d->source, name);
+        return false;
+    }
     const size_t file_row = pdi_dtype_row_bytes(t->dtype, cols);
-    for (int64_t r = 0; ok && r < rows; r++) {
+    for (int64_t r = 0; r < rows; r++) {
         const uint8_t *src = (const uint8_t *)t->data + (size_t)r * file_row;
         if (type == t->dtype) {
-            memcpy(data + (size_t)r * m->row_bytes, src, m->row_bytes);
+            memcpy(plain + (size_t)r * m->row_bytes, src, m->row_bytes);
             continue;
         }
         pdi_row_to_f32(t->dtype, src, row, cols);
-        if (quantize) pdi_quantize_row(type, row, cols, data + (size_t)r * m->row_bytes);
-        else memcpy(data + (size_t)r * m->row_bytes, row, m->row_bytes);
+        if (quantize) pdi_quantize_row(type, row, cols, plain + (size_t)r * m->row_bytes);
+        else memcpy(plain + (size_t)r * m->row_bytes, row, m->row_bytes);
+    }
+    if (m->interleave) {
+        pdi_x_pack(type, m->interleave, plain, m->row_bytes, rows, data);
+        free(plain);
     }
     free(row);
     m->data = data;
-    return ok;
+    return true;
 }
 
 /* The release names its codebooks without ".weight"; a file written through

@@ -15,12 +15,14 @@
 /* A weight matrix [rows][cols] (out x in) as the draft holds it: in its
  * file's type, F32, F16 or BF16 (the products widen each value exactly, so
  * they give an F32 copy's results), or quantized at load (Q8_0, Q4_0:
- * pd_draft_load_quantized), rows as stored. */
+ * pd_draft_load_quantized), then held interleaved as the kernels' integer
+ * products read the target's (pdi_x_pack) when its rows are whole groups. */
 typedef struct pdi_draft_matrix {
     pdi_dtype dtype;
     int64_t rows, cols;
-    size_t row_bytes;
+    size_t row_bytes; /* of one plain row */
     const uint8_t *data;
+    int interleave; /* rows a group; 0: rows as stored */
 } pdi_draft_matrix;
 
 typedef struct pdi_draft_conv {
