@@ -161,6 +161,10 @@ AVX2 void pdi_narrow_avx2(const float *src, uint16_t *dst, int64_t n)
  * widened once, serves 4 tokens. */
 #define FT_ROWS 3
 #define FT_TOKS 4
+/* A pass of exactly 2 tokens: 4 rows x 2 tokens, 8 accumulator chains (each
+ * (row, token) one chain over the columns, for dot_row's bits), enough to
+ * cover the FMA latency that 3 rows x 1 token leave waiting. */
+#define FT_PAIR_ROWS 4
 
 enum { W_F32, W_F16, W_BF16 };
 
@@ -186,14 +190,14 @@ AVX2_INLINE float welem(const int kind, const uint8_t *row, int64_t c)
 AVX2_INLINE void ftile(const int kind, const int RM, const int RN, const uint8_t *w, size_t row_bytes, int64_t n,
                        const float *x, int64_t x_stride, float *y, int64_t y_stride)
 {
-    __m256 acc[FT_ROWS][FT_TOKS];
+    __m256 acc[FT_PAIR_ROWS][FT_TOKS];
 #pragma GCC unroll 4
     for (int r = 0; r < RM; r++)
 #pragma GCC unroll 4
         for (int u = 0; u < RN; u++) acc[r][u] = _mm256_setzero_ps();
     int64_t c = 0;
     for (; c + 8 <= n; c += 8) {
-        __m256 wv[FT_ROWS];
+        __m256 wv[FT_PAIR_ROWS];
 #pragma GCC unroll 4
         for (int r = 0; r < RM; r++) wv[r] = wload8(kind, w + (size_t)r * row_bytes, c);
 #pragma GCC unroll 4
@@ -216,6 +220,15 @@ AVX2_INLINE void ftile(const int kind, const int RM, const int RN, const uint8_t
 AVX2_INLINE void fmatmul_kind(const int kind, const uint8_t *w, size_t row_bytes, int64_t n_rows, int64_t n,
                               const float *x, int64_t x_stride, int64_t t0, int64_t t1, float *y, int64_t y_stride)
 {
+    if (t1 - t0 == 2) { /* two tokens: 4-row tiles, the rows left as below */
+        int64_t r = 0;
+        for (; r + FT_PAIR_ROWS <= n_rows; r += FT_PAIR_ROWS)
+            ftile(kind, FT_PAIR_ROWS, 2, w + (size_t)r * row_bytes, row_bytes, n, x + t0 * x_stride, x_stride,
+                  y + t0 * y_stride + r, y_stride);
+        w += (size_t)r * row_bytes;
+        y += r;
+        n_rows -= r;
+    }
     for (int64_t r = 0; r < n_rows; r += FT_ROWS) {
         int64_t rm = n_rows - r < FT_ROWS ? n_rows - r : FT_ROWS, tok = t0;
         const uint8_t *wr = w + (size_t)r * row_bytes;
