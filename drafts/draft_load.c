@@ -235,6 +235,7 @@ typedef struct taker {
     const pdi_tensor_store *st;
     pd_draft *d;
     pd_error *err;
+    int group; /* rows a group of the kernels' interleaved layout (0: none) */
 } taker;
 
 /* Tensor name checked to have shape [d0] (d1 == 0), [d0, d1] or [d0, d1, d2]
@@ -289,8 +290,7 @@ static bool take_matrix(const taker *k, const char *name, int64_t rows, int64_t 
     }
     *m = (pdi_draft_matrix){.dtype = type, .rows = rows, .cols = cols, .row_bytes = pdi_dtype_row_bytes(type, cols)};
     /* quantized rows in whole groups are packed as the kernels read them, from a plain copy */
-    const int group = quantize ? pdi_kernels_select()->interleave : 0;
-    m->interleave = group && rows % group == 0 ? group : 0;
+    m->interleave = quantize && k->group && rows % k->group == 0 ? k->group : 0;
     size_t bytes = (size_t)rows * m->row_bytes;
     uint8_t *data = own(k, bytes, name);
     if (!data) return false;
@@ -383,7 +383,7 @@ static bool take_layer(const taker *k, int32_t l)
 
 static pd_status take_tensors(const pdi_tensor_store *st, pd_draft *d, pd_error *err)
 {
-    taker k = {st, d, err};
+    taker k = {st, d, err, pdi_kernels_select()->interleave};
     int64_t H = d->hidden;
     if (!take_matrix(&k, "fc.weight", H, (int64_t)d->n_targets * H, &d->fc) ||
         !(d->hidden_norm = take(&k, "hidden_norm.weight", H, 0, 0)) || !(d->final_norm = take(&k, "norm.weight", H, 0, 0)))

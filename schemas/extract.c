@@ -394,7 +394,11 @@ static pd_status advance(decoder *d, bool *more, pd_error *err)
         }
         d->n = candidates(d, &d->s, &x->stats.mask_us[x->stats.n_tokens]);
         d->sparse = use_sparse(d, d->n);
-        if (d->row + 1 < d->n_rows && d->batch[d->row + 1] == id) { /* the draft was right: its row is next */
+        /* The draft was right: its row is next. Sampling too: id is the sample
+         * at this row (choose(), one draw a token as without drafts, on the
+         * same logits), the acceptance rule for a draft of one token a
+         * position, so the same seed gives the same records. */
+        if (d->row + 1 < d->n_rows && d->batch[d->row + 1] == id) {
             d->row++;
             x->stats.n_accepted++;
             x->stats.n_copies_kept += d->source[d->row] == PDI_ROW_COPY;
@@ -440,10 +444,6 @@ static pd_status resolve_params(const pd_extractor *ex, pd_extract_params *p, co
                !dr->append || !dr->propose))
         return pdi_set_error(err, PD_ERR_ARG, "%s: the drafter has a block of %d tokens (2..%d), %d layers, or no function",
                              fn, dr->block, PD_DRAFTER_BLOCK_MAX, dr->n_layers);
-    /* Sampling verifies drafts too: a drafted token is kept when the sample at
-     * its row is that token (choose(), one draw a token as without drafts,
-     * on the same logits), the acceptance rule for a draft of one token a
-     * position; the same seed gives the same records. */
     return PD_OK;
 }
 
