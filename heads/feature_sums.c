@@ -89,6 +89,7 @@ pd_status pdi_feat_text_init(pdi_feat_text *x, const pdi_features *f, const char
     pd_status rc = PD_OK;
     for (int32_t k = 0; !rc && k < f->n_spans; k++)
         if (f->lex_fields & (1u << k)) rc = mark_field(x, k, err);
+    if (!rc && f->polarity) rc = pdi_pol_text_init(&x->pol, f->polarity, x, err);
     if (rc) pdi_feat_text_free(x);
     return rc;
 }
@@ -102,6 +103,7 @@ void pdi_feat_text_free(pdi_feat_text *x)
     free(x->scratch);
     free(x->key);
     free(x->marks);
+    pdi_pol_text_free(x->pol);
     *x = (pdi_feat_text){.f = x->f};
 }
 
@@ -117,7 +119,7 @@ typedef struct feat_ctx {
     bool before;                 /* link: to ends before from starts */
     int32_t gap_a, gap_b;        /* link: the characters between them */
     const pdi_feat_span *spans;   /* label: the record's span of each field (start < 0: `_`) */
-    pdi_feat_span anchor;         /* label */
+    pdi_feat_span anchor, clause; /* label: the anchor span and its clause */
     int32_t n_distinct;          /* label: distinct characters of the anchor's clause (x->scratch) */
     int32_t memory;              /* link: 1/0 the pair is a memory key; label: its memory label, -1 none */
 } feat_ctx;
@@ -172,6 +174,15 @@ static uint64_t feed_pair(uint64_t h, int kind, const feat_ctx *c)
     return h;
 }
 
+/* A polarity statistic (0 sum, 1 min, 2 max) of characters [a, b) as its
+ * bucket; <none> for an empty span or one holding no valued term. */
+static uint64_t feed_pol_stat(uint64_t h, const pdi_feat_text *x, pdi_feat_span s, int which)
+{
+    double st[3];
+    if (s.start < 0 || !pdi_pol_stats(x->pol, s.start, s.end, st)) return feed_str(h, "<none>");
+    return feed_str(h, pdi_pol_bucket(st[which]));
+}
+
 /* Value j of atom a (j counts a multi-valued atom's values). */
 static uint64_t feed_atom(uint64_t h, const atom *a, const feat_ctx *c, int32_t j)
 {
@@ -212,6 +223,21 @@ static uint64_t feed_atom(uint64_t h, const atom *a, const feat_ctx *c, int32_t 
         return pdi_fnv_feed(h, buf, (size_t)utf8proc_encode_char(x->scratch[j], buf));
     }
     case A_MEMORY: return feed_str(h, c->memory < 0 ? "<none>" : f->label_names[c->memory]);
+    case A_POL:
+    case A_POLPOS:
+    case A_NEGATED:
+        if (k < 0 || k >= x->n) return feed_str(h, k < 0 ? "<s>" : "</s>");
+        return feed_str(h, a->kind == A_POL      ? pdi_pol_strongest(x->pol, k)
+                           : a->kind == A_POLPOS ? pdi_pol_place(x->pol, k)
+                                                 : pdi_pol_negated(x->pol, x, k));
+    case A_POLSUM:
+    case A_POLMIN:
+    case A_POLMAX: return feed_pol_stat(h, x, c->spans[a->field], a->kind - A_POLSUM);
+    case A_CLAUSESUM:
+    case A_CLAUSEMIN:
+    case A_CLAUSEMAX: return feed_pol_stat(h, x, c->clause, a->kind - A_CLAUSESUM);
+    case A_NEGATION:
+    case A_DEGREE: return feed_str(h, pdi_pol_before(x->pol, x, a->kind == A_DEGREE, c->anchor));
     }
     return h;
 }
@@ -295,7 +321,7 @@ void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_fea
         c.before = c.to.end <= from.start;
         c.gap_a = c.before ? c.to.end : from.end;
         c.gap_b = c.before ? from.start : c.to.start > from.end ? c.to.start : from.end;
-        if (a < n_to && (tb->kinds & (1u << A_LINK_MEMORY))) {
+        if (a < n_to && (tb->kinds & (1ull << A_LINK_MEMORY))) {
             pdi_feat_span pair[PD_TAGGER_MAX_SPANS];
             pair[f->link_from] = from;
             pair[f->link_to] = c.to;
@@ -316,8 +342,9 @@ void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, doub
     int32_t k = f->link_from >= 0 && spans[f->link_from].start >= 0 ? f->link_from : 0;
     while (k < f->n_spans && spans[k].start < 0) k++;
     if (k < f->n_spans) c.anchor = spans[k];
-    if (tb->kinds & (1u << A_CLAUSE)) { /* its distinct characters, in any order: sums are order-free */
-        pdi_feat_span cl = clause_of(x, c.anchor);
+    c.clause = clause_of(x, c.anchor);
+    if (tb->kinds & (1ull << A_CLAUSE)) { /* its distinct characters, in any order: sums are order-free */
+        pdi_feat_span cl = c.clause;
         for (int32_t i = cl.start; i < cl.end; i++)
             if (x->cp[i] >= 0) x->scratch[c.n_distinct++] = x->cp[i];
         qsort(x->scratch, (size_t)c.n_distinct, sizeof *x->scratch, compare_ints);
@@ -326,7 +353,7 @@ void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, doub
             if (n == 0 || x->scratch[n - 1] != x->scratch[i]) x->scratch[n++] = x->scratch[i];
         c.n_distinct = n;
     }
-    if (tb->kinds & (1u << A_MEMORY)) {
+    if (tb->kinds & (1ull << A_MEMORY)) {
         const mem_entry *m = memory_find(x, spans);
         c.memory = m ? m->label : -1;
     }

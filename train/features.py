@@ -113,9 +113,118 @@ def read_memory(path, n_spans):
     return out
 
 
+# ----------------------------------------------------------------------------- the polarity table
+
+NEGATION, DEGREE = "negation", "degree"
+_NUMBER = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")  # what C's polarity.c takes
+POLARITY_THRESHOLDS = (0.5, 1, 2, 4, 8)
+
+
+def polarity_bucket(v):
+    """The bucket of a log-odds value or sum: '0' inside (-0.5, 0.5), else its sign and the largest
+    threshold of 0.5, 1, 2, 4, 8 that |v| reaches ('-2' for -3.1, '+0.5' for 0.7)."""
+    if -0.5 < v < 0.5:
+        return "0"
+    m = max(t for t in POLARITY_THRESHOLDS if abs(v) >= t)
+    return ("-" if v < 0 else "+") + ("0.5" if m == 0.5 else str(m))
+
+
+def read_polarity(path):
+    """(values {term: log-odds}, negation terms, degree terms) of a polarity table: `term<TAB>value`
+    lines, value a number (the log-odds that a review holding the term is positive: below 0 for the
+    words of complaints) or the word `negation` or `degree`; # comments and blank lines skipped."""
+    values, neg, deg = {}, set(), set()
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            term, v = line.rstrip("\r").split("\t", 1)
+            if v == NEGATION:
+                neg.add(term)
+            elif v == DEGREE:
+                deg.add(term)
+            elif _NUMBER.match(v):
+                values[term] = float(v)
+            else:
+                raise ValueError(f"{path}: the value {v!r} of {term!r} is neither a number nor negation or degree")
+    return values, neg, deg
+
+
+def write_polarity(path, values, negation, degree, about=""):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# term<TAB>log-odds that a review holding it is positive (below 0: complaints), or `negation` / "
+                f"`degree`{about}\n")
+        for t in sorted(negation):
+            f.write(f"{t}\t{NEGATION}\n")
+        for t in sorted(degree):
+            f.write(f"{t}\t{DEGREE}\n")
+        for t in sorted(values):
+            f.write(f"{t}\t{values[t]:.4g}\n")
+
+
+class PolarityText:
+    """What the polarity atoms read of one text: every match of a table term (start, end, value) in
+    order of start then length; per character the strongest match covering it (largest |value|, ties
+    to the longer, then the earlier) as a bucket and the character's place in it (B I E S, - without),
+    and the negation and degree words' matches."""
+
+    def __init__(self, text, table):
+        values, neg, deg = table
+        longest = max((len(t) for t in list(values) + list(neg) + list(deg)), default=0)
+        n = len(text)
+        self.text = text
+        self.matches, self.neg, self.deg = [], [], []
+        for s in range(n):
+            for e in range(s + 1, min(n, s + longest) + 1):
+                w = text[s:e]
+                if w in values:
+                    self.matches.append((s, e, values[w]))
+                if w in neg:
+                    self.neg.append((s, e))
+                if w in deg:
+                    self.deg.append((s, e))
+        best = [None] * n
+        for s, e, v in self.matches:
+            for c in range(s, e):
+                b = best[c]
+                if b is None or abs(v) > abs(b[2]) or (abs(v) == abs(b[2]) and e - s > b[1] - b[0]):
+                    best[c] = (s, e, v)
+        self.bucket = [polarity_bucket(b[2]) if b else "0" for b in best]
+        self.place = ["-" if b is None else "S" if b[1] - b[0] == 1 else "B" if c == b[0] else "E" if c == b[1] - 1
+                      else "I" for c, b in enumerate(best)]
+
+    def negated(self, c):
+        """'n' inside a negation word, '1' when one ends at most 2 characters before c in its clause
+        (no clause punctuation between), '0' otherwise."""
+        for s, e in self.neg:
+            if s <= c < e:
+                return "n"
+        for s, e in self.neg:
+            if e <= c <= e + 2 and not any(ch in CLAUSE for ch in self.text[e:c]):
+                return "1"
+        return "0"
+
+    def stats(self, a, b):
+        """(sum, min, max) of the values of the matches inside characters [a, b); None without one."""
+        v = [x for s, e, x in self.matches if a <= s and e <= b]
+        return (sum(v), min(v), max(v)) if v else None
+
+    def before(self, words, a, b, reach=2):
+        """'in' when a word of `words` starts the span [a, b), '1' when one ends at most `reach`
+        characters before a in its clause, '0' otherwise."""
+        for s, e in words:
+            if s == a and e <= b:
+                return "in"
+        for s, e in words:
+            if e <= a <= e + reach and not any(ch in CLAUSE for ch in self.text[e:a]):
+                return "1"
+        return "0"
+
+
 # ----------------------------------------------------------------------------- templates
 
-_ATOM = re.compile(r"^(c|kind|lex\.[^\[\]]+|left|right)\[(0|-?[1-9][0-9]*)\]$")  # offsets as C's %d
+_ATOM = re.compile(r"^(c|kind|lex\.[^\[\]]+|left|right|pol|polpos|negated)\[(0|-?[1-9][0-9]*)\]$")  # offsets as C's %d
 
 
 def parse_template(tpl):
@@ -134,8 +243,9 @@ def parse_template(tpl):
 class Spec:
     """head.json's "features" object, with its lexicon and memory loaded (dicts)."""
 
-    def __init__(self, doc, spans, lexicon=None, memory=None):
+    def __init__(self, doc, spans, lexicon=None, memory=None, polarity=None):
         self.doc = doc
+        self.polarity = polarity  # read_polarity's (values, negation, degree) or None
         self.seed = int(doc["hash"]["seed"])
         self.spans = list(spans)
         self.buckets = {d: int(doc[d]["buckets"]) for d in DECISIONS if d in doc}
@@ -144,6 +254,15 @@ class Spec:
         self.memory = memory or {}
         self._link_from = self._link_to = None  # set_link: the link's span fields
         self._memo = {}
+        self._pol = None
+
+    def polarity_text(self, text):
+        """The PolarityText of text (the last one kept: a review's records ask for it in turn)."""
+        if self.polarity is None:
+            return None
+        if self._pol is None or self._pol.text != text:
+            self._pol = PolarityText(text, self.polarity)
+        return self._pol
 
     def id(self, decision, key):
         k = (decision, key)
@@ -152,10 +271,13 @@ class Spec:
             v = self._memo[k] = fnv1a64(key.encode("utf-8"), self.seed) % self.buckets[decision]
         return v
 
-    def _ids(self, decision, values_of):
-        """Ids of every template of a decision; values_of(name, arg) -> str or list (multi-valued)."""
+    def _ids(self, decision, values_of, skip=()):
+        """Ids of every template of a decision but those in skip; values_of(name, arg) -> str or list
+        (multi-valued)."""
         out = []
         for tpl, atoms in self.templates.get(decision, ()):
+            if tpl in skip:
+                continue
             vals = [values_of(n, a) for n, a in atoms]
             multi = [k for k, v in enumerate(vals) if isinstance(v, list)]
             if not multi:
@@ -174,6 +296,7 @@ class Spec:
             return [[] for _ in starts]
         n = len(text)
         marks = {f: lexicon_marks(text, self.lexicon.get(f, set())) for f in self.spans}
+        pol = self.polarity_text(text)
 
         def at(i, k):
             j = i + k
@@ -193,6 +316,12 @@ class Spec:
                     return kind(edge or text[i + k])
                 if name.startswith("lex."):
                     return edge or marks[name[4:]][i + k]
+                if name == "pol":
+                    return edge or pol.bucket[i + k]
+                if name == "polpos":
+                    return edge or pol.place[i + k]
+                if name == "negated":
+                    return edge or pol.negated(i + k)
                 raise ValueError(f"tag template atom '{name}'")
             out.append(self._ids("tag", val))
         return out
@@ -245,8 +374,15 @@ class Spec:
         self._link_from, self._link_to = frm, to
 
     # -- labels
-    def label_ids(self, text, spans):
-        """Ids of a record: spans[k] is the (start, end) of span field k or None."""
+    def identity_templates(self):
+        """The label templates that name the record's own strings (text., chars., bigrams., pair,
+        memory): what a record never seen in training has no weight for."""
+        return {tpl for tpl, atoms in self.templates.get("label", ())
+                if any(n.startswith(("text.", "chars.", "bigrams.")) or n in ("pair", "memory") for n, _ in atoms)}
+
+    def label_ids(self, text, spans, skip=()):
+        """Ids of a record: spans[k] is the (start, end) of span field k or None; the templates in
+        skip left out."""
         if "label" not in self.templates:
             return []
         texts = [text[s[0]:s[1]] if s else "_" for s in spans]
@@ -255,8 +391,24 @@ class Spec:
         else:
             anchor = next((s for s in spans if s), None)
         n = len(text)
+        pol = self.polarity_text(text)
+
+        def stat(a, b, k):
+            st = pol.stats(a, b)
+            return polarity_bucket(st[k]) if st else NONE
 
         def val(name, arg):
+            for pre, k in (("polsum.", 0), ("polmin.", 1), ("polmax.", 2)):
+                if name.startswith(pre):
+                    sp = spans[self.spans.index(name[len(pre):])]
+                    return stat(sp[0], sp[1], k) if sp else NONE
+            for pre, k in (("clausesum", 0), ("clausemin", 1), ("clausemax", 2)):
+                if name == pre:
+                    return stat(*self.clause(text, *anchor), k) if anchor else NONE
+            if name in ("negation", "degree"):
+                if anchor is None:
+                    return NONE
+                return pol.before(pol.neg if name == "negation" else pol.deg, anchor[0], anchor[1])
             if name.startswith("text."):
                 return texts[self.spans.index(name[5:])]
             if name.startswith("chars."):
@@ -287,7 +439,7 @@ class Spec:
                 lab = self.memory.get(tuple(texts))
                 return "/".join(lab) if lab else NONE
             raise ValueError(f"label template atom '{name}'")
-        return self._ids("label", val)
+        return self._ids("label", val, skip)
 
 
 def load(path, meta):
@@ -297,7 +449,8 @@ def load(path, meta):
         return None
     lex = read_lexicon(os.path.join(path, doc["lexicon"])) if doc.get("lexicon") else None
     mem = read_memory(os.path.join(path, doc["memory"]), len(meta["spans"])) if doc.get("memory") else None
-    spec = Spec(doc, meta["spans"], lex, mem)
+    pol = read_polarity(os.path.join(path, doc["polarity"])) if doc.get("polarity") else None
+    spec = Spec(doc, meta["spans"], lex, mem, pol)
     if "link" in meta:
         spec.set_link(meta["link"]["from"], meta["link"]["to"])
     return spec

@@ -33,6 +33,7 @@ import sys
 import time
 
 import dataset as DS
+import sentiment
 import train_tagger as T
 import tagging
 from train_all import common_args, log, start
@@ -96,7 +97,7 @@ def extract_and_score(a, sc, out, reviews, result, gold, head=None):
     return sc.score(gold, result, dict(reviews))
 
 
-def run_fold(a, k, test_ids, train, meta, labels, sc):
+def run_fold(a, k, test_ids, train, meta, labels, sc, polarity=None):
     out = os.path.join(a.out, f"fold{k}")
     done = os.path.join(out, "score.json")
     if os.path.exists(done):
@@ -106,7 +107,9 @@ def run_fold(a, k, test_ids, train, meta, labels, sc):
     record = {}
     held = set(test_ids)
     fold_train = [r for r in train if r[0] not in held]
-    model, head = T.label_stage(a, a.base, meta, labels, fold_train, record, name=f"fold{k}")
+    silver = T.read_silver(a.silver.format(k=k) if a.silver else None, sc.data.schema)
+    model, head = T.label_stage(a, a.base, meta, labels, fold_train, record, name=f"fold{k}", polarity=polarity,
+                                silver=silver)
     T.save_stage(model, head, meta, labels, out, os.path.relpath(a.base, out))
     reviews = [(i, t) for i, t, _ in train if i in held]
     result, gold = os.path.join(out, "Result.csv"), os.path.join(out, "gold.csv")
@@ -141,6 +144,7 @@ def main(argv=None):
     common_args(ap, data=False)
     DS.add_args(ap)
     T.label_args(ap)
+    sentiment.polarity_args(ap)
     ap.add_argument("--base", required=True, help="a base pre-trained without labels (train_tagger.py's RUN/base)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--fold-seed", type=int, default=FOLD_SEED)
@@ -157,6 +161,7 @@ def main(argv=None):
     start(a)
     if not a.features:
         meta.pop("features", None)
+    polarity = sentiment.prepare(a, meta, a.out, log)
     labels = data.schema.labels()
     train = data.labelled("train")
     if a.limit:
@@ -165,7 +170,7 @@ def main(argv=None):
     import evaluate
     sc = Scorer(evaluate.package(), data)
     todo = a.only if a.only else range(a.folds)
-    scores = [run_fold(a, k, parts[k], train, meta, labels, sc) for k in todo]
+    scores = [run_fold(a, k, parts[k], train, meta, labels, sc, polarity) for k in todo]
     if a.only:
         return
     # pooled: every fold's records and gold in one file each

@@ -60,7 +60,7 @@ def package(run, out):
     with open(head_json, encoding="utf-8") as f:
         meta = json.load(f)
     side = [meta["gazetteer"]["file"]] if "gazetteer" in meta else []  # the files head.json names
-    side += [meta["features"][k] for k in ("lexicon", "memory") if meta.get("features", {}).get(k)]
+    side += [meta["features"][k] for k in ("lexicon", "memory", "polarity") if meta.get("features", {}).get(k)]
     for name in side:
         shutil.copy(os.path.join(run, "head", name), os.path.join(out, "head"))
     for k in ("question", "candidates"):  # older runs kept these; the schema's decide section has them
@@ -136,6 +136,7 @@ def tagger_cases(model, tok, out):
         ids, read, ranges = tagging.prompt(tok, meta, text, terms)
         h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
         _, tr, _ = tagging.decode(head, meta, h, text, ranges, labels)
+        tr.pop("candidates")  # the Python decode's own (train/losses.py), not in pocketdec's trace
         tr["emissions"] = [g7(r) for r in tr["emissions"]]
         for sp in tr["spans"]:
             sp["probability"] = g7([sp["probability"]])[0]

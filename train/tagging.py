@@ -180,6 +180,7 @@ class TaggerHead(nn.Module):
         super().__init__()
         self.features = features  # features.Spec or None: the sparse (wide) part
         self.feature_drop = 0.0   # training only: the share of feature ids dropped at each use
+        self.identity_drop = 0.0  # training only: the share of records labelled without their own strings
         self.spans, self.head_dim = list(spans), head_dim
         self.label_states = list(label_states)
         self.n_labels, self.no_record = n_labels, bool(no_record)  # no_record: one more class, last
@@ -255,12 +256,18 @@ class TaggerHead(nn.Module):
         ok = torch.where(mid[..., None, None], self.cont, self.allowed)
         return self.transitions + torch.where(ok, 0.0, NEG)
 
-    def crf_nll(self, e, gold, mid, lengths):
-        """Mean negative log-likelihood of gold tag ids [B, N] under the constrained CRF."""
+    def crf_nll(self, e, gold, mid, lengths, weights=None, partial=None):
+        """Mean negative log-likelihood of gold tag ids [B, N] under the constrained CRF (each
+        sequence's times its weight [B] when weights are given). partial [B, N, T] bool (or None): for
+        the rows it holds (any True), the tags allowed at each position; their likelihood is that of
+        every allowed sequence (a partial annotation: spans known, the rest unknown), not gold's."""
         B, N, T = e.shape
         start = self.start + torch.where(self.first, 0.0, NEG)
         alpha = start + e[:, 0]
         score = start[gold[:, 0]] + e[:, 0].gather(1, gold[:, :1])[:, 0]
+        if partial is not None:
+            pe = e + torch.where(partial, 0.0, NEG)
+            beta = start + pe[:, 0]  # the forward sum over the allowed sequences
         for i in range(1, N):
             live = (i < lengths)[:, None]
             tr = self._trans(mid[:, i])  # [B, T, T]
@@ -268,10 +275,14 @@ class TaggerHead(nn.Module):
             alpha = torch.where(live, nxt, alpha)
             step = tr[torch.arange(B), gold[:, i - 1], gold[:, i]] + e[:, i].gather(1, gold[:, i:i + 1])[:, 0]
             score = score + torch.where(live[:, 0], step, torch.zeros_like(step))
+            if partial is not None:
+                beta = torch.where(live, torch.logsumexp(beta[:, :, None] + tr, 1) + pe[:, i], beta)
         last = gold.gather(1, (lengths - 1)[:, None])[:, 0]
         score = score + self.end[last]
+        if partial is not None:
+            score = torch.where(partial.any(2).any(1), torch.logsumexp(beta + self.end, 1), score)
         logz = torch.logsumexp(alpha + self.end, 1)
-        return (logz - score).mean()
+        return (logz - score).mean() if weights is None else ((logz - score) * weights).mean()
 
     def link_scores(self, h_from, h_to, link_ids=None):
         """[n_from, n_to + 1]: each from span against every to span, then none; link_ids: per row,
@@ -499,13 +510,18 @@ def decode(head, meta, h, text, byte_ranges, labels):
         if j not in used:  # the pairing's probability: that no `from` span chose it
             recs.append({dst: j, src: -1, "link": 1.0 - max([float(p[to.index(j)]) for p in link_p] + [0.0])})
     floor = meta.get("min_confidence", 0.0)
-    out, logits, quads = [], [], []
+    out, logits, quads, candidates = [], [], [], []
     for r in recs:
         ends = [(sp[r[f]][1], sp[r[f]][2]) if r[f] >= 0 else None for f in head.spans]
         ids = [fs.label_ids(text, [coffs[r[f]] if r[f] >= 0 else None for f in head.spans])] if fs else None
         lg = head.label_logits(head.label_parts(h, [ends]), ids)[0]
         logits.append(lg.tolist())
         best = int(torch.argmax(lg.double()))
+        q = ()
+        for f in head.spans:
+            q += (stext[r[f]], *coffs[r[f]]) if r[f] >= 0 else ("_", None, None)
+        cand = {"spans": q, "label": labels[best] if best < len(labels) else None, "fate": "no_record"}
+        candidates.append(cand)
         if best == len(labels):  # the no-record class: the record is not written
             continue
         # the record's confidence (docs/extraction.md): its spans', its link's and its label's
@@ -515,12 +531,10 @@ def decode(head, meta, h, text, byte_ranges, labels):
             if r[f] >= 0:
                 _, a, b = sp[r[f]]
                 confidence *= math.exp(lattice.span_logprob(head.spans.index(f), a, b))
-        if np.float32(confidence) < np.float32(floor):
+        cand.update(confidence=confidence, fate="floor" if np.float32(confidence) < np.float32(floor) else "written")
+        if cand["fate"] == "floor":
             continue
         lab = labels[best]
-        q = ()
-        for f in head.spans:
-            q += (stext[r[f]], *coffs[r[f]]) if r[f] >= 0 else ("_", None, None)
         quads.append(q + tuple(lab))
         first = min(sp[r[f]][1] for f in head.spans if r[f] >= 0)
         vals = {f: (stext[r[f]] if r[f] >= 0 else "_") for f in head.spans}
@@ -539,7 +553,7 @@ def decode(head, meta, h, text, byte_ranges, labels):
                         "probability": math.exp(lattice.span_logprob(head.spans.index(f), a, b))}
                        for k, (f, a, b) in enumerate(sp)],
              "links": links, "labels": [{"logits": x} for x in logits], "records": uniq,
-             "confidences": confidences}
+             "confidences": confidences, "candidates": candidates}
     return uniq, trace, quads
 
 
@@ -563,6 +577,8 @@ def save(head, meta, labels, path, terms=None):
             FT.write_lexicon(os.path.join(path, fs.doc["lexicon"]), fs.lexicon)
         if fs.doc.get("memory"):
             FT.write_memory(os.path.join(path, fs.doc["memory"]), fs.memory)
+        if fs.doc.get("polarity"):
+            FT.write_polarity(os.path.join(path, fs.doc["polarity"]), *fs.polarity)
     with open(os.path.join(path, "head.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, ensure_ascii=False, indent=2)
     t = {"tag.weight": head.tag.weight, "tag.bias": head.tag.bias, "tag.transitions": head.transitions,

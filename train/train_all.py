@@ -45,11 +45,28 @@ def lr_at(step, steps, peak, warmup):
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def fit(params, steps, lr, batch_loss, name, record):
-    """AdamW over `steps` calls of batch_loss(step) -> (loss, tokens); logs and records tokens/s."""
+def fit(params, steps, lr, batch_loss, name, record, checkpoint=None, rng=None, every=100):
+    """AdamW over `steps` calls of batch_loss(step) -> (loss, tokens); logs and records tokens/s.
+
+    checkpoint: a file where the parameters, the optimiser, the step, torch's and `rng`'s (a
+    random.Random) states are saved every `every` steps (written aside, then renamed: a kill at any
+    instant leaves the last whole one); a rerun finds it and continues from that step, to the same
+    weights as a run never stopped. Removed once the last step is done."""
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01, betas=(0.9, 0.95))
-    t0, tokens, recent, loss = time.time(), 0, [], None
-    for step in range(steps):
+    t0, tokens, recent, loss, first = time.time(), 0, [], None, 0
+    if checkpoint and os.path.exists(checkpoint):
+        ck = torch.load(checkpoint)
+        with torch.no_grad():
+            for p, v in zip(params, ck["params"]):
+                p.copy_(v)
+        opt.load_state_dict(ck["optimizer"])
+        torch.set_rng_state(ck["torch_rng"])
+        if rng is not None:
+            rng.setstate(ck["rng"])
+        first, tokens = ck["step"], ck["tokens"]
+        log(f"{name}: continuing from the checkpoint of step {first}")
+    resumed = tokens  # the tokens/s logged are this process's
+    for step in range(first, steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr, max(1, steps // 20))
         loss, n = batch_loss(step)
@@ -61,11 +78,18 @@ def fit(params, steps, lr, batch_loss, name, record):
         recent.append(loss.item())
         if (step + 1) % 50 == 0 or step + 1 == steps:
             log(f"{name} step {step + 1}/{steps} loss {sum(recent) / len(recent):.4f} "
-                f"{tokens / (time.time() - t0):.0f} tok/s")
+                f"{(tokens - resumed) / (time.time() - t0):.0f} tok/s")
             recent = []
+        if checkpoint and (step + 1) % every == 0 and step + 1 < steps:
+            torch.save({"params": [p.detach() for p in params], "optimizer": opt.state_dict(), "step": step + 1,
+                        "tokens": tokens, "torch_rng": torch.get_rng_state(),
+                        "rng": rng.getstate() if rng is not None else None}, checkpoint + ".tmp")
+            os.replace(checkpoint + ".tmp", checkpoint)
     secs = time.time() - t0
     record[name] = {"steps": steps, "seconds": round(secs, 1), "tokens": tokens,
-                    "tokens_per_s": round(tokens / max(secs, 1e-9)), "final_loss": loss.item() if loss is not None else None}
+                    "tokens_per_s": round((tokens - resumed) / max(secs, 1e-9)), "final_loss": loss.item() if loss is not None else None}
+    if checkpoint and os.path.exists(checkpoint):
+        os.remove(checkpoint)
 
 
 def pretrain(model, tok, texts, a, rng, record, extraction=()):

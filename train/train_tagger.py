@@ -55,9 +55,11 @@ import dataset as DS
 import features as FT
 import lora
 import qwen3
+import sentiment
 import tagging
 import tasks
-from train_all import common_args, finish, fit, log, new_base, start
+from tagger_base import base_args, base_stage
+from train_all import common_args, finish, log, start
 
 
 def labelled_spans(data=D.DATA, split="train"):
@@ -92,7 +94,7 @@ def schema_template(meta, schema):
             atoms = []
             for atom in tpl.split(" "):
                 for o, n in names.items():
-                    for pre in ("lex.", "text.", "chars.", "bigrams."):
+                    for pre in ("lex.", "text.", "chars.", "bigrams.", "polsum.", "polmin.", "polmax."):
                         if atom == pre + o or atom.startswith(pre + o + "["):
                             atom = pre + n + atom[len(pre + o):]
                 atoms.append(atom)
@@ -120,7 +122,7 @@ class Example:
     lexicon and memory this review may see), the feature ids of each token, link candidate and label
     row."""
 
-    def __init__(self, tok, meta, head_tags, labels, text, quads, spec=None):
+    def __init__(self, tok, meta, head_tags, labels, text, quads, spec=None, identity_drop=False):
         self.text = text
         names = meta["spans"]
         nspan, src, dst = len(names), meta["link"]["from"], meta["link"]["to"]
@@ -156,12 +158,18 @@ class Example:
                  if q[3 * kdst + 1] is not None and q[3 * ksrc + 1] is None}
         self.rows += [tuple(a if k == kdst else None for k in range(nspan)) + (len(labels),)
                       for a in aspects if a not in alone]
-        self.tag_ids = self.link_ids = self.label_ids = None
+        self.weight = 1.0  # a --silver review's: --silver-weight
+        self.partial = False  # a --silver review's tags: O means unknown (its spans alone are known)
+        self.tag_ids = self.link_ids = self.label_ids = self.label_ids_unseen = None
         if spec is not None:
             self.tag_ids = spec.tag_ids(text, tagging.token_chars(text, ranges))
             to = [chars[a] for a in aspects]
             self.link_ids = [[spec.link_ids(text, chars[o], c, to) for c in to + [None]] for o in link_spans]
             self.label_ids = [spec.label_ids(text, [chars[x] if x else None for x in r[:-1]]) for r in self.rows]
+            if identity_drop:  # each record as if its strings were never seen (--identity-drop)
+                skip = spec.identity_templates()
+                self.label_ids_unseen = [spec.label_ids(text, [chars[x] if x else None for x in r[:-1]], skip)
+                                         for r in self.rows]
 
 
 def lexicon_and_memory(train, spans=("aspect", "opinion")):
@@ -180,11 +188,12 @@ def lexicon_and_memory(train, spans=("aspect", "opinion")):
     return terms, {k: c.most_common(1)[0][0] for k, c in pairs.items()}
 
 
-def make_spec(meta, train):
-    """The features.Spec of the head shipped after training on `train` (None without features)."""
+def make_spec(meta, train, polarity=None):
+    """The features.Spec of the head shipped after training on `train` (None without features);
+    polarity: the polarity table (features.read_polarity) when meta's features name one."""
     if "features" not in meta:
         return None
-    spec = FT.Spec(meta["features"], meta["spans"], *lexicon_and_memory(train, meta["spans"]))
+    spec = FT.Spec(meta["features"], meta["spans"], *lexicon_and_memory(train, meta["spans"]), polarity)
     spec.set_link(meta["link"]["from"], meta["link"]["to"])
     return spec
 
@@ -194,7 +203,7 @@ def fold_of(i, folds):
     return i % folds if isinstance(i, int) else zlib.crc32(str(i).encode("utf-8")) % folds
 
 
-def examples(tok, meta, labels, train, spec, folds):
+def examples(tok, meta, labels, train, spec, folds, identity_drop=False, weights=None):
     """Examples of the labelled reviews, each with the lexicon and memory of the other jackknife folds
     (review id mod folds): the shipped spec's templates and hashing, other data."""
     head_tags = tagging.tag_names(meta["spans"])
@@ -205,7 +214,11 @@ def examples(tok, meta, labels, train, spec, folds):
             sub = copy.copy(spec)
             sub.lexicon, sub.memory = lexicon_and_memory([r for r in train if fold_of(r[0], folds) != k],
                                                          meta["spans"])
-        out += [Example(tok, meta, head_tags, labels, t, q, sub) for i, t, q in train if fold_of(i, folds) == k]
+        for i, t, q in train:
+            if fold_of(i, folds) == k:
+                out.append(Example(tok, meta, head_tags, labels, t, q, sub, identity_drop))
+                if weights and i in weights:
+                    out[-1].weight, out[-1].partial = weights[i], True
     return out
 
 
@@ -222,55 +235,40 @@ def task_loss(head, batch, states, drop):
     tag_ids = None
     if batch[0].tag_ids is not None:
         tag_ids = [ids for x in batch for ids in x.tag_ids + [[]] * (N - x.n)]
-    crf = head.crf_nll(head.emissions(hr, tag_ids), gold, mid, torch.tensor([x.n for x in batch]))
+    weighted = any(x.weight != 1.0 for x in batch)  # --silver reviews count less than gold ones
+    partial = None
+    if any(x.partial for x in batch):  # a silver review's tags: its spans known, elsewhere any tag
+        partial = torch.zeros(B, N, len(head.tags), dtype=torch.bool)
+        for b, x in enumerate(batch):
+            if x.partial:
+                for i, t in enumerate(x.tags):
+                    if t:
+                        partial[b, i, t] = True
+                    else:  # any tag, but no I- just after a span (its end is known)
+                        partial[b, i] = True
+                        if i and x.tags[i - 1]:
+                            partial[b, i, [j for j, n in enumerate(head.tags) if n.startswith("I-")]] = False
+    crf = head.crf_nll(head.emissions(hr, tag_ids), gold, mid, torch.tensor([x.n for x in batch]),
+                       torch.tensor([x.weight for x in batch]) if weighted else None, partial)
     link, n_link, lab, n_lab = 0.0, 0, 0.0, 0
     for b, x in enumerate(batch):
         for k, (o, cands, g) in enumerate(x.links):
             ids = [x.link_ids[k]] if x.link_ids is not None else None
             s = head.link_scores(hr[b, o][None], hr[b, cands] if cands else hr[b, :0], ids)
-            link = link + F.cross_entropy(s, torch.tensor([g]))
+            ce = F.cross_entropy(s, torch.tensor([g]))
+            link = link + (ce * x.weight if weighted else ce)
             n_link += 1
         if x.rows:
             parts = head.label_parts(hr[b], [r[:2] for r in x.rows])
-            z = head.label_logits(parts, x.label_ids)
-            lab = lab + F.cross_entropy(z, torch.tensor([r[2] for r in x.rows]), reduction="sum")
+            ids = x.label_ids
+            if head.training and x.label_ids_unseen is not None:  # --identity-drop
+                unseen = (torch.rand(len(x.rows)) < head.identity_drop).tolist()
+                ids = [u if d else i for i, u, d in zip(x.label_ids, x.label_ids_unseen, unseen)]
+            z = head.label_logits(parts, ids)
+            ce = F.cross_entropy(z, torch.tensor([r[2] for r in x.rows]), reduction="sum")
+            lab = lab + (ce * x.weight if weighted else ce)
             n_lab += len(x.rows)
     return crf + link / max(1, n_link) + lab / max(1, n_lab)
-
-
-def lm_loss(model, seqs, rng, batch):
-    """Next-token loss of a batch drawn from seqs (the echo prompts' ids), and its target count."""
-    pick = rng.sample(seqs, batch)
-    L = max(map(len, pick))
-    ids = torch.zeros(len(pick), L, dtype=torch.long)
-    tgt = torch.full((len(pick), L), -100, dtype=torch.long)
-    for b, s in enumerate(pick):
-        ids[b, :len(s)] = torch.tensor(s)
-        tgt[b, :len(s) - 1] = torch.tensor(s[1:])
-    logits = model(ids)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100), \
-        int((tgt >= 0).sum())
-
-
-def base_stage(a, texts, meta, rng, record):
-    """Tokenizer and label-free base in a.out/base (loaded when an earlier run left it)."""
-    base_dir = os.path.join(a.out, "base")
-    if os.path.exists(os.path.join(base_dir, "model.safetensors")):
-        with open(os.path.join(a.out, "base_log.json")) as f:
-            record.update(json.load(f))
-        log("base: loaded from an earlier run")
-        return base_dir
-    tok = bpe.train(texts, a.vocab, specials=bpe.SPECIALS, within_chars=True)
-    tok.save(os.path.join(a.out, "tokenizer.json"))
-    model = new_base(a, tok, record)
-    log(f"base: {record['parameters']} parameters, {len(texts)} texts, vocab {len(tok)}")
-    echo = [tagging.prompt(tok, meta, t)[0] for t in texts]
-    fit(list(model.parameters()), a.base_steps, a.lr, lambda step: lm_loss(model, echo, rng, a.batch), "base",
-        record)
-    qwen3.save_hf(model, base_dir, tok.to_json())
-    with open(os.path.join(a.out, "base_log.json"), "w") as f:
-        json.dump({k: record[k] for k in ("parameters", "base")}, f)
-    return base_dir
 
 
 def polarity_prior(head, labels, train, tau):
@@ -306,9 +304,11 @@ def window_chars(texts):
     return max(16, lengths[min(len(lengths) - 1, int(0.99 * len(lengths)))])
 
 
-def label_stage(a, base_dir, meta, labels, train, record, name="label"):
+def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity=None, silver=()):
     """The adapter and head trained on the labelled reviews `train` over the base in base_dir:
-    (model with its LoRA layers, head). Deterministic for a.seed."""
+    (model with its LoRA layers, head). Deterministic for a.seed. polarity: the run's polarity table
+    (sentiment.prepare); silver: outside reviews [(id, text, records)] trained on too, each counting
+    a.silver_weight of a labelled one (their terms join the lexicon and the memory)."""
     t0 = time.time()
     torch.manual_seed(a.seed)
     rng = random.Random(a.seed + 1)
@@ -318,12 +318,13 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     meta["prompt"] = tagging.read_copy(meta, tok, a.read_copy)["prompt"]
     model = qwen3.load_hf(base_dir)
-    spec = make_spec(meta, train) if a.features else None
-    exs = examples(tok, meta, labels, train, spec, a.jackknife)
+    spec = make_spec(meta, list(train) + list(silver), polarity) if a.features else None
+    exs = examples(tok, meta, labels, list(train) + list(silver), spec, a.jackknife, a.identity_drop > 0,
+                   {i: a.silver_weight for i, _, _ in silver})
     hidden = model.config["hidden_size"]
     head = tagging.TaggerHead(hidden, meta["spans"], a.link_dim, len(labels), torch.Generator().manual_seed(a.seed + 2),
                               ("first", "last"), True, spec, label_factors(labels) if a.label_factors else ())
-    head.feature_drop = a.feature_drop
+    head.feature_drop, head.identity_drop = a.feature_drop, a.identity_drop
     lora_params = []
     if a.lora_r and a.deep:
         lora_params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 3))
@@ -360,7 +361,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label"):
     major = common[0][0] if common else None
     pool = exs + [x for x in exs if x.polarities - {major}] * (a.minority_copies - 1)
     steps, step, tokens, recent = a.epochs * math.ceil(len(pool) / a.batch), 0, 0, []
-    log(f"{name}: {len(exs)} labelled reviews ({len(pool)} an epoch), {steps} steps, LoRA r {a.lora_r if lora_params else 0}, "
+    log(f"{name}: {len(exs)} labelled reviews ({len(silver)} of them silver, {len(pool)} an epoch), {steps} steps, "
+        f"LoRA r {a.lora_r if lora_params else 0}, "
         f"features {'on' if spec else 'off'}")
     for epoch in range(a.epochs):
         t_epoch, step_epoch = time.time(), step
@@ -470,6 +472,14 @@ def result_f1(gold, pred_path):
     return DS.f1(gold, pred)
 
 
+def read_silver(path, schema):
+    """[(id, text, records)] of a --silver file (dataset.py's JSONL, read with the schema's checks); []
+    without one."""
+    if not path:
+        return []
+    return [(r.id, r.text, list(r.records)) for r in DS.read_jsonl(path, schema, DS.Report()) if r.records]
+
+
 def label_args(ap):
     """The options of the label stage (kfold.py takes them too)."""
     ap.add_argument("--template", default=tagging.TEMPLATE,
@@ -488,6 +498,12 @@ def label_args(ap):
                     help="folds of the lexicon and memory features in training (review id mod N)")
     ap.add_argument("--feature-drop", type=float, default=0.0,
                     help="feature dropout: the share of sparse feature ids dropped at each training use")
+    ap.add_argument("--silver", help="distant supervision: outside reviews with the records distant.py kept (dataset.py's "
+                                     "JSONL; with kfold.py, {k} in the name is the fold's number)")
+    ap.add_argument("--silver-weight", type=float, default=0.5, help="what a --silver review counts, a labelled one 1")
+    ap.add_argument("--identity-drop", type=float, default=0.0,
+                    help="the share of training records whose label features that name their own strings (text., "
+                         "chars., bigrams., pair, memory) are left out: labels learned as for a record never seen")
     ap.add_argument("--average-from", type=float, default=0.0,
                     help="the head's weights are averaged over the steps after this fraction of them (0: all)")
     ap.add_argument("--label-factors", type=int, default=0,
@@ -515,8 +531,10 @@ def main(argv=None):
     common_args(ap, data=False)
     DS.add_args(ap)
     label_args(ap)
+    sentiment.polarity_args(ap)
     ap.add_argument("--base", help="an HF base directory (tokenizer.json with it): train the label stage alone")
-    ap.add_argument("--base-steps", type=int, default=1500)
+    base_args(ap)
+    ap.set_defaults(vocab=8192)  # merges stop when every character is one token (1,868 ids on the Tianchi text)
     ap.add_argument("--dev-through-pocketdec", type=int, default=1,
                     help="1: score dev through the built library too (python/, what users get); 0 = the "
                          "Python decode alone")
@@ -541,9 +559,11 @@ def main(argv=None):
                       "skipped_records": data.report.skipped}
     log(f"data: {len(train)} labelled training reviews, {len(dev)} dev reviews, {len(texts)} texts for the base; "
         f"schema {schema.name}: spans {', '.join(schema.spans)}, {len(labels)} labels of {', '.join(schema.enums)}")
-    base_dir = a.base or base_stage(a, texts, meta, rng, record)
+    outside = DS.polarity_reviews(a.polarity_data, data.report) if a.polarity_data and not a.base else []
+    base_dir = a.base or base_stage(a, texts, meta, rng, record, outside)
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     meta["prompt"] = tagging.read_copy(meta, tok, a.read_copy)["prompt"]
+    polarity = sentiment.prepare(a, meta, a.out, log)
     stage_log = os.path.join(a.out, "label_log.json")
     if os.path.exists(stage_log):
         model = lora.load_peft(qwen3.load_hf(base_dir), os.path.join(a.out, "adapter")).eval()
@@ -552,7 +572,8 @@ def main(argv=None):
             record.update(json.load(f))
         log("label stage: loaded from an earlier run")
     else:
-        model, head = label_stage(a, base_dir, meta, labels, train, record)
+        model, head = label_stage(a, base_dir, meta, labels, train, record, polarity=polarity,
+                                  silver=read_silver(a.silver, data.schema))
         save_stage(model, head, meta, labels, a.out, os.path.relpath(base_dir, a.out))
         with open(stage_log, "w") as f:
             json.dump({"label": record["label"]}, f)

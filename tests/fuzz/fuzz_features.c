@@ -1,6 +1,7 @@
 /* fuzz_features.c - a tagger head's sparse features from arbitrary bytes: the
  * input up to its first NUL byte is memory.tsv, up to the second lexicon.tsv,
- * the rest a text (not necessarily UTF-8). What loads (a fixed head.json
+ * up to a third the text (not necessarily UTF-8), the rest polarity.tsv (a
+ * fixed table when there is no third NUL). What loads (a fixed head.json
  * whose templates use every atom, zero tables) sums the features of every
  * character, of links between spans cut from the text, and of records. */
 #include "fuzz_util.h"
@@ -12,13 +13,15 @@ static const char HEAD[] =
     " \"label_fields\": [\"category\", \"polarity\"], \"labels\": [[\"物流\", \"正面\"], [\"包装\", \"负面\"]],"
     " \"no_record\": true,"
     " \"features\": {\"hash\": {\"function\": \"fnv1a64\", \"seed\": 3}, \"lexicon\": \"lexicon.tsv\","
-    " \"memory\": \"memory.tsv\","
+    " \"memory\": \"memory.tsv\", \"polarity\": \"polarity.tsv\","
     " \"tag\": {\"buckets\": 13, \"templates\": [\"bias\", \"c[-4] c[4] kind[-1] kind[1]\","
-    " \"lex.aspect[-2] lex.opinion[0] lex.aspect[3]\"]},"
+    " \"lex.aspect[-2] lex.opinion[0] lex.aspect[3]\", \"pol[-4] polpos[0] negated[4] pol[2]\"]},"
     " \"link\": {\"buckets\": 11, \"templates\": [\"none from to dir\", \"dist gap break between\","
     " \"clause count memory\"]},"
     " \"label\": {\"buckets\": 7, \"templates\": [\"text.aspect chars.opinion pair empty\","
-    " \"bigrams.aspect left[4] right[1] memory\", \"clause left[1] right[4]\", \"bigrams.opinion\"]}}}";
+    " \"bigrams.aspect left[4] right[1] memory\", \"clause left[1] right[4]\", \"bigrams.opinion\","
+    " \"polsum.opinion polmin.aspect clausemax negation\", \"degree clausesum polmax.opinion clausemin\"]}}}";
+static const char POLARITY[] = "不\tnegation\n很\tdegree\n好\t0.8\n很好\t2\n差\t-1.5\n不好\t-3\n快\t1\n";
 
 /* Zero tables of the head's shapes: tag [13, 5], link [11, 1], label [7, 3]. */
 static const char TABLES[] = "{\"features.tag\": {\"dtype\": \"F32\", \"shape\": [13, 5], \"data_offsets\": [0, 260]},"
@@ -74,16 +77,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t first = nul ? (size_t)(nul - data) + 1 : size;
     const char *dir = fuzz_write_pair("features", "memory.tsv", "lexicon.tsv", data, size);
     const uint8_t *rest = data + first, *nul2 = memchr(rest, 0, size - first);
-    const char *text = nul2 ? (const char *)nul2 + 1 : "包装很好用，物流快！";
+    const char *text = nul2 ? (const char *)nul2 + 1 : "包装很好用，物流快！不好";
     size_t len = nul2 ? size - (size_t)((const uint8_t *)text - data) : strlen(text);
-    if (nul2) { /* the lexicon is the part between the two NUL bytes */
-        char path[192];
-        snprintf(path, sizeof path, "%s/lexicon.tsv", dir);
-        FILE *f = fopen(path, "wb");
-        if (!f) abort();
-        if (nul2 > rest && fwrite(rest, 1, (size_t)(nul2 - rest), f) != (size_t)(nul2 - rest)) abort();
-        fclose(f);
-    }
+    const uint8_t *nul3 = nul2 ? memchr(nul2 + 1, 0, len) : NULL;
+    if (nul2) fuzz_write_part(dir, "lexicon.tsv", rest, (size_t)(nul2 - rest)); /* between the first two NULs */
+    if (nul3) {
+        fuzz_write_part(dir, "polarity.tsv", nul3 + 1, size - (size_t)(nul3 + 1 - data));
+        len = (size_t)(nul3 - (const uint8_t *)text);
+    } else
+        fuzz_write_part(dir, "polarity.tsv", (const uint8_t *)POLARITY, sizeof POLARITY - 1);
     pd_head h = {.source = (char *)dir, .type = PD_HEAD_TAGGER, .hidden = 4};
     json_t *root = json_loads(HEAD, 0, NULL);
     pd_error err;

@@ -26,25 +26,27 @@ static inline const char *fuzz_write_file(const char *suffix, const uint8_t *dat
 /* Make a per-process directory holding two files from one input: the bytes up
  * to the first NUL go to `first`, the rest to `second` (a config file and its
  * tensors). Returns the directory (static storage). */
+/* data[0..n) as file `name` in dir. */
+static inline void fuzz_write_part(const char *dir, const char *name, const uint8_t *data, size_t n)
+{
+    char path[192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) abort();
+    if (n && fwrite(data, 1, n, f) != n) abort();
+    fclose(f);
+}
+
 static inline const char *fuzz_write_pair(const char *tag, const char *first, const char *second,
                                           const uint8_t *data, size_t size)
 {
     static char dir[128];
-    char path[192];
     snprintf(dir, sizeof dir, "/tmp/pocketdec-fuzz-%s-%ld", tag, (long)getpid());
     mkdir(dir, 0700);
     const uint8_t *nul = memchr(data, 0, size);
     size_t head = nul ? (size_t)(nul - data) : size;
-    const char *names[2] = {first, second};
-    const uint8_t *parts[2] = {data, nul ? nul + 1 : data + size};
-    size_t lens[2] = {head, nul ? size - head - 1 : 0};
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        FILE *f = fopen(path, "wb");
-        if (!f) abort();
-        if (lens[i] && fwrite(parts[i], 1, lens[i], f) != lens[i]) abort();
-        fclose(f);
-    }
+    fuzz_write_part(dir, first, data, head);
+    fuzz_write_part(dir, second, nul ? nul + 1 : data + size, nul ? size - head - 1 : 0);
     return dir;
 }
 

@@ -30,9 +30,11 @@ TEXTS = ["12, 34; 56! 7.8 (9)", "很好，超值，很好用", "包装 好看，
          "1,2,3,4,5,6,7,8,9,0,1,2,3,4,5,6,7,8,9,0"]
 # Sparse features also see: lexicon terms that overlap (很好用 over 很好 and 好用, 装很好 across 包装
 # and 很好), letters (each alone between non-letters, so no merge applies), 2- and 4-byte
-# characters, tab and U+3000, every clause punctuation, and long gaps between spans.
+# characters, tab and U+3000, every clause punctuation, long gaps between spans, and the polarity
+# table's terms (DEFAULT_POLARITY): negation before, inside and across a clause from a valued term.
 FEATURE_TEXTS = TEXTS + ["包装很好用，味道超值！物流快快快。", "A1好b,很好～c?包装;不错；超值~5.",
-                         "é好😀，包装\t很好　用", "包装很好很好很好很好很好很好很好很好物流很快", "很好用？好"]
+                         "é好😀，包装\t很好　用", "包装很好很好很好很好很好很好很好很好物流很快", "很好用？好",
+                         "包装太差，不好用没有很好，超值不 不错,不快快快没味道"]
 ORDER = list(make_model.bytes_to_unicode())
 
 
@@ -275,6 +277,8 @@ def bad_feature_heads(bad, head, add):
             ("memory-name", lambda f: dict(f, memory=""), "format", "features.memory"),
             ("no-lexicon", without("lexicon"), "format", "features.lexicon"),
             ("no-memory", without("memory"), "format", "features.memory"),
+            ("polarity-name", lambda f: dict(f, polarity=["polarity.tsv"]), "format", "features.polarity"),
+            ("no-polarity", without("polarity"), "format", "features.polarity"),
             ("tag-array", lambda f: dict(f, tag=[97]), "format", "features.tag"),
             ("tag-key", lambda f: dict(f, tag=dict(f["tag"], bucket=3)), "format", "bucket"),
             ("tag-buckets-zero", lambda f: dict(f, tag=dict(f["tag"], buckets=0)), "format", "features.tag.buckets"),
@@ -309,7 +313,7 @@ def bad_feature_heads(bad, head, add):
     add("features.link on a head without a link", d, "format", "features.link")
     d = features("label-no-labels", lambda f: dict(f, label={"buckets": 53, "templates": ["bias"]}), labels=False)
     add("features.label on a head without labels", d, "format", "features.label")
-    for name in ("lexicon.tsv", "memory.tsv"):
+    for name in ("lexicon.tsv", "memory.tsv", "polarity.tsv"):
         d = head("no-" + name, features={})
         os.remove(os.path.join(d, name))
         add(f"features: {name} missing", d, "io", name)
@@ -317,19 +321,38 @@ def bad_feature_heads(bad, head, add):
         d = head("lexicon-" + name, features={})
         write_text(os.path.join(d, "lexicon.tsv"), body)
         add(f"features: lexicon file: {name}", d, status, word.format(file="lexicon.tsv"))
-    for name, body, status, word in (
-            ("memory-fields", "物流\t很快\t物流\t正面\n物流\t很快\t物流\n", "format", "memory.tsv:2"),
-            ("memory-extra", "物流\t很快\t物流\t正面\t正面\n", "format", "memory.tsv:1"),
-            ("memory-label", "物流\t很快\t物流\t超好\n", "format", "超好"),
-            ("memory-twice", "物流\t很快\t物流\t正面\n包装\t很好\t包装\t正面\n物流\t很快\t物流\t负面\n", "format",
-             "memory.tsv:3"),
-            ("memory-utf8", "物流\t很\udcff\t物流\t正面\n", "format", "UTF-8"),
-            ("memory-control", "物流\t很\x7f\t物流\t正面\n", "format", "control"),
-            ("memory-empty", "物流\t\t物流\t正面\n", "format", "empty"),
-            ("memory-nul", "物流\t很快\t物流\t正面\0\n", "format", "NUL")):
-        d = head(name, features={})
-        write_text(os.path.join(d, "memory.tsv"), body)
-        add(f"features: {name}", d, status, word)
+    memory_files = (
+        ("memory-fields", "物流\t很快\t物流\t正面\n物流\t很快\t物流\n", "format", "memory.tsv:2"),
+        ("memory-extra", "物流\t很快\t物流\t正面\t正面\n", "format", "memory.tsv:1"),
+        ("memory-label", "物流\t很快\t物流\t超好\n", "format", "超好"),
+        ("memory-twice", "物流\t很快\t物流\t正面\n包装\t很好\t包装\t正面\n物流\t很快\t物流\t负面\n", "format",
+         "memory.tsv:3"),
+        ("memory-utf8", "物流\t很\udcff\t物流\t正面\n", "format", "UTF-8"),
+        ("memory-control", "物流\t很\x7f\t物流\t正面\n", "format", "control"),
+        ("memory-empty", "物流\t\t物流\t正面\n", "format", "empty"),
+        ("memory-nul", "物流\t很快\t物流\t正面\0\n", "format", "NUL"))
+    polarity_files = (
+        ("polarity-no-tab", "很好\t1.5\n不好 -2\n", "format", "polarity.tsv:2"),
+        ("polarity-word", "很好\tgood\n", "format", "'good'"),
+        ("polarity-nan", "很好\tnan\n", "format", "'nan'"),
+        ("polarity-inf", "# a comment\n很好\t-inf\n", "format", "polarity.tsv:2"),
+        ("polarity-huge", "很好\t1e999\n", "format", "'1e999'"),
+        ("polarity-hex", "很好\t0x1p3\n", "format", "'0x1p3'"),
+        ("polarity-space", "很好\t 1.5\n", "format", "polarity.tsv:1"),
+        ("polarity-trailing", "很好\t1.5x\n", "format", "'1.5x'"),
+        ("polarity-empty-value", "很好\t\n", "format", "polarity.tsv:1"),
+        ("polarity-twice", "很好\t1.5\n不\tnegation\n很好\t2\n", "format", "polarity.tsv:3"),
+        ("polarity-negation-twice", "不\tnegation\n不\t-0.5\n不\tnegation\n", "format", "negation"),
+        ("polarity-long", "好" * 17 + "\t1\n", "limit", "17 characters"),
+        ("polarity-utf8", "很\udcff\t1\n", "format", "UTF-8"),
+        ("polarity-control", "很\x01\t1\n", "format", "control"),
+        ("polarity-empty-term", "\t1\n", "format", "empty"),
+        ("polarity-nul", "很好\t1\0\n", "format", "NUL"))
+    for file, cases in (("memory.tsv", memory_files), ("polarity.tsv", polarity_files)):
+        for name, body, status, word in cases:
+            d = head(name, features={})
+            write_text(os.path.join(d, file), body)
+            add(f"features: {name}", d, status, word)
     for name, kw, drop, replace, word in (
             ("table-missing", {}, ["features.tag"], {}, "features.tag"),
             ("table-rows", {}, [], {"features.tag": np.zeros((96, 5))}, "features.tag"),

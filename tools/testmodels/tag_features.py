@@ -3,8 +3,8 @@ make_head.py write --features, and an independent float64 reference of the sums 
 emissions, link scores and label logits, written from the format in
 docs/extraction-by-decisions.md ("Sparse features").
 
-  random_features(rng, spans, link, labels, n_tags, n_classes, seed, lexicon, memory, buckets)
-      -> (head.json's "features", {tensor name: table}, lexicon lines, memory lines)
+  random_features(rng, spans, link, labels, n_tags, n_classes, seed, lexicon, memory, buckets, polarity)
+      -> (head.json's "features", {tensor name: table}, lexicon lines, memory lines, polarity lines)
   Reference(head_dir, meta, tensors)
       .tag(token_bytes)        -> [n_tokens, n_tags]   (tokens that start no character: zeros)
       .link(text, frm, tos)    -> [len(tos) + 1]        (spans as (start, end) characters)
@@ -70,6 +70,65 @@ def clause(text, start, end):
     return a, b
 
 
+def polarity_bucket(v):
+    """'0' for |v| < 0.5; else the sign, then the largest of 0.5 1 2 4 8 not above |v|."""
+    if abs(v) < 0.5:
+        return "0"
+    steps = [x for x in (8, 4, 2, 1, 0.5) if abs(v) >= x]
+    return ("+" if v > 0 else "-") + ("0.5" if steps[0] == 0.5 else str(steps[0]))
+
+
+class Polarity:
+    """The polarity atoms of one text, from a table {term: value} and the negation and degree words:
+    every occurrence of a valued term, listed by start then length."""
+
+    def __init__(self, text, values, negation, degree):
+        self.text = text
+        occ = lambda terms: sorted((s, s + len(t)) for t in terms for s in range(len(text))  # noqa: E731
+                                   if text.startswith(t, s))
+        self.found = [(s, e, values[text[s:e]]) for s, e in occ(values)]
+        self.words = {"negation": occ(negation), "degree": occ(degree)}
+
+    def strongest(self, c):
+        best = None
+        for s, e, v in self.found:  # by start, then length: the first of equals stays unless a longer one comes
+            if s <= c < e and (best is None or abs(v) > abs(best[2]) or
+                               (abs(v) == abs(best[2]) and e - s > best[1] - best[0])):
+                best = (s, e, v)
+        return best
+
+    def atom(self, name, c):
+        if c < 0 or c >= len(self.text):
+            return "<s>" if c < 0 else "</s>"
+        best = self.strongest(c)
+        if name == "pol":
+            return polarity_bucket(best[2]) if best else "0"
+        if name == "polpos":
+            if best is None:
+                return "-"
+            s, e, _ = best
+            return "S" if e - s == 1 else "B" if c == s else "E" if c == e - 1 else "I"
+        neg = self.words["negation"]
+        if any(s <= c < e for s, e in neg):
+            return "n"
+        return "1" if any(e <= c <= e + 2 and not set(self.text[e:c]) & CLAUSE for s, e in neg) else "0"
+
+    def stat(self, which, a, b):
+        vals = [v for s, e, v in self.found if s >= a and e <= b]
+        if not vals:
+            return "<none>"
+        total = 0.0
+        for v in vals:
+            total += v
+        return polarity_bucket({"sum": total, "min": min(vals), "max": max(vals)}[which])
+
+    def before(self, kind, a, b):
+        words = self.words[kind]
+        if any(s == a and e <= b for s, e in words):
+            return "in"
+        return "1" if any(e <= a <= e + 2 and not set(self.text[e:a]) & CLAUSE for s, e in words) else "0"
+
+
 def _lines(path):
     with open(path, encoding="utf-8", newline="") as f:
         return [line[:-1] if line.endswith("\r") else line for line in f.read().split("\n")]
@@ -94,6 +153,19 @@ class Reference:
                 if line:
                     parts = line.split("\t")
                     self.memory[tuple(parts[:n])] = "/".join(parts[n:])
+        self.polarity = None
+        if "polarity" in f:
+            values, neg, deg = {}, set(), set()
+            for line in _lines(os.path.join(head_dir, f["polarity"])):
+                if line and not line.startswith("#"):
+                    term, v = line.split("\t")
+                    if v == "negation":
+                        neg.add(term)
+                    elif v == "degree":
+                        deg.add(term)
+                    else:
+                        values[term] = float(v)
+            self.polarity = (values, neg, deg)
         self.tables = {d: (f[d]["buckets"], f[d]["templates"], np.asarray(tensors["features." + d], np.float64))
                        for d in ("tag", "link", "label") if d in f}
         self.hits = {"link memory": 0, "label memory": 0}  # for the fixtures' coverage checks
@@ -117,6 +189,7 @@ class Reference:
         text = b"".join(token_bytes).decode()
         kinds = [kind(c) for c in text]
         marks = {f: lexicon_marks(text, self.terms.get(f, ())) for f in self.spans}
+        pol = Polarity(text, *self.polarity) if self.polarity else None
 
         def at(seq, j):
             return "<s>" if j < 0 else "</s>" if j >= len(text) else seq[j]
@@ -128,6 +201,9 @@ class Reference:
             i = len(b"".join(token_bytes[:t]).decode())
 
             def values(atom):
+                m = re.fullmatch(r"(pol|polpos|negated)\[(-?\d)\]", atom)
+                if m:
+                    return [pol.atom(m.group(1), i + int(m.group(2)))]
                 m = re.fullmatch(r"(c|kind|lex\.(.+))\[(-?\d)\]", atom)
                 j = i + int(m.group(3))
                 seq = text if m.group(1) == "c" else kinds if m.group(1) == "kind" else marks[m.group(2)]
@@ -169,8 +245,18 @@ class Reference:
         memory = self.memory.get(tuple(texts), "<none>")
         self.hits["label memory"] += memory != "<none>"
         ca, cb = clause(text, *anchor)
+        pol = Polarity(text, *self.polarity) if self.polarity else None
 
         def values(atom):
+            m = re.fullmatch(r"pol(sum|min|max)\.(.+)", atom)
+            if m:
+                sp = spans[self.spans.index(m.group(2))]
+                return [pol.stat(m.group(1), *sp) if sp else "<none>"]
+            m = re.fullmatch(r"clause(sum|min|max)", atom)
+            if m:
+                return [pol.stat(m.group(1), ca, cb)]
+            if atom in ("negation", "degree"):
+                return [pol.before(atom, anchor[0], anchor[1])]
             m = re.fullmatch(r"(text|chars|bigrams)\.(.+)", atom)
             if m:
                 sp = spans[self.spans.index(m.group(2))]
@@ -192,7 +278,8 @@ def templates(spans, link, labels):
     tag = ["bias", "c[0]", "c[-1] c[0]", "c[0] c[1]", "c[-4] c[4]", "c[-3] c[-2] c[2] c[3]", "kind[0]",
            "kind[-1] kind[0] kind[1]", "kind[-4] kind[-2] kind[2] kind[4]", "kind[3] c[-1]",
            f"lex.{f0}[-1] lex.{f0}[0] lex.{f1}[1]", f"lex.{f1}[0] c[0]", f"lex.{f0}[-4] lex.{f1}[4]",
-           f"lex.{f1}[-3] kind[3]"] + [f"lex.{f}[0]" for f in spans]
+           f"lex.{f1}[-3] kind[3]", "pol[0]", "pol[-1] polpos[0] pol[1]", "negated[0] c[0]", "negated[-2] pol[4]",
+           "polpos[-4] polpos[3]"] + [f"lex.{f}[0]" for f in spans]
     out = {"tag": tag}
     if link:
         out["link"] = ["bias", "none", "from", "to", "dir", "dist", "gap", "break", "between", "clause", "count",
@@ -202,22 +289,29 @@ def templates(spans, link, labels):
         out["label"] = (["bias", "pair", "empty", "left[1]", "left[4]", "right[1]", "right[3]", "clause", "memory",
                          "memory pair", "left[2] right[2] empty", f"chars.{f1} empty", f"clause text.{f0}",
                          f"bigrams.{f0} left[1] right[4]"] +
-                        [f"{a}.{f}" for f in spans for a in ("text", "chars", "bigrams")])
+                        [f"{a}.{f}" for f in spans for a in ("text", "chars", "bigrams", "polsum", "polmin", "polmax")] +
+                        ["clausesum", "clausemin clausemax", "negation", "degree", f"negation degree polsum.{f1}"])
     return out
 
 
 DEFAULT_LEXICON = {"aspect": ["包装", "味道", "物流", "好", "装很好", "A"],
                    "opinion": ["很好", "好用", "很好用", "超值", "快快", "好", "很", "5"]}
+# values on the buckets' edges (0.5, -2, 8), just under them, and both signs; 不 valued and a negation
+DEFAULT_POLARITY = ["# term<TAB>value", "很好\t1.5", "好\t0.5", "好用\t2.2", "很好用\t3", "超值\t4.499", "快\t-0.4999",
+                    "快快\t0.6", "不错\t2", "不\t-0.6", "不\tnegation", "没\tnegation", "没有\tnegation", "很\tdegree",
+                    "超\tdegree", "差\t-1.3", "太差\t-2", "不好\t-3.25", "味道\t-0.2", "快快快\t-8", "包装\t0.25e1",
+                    "好很好\t-7.999", "", "物流\t+1"]
 DEFAULT_MEMORY = {"aspect": ["物流", "包装", "味道"], "opinion": ["很快", "很好", "超值"]}
 
 
 def random_features(rng, spans, link, labels, n_tags, n_classes, seed=0, lexicon=None, memory=None,
-                    buckets=(97, 61, 53), scale=(0.4, 0.8, 0.5)):
+                    buckets=(97, 61, 53), scale=(0.4, 0.8, 0.5), polarity=None):
     """A features section using every atom, random tables (small bucket counts, so features
-    collide), a lexicon (lines) and a memory (lines; by default records of a few plausible texts
-    with random labels)."""
+    collide), a lexicon (lines), a memory (lines; by default records of a few plausible texts
+    with random labels) and a polarity table (lines; DEFAULT_POLARITY by default)."""
     tpl = templates(spans, link, labels)
-    feats = {"hash": {"function": "fnv1a64", "seed": seed}, "lexicon": "lexicon.tsv", "memory": "memory.tsv"}
+    feats = {"hash": {"function": "fnv1a64", "seed": seed}, "lexicon": "lexicon.tsv", "memory": "memory.tsv",
+             "polarity": "polarity.tsv"}
     tables = {}
     for (d, width), b, s in zip((("tag", n_tags), ("link", 1), ("label", n_classes)), buckets, scale):
         if d in tpl:
@@ -232,4 +326,4 @@ def random_features(rng, spans, link, labels, n_tags, n_classes, seed=0, lexicon
                 memory.append(list(texts))
     memory = ["\t".join(list(k) + (list(labels[rng.integers(len(labels))]) if labels else []))
               for k in dict.fromkeys(tuple(k) for k in memory)]
-    return feats, tables, lexicon, memory
+    return feats, tables, lexicon, memory, DEFAULT_POLARITY if polarity is None else polarity
