@@ -73,7 +73,11 @@ static const cli_command commands[] = {
      "read-copy token],\"spans\":[{\"field\",\"text\",\"first\",\"last\"}] (token indices within the read copy,\n"
      "text order),\"links\":[{\"from\":span index,\"scores\":[to spans in text order, none last],\"choice\":span\n"
      "index or -1}],\"labels\":[{\"logits\":[n_labels, then no-record with a no_record head]}] (one per record\n"
-     "before sorting and dropping repeats, in the order made: from spans, then unchosen to spans),\"records\":[{field: value}],\"forward_passes\":1}.",
+     "before sorting and dropping repeats, in the order made: from spans, then unchosen to spans),\n"
+     "\"candidates\":[{\"spans\":[span index of each span field or -1],\"label\":class or -1,\"confidence\":c,\n"
+     "\"fate\":\"written\"|\"no_record\"|\"below_floor\"|\"repeat\"}] (the same records, the same order: what became\n"
+     "of each, so that none is dropped without its reason),\"records\":[{field: value}],\"confidences\":[...],\n"
+     "\"forward_passes\":1}.",
      cmd_tag},
     {"score",
      "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",

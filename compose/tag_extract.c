@@ -142,9 +142,25 @@ static void describe(const pd_tag_extractor *tx, const pd_tag_trace *tr, const p
     r->confidence = (float)confidence;
 }
 
-/* The head's records in text order as schema values (the no-record class
- * writes none); with the schema's distinct_records, repeats dropped. */
-static pd_status make_records(const pd_tag_extractor *tx, const pd_tag_trace *tr, const pdi_tag_record *recs,
+/* Each record the pass made, as the trace's candidates (its fate set by
+ * make_records). */
+static pd_status candidates(const pdi_tagger *t, pd_tag_trace *tr, const pdi_tag_record *recs, int32_t n_recs)
+{
+    if (!(tr->candidates = calloc((size_t)n_recs + 1, sizeof *tr->candidates))) return PD_ERR_NOMEM;
+    tr->n_candidates = n_recs;
+    for (int32_t r = 0; r < n_recs; r++) {
+        pd_tag_candidate *c = &tr->candidates[r];
+        for (int32_t k = 0; k < PD_TAGGER_MAX_SPANS; k++) c->spans[k] = k < t->n_spans ? recs[r].span[k] : -1;
+        c->label = recs[r].label;
+    }
+    return PD_OK;
+}
+
+/* The head's records in text order as schema values: the no-record class
+ * writes none, the head's min_confidence drops a record below it, and with
+ * the schema's distinct_records a repeat of a record written before it is
+ * dropped (in that order); each candidate's fate into the trace. */
+static pd_status make_records(const pd_tag_extractor *tx, pd_tag_trace *tr, const pdi_tag_record *recs,
                               int32_t n_recs, const char *text, size_t len, pd_extraction *x, pd_error *err)
 {
     const pdi_tagger *t = tx->t;
@@ -152,8 +168,9 @@ static pd_status make_records(const pd_tag_extractor *tx, const pd_tag_trace *tr
     keyed *order = malloc(sizeof *order * ((size_t)n_recs + 1));
     const char **values = calloc((size_t)pd_schema_n_fields(sc) + 1, sizeof *values);
     size_t *at = n_recs ? read_offsets(tx, tr) : NULL;
-    pd_status rc = order && values && (at || !n_recs) ? PD_OK
-                                                      : pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
+    pd_status rc = order && values && (at || !n_recs) && !candidates(t, tr, recs, n_recs)
+                       ? PD_OK
+                       : pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
     for (int32_t r = 0; !rc && r < n_recs; r++) {
         order[r] = (keyed){&recs[r], INT32_MAX, r};
         for (int32_t k = 0; k < t->n_spans; k++)
@@ -163,17 +180,27 @@ static pd_status make_records(const pd_tag_extractor *tx, const pd_tag_trace *tr
     if (!rc) qsort(order, (size_t)n_recs, sizeof *order, by_key);
     for (int32_t r = 0; !rc && r < n_recs; r++) {
         const pdi_tag_record *rec = order[r].r;
-        if (rec->label == t->n_labels) continue; /* the no-record class */
+        pd_tag_candidate *c = &tr->candidates[order[r].order];
+        if (rec->label == t->n_labels) { /* the no-record class */
+            c->fate = PD_TAG_NO_RECORD;
+            continue;
+        }
         memset(values, 0, sizeof *values * (size_t)pd_schema_n_fields(sc));
         for (int32_t k = 0; k < t->n_spans; k++)
             if (rec->span[k] >= 0) values[tx->span_field[k]] = tr->spans[rec->span[k]].text;
         for (int32_t j = 0; rec->label >= 0 && j < t->n_label_fields; j++)
             values[tx->label_field[j]] = t->label_values[(size_t)rec->label * (size_t)t->n_label_fields + (size_t)j];
-        if (pdi_extraction_append(x, values)) rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
-        else describe(tx, tr, rec, order[r].order, at, text, len, &x->records[x->n_records - 1]);
+        if (pdi_extraction_append(x, values)) {
+            rc = pdi_set_error(err, PD_ERR_NOMEM, "out of memory writing records");
+            break;
+        }
+        describe(tx, tr, rec, order[r].order, at, text, len, &x->records[x->n_records - 1]);
+        c->confidence = x->records[x->n_records - 1].confidence;
+        c->fate = c->confidence < (float)t->min_confidence                            ? PD_TAG_BELOW_FLOOR
+                  : pdi_schema_distinct_records(sc) && pdi_extraction_last_repeats(x) ? PD_TAG_REPEAT
+                                                                                      : PD_TAG_WRITTEN;
+        if (c->fate != PD_TAG_WRITTEN) pdi_extraction_drop_last(x);
     }
-    if (!rc) pdi_extraction_drop_below(x, (float)t->min_confidence); /* the head's own rule, before repeats */
-    if (!rc && pdi_schema_distinct_records(sc)) pdi_extraction_drop_repeats(x);
     free(order);
     free(values);
     free(at);

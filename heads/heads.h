@@ -28,6 +28,8 @@ pd_status pdi_markers_resolve(const pd_model *model, const char *const names[PD_
  * "O", tag 1 + 2k "B-<spans[k]>", tag 2 + 2k "I-<spans[k]>". */
 #define PDI_MIN_WINDOW 16 /* the fewest characters of a window (PD_PIPELINE_MIN_WINDOW) */
 #define PD_TAGGER_MAX_SPANS 2 /* records pair two span fields at most (the link) */
+_Static_assert(sizeof((pd_tag_candidate){0}.spans) == PD_TAGGER_MAX_SPANS * sizeof(int32_t),
+               "pd_tag_candidate holds a span of each span field");
 
 /* The token states of a span a label classifier may read (head.json's
  * "label_states": "first", "last"). */

@@ -139,6 +139,28 @@ typedef struct pd_tag_link {
     int32_t choice;       /* index in spans of the chosen `to` span, -1 for none */
 } pd_tag_link;
 
+/* What became of a candidate record of a tagger pass (the order of the
+ * checks: a record is a repeat only when written above the floor). */
+typedef enum pd_tag_fate {
+    PD_TAG_WRITTEN = 0,     /* in the extraction */
+    PD_TAG_NO_RECORD = 1,   /* its label's argmax is the head's no-record class */
+    PD_TAG_BELOW_FLOOR = 2, /* its confidence is below the head's min_confidence */
+    PD_TAG_REPEAT = 3       /* the values of a record written before it (a schema's distinct_records) */
+} pd_tag_fate;
+
+/* "written", "no_record", "below_floor", "repeat"; NULL for another value. */
+PD_API const char *pd_tag_fate_name(pd_tag_fate fate);
+
+typedef struct pd_tag_candidate {
+    int32_t spans[2];     /* index in the trace's spans of its span of each span field (the head's order),
+                             -1 for none; the second -1 for a head of one span field */
+    int32_t label;        /* its label class (an index of the label logits' row; the no-record class
+                             is the last); -1 for a head without labels */
+    float confidence;     /* its spans', link's and label's probabilities multiplied (docs/extraction.md);
+                             0 for a no-record candidate */
+    pd_tag_fate fate;
+} pd_tag_candidate;
+
 typedef struct pd_tag_trace {
     int32_t n_tokens;     /* the whole prompt */
     int32_t *tokens;
@@ -158,6 +180,8 @@ typedef struct pd_tag_trace {
     int32_t forward_passes; /* pd_eval calls (1; 0 for an empty text) */
     int32_t no_record;    /* 1 when the head has the no-record class: the last of n_labels, a record
                              whose argmax it is is not written */
+    int32_t n_candidates; /* every record the pass made, in the order made (the label rows' order) */
+    pd_tag_candidate *candidates; /* with what became of each: no record is dropped without its reason */
 } pd_tag_trace;
 
 /* Release a trace and its arrays (NULL is fine). */

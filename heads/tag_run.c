@@ -25,7 +25,19 @@ void pd_tag_trace_free(pd_tag_trace *tr)
     free(tr->emissions);
     free(tr->tags);
     free(tr->label_logits);
+    free(tr->candidates);
     free(tr);
+}
+
+const char *pd_tag_fate_name(pd_tag_fate fate)
+{
+    switch (fate) {
+    case PD_TAG_WRITTEN: return "written";
+    case PD_TAG_NO_RECORD: return "no_record";
+    case PD_TAG_BELOW_FLOOR: return "below_floor";
+    case PD_TAG_REPEAT: return "repeat";
+    }
+    return NULL;
 }
 
 static pd_status tag_names(const pdi_tagger *t, pd_tag_trace *tr)

@@ -150,6 +150,18 @@ void pdi_extraction_drop_repeats(pd_extraction *x)
     x->n_records = kept;
 }
 
+bool pdi_extraction_last_repeats(const pd_extraction *x)
+{
+    for (int32_t q = 0; q + 1 < x->n_records; q++)
+        if (same_record(&x->records[q], &x->records[x->n_records - 1], x->n_fields)) return true;
+    return false;
+}
+
+void pdi_extraction_drop_last(pd_extraction *x)
+{
+    pdi_record_free(&x->records[--x->n_records], x->n_fields);
+}
+
 /* ---------------------------------------------------------- printing */
 
 /* RFC 4180: quote a field holding a comma, a quote or a line break; double its quotes. */

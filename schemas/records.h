@@ -42,6 +42,10 @@ pd_status pdi_extraction_locate(pd_extraction *x, const pd_schema *sc, const cha
 void pdi_extraction_drop_below(pd_extraction *x, float min);
 /* Drop each record equal in every field to an earlier one, keeping the order. */
 void pdi_extraction_drop_repeats(pd_extraction *x);
+/* Whether x's last record has the values of an earlier one. */
+bool pdi_extraction_last_repeats(const pd_extraction *x);
+/* Release x's last record (x holds one at least). */
+void pdi_extraction_drop_last(pd_extraction *x);
 
 /* Whether the schema has a `decide` section. */
 bool pdi_schema_has_decide(const pd_schema *sc);

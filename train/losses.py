@@ -69,7 +69,7 @@ def stage_of(gold, spans, candidates, meta, first_polarity):
             return "praise" if c["fate"] == "written" else "praise under the floor"
         if tuple(c["label"]) != label:
             return "category"
-        return "floor" if c["fate"] == "floor" else "right"
+        return "floor" if c["fate"] == "below_floor" else "right"
     return "link"
 
 

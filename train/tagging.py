@@ -531,8 +531,8 @@ def decode(head, meta, h, text, byte_ranges, labels):
             if r[f] >= 0:
                 _, a, b = sp[r[f]]
                 confidence *= math.exp(lattice.span_logprob(head.spans.index(f), a, b))
-        cand.update(confidence=confidence, fate="floor" if np.float32(confidence) < np.float32(floor) else "written")
-        if cand["fate"] == "floor":
+        cand.update(confidence=confidence, fate="below_floor" if np.float32(confidence) < np.float32(floor) else "written")
+        if cand["fate"] == "below_floor":
             continue
         lab = labels[best]
         quads.append(q + tuple(lab))

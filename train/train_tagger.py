@@ -283,6 +283,24 @@ def polarity_prior(head, labels, train, tau):
             head.label.bias[j] -= tau * math.log(max(count[polarity], 1) / total)
 
 
+def table_prior(head, spec, labels, strength):
+    """The polarity table as a prior on the label weights: the row of each single-atom polarity feature
+    (polsum/polmin/polmax of a field, clausesum/min/max) starts at strength x the bucket's value on the
+    labels of the last label field's first value (正面) and minus that on its last (负面), instead of
+    zero; training moves it from there."""
+    values = list(dict.fromkeys(lab[-1] for lab in labels))
+    sign = torch.tensor([1.0 if lab[-1] == values[0] else -1.0 if lab[-1] == values[-1] else 0.0 for lab in labels])
+    buckets = ["0"] + [f"{s}{v}" for s in "+-" for v in ("0.5", "1", "2", "4", "8")]
+    table = head.sparse["label"].weight
+    with torch.no_grad():
+        for tpl, atoms in spec.templates.get("label", ()):
+            if len(atoms) != 1 or not atoms[0][0].startswith(("polsum.", "polmin.", "polmax.", "clausesum",
+                                                               "clausemin", "clausemax")):
+                continue
+            for b in buckets:
+                table[spec.id("label", tpl + FT.SEP + b), :len(labels)] += strength * float(b) * sign
+
+
 def label_factors(labels):
     """Per label field, the one-hot map [labels + the no-record class, the field's values] of each
     label to its value (the no-record row zero): the factors TaggerHead adds while training."""
@@ -325,6 +343,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     head = tagging.TaggerHead(hidden, meta["spans"], a.link_dim, len(labels), torch.Generator().manual_seed(a.seed + 2),
                               ("first", "last"), True, spec, label_factors(labels) if a.label_factors else ())
     head.feature_drop, head.identity_drop = a.feature_drop, a.identity_drop
+    if spec is not None and spec.polarity is not None and a.table_prior:
+        table_prior(head, spec, labels, a.table_prior)
     lora_params = []
     if a.lora_r and a.deep:
         lora_params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 3))
@@ -501,6 +521,9 @@ def label_args(ap):
     ap.add_argument("--silver", help="distant supervision: outside reviews with the records distant.py kept (dataset.py's "
                                      "JSONL; with kfold.py, {k} in the name is the fold's number)")
     ap.add_argument("--silver-weight", type=float, default=0.5, help="what a --silver review counts, a labelled one 1")
+    ap.add_argument("--table-prior", type=float, default=0.0,
+                    help="the polarity table's label features start at this times their bucket's value on the "
+                         "positive labels (minus on the negative ones) rather than zero")
     ap.add_argument("--identity-drop", type=float, default=0.0,
                     help="the share of training records whose label features that name their own strings (text., "
                          "chars., bigrams., pair, memory) are left out: labels learned as for a record never seen")

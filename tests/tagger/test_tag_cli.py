@@ -59,6 +59,10 @@ def test_tag():
         check(c["name"] + ": label logits", len(g["labels"]) == len(c["label_logits"]) and all(
             close(x["logits"], y) for x, y in zip(g["labels"], c["label_logits"])), out)
         check(c["name"] + ": records, one pass", g["records"] == c["records"] and g["forward_passes"] == 1, out)
+        check(c["name"] + ": candidates and their fates", len(g["candidates"]) == len(c["candidates"]) and all(
+            x["spans"] == y["spans"] and x["label"] == y["label"] and x["fate"] == y["fate"] and
+            abs(x["confidence"] - y["confidence"]) <= TOL for x, y in zip(g["candidates"], c["candidates"])) and
+            sum(x["fate"] == "written" for x in g["candidates"]) == len(g["records"]), out)
 
 
 def pair_cases(name="head-pair"):

@@ -73,6 +73,23 @@ static void check_record_meta(const char *name, json_t *meta, const pd_extractio
     }
 }
 
+/* Every record the pass made, with its spans, label, confidence and fate,
+ * as the reference made and judged it. */
+static void check_candidates(const char *name, json_t *want, const pd_tag_trace *tr)
+{
+    assert_int_equal(tr->n_candidates, json_array_size(want));
+    for (int32_t r = 0; r < tr->n_candidates; r++) {
+        const pd_tag_candidate *c = &tr->candidates[r];
+        json_t *w = json_array_get(want, r);
+        for (int32_t k = 0; k < 2; k++)
+            assert_int_equal(c->spans[k], json_integer_value(json_array_get(json_object_get(w, "spans"), (size_t)k)));
+        assert_int_equal(c->label, json_integer_value(json_object_get(w, "label")));
+        check_probability(name, r, "candidate confidence", c->confidence, json_number_value(json_object_get(w, "confidence")));
+        if (strcmp(pd_tag_fate_name(c->fate), jstr(w, "fate")))
+            fail_msg("%s: candidate %d is %s, the reference's %s", name, r, pd_tag_fate_name(c->fate), jstr(w, "fate"));
+    }
+}
+
 static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *x)
 {
     const char *name = jstr(c, "name");
@@ -118,6 +135,7 @@ static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *
     for (int32_t r = 0; r < tr->n_label_rows; r++)
         check_close("label logits", name, tr->label_logits + (size_t)r * (size_t)tr->n_labels, json_array_get(logits, r),
                     (size_t)tr->n_labels);
+    check_candidates(name, json_object_get(c, "candidates"), tr);
     json_t *recs = json_object_get(c, "records");
     assert_int_equal(x->n_records, json_array_size(recs));
     assert_int_equal(x->stats.n_prompt_tokens, tr->n_tokens);

@@ -348,6 +348,35 @@ def test_base_resume(tmp):
           f"{len(values)} terms; {want.count(chr(10))} dev rows equal between pocketdec and Python")
 
 
+def test_partial_crf():
+    """The CRF's likelihood of a partial annotation (a --silver review: its spans known, elsewhere any
+    tag): one allowed tag a position gives the gold path's loss, every tag allowed a loss of 0, and a
+    span's likelihood lies between (the sequences that hold it, no I- just after it)."""
+    import torch
+    import tagging
+    torch.manual_seed(0)
+    head = tagging.TaggerHead(8, ["aspect", "opinion"], 4, 3, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        for p in head.parameters():
+            p.normal_()
+    e, mid = torch.randn(2, 6, 5), torch.zeros(2, 6, dtype=torch.bool)
+    gold, lengths = torch.tensor([[1, 2, 0, 3, 4, 0], [0, 0, 3, 0, 0, 0]]), torch.tensor([6, 5])
+    full = head.crf_nll(e, gold, mid, lengths)
+    one = torch.zeros(2, 6, 5, dtype=torch.bool).scatter_(2, gold[..., None], True)
+    assert abs(float(head.crf_nll(e, gold, mid, lengths, partial=one)) - float(full)) < 1e-5
+    assert float(head.crf_nll(e, gold, mid, lengths, partial=torch.ones(2, 6, 5, dtype=torch.bool))) == 0.0
+    # row 1 with its one span known (B-opinion at 2, no I- after it): less constrained than its gold
+    # path, so more likely (a smaller loss), and constrained (a loss above 0)
+    row = lambda p: float(head.crf_nll(e[1:], gold[1:], mid[1:], lengths[1:], partial=p))  # noqa: E731
+    span = torch.ones(1, 6, 5, dtype=torch.bool)
+    span[0, 2] = False
+    span[0, 2, 3] = True
+    span[0, 3, 2] = span[0, 3, 4] = False
+    loss, gold_row = row(span), row(one[1:])
+    assert 0 < loss < gold_row, (loss, gold_row)
+    print(f"ok: partial-annotation CRF (gold path {gold_row:.4f}, its span alone {loss:.4f})")
+
+
 def test_label_factors_fold():
     """--label-factors: the per-field decisions (dense and sparse) folded into the joint label
     weights give the same logits, to float rounding, and leave no extra tensor to save."""
@@ -388,6 +417,7 @@ def main():
               "the training smoke test did not run")
         sys.exit(77)
     test_label_factors_fold()
+    test_partial_crf()
     with tempfile.TemporaryDirectory() as tmp:
         test_base_resume(tmp)
         test_training(tmp)

@@ -515,9 +515,12 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
         recs += [{tk: a, "link": 1.0 - max([float(p[to.index(a)]) for p in link_probs] + [0.0])}
                  for a in to if a not in chosen]
     H = h.shape[1]
-    label_logits, out, unsure = [], [], 0
+    label_logits, out, unsure, candidates = [], [], 0, []
     for r in recs:
         link_p = r.pop("link", 1.0)
+        cand = {"spans": [r.get(k, -1) for k in range(len(spans_f))] + [-1] * (2 - len(spans_f)), "label": -1,
+                "confidence": 0.0, "fate": "written"}
+        candidates.append(cand)
         vals = {f: "_" for f in fields}
         meta_r = {"spans": {}, "probs": {f: 1.0 for f in fields}, "link": link_p}
         confidence = link_p
@@ -536,7 +539,9 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
                                                      for k in range(len(spans_f))])
             label_logits.append([float(v) for v in logits])
             best = int(np.argmax(logits))
+            cand["label"] = best
             if best == len(meta["labels"]):  # the no-record class
+                cand["fate"] = "no_record"
                 continue
             p = softmax(np.asarray(logits, dtype=np.float64))
             confidence *= float(p[best])
@@ -544,17 +549,19 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
                 vals[f] = v
                 # the value's marginal over the label classes (the no-record class excluded)
                 meta_r["probs"][f] = float(sum(p[c] for c, lab in enumerate(meta["labels"]) if lab[j] == v))
-        meta_r["confidence"] = confidence
+        meta_r["confidence"] = cand["confidence"] = confidence
         # the head's min_confidence, compared as the library compares (in float32), before repeats
         if np.float32(confidence) < np.float32(meta.get("min_confidence", 0.0)):
             unsure += 1
+            cand["fate"] = "below_floor"
             continue
         key = min(spans[s]["first"] for s in r.values() if s >= 0)
-        out.append((key, len(out), vals, meta_r))
+        out.append((key, len(out), vals, meta_r, cand))
     out.sort(key=lambda x: (x[0], x[1]))
     records, record_meta = [], []
-    for _, _, v, m in out:
+    for _, _, v, m, cand in out:
         if distinct and v in records:
+            cand["fate"] = "repeat"
             continue
         records.append(v)
         record_meta.append(m)
@@ -564,7 +571,7 @@ def tag_decode(model, head, ids, read_start, token_bytes, fields, distinct):
             "tag_names": ["O"] + [p + f for f in spans_f for p in ("B-", "I-")],
             "spans": [{k: sp[k] for k in ("field", "text", "first", "last", "probability")} for sp in spans],
             "links": links, "label_logits": label_logits, "records": records, "overlaps_skipped": skipped,
-            "record_meta": record_meta, "unsure_dropped": unsure}
+            "record_meta": record_meta, "unsure_dropped": unsure, "candidates": candidates}
 
 
 def main(argv=None):
