@@ -56,4 +56,6 @@ keys = ("aspect", "opinion", "category", "polarity")
 rows = [keys] + [tuple(r[k] for k in keys) for r in d["records"]]
 for row in rows:
     print("   " + "  ".join(pad(v, 16 if i < 2 else 10) for i, v in enumerate(row)).rstrip())
+fates = [c["fate"] for c in d["candidates"]]
+print("   candidate records: " + ", ".join("%d %s" % (fates.count(f), f) for f in dict.fromkeys(fates)))
 print("   (%d forward pass, %d prompt tokens)" % (d["forward_passes"], len(d["tokens"])))'
