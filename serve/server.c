@@ -701,9 +701,10 @@ int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, 
     int rc = start_engines(s, ws, n_engines, tagger, msg, msg_size), port = 0;
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
-        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (%d engines x %d texts in flight, queue %d)\n",
+        int in_flight = s->slots / n_engines;
+        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (%d engine%s x %d text%s in flight, queue %d)\n",
                 strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, n_engines,
-                s->slots / n_engines, cfg->queue);
+                n_engines == 1 ? "" : "s", in_flight, in_flight == 1 ? "" : "s", cfg->queue);
         fflush(stderr);
         sigset_t set;
         sigemptyset(&set);
