@@ -55,9 +55,8 @@ static void print_trace(const pd_tag_trace *tr, const pd_schema *schema, const p
     printf("],\"candidates\":[");
     for (int32_t r = 0; r < tr->n_candidates; r++) {
         const pd_tag_candidate *c = &tr->candidates[r];
-        printf(r ? ",{\"spans\":[%d,%d],\"label\":%d,\"confidence\":%.9g,\"fate\":\"%s\"}"
-                 : "{\"spans\":[%d,%d],\"label\":%d,\"confidence\":%.9g,\"fate\":\"%s\"}",
-               c->spans[0], c->spans[1], c->label, (double)c->confidence, pd_tag_fate_name(c->fate));
+        printf("%s{\"spans\":[%d,%d],\"label\":%d,\"confidence\":%.9g,\"fate\":\"%s\"}", r ? "," : "", c->spans[0],
+               c->spans[1], c->label, (double)c->confidence, pd_tag_fate_name(c->fate));
     }
     printf("],\"records\":[");
     for (int32_t r = 0; r < x->n_records; r++) {

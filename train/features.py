@@ -118,6 +118,10 @@ def read_memory(path, n_spans):
 NEGATION, DEGREE = "negation", "degree"
 _NUMBER = re.compile(r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$")  # what C's polarity.c takes
 POLARITY_THRESHOLDS = (0.5, 1, 2, 4, 8)
+# the label atoms of a polarity statistic (index in PolarityText.stats): of a span field (name + field)
+# and of the opinion's clause
+SPAN_STATS = (("polsum.", 0), ("polmin.", 1), ("polmax.", 2))
+CLAUSE_STATS = (("clausesum", 0), ("clausemin", 1), ("clausemax", 2))
 
 
 def polarity_bucket(v):
@@ -398,11 +402,11 @@ class Spec:
             return polarity_bucket(st[k]) if st else NONE
 
         def val(name, arg):
-            for pre, k in (("polsum.", 0), ("polmin.", 1), ("polmax.", 2)):
+            for pre, k in SPAN_STATS:
                 if name.startswith(pre):
                     sp = spans[self.spans.index(name[len(pre):])]
                     return stat(sp[0], sp[1], k) if sp else NONE
-            for pre, k in (("clausesum", 0), ("clausemin", 1), ("clausemax", 2)):
+            for pre, k in CLAUSE_STATS:
                 if name == pre:
                     return stat(*self.clause(text, *anchor), k) if anchor else NONE
             if name in ("negation", "degree"):

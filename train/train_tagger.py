@@ -290,12 +290,12 @@ def table_prior(head, spec, labels, strength):
     zero; training moves it from there."""
     values = list(dict.fromkeys(lab[-1] for lab in labels))
     sign = torch.tensor([1.0 if lab[-1] == values[0] else -1.0 if lab[-1] == values[-1] else 0.0 for lab in labels])
-    buckets = ["0"] + [f"{s}{v}" for s in "+-" for v in ("0.5", "1", "2", "4", "8")]
+    buckets = [FT.polarity_bucket(s * t) for s in (1, -1) for t in FT.POLARITY_THRESHOLDS]  # "0" adds nothing
+    stats = tuple(pre for pre, _ in FT.SPAN_STATS + FT.CLAUSE_STATS)
     table = head.sparse["label"].weight
     with torch.no_grad():
         for tpl, atoms in spec.templates.get("label", ()):
-            if len(atoms) != 1 or not atoms[0][0].startswith(("polsum.", "polmin.", "polmax.", "clausesum",
-                                                               "clausemin", "clausemax")):
+            if len(atoms) != 1 or not atoms[0][0].startswith(stats):
                 continue
             for b in buckets:
                 table[spec.id("label", tpl + FT.SEP + b), :len(labels)] += strength * float(b) * sign
