@@ -247,6 +247,18 @@ typedef enum pd_record_format {
                               for values placed in the text; probabilities to 4 significant digits */
 } pd_record_format;
 
+/* The JSON of x's records as PD_FORMAT_JSONL writes them after "records"
+ * (compact, probabilities to 4 significant digits, no line break): record
+ * -1 gives the array [{...}, ...] of every record ("[]" for x NULL or no
+ * record), record r (0 <= r < x->n_records) the one object {...} of
+ * x->records[r]. *text is pd_free()-able and NUL-terminated; *len (may be
+ * NULL) excludes the NUL. PD_ERR_ARG for a NULL schema or text, a record out
+ * of range or records of another field count; PD_ERR_FORMAT when a value is
+ * not UTF-8. For callers that wrap the records in a JSON of their own (an
+ * HTTP answer, a line with an id of the caller's kind). */
+PD_API pd_status pd_extraction_json(const pd_schema *schema, const pd_extraction *x, int32_t record, char **text,
+                                    size_t *len, pd_error *err);
+
 /* Print x for input id in the given form. *text is pd_free()-able and
  * NUL-terminated; *len (may be NULL) excludes the NUL. x may be NULL (no
  * records). */

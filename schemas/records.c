@@ -200,7 +200,12 @@ static json_t *jsonl_record(const pd_schema *sc, const pd_record *r)
     json_t *probs = r->prob ? json_object() : NULL;
     for (int32_t f = 0; f < sc->n_fields; f++) {
         const char *name = sc->fields[f].name;
-        json_object_set_new(rec, name, json_string(r->values[f]));
+        if (json_object_set_new(rec, name, json_string(r->values[f]))) { /* not UTF-8: no record, not one short */
+            json_decref(rec);
+            json_decref(spans);
+            json_decref(probs);
+            return NULL;
+        }
         if (spans && r->start[f] >= 0) json_object_set_new(spans, name, json_pack("[i, i]", r->start[f], r->end[f]));
         if (probs) json_object_set_new(probs, name, json_real(r->prob[f]));
     }
@@ -213,11 +218,69 @@ static json_t *jsonl_record(const pd_schema *sc, const pd_record *r)
     return rec;
 }
 
+/* [record, ...] of x (NULL: none), or NULL when one cannot be written. */
+static json_t *jsonl_records(const pd_schema *sc, const pd_extraction *x)
+{
+    json_t *recs = json_array();
+    for (int32_t r = 0; x && recs && r < x->n_records; r++)
+        if (json_array_append_new(recs, jsonl_record(sc, &x->records[r]))) {
+            json_decref(recs);
+            return NULL;
+        }
+    return recs;
+}
+
 static json_t *jsonl_object(const pd_schema *sc, const pd_extraction *x, const char *id)
 {
-    json_t *recs = json_array(), *o = json_pack("{s:s, s:o}", "id", id, "records", recs);
-    for (int32_t r = 0; x && o && r < x->n_records; r++) json_array_append_new(recs, jsonl_record(sc, &x->records[r]));
-    return o;
+    json_t *recs = jsonl_records(sc, x);
+    return recs ? json_pack("{s:s, s:o}", "id", id, "records", recs) : NULL;
+}
+
+static pd_status check_records(const pd_schema *schema, const pd_extraction *x, pd_error *err)
+{
+    if (x && x->n_fields != schema->n_fields)
+        return pdi_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
+                             schema->n_fields);
+    return PD_OK;
+}
+
+/* o as compact JSON with reals to 4 significant digits, appended to b
+ * (o's reference is taken); PD_ERR_FORMAT when a string is not UTF-8. */
+static pd_status put_json(pdi_buf *b, json_t *o, const pd_schema *schema, const char *what, pd_error *err)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
+    json_decref(o);
+    if (!s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: %s is not valid UTF-8", schema->path, what);
+    pdi_buf_append(b, s, strlen(s));
+    free(s);
+    return PD_OK;
+}
+
+static pd_status buf_result(pdi_buf *b, char **text, size_t *len, pd_error *err)
+{
+    if (b->failed) {
+        free(b->data);
+        return pdi_set_error(err, PD_ERR_NOMEM, "writing records: out of memory");
+    }
+    *text = b->data;
+    if (len) *len = b->len;
+    return PD_OK;
+}
+
+pd_status pd_extraction_json(const pd_schema *schema, const pd_extraction *x, int32_t record, char **text,
+                             size_t *len, pd_error *err)
+{
+    if (text) *text = NULL;
+    if (!schema || !text) return pdi_set_error(err, PD_ERR_ARG, "writing records: NULL argument");
+    pd_status st = check_records(schema, x, err);
+    if (st) return st;
+    int32_t n = x ? x->n_records : 0;
+    if (record < -1 || record >= n)
+        return pdi_set_error(err, PD_ERR_ARG, "writing records: no record %d (the extraction has %d)", record, n);
+    json_t *o = record >= 0 ? jsonl_record(schema, &x->records[record]) : jsonl_records(schema, x);
+    pdi_buf b = {0};
+    if ((st = put_json(&b, o, schema, "a value", err))) return st;
+    return buf_result(&b, text, len, err);
 }
 
 pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, const char *id, pd_record_format fmt,
@@ -225,31 +288,24 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
 {
     if (text) *text = NULL;
     if (!schema || !id || !text) return pdi_set_error(err, PD_ERR_ARG, "writing records: NULL argument");
-    if (x && x->n_fields != schema->n_fields)
-        return pdi_set_error(err, PD_ERR_ARG, "%s: records of %d fields, the schema has %d", schema->path, x->n_fields,
-                             schema->n_fields);
+    pd_status st = check_records(schema, x, err);
+    if (st) return st;
     pdi_buf b = {0};
     if (fmt == PD_FORMAT_TIANCHI) {
         if (!x || x->n_records == 0) tianchi_row(&b, schema, id, NULL);
         for (int32_t r = 0; x && r < x->n_records; r++) tianchi_row(&b, schema, id, &x->records[r]);
     } else if (fmt == PD_FORMAT_JSONL) {
-        json_t *o = jsonl_object(schema, x, id);
-        char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
-        json_decref(o);
-        if (!s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: id or value of '%s' is not valid UTF-8", schema->path, id);
-        pdi_buf_append(&b, s, strlen(s));
+        char what[96];
+        snprintf(what, sizeof what, "the id or a value of '%.60s'", id);
+        if ((st = put_json(&b, jsonl_object(schema, x, id), schema, what, err))) {
+            free(b.data);
+            return st;
+        }
         pdi_buf_append(&b, "\n", 1);
-        free(s);
     } else {
         return pdi_set_error(err, PD_ERR_ARG, "writing records: unknown format %d", (int)fmt);
     }
-    if (b.failed) {
-        free(b.data);
-        return pdi_set_error(err, PD_ERR_NOMEM, "writing records: out of memory");
-    }
-    *text = b.data;
-    if (len) *len = b.len;
-    return PD_OK;
+    return buf_result(&b, text, len, err);
 }
 
 /* ------------------------------------------------ an array as a stream */

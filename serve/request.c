@@ -216,35 +216,3 @@ char *ps_error_body(const char *msg)
     json_decref(o);
     return s;
 }
-
-pd_status ps_records_text(const pd_schema *schema, const pd_extraction *x, char **out, pd_error *err)
-{
-    static const char lead[] = "{\"id\":\"0\",\"records\":";
-    char *line = NULL;
-    size_t len = 0, nl = sizeof lead - 1;
-    *out = NULL;
-    pd_status st = pd_extraction_format(schema, x, "0", PD_FORMAT_JSONL, &line, &len, err);
-    if (st) return st;
-    while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-    if (len < nl + 3 || memcmp(line, lead, nl) || line[nl] != '[' || line[len - 1] != '}' || line[len - 2] != ']') {
-        pd_free(line);
-        if (err) {
-            err->code = PD_ERR_INTERNAL;
-            snprintf(err->message, sizeof err->message, "the records' JSON line is not of the expected form");
-        }
-        return PD_ERR_INTERNAL;
-    }
-    size_t n = len - 1 - nl;
-    if (!(*out = malloc(n + 1))) {
-        pd_free(line);
-        if (err) {
-            err->code = PD_ERR_NOMEM;
-            snprintf(err->message, sizeof err->message, "out of memory");
-        }
-        return PD_ERR_NOMEM;
-    }
-    memcpy(*out, line + nl, n);
-    (*out)[n] = 0;
-    pd_free(line);
-    return PD_OK;
-}

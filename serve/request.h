@@ -57,9 +57,4 @@ bool ps_auth_ok(const char *header, const char *key);
 /* {"error": msg} as compact JSON (malloc'ed), or NULL when out of memory. */
 char *ps_error_body(const char *msg);
 
-/* The records of x (NULL: none) byte for byte as `pocketdec extract --format
- * jsonl` writes them for that text: the JSON array after "records" in its line,
- * in *out (malloc'ed, NUL-terminated). PD_OK, or the status with err filled. */
-pd_status ps_records_text(const pd_schema *schema, const pd_extraction *x, char **out, pd_error *err);
-
 #endif

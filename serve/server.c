@@ -187,7 +187,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
     put(&b, r->many ? "{\"results\":[" : "");
     for (size_t i = 0; i < r->n; i++) {
         char *recs = NULL;
-        if (j->outs[i] && ps_records_text(s->schema, j->outs[i], &recs, &j->errs[i]) == PD_OK) {
+        if (j->outs[i] && pd_extraction_json(s->schema, j->outs[i], -1, &recs, NULL, &j->errs[i]) == PD_OK) {
             *n_records += j->outs[i]->n_records;
             put(&b, i ? ",{\"records\":" : "{\"records\":");
             put(&b, recs);
@@ -199,7 +199,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
             put(&b, e ? e : "{}");
             free(e);
         }
-        free(recs);
+        pd_free(recs);
     }
     put(&b, r->many ? "]}" : "");
     if (b.failed || (!r->many && fail)) {

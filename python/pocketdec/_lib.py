@@ -227,6 +227,8 @@ _PD_PROTOTYPES = {
                                 POINTER(ExtractParams), POINTER(POINTER(Extraction)), E, E]),
     "pd_extraction_free": (None, [POINTER(Extraction)]),
     "pd_extraction_decide": (c_int, [P, P, c_char_p, POINTER(Extraction), E]),
+    "pd_extraction_format": (c_int, [P, POINTER(Extraction), c_char_p, c_int, POINTER(c_void_p), POINTER(c_size_t), E]),
+    "pd_extraction_json": (c_int, [P, POINTER(Extraction), c_int32, POINTER(c_void_p), POINTER(c_size_t), E]),
     "pd_pipeline_default_params": (PipelineParams, []),
     "pd_pipeline_new": (P, [P, P, P, POINTER(PipelineParams), E]),
     "pd_pipeline_free": (None, [P]),

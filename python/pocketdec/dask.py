@@ -12,22 +12,22 @@ Each worker process loads the model and the schema once (a cache of this module,
 arguments) and keeps them for every partition it is given. The model, the schema and the
 input files are named by paths that the workers and the client must both see.
 
-dask is imported by the functions that need it: the rest of the module (jsonl_line,
-extract_rows) and `import pocketdec` work without it. docs/python.md, "pocketdec.dask"."""
+dask is imported by the functions that need it: the rest of the module (extract_rows) and
+`import pocketdec` work without it. The lines are written by the library (Extractor.jsonl), as
+the command writes them. docs/python.md, "pocketdec.dask"."""
 
 import collections
 import functools
 import json
 import math
 import os
-import re
 import threading
 
 from ._lib import Error
 from .extract import Extractor
 from .model import Model
 
-__all__ = ["Line", "Output", "read_jsonl", "extract_bag", "extract_jsonl", "extract_rows", "jsonl_line"]
+__all__ = ["Line", "Output", "read_jsonl", "extract_bag", "extract_jsonl", "extract_rows"]
 
 # The longest JSONL line the command reads (cli/jsonl.h, CLI_JSONL_MAX_LINE).
 MAX_LINE = 16 << 20
@@ -47,47 +47,6 @@ Output.__doc__ = """What one input row gave:
 - problem: None, or what went wrong, as the command reports it on stderr ("FILE:LINE: ...");
   a row with both a line and a problem is a review that failed (written with no records);
 - records: the number of records in line."""
-
-
-# ---------------------------------------------------------------- writing
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_TO_ESCAPE = re.compile(r'["\\\x00-\x1f]')
-
-
-def _string(s):
-    """s as jansson writes a JSON string: UTF-8 kept, quotes, backslashes and control
-    characters escaped (\\u00XX in upper case)."""
-    return '"' + _TO_ESCAPE.sub(lambda m: _ESCAPES.get(m.group()) or f"\\u{ord(m.group()):04X}", s) + '"'
-
-
-def _real(x):
-    """x as jansson writes a real with JSON_REAL_PRECISION(4): C's %.4g, ".0" added when
-    there is neither a point nor an exponent, the exponent without "+" and leading zeros."""
-    x = float(x)
-    if not math.isfinite(x):
-        raise ValueError(f"{x} cannot be written in JSON")
-    s = "%.4g" % x
-    e = s.find("e")
-    if e < 0:
-        return s if "." in s else s + ".0"
-    sign = "-" if s[e + 1] == "-" else ""
-    return s[:e + 1] + sign + (s[e + 2:].lstrip("0") or "0")
-
-
-def _record(r):
-    parts = [f"{_string(k)}:{_string(v)}" for k, v in r.items()]
-    spans = ",".join(f"{_string(f)}:[{int(a)},{int(b)}]" for f, (a, b) in r.spans.items())
-    probs = ",".join(f"{_string(f)}:{_real(p)}" for f, p in r.probs.items())
-    parts += ['"spans":{' + spans + "}", '"probs":{' + probs + "}", '"confidence":' + _real(r.confidence)]
-    return "{" + ",".join(parts) + "}"
-
-
-def jsonl_line(rid, records):
-    """The line `pocketdec extract --format jsonl` writes for a review: {"id": rid,
-    "records": [...]} with compact separators, UTF-8 unescaped, probabilities to 4
-    significant digits, and a line break. rid: a str; records: pocketdec.Record."""
-    return '{"id":' + _string(rid) + ',"records":[' + ",".join(map(_record, records)) + "]}\n"
 
 
 # ---------------------------------------------------------------- reading
@@ -233,11 +192,11 @@ def extract_rows(ex, items, where="item"):
             continue
         rid, text = row
         try:
-            records = ex.extract(text)
+            line, records = ex.jsonl(rid, text)
         except Error as e:
-            yield Output(jsonl_line(rid, []), f"{here}: id {rid}: {e.message}", 0)
+            yield Output(ex.jsonl(rid)[0], f"{here}: id {rid}: {e.message}", 0)
             continue
-        yield Output(jsonl_line(rid, records), None, len(records))
+        yield Output(line, None, len(records))
 
 
 # ---------------------------------------------------------------- one extractor a process

@@ -162,6 +162,27 @@ class Extractor(Owner):
         finally:
             self._give_back(w)
 
+    def jsonl(self, rid, text=None):
+        """(line, records): the line `pocketdec extract --format jsonl` writes for text under
+        the id rid (a str), written by the library, and text's records as extract() gives
+        them. text None: the line of a review with no records (what the command writes for
+        one that failed), and []. Raises what extract() raises."""
+        data, rid = (None if text is None else cstr(text, "text")), cstr(rid, "id")
+        out, err = ctypes.POINTER(_lib.Extraction)(), _lib.new_error()
+        w = self._worker() if data is not None else None
+        try:
+            with self.model._h.use(), self._schema.use() as s:
+                if w is not None:
+                    with w.use() as p:
+                        check(pd.pd_pipeline_extract(p, data, len(data), byref(out), byref(err)), err)
+                line = ctypes.c_void_p()
+                check(pd.pd_extraction_format(s, out, rid, 1, byref(line), None, byref(err)), err)  # PD_FORMAT_JSONL
+                return _lib.take_string(line.value), self._records(out) if out else []
+        finally:
+            pd.pd_extraction_free(out)
+            if w is not None:
+                self._give_back(w)
+
     def _records(self, out):
         x = out.contents
         return [self._record(x.records[r], x.n_fields) for r in range(x.n_records)]

@@ -1,13 +1,11 @@
 """Sharding a corpus (docs/extraction.md, "Sharding a large corpus with batch engines"): the
 output of pocketdec.dask on a two-process distributed.LocalCluster, and of the GNU parallel
-recipes, equals one `pocketdec extract` run byte for byte, broken rows included. The writer
-of pocketdec.dask is checked against jansson, which the command writes with.
+recipes, equals one `pocketdec extract` run byte for byte, broken rows included (and reviews
+with quotes, control characters, emoji and long texts).
 
 The cluster tests need dask and distributed (Debian: python3-dask, python3-distributed), the
 recipe tests GNU parallel (Debian: parallel); without them they are skipped, saying so."""
 
-import ctypes
-import ctypes.util
 import json
 import os
 import random
@@ -60,8 +58,16 @@ ODD = {
     47: '{"id": 10, "text": "x\\u0000"}',
     52: '{"id": 11, "text": NaN}',
     58: '{"id": 99999999999999999999, "text": "x"}',           # past int64
+    # reviews whose records hold what JSON escapes or what is long
+    61: '{"id": "quotes", "text": "包装说\\"很好\\"，物流\\\\很快，味道\'不错\'"}',
+    63: '{"id": "controls", "text": "物流很快\\u0001\\t包装也很好\\r\\n味道不错\\u001f，\\b价格\\f便宜"}',
+    65: '{"id": "emoji", "text": "😀😀质量很好👍，价格便宜💰，物流🚚很快，包装😡太差了"}',
+    67: json.dumps({"id": "long", "text": "，".join(["这个面霜真的非常非常非常好用而且一点都不油腻"] * 60)},
+                   ensure_ascii=False),
 }
-BROKEN = len(ODD) - 3  # the blank line, the escaped id and the empty review are not broken
+WRITTEN = (17, 29, 61, 63, 65, 67)  # the odd rows the command writes a line for
+VALID = len(WRITTEN) + 1  # not broken: those and the blank line
+BROKEN = len(ODD) - VALID
 
 
 @pytest.fixture(scope="module")
@@ -79,51 +85,11 @@ def corpus(tmp_path_factory):
     p = subprocess.run([POCKETDEC, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", d / "reviews.jsonl",
                         "--output", d / "one.jsonl", "--format", "jsonl"], capture_output=True, text=True)
     assert p.returncode == 1, p.stderr  # 1: broken rows
-    assert f"{N + 2} reviews" in p.stderr and f"{BROKEN} broken rows" in p.stderr, p.stderr
+    assert f"{N + VALID - 1} reviews" in p.stderr and f"{BROKEN} broken rows" in p.stderr, p.stderr
     return d, reviews, (d / "one.jsonl").read_bytes(), p.stderr
 
 
 # ------------------------------------------------------------ the writer and the reader
-
-def jansson_dumps():
-    """json_dumps of jansson, the library the command writes with: a float or a str -> its text."""
-    lib = ctypes.CDLL(ctypes.util.find_library("jansson") or "libjansson.so.4")
-    lib.json_real.restype = lib.json_stringn.restype = ctypes.c_void_p
-    lib.json_real.argtypes = [ctypes.c_double]
-    lib.json_stringn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    lib.json_dumps.restype = ctypes.c_void_p
-    lib.json_dumps.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    lib.json_delete.argtypes = [ctypes.c_void_p]
-    libc = ctypes.CDLL(None)
-    libc.free.argtypes = [ctypes.c_void_p]
-    flags = 0x20 | 0x200 | (4 << 11)  # JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(4)
-
-    def dumps(v):
-        if isinstance(v, float):
-            j = lib.json_real(v)
-        else:
-            b = v.encode()
-            j = lib.json_stringn(b, len(b))
-        s = lib.json_dumps(j, flags)
-        lib.json_delete(j)  # refcount 1: json_decref
-        out = ctypes.string_at(s).decode()
-        libc.free(s)
-        return out
-    return dumps
-
-
-def test_writer_writes_what_jansson_writes():
-    dumps = jansson_dumps()
-    rng = random.Random(7)
-    reals = [0.0, -0.0, 1.0, 0.5, 0.015625, 0.99995, 0.999949, 1e-5, 1.5e-7, 3e-300, 123456.0, 1e21, 2.5e10,
-             0.1, 1 / 3, 0.00012345, 9.9995e-5]
-    reals += [rng.random() for _ in range(2000)] + [rng.random() ** 40 for _ in range(2000)]
-    reals += [10 ** rng.uniform(-30, 30) for _ in range(1000)]
-    for x in reals:
-        assert pdd._real(x) == dumps(x), x
-    for s in ["物流很快", 'a"b\\c', "\b\f\n\r\t", "\x00\x01\x1f\x7f", "é/€😀", "\u2028\u2029", ""]:
-        assert pdd._string(s) == dumps(s), repr(s)
-
 
 def test_reader_refuses_what_the_command_refuses():
     broken = [b'{"id": 1}', b"{", b'{"id": 1, "text": "a"} x', b'{"id": true, "text": "a"}',
@@ -152,23 +118,31 @@ def test_rows_give_the_command_output(corpus):
 
 
 def test_a_review_that_fails_is_written_with_no_records():
-    class Failing:
-        def extract(self, text):
+    real = pdd.extractor(TIANCHI, SCHEMA)
+
+    class Failing:  # the real extractor, but "bad" does not fit
+        def jsonl(self, rid, text=None):
             if text == "bad":
                 raise pocketdec.Error("context full", "the text does not fit", 8)
-            return []
-    out = list(pdd.extract_rows(Failing(), ['{"id": 1, "text": "bad"}', {"id": "2", "text": "ok"}]))
+            return real.jsonl(rid, text)
+    out = list(pdd.extract_rows(Failing(), ['{"id": 1, "text": "bad"}', {"id": "2", "text": ""}]))
     assert out == [pdd.Output('{"id":"1","records":[]}\n', "item 1: id 1: the text does not fit", 0),
                    pdd.Output('{"id":"2","records":[]}\n', None, 0)]
 
 
-def test_jsonl_line_is_as_json_rounded(corpus):
-    """jsonl_line parses to the records as helpers.as_jsonl rounds them."""
+def test_extractor_jsonl_is_the_records_as_json_rounded(corpus):
+    """Extractor.jsonl, the library's line, parses to extract()'s records as helpers.as_jsonl
+    rounds them; ids are escaped as jansson escapes them."""
     _, reviews, _, _ = corpus
     ex = pdd.extractor(TIANCHI, SCHEMA)
     for rid, text in reviews[:20]:
-        records = ex.extract(text)
-        assert json.loads(pdd.jsonl_line(str(rid), records)) == {"id": str(rid), "records": helpers.as_jsonl(records)}
+        line, records = ex.jsonl(str(rid), text)
+        assert records == ex.extract(text)
+        assert line.endswith("}\n") and "\n" not in line[:-1]
+        assert json.loads(line) == {"id": str(rid), "records": helpers.as_jsonl(records)}
+    assert ex.jsonl('q"\x1f\\é\t😀') == ('{"id":"q\\"\\u001F\\\\é\\t😀","records":[]}\n', [])
+    with pytest.raises(pocketdec.Error):
+        ex.jsonl("a\0b", "x")
 
 
 # ------------------------------------------------------------ a Dask cluster
@@ -189,15 +163,15 @@ def cluster():
 def test_dask_cluster_writes_the_command_output(corpus, cluster):
     d, _, one, stderr = corpus
     size = (d / "reviews.jsonl").stat().st_size
-    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, d / "dask.jsonl", blocksize=size // 7)
+    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, d / "dask.jsonl", blocksize=size // 9)
     assert (d / "dask.jsonl").read_bytes() == one
-    assert stats["reviews"] == N + 2 and stats["broken"] == BROKEN and stats["failed"] == 0
+    assert stats["reviews"] == N + VALID - 1 and stats["broken"] == BROKEN and stats["failed"] == 0
     assert stats["records"] == sum(len(json.loads(x)["records"]) for x in one.splitlines())
     # the problems name the lines the command names, in order
     lines = [p.split(": ")[0].rsplit(":", 1)[1] for p in stats["problems"]]
     assert lines == [x.split(": ")[1].rsplit(":", 1)[1] for x in stderr.splitlines() if "broken row skipped" in x]
     # each worker process loaded the model once, for all its partitions
-    parts = pdd.read_jsonl(d / "reviews.jsonl", blocksize=size // 7).npartitions
+    parts = pdd.read_jsonl(d / "reviews.jsonl", blocksize=size // 9).npartitions
     loads = cluster.run(lambda: __import__("pocketdec.dask").dask.loads)
     assert parts >= 7 and sorted(loads.values()) == [1, 1], loads
 
@@ -209,7 +183,7 @@ def test_dask_bag_of_dicts(corpus, cluster, tmp_path):
     lines, k, good = one.splitlines(keepends=True), 0, []
     for i in range(len(reviews)):  # the command's lines less those of the odd rows it writes
         good.append(lines[k])
-        k += 2 if i in (17, 29) else 1
+        k += 2 if i in WRITTEN else 1
     good = b"".join(good)
     bag = dask.bag.from_sequence([{"id": rid, "text": text} for rid, text in reviews], npartitions=3)
     stats = pdd.extract_jsonl(bag, TIANCHI, SCHEMA, tmp_path / "dicts.jsonl")

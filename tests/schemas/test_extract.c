@@ -357,6 +357,62 @@ static void test_writers(void **state)
     pd_free(text);
 }
 
+/* pd_extraction_json: the records' part of the JSONL line, byte for byte,
+ * as an array or one record; out-of-range records and bad UTF-8 refused. */
+static void test_records_json(void **state)
+{
+    fixture *f = *state;
+    char *vals[2][4] = {{"a\"\\\n\x01", "😀", "整体", "正面"}, {"_", "好", "价格", "负面"}};
+    int32_t starts[2][4] = {{0, 5, -1, -1}, {-1, 9, -1, -1}}, ends[2][4] = {{4, 6, -1, -1}, {-1, 10, -1, -1}};
+    float probs[2][4] = {{0.5f, 1e-5f, 0.75f, 1}, {1, 0.123456f, 0.5f, 0.0625f}};
+    pd_record recs[2] = {{.values = vals[0], .start = starts[0], .end = ends[0], .prob = probs[0], .link = 0.5f,
+                          .confidence = 0.046875f},
+                         {.values = vals[1], .start = starts[1], .end = ends[1], .prob = probs[1], .link = 1,
+                          .confidence = 0.00390625f}};
+    pd_extraction x = {.n_fields = 4, .n_records = 2, .records = recs, .stop = PD_STOP_END};
+    pd_error err;
+    char *line = NULL, *all = NULL, *one = NULL, *two = NULL;
+    size_t n_all = 0;
+    assert_int_equal(pd_extraction_format(f->schema, &x, "12", PD_FORMAT_JSONL, &line, NULL, &err), PD_OK);
+    assert_int_equal(pd_extraction_json(f->schema, &x, -1, &all, &n_all, &err), PD_OK);
+    assert_int_equal(n_all, strlen(all));
+    assert_int_equal(pd_extraction_json(f->schema, &x, 0, &one, NULL, &err), PD_OK);
+    assert_int_equal(pd_extraction_json(f->schema, &x, 1, &two, NULL, &err), PD_OK);
+    assert_string_equal(one, "{\"aspect\":\"a\\\"\\\\\\n\\u0001\",\"opinion\":\"😀\",\"category\":\"整体\","
+                             "\"polarity\":\"正面\",\"spans\":{\"aspect\":[0,4],\"opinion\":[5,6]},"
+                             "\"probs\":{\"aspect\":0.5,\"opinion\":1e-5,\"category\":0.75,\"polarity\":1.0,"
+                             "\"link\":0.5},\"confidence\":0.04688}");
+    /* the line is {"id":..,"records":<all>}, and <all> is [<one>,<two>] */
+    char want[1024];
+    snprintf(want, sizeof want, "{\"id\":\"12\",\"records\":%s}\n", all);
+    assert_string_equal(line, want);
+    snprintf(want, sizeof want, "[%s,%s]", one, two);
+    assert_string_equal(all, want);
+    pd_free(line);
+    pd_free(all);
+    pd_free(one);
+    pd_free(two);
+    assert_int_equal(pd_extraction_json(f->schema, NULL, -1, &all, NULL, &err), PD_OK);
+    assert_string_equal(all, "[]");
+    pd_free(all);
+    assert_int_equal(pd_extraction_json(f->schema, &x, 2, &all, NULL, &err), PD_ERR_ARG);
+    assert_null(all);
+    assert_non_null(strstr(err.message, "no record 2"));
+    assert_int_equal(pd_extraction_json(f->schema, &x, -2, &all, NULL, &err), PD_ERR_ARG);
+    assert_int_equal(pd_extraction_json(f->schema, NULL, 0, &all, NULL, &err), PD_ERR_ARG);
+    assert_int_equal(pd_extraction_json(NULL, &x, -1, &all, NULL, &err), PD_ERR_ARG);
+    assert_int_equal(pd_extraction_json(f->schema, &x, -1, NULL, NULL, &err), PD_ERR_ARG);
+    vals[1][1] = "\xff";
+    assert_int_equal(pd_extraction_json(f->schema, &x, 1, &all, NULL, &err), PD_ERR_FORMAT);
+    assert_null(all);
+    assert_non_null(strstr(err.message, "not valid UTF-8"));
+    /* the line too: an error, not a record written without its opinion */
+    assert_int_equal(pd_extraction_format(f->schema, &x, "12", PD_FORMAT_JSONL, &all, NULL, &err), PD_ERR_FORMAT);
+    assert_null(all);
+    x.n_fields = 3;
+    assert_int_equal(pd_extraction_json(f->schema, &x, 0, &all, NULL, &err), PD_ERR_ARG);
+}
+
 /* Sampling under the mask: still valid, the same seed gives the same
  * records, and it does differ from greedy somewhere. */
 static void test_sampling(void **state)
@@ -460,6 +516,7 @@ int main(int argc, char **argv)
     g_limit = argc > 4 ? atol(argv[4]) : 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_records_json),
         cmocka_unit_test(test_edge_inputs),
         cmocka_unit_test(test_distinct_records),
         cmocka_unit_test(test_sparse_equals_full),
