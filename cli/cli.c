@@ -283,6 +283,20 @@ int cli_failf(const char *fmt, ...)
     return 1;
 }
 
+int cli_pipeline_opts(cli_args *a, pd_pipeline_params *pp)
+{
+    double min_confidence;
+    int rc;
+    if ((rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &pp->n_ctx)) ||
+        (rc = cli_int_opt(a, "--max-chars", PD_PIPELINE_HEAD_DEFAULT, 0, INT32_MAX, &pp->max_chars)) ||
+        (rc = cli_float_opt(a, "--min-confidence", PD_PIPELINE_HEAD_DEFAULT, -HUGE_VAL, HUGE_VAL, &min_confidence)))
+        return rc;
+    pp->min_confidence = (float)min_confidence;
+    pd_error err;
+    if (pd_pipeline_params_check(pp, &err)) return cli_usage(a, err.message);
+    return 0;
+}
+
 int cli_usage(cli_args *a, const char *what)
 {
     fprintf(stderr, "pocketdec %s: %s\nusage: pocketdec %s %s\n", a->command, what, a->command, a->usage);

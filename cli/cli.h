@@ -44,6 +44,10 @@ int cli_layout_opt(cli_args *a, pd_model_params *p);
  * absent or none): 2 after a usage message, 1 after the load's error. */
 int cli_draft_open(cli_args *a, const pd_model *model, pd_draft **out);
 int cli_float_opt(cli_args *a, const char *name, double def, double lo, double hi, double *out);
+/* The options extract and serve share, into pp: --ctx N, --min-confidence P
+ * and --max-chars N (absent: the head's, PD_PIPELINE_HEAD_DEFAULT), checked
+ * by the library (pd_pipeline_params_check): 2 after its message. */
+int cli_pipeline_opts(cli_args *a, pd_pipeline_params *pp);
 
 /* The model a command evaluates (pd_bundle_open): --model PATH, with the
  * adapters of every --adapter DIR[:WEIGHT] applied (commands that take adapters list the option

@@ -373,7 +373,7 @@ int cmd_extract(cli_args *a)
     pd_pipeline_params pp = pd_pipeline_default_params();
     const char *schema_path = cli_opt(a, "--schema"), *fmt = cli_opt(a, "--format");
     int32_t seed;
-    double temp, min_confidence;
+    double temp;
     const char *draft_dir = cli_opt(a, "--draft");
     int rc = cli_float_opt(a, "--progress", -1.0, 0.0, 86400.0, &s.every);
     if (rc) return rc;
@@ -387,15 +387,12 @@ int cmd_extract(cli_args *a)
         (rc = cli_int_opt(a, "--max-tokens", 0, 0, 1000000, &pp.extract.max_tokens)) ||
         (rc = cli_int_opt(a, "--speculate", PD_SPECULATE_DEFAULT, 0, PD_SPECULATE_MAX, &pp.extract.speculate)) ||
         (rc = cli_int_opt(a, "--parallel", 0, 1, PD_PIPELINE_PARALLEL_MAX, &pp.parallel)) ||
-        (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &pp.n_ctx)) || (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) ||
-        (rc = cli_int_opt(a, "--max-chars", 0, PD_PIPELINE_MIN_WINDOW, INT32_MAX, &pp.max_chars)) ||
+        (rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) || (rc = cli_pipeline_opts(a, &pp)) ||
         (rc = cli_float_opt(a, "--temperature", 0.0, 0.0, 100.0, &temp)) ||
-        (rc = cli_float_opt(a, "--min-confidence", 0.0, 0.0, 1.0, &min_confidence)) ||
         (rc = cli_int_opt(a, "--draft-block", 0, 2, PD_DRAFTER_BLOCK_MAX, &pp.draft_block)))
         return rc;
     if (pp.draft_block && !draft_dir) return cli_usage(a, "--draft-block needs --draft DIR");
     s.draft_dir = draft_dir;
-    pp.min_confidence = (float)min_confidence;
     pp.extract.sampler.temperature = (float)temp;
     pp.extract.sampler.seed = (uint64_t)seed;
     pd_error err;

@@ -32,7 +32,6 @@ int cmd_serve(cli_args *a)
     const char *schema_path = cli_opt(a, "--schema"), *key = cli_opt(a, "--api-key"),
                *key_file = cli_opt(a, "--api-key-file");
     int32_t port, max_body, threads;
-    double min_confidence;
     int rc;
     if (!schema_path) return cli_usage(a, "--schema FILE is required");
     if (key && key_file) return cli_usage(a, "give --api-key or --api-key-file, not both");
@@ -43,9 +42,7 @@ int cmd_serve(cli_args *a)
         (rc = cli_int_opt(a, "--max-texts", 64, 1, PD_MAX_CANDIDATES, &cfg.max_texts)) ||
         (rc = cli_int_opt(a, "--max-body", 1 << 20, 1, 1 << 30, &max_body)) ||
         (rc = cli_float_opt(a, "--timeout", 60.0, 0.001, 86400.0, &cfg.timeout_s)) ||
-        (rc = cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &cfg.pipeline.n_ctx)) ||
-        (rc = cli_int_opt(a, "--max-chars", 0, PD_PIPELINE_MIN_WINDOW, INT32_MAX, &cfg.pipeline.max_chars)) ||
-        (rc = cli_float_opt(a, "--min-confidence", 0.0, 0.0, 1.0, &min_confidence)) ||
+        (rc = cli_pipeline_opts(a, &cfg.pipeline)) ||
         (rc = cli_threads_opt(a, &threads)))
         return rc;
     if (!ps_available())
@@ -53,7 +50,6 @@ int cmd_serve(cli_args *a)
                          "libmicrohttpd-dev (scripts/setup.sh build) and build again");
     cfg.port = port;
     cfg.max_body = (size_t)max_body;
-    cfg.pipeline.min_confidence = (float)min_confidence;
     cfg.pipeline.n_threads = cli_opt(a, "--threads") ? threads : 0; /* 0: the cores shared among the engines */
     char *key_buf = NULL;
     if (key_file && (rc = read_key_file(key_file, &key_buf))) return rc;

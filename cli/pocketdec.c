@@ -59,10 +59,12 @@ static const cli_command commands[] = {
      "input order; reads ahead 32 x N reviews, and each review in flight holds a KV cache.\n"
      "JSONL records carry each span's character offsets in the review, each field's probability, the\n"
      "link's and the record's confidence (docs/extraction.md, \"Confidence and offsets\"); --min-confidence P\n"
-     "(0-1, default 0) drops the records whose confidence is below P, in either format.\n"
+     "(0-1) drops the records whose confidence is below P, in either format; default: a tagger head's floor\n"
+     "(head.json min_confidence, 0.3 for the bundled default), else 0; 0 writes every record.\n"
      "A review too long for the context is not refused: it is read in windows cut at sentence ends that\n"
      "fit (sharing their edge sentences), the records merged with offsets in the whole review; --max-chars N\n"
-     "(16 or more) reads every review longer than N characters in windows of at most N.\n"
+     "(16 or more) reads every review longer than N characters in windows of at most N; default: a tagger\n"
+     "head's max_chars (the longest reviews it learned from), else 0 (only what the context cannot hold).\n"
      "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"
      "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
      cmd_extract},

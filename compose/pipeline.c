@@ -6,6 +6,7 @@
 #include "pocketdec_compose.h"
 #include "heads.h"
 #include "records.h"
+#include "tag_extract.h"
 #include "windows.h"
 
 #include <stdlib.h>
@@ -41,7 +42,8 @@ struct pd_pipeline {
 
 pd_pipeline_params pd_pipeline_default_params(void)
 {
-    return (pd_pipeline_params){.extract = pd_extract_default_params(), .n_threads = 0};
+    return (pd_pipeline_params){.extract = pd_extract_default_params(), .n_threads = 0,
+                                .min_confidence = PD_PIPELINE_HEAD_DEFAULT, .max_chars = PD_PIPELINE_HEAD_DEFAULT};
 }
 
 void pd_pipeline_free(pd_pipeline *p)
@@ -154,6 +156,19 @@ static pd_status bind(pd_pipeline *p, const pd_model *model, const pd_pipeline_p
     return rc;
 }
 
+pd_status pd_pipeline_params_check(const pd_pipeline_params *pp, pd_error *err)
+{
+    if (!pp) return pdi_set_error(err, PD_ERR_ARG, "pipeline params: NULL");
+    if (pp->n_threads < 0 || pp->n_ctx < 0 || pp->parallel < 0)
+        return pdi_set_error(err, PD_ERR_ARG, "pipeline params: n_threads, n_ctx and parallel must not be negative");
+    if (!(pp->min_confidence >= 0 && pp->min_confidence <= 1) && pp->min_confidence != PD_PIPELINE_HEAD_DEFAULT)
+        return pdi_set_error(err, PD_ERR_ARG, "min_confidence %g is not within [0, 1]", (double)pp->min_confidence);
+    if (pp->max_chars != 0 && pp->max_chars < PD_PIPELINE_MIN_WINDOW && pp->max_chars != PD_PIPELINE_HEAD_DEFAULT)
+        return pdi_set_error(err, PD_ERR_ARG, "max_chars %d: 0, or at least %d characters", pp->max_chars,
+                             PD_PIPELINE_MIN_WINDOW);
+    return PD_OK;
+}
+
 pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
                              const pd_pipeline_params *params, pd_error *err)
 {
@@ -164,19 +179,7 @@ pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, con
         pdi_set_error(err, PD_ERR_ARG, "an extraction pipeline needs a model and a schema");
         return NULL;
     }
-    if (pp.n_threads < 0 || pp.n_ctx < 0 || pp.parallel < 0) {
-        pdi_set_error(err, PD_ERR_ARG, "pipeline params: n_threads, n_ctx and parallel must not be negative");
-        return NULL;
-    }
-    if (!(pp.min_confidence >= 0 && pp.min_confidence <= 1)) { /* NaN too */
-        pdi_set_error(err, PD_ERR_ARG, "pipeline params: min_confidence %g is not within [0, 1]", (double)pp.min_confidence);
-        return NULL;
-    }
-    if (pp.max_chars != 0 && pp.max_chars < PD_PIPELINE_MIN_WINDOW) {
-        pdi_set_error(err, PD_ERR_ARG, "pipeline params: max_chars %d: 0, or at least %d characters", pp.max_chars,
-                      PD_PIPELINE_MIN_WINDOW);
-        return NULL;
-    }
+    if (pd_pipeline_params_check(&pp, err)) return NULL;
     pd_pipeline *p = calloc(1, sizeof *p);
     if (!p) {
         pdi_set_error(err, PD_ERR_NOMEM, "out of memory for an extraction pipeline");
@@ -185,11 +188,13 @@ pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *schema, con
     *p = (pd_pipeline){.schema = schema, .head = head, .model = model, .extract = pp.extract, .min_confidence = pp.min_confidence,
                        .max_chars = pp.max_chars};
     pd_status rc = choose_path(p, &pp, err);
-    /* a tagger head reads texts no longer than those it learned from: the smaller bound rules */
-    int32_t head_chars = !rc && p->path == PD_PIPELINE_TAG ? head->tagger->max_chars : 0;
-    if (head_chars > 0 && (p->max_chars == 0 || head_chars < p->max_chars)) p->max_chars = head_chars;
+    /* the head's floor and window are defaults; what the caller gives replaces them */
+    bool tag = !rc && p->path == PD_PIPELINE_TAG;
+    if (p->min_confidence == PD_PIPELINE_HEAD_DEFAULT) p->min_confidence = tag ? (float)head->tagger->min_confidence : 0;
+    if (p->max_chars == PD_PIPELINE_HEAD_DEFAULT) p->max_chars = tag ? head->tagger->max_chars : 0;
     if (!rc) rc = open_slots(p, model, &pp, err);
     if (!rc) rc = bind(p, model, &pp, err);
+    if (tag && !rc) pdi_tag_extractor_set_floor(p->tx, p->min_confidence);
     if (rc) {
         pd_pipeline_free(p);
         return NULL;

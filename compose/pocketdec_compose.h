@@ -103,11 +103,14 @@ typedef struct pd_pipeline_params {
     int32_t parallel;          /* generation: texts in flight; 0 = 2 a thread, at most 16. A tagger
                                   head takes 0 or 1 (one pass a text) */
     size_t max_bytes;          /* memory budget of the main context (pd_context_params); 0 = none */
-    float min_confidence;      /* records whose confidence (pd_record) is below it are dropped; 0 keeps
-                                  all; within [0, 1] */
+    float min_confidence;      /* records whose confidence (pd_record) is below it are dropped: within
+                                  [0, 1] (0 keeps every record), or PD_PIPELINE_HEAD_DEFAULT (the
+                                  default): a tagger head's min_confidence (head.json), else 0 */
     int32_t max_chars;         /* a text of more characters is read in windows of at most this many
                                   (below); 0: only a text too long for the context is, in windows
-                                  that fit; else at least PD_PIPELINE_MIN_WINDOW */
+                                  that fit; else at least PD_PIPELINE_MIN_WINDOW; or
+                                  PD_PIPELINE_HEAD_DEFAULT (the default): a tagger head's max_chars
+                                  (head.json: the longest texts it learned from), else 0 */
     const pd_draft *draft;     /* generation: a DFlash draft of the model proposes tokens
                                   (pd_extract_drafter_new; extract.drafter must then be NULL): the same
                                   records (sampling: of the same seed). NULL: none. A tagger
@@ -117,9 +120,17 @@ typedef struct pd_pipeline_params {
 
 /* The fewest characters a window may hold. */
 #define PD_PIPELINE_MIN_WINDOW 16
+/* min_confidence and max_chars: the head's value (a default that the caller's replaces). */
+#define PD_PIPELINE_HEAD_DEFAULT (-1)
 
-/* extract as pd_extract_default_params, every core (n_threads 0), the default context, parallel 0. */
+/* extract as pd_extract_default_params, every core (n_threads 0), the default
+ * context, parallel 0, min_confidence and max_chars the head's. */
 PD_API pd_pipeline_params pd_pipeline_default_params(void);
+/* The checks of params that need no model (what pd_pipeline_new checks
+ * first): n_threads, n_ctx and parallel not negative, min_confidence and
+ * max_chars as above (PD_ERR_ARG, the message naming the field and the
+ * value). For callers that check options before loading anything. */
+PD_API pd_status pd_pipeline_params_check(const pd_pipeline_params *params, pd_error *err);
 /* A pipeline (params NULL: the defaults). Refused: no model or schema, a
  * negative param, a generation option or parallel > 1 with a tagger head, a
  * decision head with a schema that has no `decide` section (PD_ERR_ARG, the

@@ -2,7 +2,7 @@
  * (heads/: its pass decides the spans, links and labels) bound to a schema
  * (schemas/): each head field to a schema field, the records it decided to
  * schema values in text order, under the schema's rules. */
-#include "pocketdec_compose.h"
+#include "tag_extract.h"
 #include "heads.h"
 #include "records.h"
 
@@ -15,7 +15,13 @@ struct pd_tag_extractor {
     pdi_tag_runner *runner;
     int32_t span_field[PD_TAGGER_MAX_SPANS]; /* schema field of each head span */
     int32_t *label_field;         /* [n_label_fields] schema field of each label field */
+    float floor;                  /* records less sure are dropped: the head's min_confidence, or the pipeline's */
 };
+
+void pdi_tag_extractor_set_floor(pd_tag_extractor *tx, float min_confidence)
+{
+    tx->floor = min_confidence;
+}
 
 void pd_tag_extractor_free(pd_tag_extractor *tx)
 {
@@ -68,8 +74,9 @@ pd_tag_extractor *pd_tag_extractor_new(const pd_model *model, const pd_schema *s
         return NULL;
     }
     *tx = (pd_tag_extractor){.schema = schema, .t = head->tagger};
-    pd_status rc = pdi_tag_runner_new(head, model, &tx->runner, err);
+    pd_status rc = pdi_tag_runner_new(head, model, &tx->runner, err); /* refuses a head of another type */
     if (!rc) {
+        tx->floor = (float)tx->t->min_confidence;
         char *src = pdi_path_join(head->source, "head.json");
         rc = src ? bind_fields(tx, src, err) : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", head->source);
         free(src);
@@ -157,7 +164,8 @@ static pd_status candidates(const pdi_tagger *t, pd_tag_trace *tr, const pdi_tag
 }
 
 /* The head's records in text order as schema values: the no-record class
- * writes none, the head's min_confidence drops a record below it, and with
+ * writes none, the floor (the head's min_confidence unless the pipeline
+ * chose another) drops a record below it, and with
  * the schema's distinct_records a repeat of a record written before it is
  * dropped (in that order); each candidate's fate into the trace. */
 static pd_status make_records(const pd_tag_extractor *tx, pd_tag_trace *tr, const pdi_tag_record *recs,
@@ -196,7 +204,7 @@ static pd_status make_records(const pd_tag_extractor *tx, pd_tag_trace *tr, cons
         }
         describe(tx, tr, rec, order[r].order, at, text, len, &x->records[x->n_records - 1]);
         c->confidence = x->records[x->n_records - 1].confidence;
-        c->fate = c->confidence < (float)t->min_confidence                            ? PD_TAG_BELOW_FLOOR
+        c->fate = c->confidence < tx->floor                                           ? PD_TAG_BELOW_FLOOR
                   : pdi_schema_distinct_records(sc) && pdi_extraction_last_repeats(x) ? PD_TAG_REPEAT
                                                                                       : PD_TAG_WRITTEN;
         if (c->fate != PD_TAG_WRITTEN) pdi_extraction_drop_last(x);

@@ -44,16 +44,19 @@ class Extractor(Owner):
     any number of threads at once: each call takes a context of its own from a pool."""
 
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
-                 temperature=0.0, seed=0, speculate=None, min_confidence=0.0, max_chars=0, draft=None,
+                 temperature=0.0, seed=0, speculate=None, min_confidence=None, max_chars=None, draft=None,
                  draft_block=0, draft_quantize=None):
         """schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
         max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
         (draft tokens of copy speculation a pass verifies, 0-16; None: the library's
         default; the same records either way) apply to generation only. min_confidence
-        (0 to 1): records whose confidence is below it are dropped. max_chars (0, or 16 and
-        more): texts longer than that are read in windows of at most that many characters (a
-        text too long for the context always is; docs/extraction.md, "Long reviews").
+        (0 to 1): records whose confidence is below it are dropped (0 keeps every record);
+        None: a tagger head's floor (head.json, 0.3 for the bundled default), else 0.
+        max_chars (0, or 16 and more): texts longer than that are read in windows of at most
+        that many characters (a text too long for the context always is; docs/extraction.md,
+        "Long reviews"); None: a tagger head's max_chars (the longest texts it learned
+        from), else 0.
         draft: the folder of a DFlash / DFlash2 draft of the model (docs/drafts.md): in greedy
         generation it proposes blocks of draft_block tokens (0: its block size) that one pass
         verifies, the same records in fewer passes (sampled: those of the same seed);
@@ -72,11 +75,12 @@ class Extractor(Owner):
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
             raise arg_error(f"temperature must be a number >= 0, got {temperature!r}")
         self.params.sampler.temperature = temperature
-        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) or \
-                not 0 <= min_confidence <= 1:
-            raise arg_error(f"min_confidence must be a number within [0, 1], got {min_confidence!r}")
-        self._min_confidence = float(min_confidence)
-        self._max_chars = _lib.positive(max_chars, "max_chars", 0)
+        # None: the head's (PD_PIPELINE_HEAD_DEFAULT); the library checks the range
+        if min_confidence is not None and (isinstance(min_confidence, bool) or
+                                           not isinstance(min_confidence, (int, float))):
+            raise arg_error(f"min_confidence must be a number within [0, 1] or None, got {min_confidence!r}")
+        self._min_confidence = -1.0 if min_confidence is None else float(min_confidence)
+        self._max_chars = -1 if max_chars is None else _lib.positive(max_chars, "max_chars", 0)
         path = cpath(schema, "schema")
         self._schema = Handle.make("Extractor", pd.pd_schema_free, lambda err: pd.pd_schema_load(path, err))
         self._own(self._schema)

@@ -55,8 +55,23 @@ def test_min_confidence_drops_the_unsure_records(tagger):
     assert 0 < sum(map(len, kept)) < sum(map(len, every))
     for bad in (-0.1, 1.5, "high", True, float("nan")):
         assert error(pocketdec.Extractor, tagger.model, SCHEMA, min_confidence=bad).status == "invalid argument"
-    for bad in (8, -1, 2.5):
+    for bad in (8, -2, 2.5):
         assert error(pocketdec.Extractor, tagger.model, SCHEMA, max_chars=bad).status == "invalid argument"
+
+
+def test_the_head_floor_is_a_default_the_caller_replaces(tagger):
+    """min_confidence None is the head's floor (0.3 for the bundled default); 0 writes every
+    record: more of them, every one of the default's among them."""
+    texts = [t for _, t in helpers.dev_reviews(40)]
+    default = [tagger.extract(t) for t in texts]
+    with pocketdec.Extractor(tagger.model, SCHEMA, min_confidence=0) as every, \
+            pocketdec.Extractor(tagger.model, SCHEMA, min_confidence=0.3) as floor:
+        alls = [every.extract(t) for t in texts]
+        assert [floor.extract(t) for t in texts] == default
+    assert sum(map(len, alls)) > sum(map(len, default))
+    assert all(r in a for d, a in zip(default, alls) for r in d)
+    assert any(r.confidence < 0.3 for a in alls for r in a)
+    assert all(r.confidence >= 0.3 for d in default for r in d)
 
 
 def test_generation_relabelled_by_a_head_equals_the_command(tmp_path):

@@ -122,7 +122,8 @@ def test_extract():
               rc2 == 0 and kept == want_kept and sum(map(len, kept)) < sum(len(r["records"]) for r in rows), out2 + err2)
         rc2, _, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                            "--input", src, "--output", "-", "--min-confidence", "1.5")
-        check("extract --min-confidence 1.5 is a usage error", rc2 == 2 and "--min-confidence" in err2, err2)
+        check("extract --min-confidence 1.5 is a usage error with the library's message",
+              rc2 == 2 and "min_confidence 1.5 is not within [0, 1]" in err2, err2)
         rc2, out2, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                               "--input", src, "--output", "-", "--format", "jsonl", "--max-chars", "16")
         texts = [c["text"] for c in cases]
@@ -133,7 +134,8 @@ def test_extract():
               out2 + err2)
         rc2, _, err2 = run("extract", "--model", DOC["model"], "--schema", DOC["schema"], "--head", head,
                            "--input", src, "--output", "-", "--max-chars", "8")
-        check("extract --max-chars 8 (under 16) is a usage error", rc2 == 2 and "--max-chars" in err2, err2)
+        check("extract --max-chars 8 (under 16) is a usage error with the library's message",
+              rc2 == 2 and "max_chars 8: 0, or at least 16 characters" in err2, err2)
         jl = os.path.join(tmp, "reviews.jsonl")
         with open(jl, "w") as f:
             for i, c in enumerate(cases):
