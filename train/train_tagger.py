@@ -49,6 +49,7 @@ import zlib
 import torch
 import torch.nn.functional as F
 
+import augment
 import bpe
 import data as D
 import dataset as DS
@@ -199,13 +200,17 @@ def make_spec(meta, train, polarity=None):
 
 
 def fold_of(i, folds):
-    """The jackknife fold of a review id: id mod folds (a string id: its CRC-32 mod folds)."""
+    """The jackknife fold of a review id: id mod folds (a string id: its CRC-32 mod folds; a copy's id
+    (review id, copy): its review's)."""
+    if isinstance(i, tuple):
+        return fold_of(i[0], folds)
     return i % folds if isinstance(i, int) else zlib.crc32(str(i).encode("utf-8")) % folds
 
 
 def examples(tok, meta, labels, train, spec, folds, identity_drop=False, weights=None):
     """Examples of the labelled reviews, each with the lexicon and memory of the other jackknife folds
-    (review id mod folds): the shipped spec's templates and hashing, other data."""
+    (review id mod folds): the shipped spec's templates and hashing, other data; weights: {id: (what the
+    review counts, whether its tags are partial)} of the reviews that are not labelled ones."""
     head_tags = tagging.tag_names(meta["spans"])
     out = []
     for k in range(folds):
@@ -218,7 +223,7 @@ def examples(tok, meta, labels, train, spec, folds, identity_drop=False, weights
             if fold_of(i, folds) == k:
                 out.append(Example(tok, meta, head_tags, labels, t, q, sub, identity_drop))
                 if weights and i in weights:
-                    out[-1].weight, out[-1].partial = weights[i], True
+                    out[-1].weight, out[-1].partial = weights[i]
     return out
 
 
@@ -336,9 +341,12 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     meta["prompt"] = tagging.read_copy(meta, tok, a.read_copy)["prompt"]
     model = qwen3.load_hf(base_dir)
-    spec = make_spec(meta, list(train) + list(silver), polarity) if a.features else None
-    exs = examples(tok, meta, labels, list(train) + list(silver), spec, a.jackknife, a.identity_drop > 0,
-                   {i: a.silver_weight for i, _, _ in silver})
+    copies = augment.prepare(a, meta, train, random.Random(a.seed + 5), log)
+    spec = make_spec(meta, list(train) + list(silver) + copies, polarity) if a.features else None
+    weights = {i: (a.silver_weight, True) for i, _, _ in silver}
+    weights.update({i: (a.augment_weight, False) for i, _, _ in copies})
+    exs = examples(tok, meta, labels, list(train) + list(silver) + copies, spec, a.jackknife, a.identity_drop > 0,
+                   weights)
     hidden = model.config["hidden_size"]
     head = tagging.TaggerHead(hidden, meta["spans"], a.link_dim, len(labels), torch.Generator().manual_seed(a.seed + 2),
                               ("first", "last"), True, spec, label_factors(labels) if a.label_factors else ())
@@ -381,7 +389,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     major = common[0][0] if common else None
     pool = exs + [x for x in exs if x.polarities - {major}] * (a.minority_copies - 1)
     steps, step, tokens, recent = a.epochs * math.ceil(len(pool) / a.batch), 0, 0, []
-    log(f"{name}: {len(exs)} labelled reviews ({len(silver)} of them silver, {len(pool)} an epoch), {steps} steps, "
+    log(f"{name}: {len(exs)} labelled reviews ({len(silver)} of them silver, {len(copies)} copies, {len(pool)} an epoch), {steps} steps, "
         f"LoRA r {a.lora_r if lora_params else 0}, "
         f"features {'on' if spec else 'off'}")
     for epoch in range(a.epochs):
@@ -521,6 +529,7 @@ def label_args(ap):
     ap.add_argument("--silver", help="distant supervision: outside reviews with the records distant.py kept (dataset.py's "
                                      "JSONL; with kfold.py, {k} in the name is the fold's number)")
     ap.add_argument("--silver-weight", type=float, default=0.5, help="what a --silver review counts, a labelled one 1")
+    augment.augment_args(ap)
     ap.add_argument("--table-prior", type=float, default=0.0,
                     help="the polarity table's label features start at this times their bucket's value on the "
                          "positive labels (minus on the negative ones) rather than zero")
