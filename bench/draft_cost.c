@@ -112,9 +112,9 @@ int main(int argc, char **argv)
         pd_adapter_free(ad);
     }
     const char *quant = argc > 8 ? argv[8] : "none";
-    pd_weight_quant q = !strcmp(quant, "q8_0") ? PD_QUANT_Q8_0 : !strcmp(quant, "q4_0") ? PD_QUANT_Q4_0 : PD_QUANT_NONE;
-    if (q == PD_QUANT_NONE && strcmp(quant, "none")) {
-        fprintf(stderr, "bench_draft_cost: QUANT is none, q8_0 or q4_0, not '%s'\n", quant);
+    pd_weight_quant q;
+    if (pd_quant_type_from_name(quant, &q, &err)) {
+        fprintf(stderr, "bench_draft_cost: QUANT: %s\n", err.message);
         return 2;
     }
     pd_draft *d = pd_draft_load_quantized(argv[3], m, q, &err);

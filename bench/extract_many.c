@@ -279,7 +279,10 @@ int main(int argc, char **argv)
     const char *quant = argc > 8 ? argv[8] : "-";
     pd_error err;
     pd_model_params mp = {0};
-    mp.quantize = strcmp(quant, "q4_0") == 0 ? PD_QUANT_Q4_0 : strcmp(quant, "q8_0") == 0 ? PD_QUANT_Q8_0 : PD_QUANT_NONE;
+    if (strcmp(quant, "-") && pd_quant_type_from_name(quant, &mp.quantize, &err)) {
+        fprintf(stderr, "bench_extract_many: QUANT: %s\n", err.message);
+        return 2;
+    }
     pd_model *base = pd_model_load(argv[1], &mp, &err), *m = base;
     if (base && argc > 9) {
         pd_adapter *ad = pd_adapter_load(argv[9], &err);

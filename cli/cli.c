@@ -68,16 +68,35 @@ static int adapter_mode_opt(cli_args *a, pd_apply_mode *mode)
     return 0;
 }
 
+int cli_quant_opt(cli_args *a, const char *name, const pd_weight_quant *allowed, int n, pd_weight_quant def,
+                  pd_weight_quant *out)
+{
+    const char *v = cli_opt(a, name);
+    pd_weight_quant q = def;
+    *out = def;
+    if (!v) return find(a, name) >= 0 ? cli_usage(a, "an option is missing its value") : 0;
+    pd_error err;
+    bool ok = pd_quant_type_from_name(v, &q, &err) == PD_OK;
+    for (int k = 0; ok && k < n; k++)
+        if (allowed[k] == q) {
+            *out = q;
+            return 0;
+        }
+    char what[160];
+    int len = snprintf(what, sizeof what, "%s must be", name);
+    for (int k = 0; k < n && len > 0 && (size_t)len < sizeof what; k++)
+        len += snprintf(what + len, sizeof what - (size_t)len, "%s%s", k == 0 ? " " : k + 1 < n ? ", " : " or ",
+                        pd_quant_type_name(allowed[k]));
+    return cli_usage(a, what);
+}
+
 int cli_layout_opt(cli_args *a, pd_model_params *p)
 {
-    const char *v = cli_opt(a, "--weight-layout"), *q = cli_opt(a, "--quantize");
+    static const pd_weight_quant loadable[] = {PD_QUANT_Q8_0, PD_QUANT_Q4_0, PD_QUANT_Q4_1, PD_QUANT_Q4_64};
+    const char *v = cli_opt(a, "--weight-layout");
     p->layout = PD_LAYOUT_AUTO;
-    p->quantize = PD_QUANT_NONE;
-    static const char *const names[] = {[PD_QUANT_Q8_0] = "q8_0", [PD_QUANT_Q4_0] = "q4_0", [PD_QUANT_Q4_1] = "q4_1",
-                                        [PD_QUANT_Q4_64] = "q4_64"};
-    for (int k = PD_QUANT_Q8_0; q && k <= PD_QUANT_Q4_64; k++)
-        if (strcmp(q, names[k]) == 0) p->quantize = (pd_weight_quant)k;
-    if (q && p->quantize == PD_QUANT_NONE) return cli_usage(a, "--quantize must be q8_0, q4_0, q4_1 or q4_64");
+    int rc = cli_quant_opt(a, "--quantize", loadable, 4, PD_QUANT_NONE, &p->quantize);
+    if (rc) return rc;
     if (!v || strcmp(v, "auto") == 0) return 0;
     if (strcmp(v, "file") == 0) p->layout = PD_LAYOUT_FILE;
     else return cli_usage(a, "--weight-layout must be auto or file");
@@ -86,13 +105,12 @@ int cli_layout_opt(cli_args *a, pd_model_params *p)
 
 int cli_draft_open(cli_args *a, const pd_model *model, pd_draft **out)
 {
+    static const pd_weight_quant draftable[] = {PD_QUANT_NONE, PD_QUANT_Q8_0, PD_QUANT_Q4_0};
     const char *dir = cli_opt(a, "--draft"), *q = cli_opt(a, "--draft-quantize");
     *out = NULL;
-    pd_weight_quant quant = !q || strcmp(q, "none") == 0 ? PD_QUANT_NONE
-                            : strcmp(q, "q8_0") == 0     ? PD_QUANT_Q8_0
-                            : strcmp(q, "q4_0") == 0     ? PD_QUANT_Q4_0
-                                                         : (pd_weight_quant)-1;
-    if (quant == (pd_weight_quant)-1) return cli_usage(a, "--draft-quantize must be none, q8_0 or q4_0");
+    pd_weight_quant quant;
+    int rc = cli_quant_opt(a, "--draft-quantize", draftable, 3, PD_QUANT_NONE, &quant);
+    if (rc) return rc;
     if (q && !dir) return cli_usage(a, "--draft-quantize needs --draft DIR");
     pd_error err;
     if (dir && !(*out = pd_draft_load_quantized(dir, model, quant, &err))) return cli_fail(&err);

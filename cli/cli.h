@@ -33,6 +33,11 @@ int cli_int_opt(cli_args *a, const char *name, int32_t def, int32_t lo, int32_t 
  * accepted with a warning and lowered to that. */
 int cli_threads_opt(cli_args *a, int32_t *out);
 
+/* Option `name`, a weight type (pd_quant_type_name), into *out (def when
+ * absent): one of the n types of `allowed`, else 2 after the usage message
+ * "NAME must be a, b or c" (the allowed names in that order). */
+int cli_quant_opt(cli_args *a, const char *name, const pd_weight_quant *allowed, int n, pd_weight_quant def,
+                  pd_weight_quant *out);
 /* --kv-cache auto|f32|f16 into *t (PD_KV_AUTO when absent); 2 after a usage
  * message when the value is something else. */
 int cli_kv_cache_opt(cli_args *a, pd_kv_type *t);

@@ -412,8 +412,9 @@ pd_draft *pd_draft_load_quantized(const char *dir, const pd_model *target, pd_we
         return NULL;
     }
     if (quantize != PD_QUANT_NONE && quantize != PD_QUANT_Q8_0 && quantize != PD_QUANT_Q4_0) {
-        pdi_set_error(err, PD_ERR_ARG, "%s: a draft is quantized at load as Q8_0 or Q4_0, not as type %d", dir,
-                      (int)quantize);
+        const char *name = pd_quant_type_name(quantize);
+        pdi_set_error(err, PD_ERR_ARG, "%s: a draft is quantized at load as q8_0 or q4_0, not as %s", dir,
+                      name ? name : "an unknown type");
         return NULL;
     }
     pd_status rc = pdi_hf_dir_check(dir, err);

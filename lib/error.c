@@ -1,4 +1,4 @@
-/* error.c - the error object, status names, and small shared helpers. */
+/* error.c - the error object, status and weight type names, and small shared helpers. */
 #include "pd_internal.h"
 
 #include <errno.h>
@@ -22,6 +22,30 @@ const char *pd_status_name(pd_status code)
     case PD_ERR_LIMIT: return "limit exceeded";
     }
     return "unknown status";
+}
+
+static const char *const QUANT_NAMES[] = {[PD_QUANT_NONE] = "none", [PD_QUANT_Q8_0] = "q8_0", [PD_QUANT_Q4_0] = "q4_0",
+                                          [PD_QUANT_Q4_1] = "q4_1", [PD_QUANT_Q4_64] = "q4_64"};
+#define N_QUANT ((int)(sizeof QUANT_NAMES / sizeof QUANT_NAMES[0]))
+
+const char *pd_quant_type_name(pd_weight_quant type)
+{
+    return (int)type >= 0 && (int)type < N_QUANT ? QUANT_NAMES[type] : NULL;
+}
+
+pd_status pd_quant_type_from_name(const char *name, pd_weight_quant *type, pd_error *err)
+{
+    if (!name || !type) return pdi_set_error(err, PD_ERR_ARG, "a weight type: NULL argument");
+    for (int k = 0; k < N_QUANT; k++)
+        if (strcmp(name, QUANT_NAMES[k]) == 0) {
+            *type = (pd_weight_quant)k;
+            return PD_OK;
+        }
+    char names[64] = "";
+    for (int k = 0; k < N_QUANT; k++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k == 0 ? "" : k + 1 < N_QUANT ? ", " : " or ",
+                 QUANT_NAMES[k]);
+    return pdi_set_error(err, PD_ERR_ARG, "no weight type '%.64s' (%s)", name, names);
 }
 
 void pd_free(void *ptr) { free(ptr); }

@@ -167,6 +167,14 @@ typedef enum pd_weight_quant {
     PD_QUANT_Q4_64 = 4
 } pd_weight_quant;
 
+/* The name of a weight type: "none", "q8_0", "q4_0", "q4_1", "q4_64" (the
+ * names every command, benchmark and binding uses); NULL for a value that is
+ * none of the types. */
+PD_API const char *pd_quant_type_name(pd_weight_quant type);
+/* The type pd_quant_type_name calls name into *type: PD_OK, or PD_ERR_ARG
+ * (NULL name or type, or no such name; the message lists the names). */
+PD_API pd_status pd_quant_type_from_name(const char *name, pd_weight_quant *type, pd_error *err);
+
 typedef struct pd_model_params {
     pd_weight_layout layout; /* zero-initialised: PD_LAYOUT_AUTO */
     pd_weight_quant quantize; /* zero-initialised: PD_QUANT_NONE */

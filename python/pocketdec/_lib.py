@@ -176,6 +176,7 @@ P, E = c_void_p, POINTER(_Error)
 _PD_PROTOTYPES = {
     "pd_status_name": (c_char_p, [c_int]),
     "pd_free": (None, [c_void_p]),
+    "pd_quant_type_from_name": (c_int, [c_char_p, POINTER(c_int), E]),
     "pd_tokenizer_load": (P, [c_char_p, E]),
     "pd_tokenizer_free": (None, [P]),
     "pd_tokenizer_n_vocab": (c_int32, [P]),
@@ -330,6 +331,19 @@ def cpath(value, what):
     if b"\0" in path:
         raise arg_error(f"{what} contains a NUL character")
     return path
+
+
+def quant_type(name, what, allowed=None):
+    """The pd_weight_quant of a weight type's name (None: "none"), named by the library
+    (pd_quant_type_from_name); allowed: the names this argument takes (None: all)."""
+    if name is None:
+        name = "none"
+    if not isinstance(name, str) or (allowed is not None and name not in allowed):
+        names = ", ".join(map(repr, allowed)) if allowed is not None else "a weight type's name"
+        raise arg_error(f"{what} must be None or one of {names}, got {name!r}")
+    out, err = c_int(), new_error()
+    check(pd.pd_quant_type_from_name(cstr(name, what), byref(out), byref(err)), err)
+    return out.value
 
 
 def take_string(ptr, free=None):

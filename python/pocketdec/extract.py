@@ -10,7 +10,7 @@ import threading
 from . import _lib
 from ._lib import Handle, Owner, arg_error, byref, check, cpath, cstr, pd
 from .decide import head_dir, load_head
-from .model import check_model, choice
+from .model import check_model
 
 _PATHS = ("tagger", "generate", "decide")  # pd_pipeline_path
 
@@ -86,7 +86,7 @@ class Extractor(Owner):
         self._own(self._schema)
         self._draft_block = _lib.positive(draft_block, "draft_block", 0)
         self._draft = None
-        dquant = choice({None: 0, "none": 0, "q8_0": 1, "q4_0": 2}, draft_quantize, "draft_quantize")
+        dquant = _lib.quant_type(draft_quantize, "draft_quantize")  # the draft's loader says which it takes
         if draft is not None:
             dpath = cpath(draft, "draft")
             self._draft = Handle.make("Extractor", pd.pd_draft_free,

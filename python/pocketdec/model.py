@@ -7,7 +7,6 @@ import os
 from . import _lib
 from ._lib import Handle, Owner, arg_error, byref, check, cpath, cstr, pd
 
-_QUANT = {None: 0, "none": 0, "q8_0": 1, "q4_0": 2, "q4_1": 3, "q4_64": 4}
 _LAYOUT = {"auto": 0, "file": 1}
 _APPLY = {"auto": 0, "merge": 1, "runtime": 2}
 
@@ -122,7 +121,7 @@ class Model(Owner):
         command's default too; at most that many run). layout: "auto" or "file" (how
         block-quantized weights are held). adapter_mode: "auto", "merge" or "runtime"."""
         self.threads = pd.pd_cpu_count() if threads is None else _lib.positive(threads, "threads")
-        params = _lib.ModelParams(choice(_LAYOUT, layout, "layout"), choice(_QUANT, quantize, "quantize"))
+        params = _lib.ModelParams(choice(_LAYOUT, layout, "layout"), _lib.quant_type(quantize, "quantize"))
         stack = _adapter_list(adapters)
         bp = pd.pd_bundle_default_params()
         bp.model, bp.adapter_mode, bp.no_head = params, choice(_APPLY, adapter_mode, "adapter_mode"), 1

@@ -97,6 +97,30 @@ static void test_unknown_type(void **state)
     assert_false(exists(f->out));
 }
 
+/* Every type's name read back as that type; other names and values refused. */
+static void test_type_names(void **state)
+{
+    (void)state;
+    const char *want[] = {"none", "q8_0", "q4_0", "q4_1", "q4_64"};
+    for (int k = 0; k < 5; k++) {
+        pd_weight_quant q = (pd_weight_quant)-1;
+        pd_error err;
+        assert_string_equal(pd_quant_type_name((pd_weight_quant)k), want[k]);
+        assert_int_equal(pd_quant_type_from_name(want[k], &q, &err), PD_OK);
+        assert_int_equal(q, k);
+    }
+    assert_null(pd_quant_type_name((pd_weight_quant)5));
+    assert_null(pd_quant_type_name((pd_weight_quant)-1));
+    pd_error err;
+    pd_weight_quant q = PD_QUANT_Q8_0;
+    assert_int_equal(pd_quant_type_from_name("Q8_0", &q, &err), PD_ERR_ARG);
+    assert_string_equal(err.message, "no weight type 'Q8_0' (none, q8_0, q4_0, q4_1 or q4_64)");
+    assert_int_equal(q, PD_QUANT_Q8_0);
+    assert_int_equal(pd_quant_type_from_name("", &q, &err), PD_ERR_ARG);
+    assert_int_equal(pd_quant_type_from_name(NULL, &q, &err), PD_ERR_ARG);
+    assert_int_equal(pd_quant_type_from_name("q4_0", NULL, &err), PD_ERR_ARG);
+}
+
 /* A refused tokenizer leaves a file already at the output as it was. */
 static void test_tokenizer_refused(void **state)
 {
@@ -175,7 +199,7 @@ int main(void)
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_bad_paths), T(test_unknown_type), T(test_tokenizer_refused), T(test_not_whole_blocks),
-        T(test_round_trip),
+        T(test_round_trip), T(test_type_names),
     };
     return cmocka_run_group_tests_name("formats_quantize", tests, NULL, NULL);
 }
