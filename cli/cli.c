@@ -1,6 +1,7 @@
 /* cli.c - the subcommand dispatcher, option accessors and JSON printers. */
 #include "cli.h"
 #include "jsonl.h"
+#include "pd_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -260,7 +261,8 @@ void cli_print_json_string(FILE *f, const char *s, size_t len)
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', f);
     for (size_t i = 0; i < len;) {
-        size_t k = cli_utf8_len(p + i, len - i);
+        uint32_t cp;
+        size_t k = pdi_utf8_char(p + i, len - i, &cp);
         if (k == 0) {
             fputs("\xef\xbf\xbd", f); /* U+FFFD for each invalid byte */
             i++;

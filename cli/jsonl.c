@@ -2,6 +2,7 @@
  * UTF-8 checked before parsing, types checked with messages that name the
  * key, the line and the file. */
 #include "jsonl.h"
+#include "pd_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -35,25 +36,6 @@ int cli_jsonl_fail(const cli_jsonl *r)
 {
     fprintf(stderr, "pocketdec: %s:%ld: %s\n", r->name, r->line, r->what);
     return 1;
-}
-
-size_t cli_utf8_len(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80) return 1;
-    size_t len;
-    uint32_t min;
-    if ((s[0] & 0xe0) == 0xc0) len = 2, min = 0x80;
-    else if ((s[0] & 0xf0) == 0xe0) len = 3, min = 0x800;
-    else if ((s[0] & 0xf8) == 0xf0) len = 4, min = 0x10000;
-    else return 0;
-    if (len > n) return 0;
-    uint32_t cp = s[0] & (0x7f >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return len;
 }
 
 typedef enum { LINE_OK, LINE_END, LINE_LONG, LINE_ERROR } line_status;
@@ -121,7 +103,8 @@ static bool check_bytes(cli_jsonl *r, const char *s, size_t n)
             cli_jsonl_bad(r, "a NUL byte at byte %zu", i + 1);
             return false;
         }
-        size_t k = cli_utf8_len(p + i, n - i);
+        uint32_t cp;
+        size_t k = pdi_utf8_char(p + i, n - i, &cp);
         if (k == 0) {
             cli_jsonl_bad(r, "invalid UTF-8 at byte %zu", i + 1);
             return false;

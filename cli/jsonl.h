@@ -71,9 +71,6 @@ bool cli_jsonl_ids(cli_jsonl *r, const json_t *v, int32_t **ids, size_t *n);
  * buf (size >= 24) for an integer. */
 bool cli_jsonl_id(cli_jsonl *r, const json_t *obj, const char *key, char *buf, const char **s);
 
-/* Length of the valid UTF-8 sequence at s (n >= 1 bytes available), 0 when
- * it is not valid (overlong forms and surrogates included). */
-size_t cli_utf8_len(const unsigned char *s, size_t n);
 
 /* Print "pocketdec: FILE:LINE: what" on stderr and return 1. */
 int cli_jsonl_fail(const cli_jsonl *r);

@@ -274,7 +274,7 @@ static pd_status read_windows(pd_pipeline *p, pd_context *ctx, const char *text,
 static pd_status extract_windows(pd_pipeline *p, pd_context *ctx, const char *text, size_t len, pd_extraction **out,
                                  pd_error *err)
 {
-    int32_t chars = pdi_count_chars(text, len);
+    int32_t chars = pdi_utf8_count(text, len);
     int32_t max_chars = p->max_chars > 0 && p->max_chars < chars ? p->max_chars : chars / 2;
     for (;;) {
         if (max_chars < PD_PIPELINE_MIN_WINDOW)
@@ -292,7 +292,7 @@ static pd_status extract_windows(pd_pipeline *p, pd_context *ctx, const char *te
 static pd_status extract_text(pd_pipeline *p, const char *text, size_t len, pd_extraction **out, pd_error *err)
 {
     pd_status rc = PD_ERR_CONTEXT;
-    if (p->max_chars == 0 || pdi_count_chars(text, len) <= p->max_chars) {
+    if (p->max_chars == 0 || pdi_utf8_count(text, len) <= p->max_chars) {
         rc = extract_whole(p, p->slots[0], text, len, out, err);
         if (!too_long(rc, *out)) return rc;
         pd_extraction_free(*out);
@@ -376,7 +376,7 @@ static int stream_next(void *user, int wait, const char **text, size_t *len, voi
         pd_status rc;
         if (!t && n) {
             rc = pdi_set_error(&e, PD_ERR_ARG, "no text to extract from (NULL with a length of %zu)", n);
-        } else if (s->p->max_chars == 0 || pdi_count_chars(t, n) <= s->p->max_chars) {
+        } else if (s->p->max_chars == 0 || pdi_utf8_count(t, n) <= s->p->max_chars) {
             pending *q = malloc(sizeof *q);
             if (q) {
                 *q = (pending){outer, t, n};

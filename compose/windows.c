@@ -11,7 +11,6 @@
 
 /* ------------------------------------------------------------ cutting */
 
-static bool is_char_start(uint8_t b) { return (b & 0xC0) != 0x80; }
 
 /* Whether the character at byte b ends a sentence (2: 。！？；!?; …, a line
  * break), a clause (1: ，,、 and spaces), or neither (0). */
@@ -42,7 +41,7 @@ static pd_status read_chars(const char *t, size_t len, chars *c)
     if (!c->at || !c->cut_after) return PD_ERR_NOMEM;
     c->n = 0;
     for (size_t b = 0; b < len; b++)
-        if (is_char_start((uint8_t)t[b])) {
+        if (!pdi_utf8_is_continuation((uint8_t)t[b])) {
             c->cut_after[c->n] = (uint8_t)stop_strength(t, len, b);
             c->at[c->n++] = b;
         }

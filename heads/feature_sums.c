@@ -60,8 +60,7 @@ pd_status pdi_feat_text_init(pdi_feat_text *x, const pdi_features *f, const char
 {
     *x = (pdi_feat_text){.f = f, .bytes = bytes, .len = len};
     if (len > INT32_MAX / 2) return pdi_set_error(err, PD_ERR_LIMIT, "features: a text of %zu bytes", len);
-    int32_t n = 0;
-    for (size_t i = 0; i < len; i++) n += ((uint8_t)bytes[i] & 0xC0) != 0x80;
+    int32_t n = pdi_utf8_count(bytes, len);
     x->n = n;
     x->start = malloc(sizeof *x->start * ((size_t)n + 1));
     x->cp = malloc(sizeof *x->cp * ((size_t)n + 1));
@@ -76,7 +75,7 @@ pd_status pdi_feat_text_init(pdi_feat_text *x, const pdi_features *f, const char
     }
     n = 0;
     for (size_t i = 0; i < len; i++)
-        if (((uint8_t)bytes[i] & 0xC0) != 0x80) x->start[n++] = i;
+        if (!pdi_utf8_is_continuation((uint8_t)bytes[i])) x->start[n++] = i;
     x->start[n] = len;
     for (int32_t c = 0; c < n; c++) {
         utf8proc_int32_t cp = -1;

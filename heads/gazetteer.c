@@ -219,7 +219,7 @@ pd_status pdi_gazetteer_match(const pdi_gazetteer *g, uint32_t fields, const cha
         return pdi_set_error(err, PD_ERR_NOMEM, "gazetteer: out of memory for a text of %zu bytes", len);
     }
     for (size_t i = 0; i < len; i++)
-        if (((uint8_t)text[i] & 0xC0) != 0x80) starts[chars++] = i;
+        if (!pdi_utf8_is_continuation((uint8_t)text[i])) starts[chars++] = i;
     starts[chars] = len;
     for (int32_t s = 0; s < chars; s++) /* the longest term of the fields starting at each character */
         for (int32_t L = g->longest < chars - s ? g->longest : chars - s; L > 0; L--) {

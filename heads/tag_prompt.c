@@ -213,7 +213,7 @@ static pd_status chars_ids(const pdi_tag_runner *r, const char *text, size_t len
     *out = NULL;
     *n = 0;
     for (size_t at = 0, end; !rc && at < len; at = end) {
-        for (end = at + 1; end < len && ((uint8_t)text[end] & 0xC0) == 0x80; end++) {}
+        for (end = at + 1; end < len && pdi_utf8_is_continuation((uint8_t)text[end]); end++) {}
         rc = append_plain(r, text + at, end - at, out, n, &cap, err);
     }
     return rc;

@@ -89,7 +89,7 @@ static pd_status read_bytes(pass *ps, const pd_tokenizer *tok, pd_error *err)
     for (int32_t i = 0; i < n; i++) {
         size_t len = 0;
         const char *b = pd_tokenizer_token_bytes(tok, ids[i], &len);
-        ps->boundary[i] = !b || len == 0 || ((uint8_t)b[0] & 0xC0) != 0x80;
+        ps->boundary[i] = !b || len == 0 || !pdi_utf8_is_continuation((uint8_t)b[0]);
         ps->offset[i + 1] = ps->offset[i] + (b ? len : 0);
     }
     if (!(ps->bytes = malloc(ps->offset[n] + 1))) return nomem(ps, err);

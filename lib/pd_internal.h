@@ -66,6 +66,20 @@ pd_status pdi_read_file(const char *path, char **data, size_t *len, pd_error *er
 /* malloc'ed "dir/name", or NULL when out of memory. */
 char *pdi_path_join(const char *dir, const char *name);
 
+/* ---------------------------------------------------------- UTF-8 (utf8.c) */
+
+/* Whether byte b continues a character (10xxxxxx) rather than starting one. */
+static inline bool pdi_utf8_is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
+/* Length of the well-formed UTF-8 character at s (n bytes left) with its code
+ * point in *cp; 0 when ill-formed (overlong, a surrogate, past U+10FFFF, cut). */
+size_t pdi_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);
+/* cp written as UTF-8 at out (room for 4 bytes); its length. */
+size_t pdi_utf8_put(uint32_t cp, char *out);
+/* Offset of the first ill-formed byte of s, or n when s is valid UTF-8. */
+size_t pdi_utf8_check(const void *s, size_t n);
+/* Characters in n bytes of valid UTF-8 (bytes that start one). */
+int32_t pdi_utf8_count(const char *s, size_t n);
+
 /* ------------------------------------------------------------- tensors */
 
 /* Element types; the numbers are GGUF's ggml_type values, but for

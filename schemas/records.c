@@ -71,13 +71,6 @@ pd_status pdi_extraction_append(pd_extraction *x, const char *const *values)
 
 /* ---------------------------------------------------------- offsets */
 
-int32_t pdi_count_chars(const char *s, size_t n)
-{
-    int32_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((uint8_t)s[i] & 0xC0) != 0x80;
-    return c;
-}
-
 /* Byte offset of value in text: the occurrence at byte `from` or the first
  * after it, else the first; SIZE_MAX when the text does not hold it. */
 static size_t find_value(const char *text, size_t len, const char *value, size_t from)
@@ -86,7 +79,7 @@ static size_t find_value(const char *text, size_t len, const char *value, size_t
     if (n == 0 || n > len) return SIZE_MAX;
     for (int round = 0; round < 2; round++) {
         for (size_t b = round ? 0 : from; b + n <= len; b++)
-            if (text[b] == value[0] && memcmp(text + b, value, n) == 0 && ((uint8_t)text[b] & 0xC0) != 0x80) return b;
+            if (text[b] == value[0] && memcmp(text + b, value, n) == 0 && !pdi_utf8_is_continuation((uint8_t)text[b])) return b;
         if (from == 0) break;
     }
     return SIZE_MAX;
@@ -99,8 +92,8 @@ size_t pdi_record_place(pd_record *r, int32_t f, const char *text, size_t len, s
         r->start[f] = r->end[f] = -1;
         return SIZE_MAX;
     }
-    r->start[f] = pdi_count_chars(text, b);
-    r->end[f] = r->start[f] + pdi_count_chars(r->values[f], strlen(r->values[f]));
+    r->start[f] = pdi_utf8_count(text, b);
+    r->end[f] = r->start[f] + pdi_utf8_count(r->values[f], strlen(r->values[f]));
     return b;
 }
 

@@ -27,8 +27,6 @@ pd_extraction *pdi_extraction_new_empty(const pd_schema *sc);
 /* Append a record: values[f] for each field f (NULL: "_"), copied.
  * PD_ERR_NOMEM (nothing appended) is the only failure. */
 pd_status pdi_extraction_append(pd_extraction *x, const char *const *values);
-/* Characters (UTF-8 lead bytes) of s[0..n). */
-int32_t pdi_count_chars(const char *s, size_t n);
 /* Release one record's arrays (the record itself belongs to its extraction). */
 void pdi_record_free(pd_record *r, int32_t n_fields);
 /* Set span field f's character offsets in text (len bytes): where its value

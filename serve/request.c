@@ -1,5 +1,6 @@
 /* request.c - request bodies parsed and checked, answers built (request.h). */
 #include "request.h"
+#include "pd_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,46 +16,13 @@ static int refuse(char msg[PS_MESSAGE_SIZE], int status, const char *fmt, ...)
     return status;
 }
 
-size_t ps_utf8_check(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = s[i];
-        size_t n;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            if (c == 0xE0) lo = 0xA0;      /* overlong */
-            else if (c == 0xED) hi = 0x9F; /* surrogates */
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            if (c == 0xF0) lo = 0x90;      /* overlong */
-            else if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
-        } else {
-            return i;
-        }
-        if (len - i <= n) return i;
-        if (s[i + 1] < lo || s[i + 1] > hi) return i;
-        for (size_t k = 2; k <= n; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-        i += n + 1;
-    }
-    return len;
-}
-
 /* The body as a JSON object whose keys are all in `allowed`; 0 or 400. */
 static int load_object(const char *body, size_t len, const char *const *allowed, json_t **out,
                        char msg[PS_MESSAGE_SIZE])
 {
     *out = NULL;
     if (len == 0) return refuse(msg, 400, "the body is empty: send a JSON object");
-    size_t bad = ps_utf8_check(body, len);
+    size_t bad = pdi_utf8_check(body, len);
     if (bad < len) return refuse(msg, 400, "the body is not valid UTF-8 (byte %zu)", bad);
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);

@@ -44,10 +44,6 @@ void ps_extract_req_free(ps_extract_req *req);
 int ps_parse_score(const char *body, size_t len, size_t max_cands, ps_score_req *req, char msg[PS_MESSAGE_SIZE]);
 void ps_score_req_free(ps_score_req *req);
 
-/* The byte offset of the first byte of s that does not start a well-formed
- * UTF-8 character (overlong forms, surrogates and values above U+10FFFF are
- * ill-formed), or len when all of s is well formed. */
-size_t ps_utf8_check(const char *s, size_t len);
 
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be

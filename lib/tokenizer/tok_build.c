@@ -228,7 +228,7 @@ static pd_status decode_vocab_string(pd_tokenizer *tok, int32_t id, pd_error *er
     for (size_t i = 0; i < s.len;) {
         uint32_t cp;
         const uint8_t *p = (const uint8_t *)tok_arena_at(tok, s) + i;
-        size_t len = tok_utf8_char(p, s.len - i, &cp);
+        size_t len = pdi_utf8_char(p, s.len - i, &cp);
         int b = len ? tok_cp_to_byte(cp) : -1;
         if (b < 0) {
             n = SIZE_MAX;
@@ -293,7 +293,7 @@ pd_status tok_finish(pd_tokenizer *tok, pd_error *err)
     while (tok->n_ids > 0 && !(tok->flags[tok->n_ids - 1] & (TOK_VOCAB | TOK_ADDED))) tok->n_ids--;
     for (int b = 0; b < 256; b++) {
         char s[4];
-        size_t len = tok_utf8_put(tok_byte_to_cp((uint8_t)b), s);
+        size_t len = pdi_utf8_put(tok_byte_to_cp((uint8_t)b), s);
         tok->byte_token[b] = tok_vocab_get(tok, s, len);
     }
     for (int32_t id = 0; id < tok->n_ids; id++)

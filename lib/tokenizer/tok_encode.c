@@ -97,7 +97,7 @@ static int32_t whole_piece(enc *e, const uint8_t *p, size_t n)
     if (!buf) return -1;
     e->buf = buf;
     size_t len = 0;
-    for (size_t i = 0; i < n; i++) len += tok_utf8_put(tok_byte_to_cp(p[i]), e->buf + len);
+    for (size_t i = 0; i < n; i++) len += pdi_utf8_put(tok_byte_to_cp(p[i]), e->buf + len);
     return tok_vocab_get(e->tok, e->buf, len);
 }
 
@@ -185,7 +185,7 @@ static pd_status find_segments(enc *e, const tok_step *sp, const char *s, size_t
         size_t a = ov[0], b = ov[1];
         if (a == b) { /* an empty match splits nothing: step over one character */
             uint32_t cp;
-            size_t len = tok_utf8_char((const uint8_t *)s + a, n - a, &cp);
+            size_t len = pdi_utf8_char((const uint8_t *)s + a, n - a, &cp);
             pos = a + (len ? len : 1);
             continue;
         }
@@ -323,9 +323,9 @@ static bool is_word(uint32_t c)
 static uint32_t char_before(const char *s, size_t i, size_t *start)
 {
     size_t j = i - 1;
-    while (j > 0 && ((uint8_t)s[j] & 0xC0) == 0x80) j--;
+    while (j > 0 && pdi_utf8_is_continuation((uint8_t)s[j])) j--;
     uint32_t cp = 0;
-    tok_utf8_char((const uint8_t *)s + j, i - j, &cp);
+    pdi_utf8_char((const uint8_t *)s + j, i - j, &cp);
     *start = j;
     return cp;
 }
@@ -335,7 +335,7 @@ static bool single_word_ok(const char *s, size_t n, size_t a, size_t b)
     size_t j;
     uint32_t cp;
     if (a > 0 && is_word(char_before(s, a, &j))) return false;
-    return b >= n || !tok_utf8_char((const uint8_t *)s + b, n - b, &cp) || !is_word(cp);
+    return b >= n || !pdi_utf8_char((const uint8_t *)s + b, n - b, &cp) || !is_word(cp);
 }
 
 static pd_status split_added(enc *e, const char *s, size_t n, int level);
@@ -383,7 +383,7 @@ static pd_status split_added(enc *e, const char *s, size_t n, int level)
         while (a->lstrip && ms > start && is_space(char_before(s, ms, &j))) ms = j;
         uint32_t cp;
         size_t len;
-        while (a->rstrip && (len = tok_utf8_char((const uint8_t *)s + me, n - me, &cp)) && is_space(cp))
+        while (a->rstrip && (len = pdi_utf8_char((const uint8_t *)s + me, n - me, &cp)) && is_space(cp))
             me += len;
         pd_status st = gap(e, s + start, ms - start, level);
         if (st == PD_OK) st = emit(e, a->id);
@@ -400,7 +400,7 @@ static pd_status encode(const pd_tokenizer *tok, const char *text, size_t text_l
         return pdi_set_error(err, PD_ERR_ARG, "%s: NULL argument", plain ? "pd_tokenizer_encode_plain" : "pd_tokenizer_encode");
     *ids = NULL;
     *n_ids = 0;
-    size_t bad = tok_utf8_check((const uint8_t *)text, text_len);
+    size_t bad = pdi_utf8_check((const uint8_t *)text, text_len);
     if (bad < text_len)
         return pdi_set_error(err, PD_ERR_FORMAT, "%s: text: invalid UTF-8 at byte offset %zu", tok->source, bad);
     enc e = {.tok = tok, .err = err, .plain = plain};

@@ -99,18 +99,12 @@ struct pd_tokenizer {
     int32_t unk_id;
 };
 
-/* --- tok_tables.c: byte-level table, UTF-8, hash maps, arena */
+/* --- tok_tables.c: byte-level table, hash maps, arena (UTF-8: lib/utf8.c) */
 
 /* GPT-2 bytes_to_unicode: the code point that stands for byte b. */
 uint32_t tok_byte_to_cp(uint8_t b);
 /* The byte a code point stands for, or -1. */
 int tok_cp_to_byte(uint32_t cp);
-
-/* Length of the well-formed UTF-8 character at s (n bytes left), 0 if ill-formed. */
-size_t tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);
-size_t tok_utf8_put(uint32_t cp, char *out);
-/* Offset of the first ill-formed byte, or n when s is valid UTF-8. */
-size_t tok_utf8_check(const uint8_t *s, size_t n);
 
 /* Append len bytes plus a NUL; *span gets their place. */
 pd_status tok_arena_add(pd_tokenizer *tok, const void *data, size_t len, tok_span *span, pd_error *err);

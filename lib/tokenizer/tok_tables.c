@@ -1,4 +1,4 @@
-/* tok_tables.c - GPT-2 byte table, UTF-8 helpers, the arena and the two hash
+/* tok_tables.c - GPT-2 byte table, the arena and the two hash
  * maps (vocabulary string -> id, merge pair -> rank). */
 #include "tok_internal.h"
 
@@ -28,72 +28,6 @@ int tok_cp_to_byte(uint32_t cp)
     if (k <= 66) return (int)(0x7F + k - 33);
     if (k == 67) return 0xAD;
     return -1;
-}
-
-size_t tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp)
-{
-    if (n == 0) return 0;
-    uint8_t c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, v = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, v = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, v = c & 0x07, min = 0x10000;
-    else return 0;
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    /* overlong forms, surrogates, beyond U+10FFFF */
-    if (v < min || (v >= 0xD800 && v <= 0xDFFF) || v > 0x10FFFF) return 0;
-    *cp = v;
-    return len;
-}
-
-size_t tok_utf8_put(uint32_t cp, char *out)
-{
-    uint8_t *o = (uint8_t *)out;
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (cp >> 6));
-        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (cp >> 12));
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18));
-    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-size_t tok_utf8_check(const uint8_t *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        if (s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        size_t len = tok_utf8_char(s + i, n - i, &cp);
-        if (len == 0) return i;
-        i += len;
-    }
-    return n;
 }
 
 pd_status tok_arena_add(pd_tokenizer *tok, const void *data, size_t len, tok_span *span, pd_error *err)

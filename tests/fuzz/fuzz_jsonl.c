@@ -3,6 +3,7 @@
  * accepted holds invalid UTF-8 or a NUL, every refusal says why, and the
  * line count matches the input's lines. */
 #include "jsonl.h"
+#include "pd_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,7 @@ static void check_text(const char *s, size_t len)
 {
     if (!s) return;
     if (strlen(s) != len) abort(); /* a NUL inside an accepted string */
-    for (size_t i = 0; i < len;) {
-        size_t k = cli_utf8_len((const unsigned char *)s + i, len - i);
-        if (k == 0) abort();
-        i += k;
-    }
+    if (pdi_utf8_check(s, len) != len) abort();
 }
 
 /* Every check a command makes on a line's value; a refusal must say why. */

@@ -4,13 +4,14 @@
  * without a NUL, within the limits; every message makes a valid JSON error
  * body. */
 #include "request.h"
+#include "pd_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static void check_text(const char *s, size_t len)
 {
-    if (!s || strlen(s) != len || ps_utf8_check(s, len) != len) abort();
+    if (!s || strlen(s) != len || pdi_utf8_check(s, len) != len) abort();
 }
 
 static void check_refusal(int st, const char *msg)

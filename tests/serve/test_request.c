@@ -100,17 +100,6 @@ static void test_score(void **state)
     assert_non_null(strstr(msg, "\"question\" must be a string"));
 }
 
-static void test_utf8(void **state)
-{
-    (void)state;
-    assert_int_equal(ps_utf8_check("abc", 3), 3);
-    assert_int_equal(ps_utf8_check("\xe8\xb4\xa8\xf0\x9f\x98\x80", 7), 7); /* 质, U+1F600 */
-    assert_int_equal(ps_utf8_check("a\xe8\xb4", 3), 1);                   /* cut short */
-    assert_int_equal(ps_utf8_check("ab\xf4\x90\x80\x80", 6), 2);          /* above U+10FFFF */
-    assert_int_equal(ps_utf8_check("\xe0\x80\x80", 3), 0);                /* overlong */
-    assert_int_equal(ps_utf8_check("\x80", 1), 0);                        /* a lone continuation */
-}
-
 static void test_auth(void **state)
 {
     (void)state;
@@ -139,7 +128,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_extract_ok), cmocka_unit_test(test_extract_refused), cmocka_unit_test(test_score),
-        cmocka_unit_test(test_utf8),       cmocka_unit_test(test_auth),            cmocka_unit_test(test_error_body),
+        cmocka_unit_test(test_auth),            cmocka_unit_test(test_error_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
