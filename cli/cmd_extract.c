@@ -108,7 +108,10 @@ typedef struct run_state {
     const char *draft_dir; /* --draft DIR, or NULL */
     bool bar;          /* stderr is a terminal: a bar redrawn in place */
     double every;      /* --progress S: a line every S seconds instead (< 0: none) */
+    double t0, shown;  /* when the run started; when progress was last drawn */
 } run_state;
+
+static void progress(run_state *s, reader *r);
 
 static int write_result(run_state *s, const row *w, const pd_extraction *x)
 {
@@ -136,7 +139,9 @@ static int broken_row(run_state *s, reader *r, row *w)
     }
     /* the id stays in the output with no records, so that none is lost */
     fprintf(stderr, "pocketdec: %s; id %s written with no records\n", w->problem, w->id);
-    return write_result(s, w, NULL);
+    int rc = write_result(s, w, NULL);
+    progress(s, r);
+    return rc;
 }
 
 /* A review's extraction x (NULL when it failed: err says why), counted and
@@ -164,6 +169,7 @@ static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, p
     }
     int rc = write_result(s, w, x);
     pd_extraction_free(x);
+    progress(s, r);
     return rc;
 }
 
@@ -289,9 +295,19 @@ static void draw_progress(const run_state *s, reader *r, double elapsed)
             (double)s->reviews / (elapsed + 1e-9), s->bar ? " " : "\n");
 }
 
+/* Progress after a row is written (a window's rows as the window is written). */
+static void progress(run_state *s, reader *r)
+{
+    double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
+    if (s->bar ? (s->reviews + s->broken) % 8 == 0 : s->every >= 0 && now - s->shown >= s->every) {
+        draw_progress(s, r, now - s->t0);
+        s->shown = now;
+    }
+}
+
 static int stream(run_state *s, reader *r)
 {
-    double t0 = cli_seconds(), shown = t0;
+    double t0 = s->t0 = s->shown = cli_seconds();
     row w;
     int rc = 0;
     window win = {0};
@@ -311,11 +327,6 @@ static int stream(run_state *s, reader *r)
             rc = one_row(s, r, &w);
         }
         json_decref(w.json);
-        double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
-        if (!w.header && (s->bar ? s->reviews % 8 == 0 : s->every >= 0 && now - shown >= s->every)) {
-            draw_progress(s, r, now - t0);
-            shown = now;
-        }
     }
     if (many && rc == 0) rc = window_flush(s, r, &win);
     window_free(&win);

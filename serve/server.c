@@ -605,16 +605,14 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* ------------------------------------------------------------ the server */
 
-/* The engines: a tagger head reads one text a pass, so --parallel engines
- * with a pipeline each; generation keeps --parallel texts in flight in one
- * engine's joint passes (the weights read once a pass for all of them). */
-static int start_engines(server *s, engine *ws, int32_t n, bool tagger, char *msg, size_t msg_size)
+/* The engine: one pipeline keeps --parallel texts in flight, the pipeline's
+ * way (generation: in joint passes, the weights read once a pass for all of
+ * them; a tagger head: side by side, a context and a thread each). */
+static int start_engines(server *s, engine *ws, int32_t n, char *msg, size_t msg_size)
 {
     const ps_config *cfg = s->cfg;
     pd_pipeline_params pp = cfg->pipeline;
-    int32_t cores = pd_cpu_count();
-    pp.parallel = tagger ? 1 : cfg->parallel;
-    if (pp.n_threads == 0) pp.n_threads = cores / n > 0 ? cores / n : 1;
+    pp.parallel = cfg->parallel;
     for (int32_t i = 0; i < n; i++) {
         pd_error err;
         ws[i].s = s;
@@ -678,8 +676,7 @@ static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, in
 int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
            size_t msg_size)
 {
-    bool tagger = head && pd_head_get_type(head) == PD_HEAD_TAGGER;
-    int32_t n_engines = tagger && cfg->parallel > 1 ? cfg->parallel : 1;
+    int32_t n_engines = 1; /* the pipeline runs its texts in parallel itself */
     server *s = calloc(1, sizeof *s);
     engine *ws = calloc((size_t)n_engines, sizeof *ws);
     pthread_t *threads = calloc((size_t)n_engines, sizeof *threads);
@@ -698,7 +695,7 @@ int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, 
     s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    int rc = start_engines(s, ws, n_engines, tagger, msg, msg_size), port = 0;
+    int rc = start_engines(s, ws, n_engines, msg, msg_size), port = 0;
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
         int in_flight = s->slots / n_engines;

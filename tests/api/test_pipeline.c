@@ -131,8 +131,10 @@ static void test_tagger_path(void **state)
     pd_pipeline *p = pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), NULL, &err);
     if (!p) fail_msg("%s", err.message);
     assert_int_equal(pd_pipeline_get_path(p), PD_PIPELINE_TAG);
-    assert_int_equal(pd_pipeline_parallel(p), 1);
-    assert_int_equal(pd_pipeline_window(p), 1);
+    /* by default a context of one thread a core, texts side by side */
+    int32_t cores = pd_cpu_count() < 16 ? pd_cpu_count() : 16;
+    assert_int_equal(pd_pipeline_parallel(p), cores);
+    assert_int_equal(pd_pipeline_window(p), cores > 1 ? 32 * cores : 1);
     pd_tag_extractor *tx = pd_tag_extractor_new(pd_bundle_model(b), s, pd_bundle_head(b), &err);
     pd_context *ctx = pd_context_new(pd_bundle_model(b), NULL, &err);
     assert_non_null(tx);
@@ -142,22 +144,29 @@ static void test_tagger_path(void **state)
         if (pd_tag_extract(ctx, tx, texts[i], strlen(texts[i]), &want[i], &err)) fail_msg("%s", err.message);
     assert_true(want[0]->n_records > 0); /* the comparison can fail */
     check_against(p, want);
+    pd_pipeline_free(p);
+    /* one text at a time, and 3 side by side (more than the threads: a thread each) */
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    for (int32_t parallel = 1; parallel <= 3; parallel += 2) {
+        pp.parallel = parallel;
+        pp.n_threads = 2;
+        if (!(p = pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), &pp, &err))) fail_msg("%s", err.message);
+        assert_int_equal(pd_pipeline_parallel(p), parallel);
+        assert_int_equal(pd_pipeline_window(p), parallel > 1 ? 32 * parallel : 1);
+        check_against(p, want);
+        pd_pipeline_free(p);
+    }
     for (int i = 0; i < N_TEXTS; i++) pd_extraction_free(want[i]);
     pd_context_free(ctx);
     pd_tag_extractor_free(tx);
-    pd_pipeline_free(p);
 
-    /* generation options and parallel do not apply to a tagger head */
-    pd_pipeline_params pp = pd_pipeline_default_params();
+    /* generation options do not apply to a tagger head */
+    pp = pd_pipeline_default_params();
     pp.extract.max_records = 3;
     assert_null(pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), &pp, &err));
     assert_int_equal(err.code, PD_ERR_ARG);
     assert_non_null(strstr(err.message, "max_records"));
     assert_non_null(strstr(err.message, "tagger head"));
-    pp = pd_pipeline_default_params();
-    pp.parallel = 4;
-    assert_null(pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), &pp, &err));
-    assert_non_null(strstr(err.message, "parallel"));
     pd_schema_free(s);
     pd_bundle_free(b);
 }

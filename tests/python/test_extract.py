@@ -134,7 +134,7 @@ def test_bad_input(tagger, tmp_path):
 def test_closed_extractor():
     with pocketdec.Model(TIANCHI) as m:
         ex = pocketdec.Extractor(m, SCHEMA)
-        many = ex.extract_many(["很好"] * 20, parallel=2)
+        many = ex.extract_many(["很好"] * 200, parallel=2)  # more than one read-ahead window (64)
         assert next(many)
         ex.close()
         for fn, args in ((ex.extract, ("很好",)), (ex.extract_many, (["很好"],))):

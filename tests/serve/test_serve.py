@@ -144,7 +144,7 @@ def test_endpoints(s, reviews, want):
                  'pocketdec_requests_total{endpoint="/v1/score",status="422"} 1',
                  "pocketdec_request_duration_seconds_bucket{le=\"+Inf\"}", "pocketdec_request_duration_seconds_sum",
                  "pocketdec_reviews_extracted_total " + str(2 * len(reviews) + 2), "pocketdec_queue_depth 0",
-                 "pocketdec_slots_busy 0", "pocketdec_slots 2", "pocketdec_engines 2"]:
+                 "pocketdec_slots_busy 0", "pocketdec_slots 2", "pocketdec_engines 1"]:
         check("metrics: " + what, what in text, text)
 
 
