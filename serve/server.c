@@ -84,8 +84,11 @@ typedef struct server {
     pthread_t *threads;
     int32_t n_threads;
 
-    /* accepted requests not yet answered and sent (shutdown waits for 0) */
-    long active;
+    /* accepted requests not yet answered and sent, and connections accepted
+     * whose first request has not come yet (shutdown waits for both to be 0:
+     * a client that connected before the signal is answered too) */
+    long active, fresh;
+    bool draining; /* after the signal: answers close their connection */
     /* metrics */
     long requests[N_EP][N_STATUS];
     long hist[N_BUCKET + 1];
@@ -363,6 +366,10 @@ static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, i
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype ? ctype : "application/json");
     if (status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    pthread_mutex_lock(&s->mu);
+    bool closing = s->draining;
+    pthread_mutex_unlock(&s->mu);
+    if (closing) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"); /* no request after it is lost */
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     if (status == 405)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
@@ -540,8 +547,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
         r->t0 = now_s();
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        bool *fresh = ci ? ci->socket_context : NULL;
         pthread_mutex_lock(&s->mu);
         s->active++;
+        if (fresh && *fresh) *fresh = false, s->fresh--;
         pthread_mutex_unlock(&s->mu);
         r->endpoint = EP_OTHER;
         for (int e = 0; e < EP_OTHER; e++)
@@ -586,6 +596,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->started) return MHD_YES;
     r->started = true;
     return handle(s, c, r);
+}
+
+/* A connection opened or closed: counted as fresh until its first request. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe)
+{
+    (void)c;
+    server *s = cls;
+    bool *fresh = *socket_context;
+    pthread_mutex_lock(&s->mu);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED && (fresh = malloc(sizeof *fresh))) {
+        *fresh = true;
+        s->fresh++;
+        *socket_context = fresh;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && fresh) {
+        if (*fresh) s->fresh--;
+        free(fresh);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -661,7 +690,8 @@ static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, in
     }
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
     if (!d) {
         snprintf(msg, msg_size, "cannot listen on %s port %d (in use, or not an address of this machine?)", cfg->host,
@@ -711,6 +741,9 @@ int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, 
         while (sigwait(&set, &sig) != 0) {
         }
         /* stop accepting; answer what was accepted */
+        pthread_mutex_lock(&s->mu);
+        s->draining = true;
+        pthread_mutex_unlock(&s->mu);
         MHD_socket ls = MHD_quiesce_daemon(d);
         if (ls != MHD_INVALID_SOCKET) close(ls);
         fprintf(stderr, "pocketdec serve: %s: no new connections; answering the requests accepted\n",
@@ -720,7 +753,7 @@ int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, 
         nanosleep(&pause, NULL);
         for (;;) {
             pthread_mutex_lock(&s->mu);
-            long active = s->active;
+            long active = s->active + s->fresh; /* a fresh connection: its request is on the way (30 s at most) */
             pthread_mutex_unlock(&s->mu);
             if (active <= 0) break;
             nanosleep(&pause, NULL);
