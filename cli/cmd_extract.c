@@ -1,6 +1,6 @@
 /* cmd_extract.c - `pocketdec extract`: schema-bound extraction over a stream
  * of reviews (Tianchi CSV `id,Reviews` or JSONL {"id","text"}) in constant
- * memory (one review at a time, or a window of them with --parallel, written
+ * memory (one review at a time, or a batch of them with --parallel, written
  * in input order), so batch engines can shard a corpus through it. */
 #include "cli.h"
 #include "jsonl.h"
@@ -182,10 +182,10 @@ static int one_row(run_state *s, reader *r, row *w)
     return finish_row(s, r, w, x, &err);
 }
 
-/* Generation with reviews in flight: rows gathered a window at a time
- * (pd_pipeline_window; their id and text copied), extracted together, then
+/* Reviews in flight (--parallel): rows gathered a batch at a time
+ * (pd_pipeline_read_ahead; their id and text copied), extracted together, then
  * written in input order. */
-typedef struct window {
+typedef struct batch {
     row *rows;
     char **copies; /* [2 n]: each row's id and text */
     const char **texts;
@@ -193,9 +193,9 @@ typedef struct window {
     pd_extraction **outs;
     pd_error *errs;
     int32_t n, cap;
-} window;
+} batch;
 
-static bool window_init(window *win, int32_t cap)
+static bool batch_init(batch *win, int32_t cap)
 {
     win->cap = cap;
     win->rows = calloc((size_t)cap, sizeof *win->rows);
@@ -207,7 +207,7 @@ static bool window_init(window *win, int32_t cap)
     return win->rows && win->copies && win->texts && win->lens && win->outs && win->errs;
 }
 
-static void window_clear(window *win)
+static void batch_clear(batch *win)
 {
     for (int32_t i = 0; i < 2 * win->n; i++) {
         free(win->copies[i]);
@@ -216,9 +216,9 @@ static void window_clear(window *win)
     win->n = 0;
 }
 
-static void window_free(window *win)
+static void batch_free(batch *win)
 {
-    window_clear(win);
+    batch_clear(win);
     free(win->rows);
     free(win->copies);
     free(win->texts);
@@ -227,8 +227,8 @@ static void window_free(window *win)
     free(win->errs);
 }
 
-/* Row w into the window, its id and text copied (the reader reuses its record). */
-static bool window_add(window *win, const row *w)
+/* Row w into the batch, its id and text copied (the reader reuses its record). */
+static bool batch_add(batch *win, const row *w)
 {
     row *c = &win->rows[win->n];
     *c = *w;
@@ -246,8 +246,8 @@ static bool window_add(window *win, const row *w)
     return true;
 }
 
-/* The window's reviews extracted together and written in order. */
-static int window_flush(run_state *s, reader *r, window *win)
+/* The batch's reviews extracted together and written in order. */
+static int batch_flush(run_state *s, reader *r, batch *win)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < win->n; i++)
@@ -268,7 +268,7 @@ static int window_flush(run_state *s, reader *r, window *win)
         else rc = finish_row(s, r, w, win->outs[k], &win->errs[k]);
         k++;
     }
-    window_clear(win);
+    batch_clear(win);
     return rc;
 }
 
@@ -295,7 +295,7 @@ static void draw_progress(const run_state *s, reader *r, double elapsed)
             (double)s->reviews / (elapsed + 1e-9), s->bar ? " " : "\n");
 }
 
-/* Progress after a row is written (a window's rows as the window is written). */
+/* Progress after a row is written (a batch's rows as the batch is written). */
 static void progress(run_state *s, reader *r)
 {
     double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
@@ -310,26 +310,26 @@ static int stream(run_state *s, reader *r)
     double t0 = s->t0 = s->shown = cli_seconds();
     row w;
     int rc = 0;
-    window win = {0};
-    bool many = pd_pipeline_window(s->pipe) > 1;
-    if (many && !window_init(&win, pd_pipeline_window(s->pipe))) rc = cli_failf("out of memory");
+    batch win = {0};
+    bool many = pd_pipeline_read_ahead(s->pipe) > 1;
+    if (many && !batch_init(&win, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
     while (rc == 0 && next_row(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
-            if (many) rc = window_flush(s, r, &win); /* what was read before is still written */
-            window_free(&win);
+            if (many) rc = batch_flush(s, r, &win); /* what was read before is still written */
+            batch_free(&win);
             return rc ? rc : r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
         }
         if (many && (!w.header || w.problem[0])) {
-            if (!window_add(&win, &w)) rc = cli_failf("out of memory");
-            else if (win.n == win.cap) rc = window_flush(s, r, &win);
+            if (!batch_add(&win, &w)) rc = cli_failf("out of memory");
+            else if (win.n == win.cap) rc = batch_flush(s, r, &win);
         } else if (!w.header || w.problem[0]) {
             rc = one_row(s, r, &w);
         }
         json_decref(w.json);
     }
-    if (many && rc == 0) rc = window_flush(s, r, &win);
-    window_free(&win);
+    if (many && rc == 0) rc = batch_flush(s, r, &win);
+    batch_free(&win);
     if (s->bar) fprintf(stderr, "\n");
     if (rc) return rc;
     if (s->reviews == 0 && s->broken == 0)

@@ -20,7 +20,7 @@
  * best, with or without speculation; bench/run.sh --extract). */
 #define PARALLEL_DEFAULT_MAX 16
 /* Reviews gathered a context at a time by a caller of extract_many. */
-#define WINDOW_PER_SLOT 32
+#define READ_AHEAD_PER_SLOT 32
 /* A tagger head's texts side by side by default: a context of one thread a
  * thread (2 x 1 read the 2,237 test reviews 1.45 times as fast as 1 x 2 on 2
  * cores: a pass of one short text keeps one core busy better than two). */
@@ -67,9 +67,9 @@ void pd_pipeline_free(pd_pipeline *p)
 
 pd_pipeline_path pd_pipeline_get_path(const pd_pipeline *p) { return p->path; }
 int32_t pd_pipeline_parallel(const pd_pipeline *p) { return p->parallel; }
-int32_t pd_pipeline_window(const pd_pipeline *p)
+int32_t pd_pipeline_read_ahead(const pd_pipeline *p)
 {
-    return p->path == PD_PIPELINE_TAG && p->parallel == 1 ? 1 : WINDOW_PER_SLOT * p->parallel;
+    return p->path == PD_PIPELINE_TAG && p->parallel == 1 ? 1 : READ_AHEAD_PER_SLOT * p->parallel;
 }
 
 /* The generation options a tagger head cannot honour, named; NULL when none is set. */
@@ -153,8 +153,9 @@ static pd_status bind(pd_pipeline *p, const pd_model *model, const pd_pipeline_p
     if (p->path == PD_PIPELINE_TAG)
         return (p->tx = pd_tag_extractor_new(model, p->schema, p->head, err)) ? PD_OK : err->code;
     if (!(p->ex = pd_extractor_new(model, p->schema, err))) return err->code;
-    if (pp->draft && pp->extract.drafter)
-        return pdi_set_error(err, PD_ERR_ARG, "pipeline params: a draft and extract.drafter both given");
+    if (pp->extract.drafter) /* one door: the pipeline makes and owns its drafter */
+        return pdi_set_error(err, PD_ERR_ARG, "pipeline params: a draft enters by .draft (a pd_draft), not by "
+                                              "extract.drafter (pd_extract's own)");
     if (pp->draft) {
         if (pd_draft_target(pp->draft) != model)
             return pdi_set_error(err, PD_ERR_ARG, "the draft was loaded for another model than the pipeline's");

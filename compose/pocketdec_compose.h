@@ -97,7 +97,8 @@ typedef enum pd_pipeline_path {
 
 typedef struct pd_pipeline_params {
     pd_extract_params extract; /* generation's limits, sampler and speculation; a tagger head takes
-                                  only the defaults (another value: PD_ERR_ARG naming it) */
+                                  only the defaults (another value: PD_ERR_ARG naming it);
+                                  extract.drafter must be NULL (a draft enters by .draft) */
     int32_t n_threads;         /* threads of each forward pass; 0 = pd_cpu_count() (pd_context_params) */
     int32_t n_ctx;             /* each context's length; 0 = min(model max, 4096) */
     int32_t parallel;          /* generation: texts in flight; 0 = 2 a thread, at most 16. A tagger
@@ -112,7 +113,7 @@ typedef struct pd_pipeline_params {
                                   PD_PIPELINE_HEAD_DEFAULT (the default): a tagger head's max_chars
                                   (head.json: the longest texts it learned from), else 0 */
     const pd_draft *draft;     /* generation: a DFlash draft of the model proposes tokens
-                                  (pd_extract_drafter_new; extract.drafter must then be NULL): the same
+                                  (the pipeline makes its pd_extract_drafter): the same
                                   records (sampling: of the same seed). NULL: none. A tagger
                                   head refuses it (PD_ERR_ARG) */
     int32_t draft_block;       /* its blocks: 0 the draft's block size, else 2 to it */
@@ -144,11 +145,12 @@ PD_API pd_pipeline *pd_pipeline_new(const pd_model *model, const pd_schema *sche
 PD_API void pd_pipeline_free(pd_pipeline *p);
 /* The path it chose. */
 PD_API pd_pipeline_path pd_pipeline_get_path(const pd_pipeline *p);
-/* Texts it keeps in flight (1 for a tagger head). */
+/* Texts it keeps in flight. */
 PD_API int32_t pd_pipeline_parallel(const pd_pipeline *p);
 /* How many texts a caller of pd_pipeline_extract_many should hand it at a
- * time to keep every context busy (a read-ahead window; 1 for a tagger head). */
-PD_API int32_t pd_pipeline_window(const pd_pipeline *p);
+ * time to keep every context busy: 32 x parallel (1 for a tagger head that
+ * reads one text at a time). ("Windows" are the pieces of a long text, below.) */
+PD_API int32_t pd_pipeline_read_ahead(const pd_pipeline *p);
 
 /* Long texts: a text longer than max_chars characters, or one whose prompt
  * (or, in generation, its output) does not fit the context, is not refused:

@@ -237,7 +237,7 @@ _PD_PROTOTYPES = {
     "pd_draft_load_quantized": (P, [c_char_p, P, c_int, E]),
     "pd_draft_free": (None, [P]),
     "pd_pipeline_get_path": (c_int, [P]),
-    "pd_pipeline_window": (c_int32, [P]),
+    "pd_pipeline_read_ahead": (c_int32, [P]),
     "pd_pipeline_extract": (c_int, [P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),
     "pd_pipeline_extract_many": (c_int, [P, POINTER(c_char_p), POINTER(c_size_t), c_int32, POINTER(POINTER(Extraction)),
                                          POINTER(_Error), E]),

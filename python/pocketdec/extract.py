@@ -196,7 +196,7 @@ class Extractor(Owner):
     def extract_many(self, texts, parallel=1):
         """extract() over an iterable of texts, yielding each text's records in input
         order; parallel texts at a time, in one pipeline of the library reading ahead as
-        many texts as it asks (pd_pipeline_window: 32 x parallel); the records are those
+        many texts as it asks (pd_pipeline_read_ahead: 32 x parallel); the records are those
         of extract(). Generation: the texts in flight advance together in joint forward
         passes on one context's threads (pd_extract_many: the weights are read once a pass
         for all of them), each with a KV cache of its own. A tagger head: the texts side
@@ -214,20 +214,20 @@ class Extractor(Owner):
         w = self._pipeline(parallel)
         try:
             with w.use() as p:
-                size = pd.pd_pipeline_window(p)
+                size = pd.pd_pipeline_read_ahead(p)
             while True:
-                window = list(itertools.islice(texts, size))
-                if not window:
+                batch = list(itertools.islice(texts, size))
+                if not batch:
                     return
-                self._check_open()  # a window not started when the Extractor was closed
-                yield from self._window(w, window)
+                self._check_open()  # a batch not started when the Extractor was closed
+                yield from self._batch(w, batch)
         finally:
             w.close()
 
-    def _window(self, w, window):
-        """The window's records (or the Error of a text), in order."""
-        data, results = [], [None] * len(window)
-        for i, text in enumerate(window):
+    def _batch(self, w, batch):
+        """The batch's records (or the Error of a text), in order."""
+        data, results = [], [None] * len(batch)
+        for i, text in enumerate(batch):
             try:
                 data.append((i, cstr(text, "text")))
             except _lib.Error as e:

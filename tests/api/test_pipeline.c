@@ -134,7 +134,7 @@ static void test_tagger_path(void **state)
     /* by default a context of one thread a core, texts side by side */
     int32_t cores = pd_cpu_count() < 16 ? pd_cpu_count() : 16;
     assert_int_equal(pd_pipeline_parallel(p), cores);
-    assert_int_equal(pd_pipeline_window(p), cores > 1 ? 32 * cores : 1);
+    assert_int_equal(pd_pipeline_read_ahead(p), cores > 1 ? 32 * cores : 1);
     pd_tag_extractor *tx = pd_tag_extractor_new(pd_bundle_model(b), s, pd_bundle_head(b), &err);
     pd_context *ctx = pd_context_new(pd_bundle_model(b), NULL, &err);
     assert_non_null(tx);
@@ -152,7 +152,7 @@ static void test_tagger_path(void **state)
         pp.n_threads = 2;
         if (!(p = pd_pipeline_new(pd_bundle_model(b), s, pd_bundle_head(b), &pp, &err))) fail_msg("%s", err.message);
         assert_int_equal(pd_pipeline_parallel(p), parallel);
-        assert_int_equal(pd_pipeline_window(p), parallel > 1 ? 32 * parallel : 1);
+        assert_int_equal(pd_pipeline_read_ahead(p), parallel > 1 ? 32 * parallel : 1);
         check_against(p, want);
         pd_pipeline_free(p);
     }
@@ -264,7 +264,7 @@ static void test_generation_paths(void **state)
     if (!relabel) fail_msg("%s", err.message);
     assert_int_equal(pd_pipeline_get_path(relabel), PD_PIPELINE_RELABEL);
     assert_int_equal(pd_pipeline_parallel(relabel), 3);
-    assert_true(pd_pipeline_window(relabel) >= 3);
+    assert_true(pd_pipeline_read_ahead(relabel) >= 3);
     pd_pipeline *plain = pd_pipeline_new(m, s, NULL, NULL, &err);
     if (!plain) fail_msg("%s", err.message);
     assert_int_equal(pd_pipeline_get_path(plain), PD_PIPELINE_GENERATE);

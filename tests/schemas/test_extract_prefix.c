@@ -305,16 +305,18 @@ static void check_draft(const pd_model *base, const pd_model *m, const pd_extrac
     pd_extraction *x = NULL;
     assert_int_equal(pd_extract(ctx, ex, reviews[0], strlen(reviews[0]), &bad, &x, &err), PD_ERR_ARG);
     assert_non_null(strstr(err.message, "drafter"));
-    /* the pipeline: a draft and a drafter both, a draft of another model */
+    /* the pipeline: one door for a draft (extract.drafter refused, with or without .draft), a draft of another model */
     pd_pipeline_params pp = pd_pipeline_default_params();
     pp.n_threads = 1;
-    pp.draft = draft;
     pp.extract.drafter = dr;
     pd_schema *sc = pd_schema_load(g_schema, &err);
     assert_non_null(sc);
-    assert_null(pd_pipeline_new(m, sc, NULL, &pp, &err));
-    assert_int_equal(err.code, PD_ERR_ARG);
-    assert_non_null(strstr(err.message, "both"));
+    for (int with_draft = 0; with_draft < 2; with_draft++) {
+        pp.draft = with_draft ? draft : NULL;
+        assert_null(pd_pipeline_new(m, sc, NULL, &pp, &err));
+        assert_int_equal(err.code, PD_ERR_ARG);
+        assert_non_null(strstr(err.message, "a draft enters by .draft"));
+    }
     if (base != m) { /* the draft loaded for the base alone, used on the adapted model */
         pd_draft *other = pd_draft_load(g_draft, base, &err);
         assert_non_null(other);
