@@ -6,13 +6,12 @@
 #include "pocketdec_compose.h"
 #include "heads.h"
 #include "records.h"
+#include "side_by_side.h"
 #include "tag_extract.h"
 #include "windows.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Reviews in flight in generation, by default 2 a thread: enough rows a pass
  * to read the weights once for several reviews, few enough that the passes
@@ -423,147 +422,11 @@ static void stream_done(void *user, void *tag, pd_extraction *x, const pd_error 
     deliver(s, q.tag, rc, x, &own);
 }
 
-/* ------------------------------------------- a tagger's texts side by side */
-
-/* One worker's text: handed out by the calling thread, extracted on the
- * worker's own context, handed back. */
-typedef struct side_slot {
-    enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE } state;
-    const char *text;
-    size_t len;
-    void *tag;
-    pd_extraction *x;
-    pd_status rc;
-    pd_error e;
-} side_slot;
-
-typedef struct side {
-    pd_pipeline *p;
-    pthread_mutex_t mu;
-    pthread_cond_t work, ready; /* a slot given a text; a slot done */
-    side_slot *slots;
-    bool stop;
-} side;
-
-typedef struct side_worker {
-    side *s;
-    int32_t k;
-} side_worker;
-
-static void *side_work(void *arg)
+/* Worker k's text, on the pipeline's context k (side_by_side.c). */
+static pd_status extract_slot(void *user, int32_t k, const char *text, size_t len, pd_extraction **out, pd_error *err)
 {
-    side_worker *w = arg;
-    side *s = w->s;
-    side_slot *slot = &s->slots[w->k];
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        while (slot->state != SLOT_BUSY && !s->stop) pthread_cond_wait(&s->work, &s->mu);
-        if (slot->state != SLOT_BUSY) break;
-        pthread_mutex_unlock(&s->mu);
-        pd_extraction *x = NULL;
-        pd_error e = {0};
-        pd_status rc = extract_on(s->p, s->p->slots[w->k], slot->text, slot->len, &x, &e);
-        pthread_mutex_lock(&s->mu);
-        *slot = (side_slot){.state = SLOT_DONE, .tag = slot->tag, .x = x, .rc = rc, .e = e};
-        pthread_cond_signal(&s->ready);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
-}
-
-/* The calling thread's part: texts from src handed to free workers, results
- * handed to src->done as they come (both from this thread, as the source
- * expects), until next says the end and nothing is in flight. Waits a
- * millisecond at most for a result while the source may have more to give. */
-static void side_run(side *s, int32_t n, const pd_text_source *src)
-{
-    int32_t in_flight = 0;
-    bool ended = false;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        bool progress = false;
-        for (int32_t k = 0; k < n; k++) {
-            if (s->slots[k].state != SLOT_DONE) continue;
-            side_slot d = s->slots[k];
-            s->slots[k] = (side_slot){.state = SLOT_FREE};
-            in_flight--;
-            progress = true;
-            pthread_mutex_unlock(&s->mu);
-            if (!d.rc) d.e = (pd_error){.code = PD_OK};
-            src->done(src->user, d.tag, d.rc ? NULL : d.x, &d.e);
-            pthread_mutex_lock(&s->mu);
-        }
-        while (!ended && in_flight < n) {
-            const char *text = NULL;
-            size_t len = 0;
-            void *tag = NULL;
-            pthread_mutex_unlock(&s->mu);
-            int r = src->next(src->user, in_flight == 0, &text, &len, &tag);
-            if (r > 0 && !text && len) {
-                pd_error e;
-                pdi_set_error(&e, PD_ERR_ARG, "no text to extract from (NULL with a length of %zu)", len);
-                src->done(src->user, tag, NULL, &e);
-            }
-            pthread_mutex_lock(&s->mu);
-            if (r < 0) ended = true;
-            if (r <= 0) break;
-            progress = true;
-            if (!text && len) continue;
-            int32_t k = 0;
-            while (s->slots[k].state != SLOT_FREE) k++;
-            s->slots[k] = (side_slot){.state = SLOT_BUSY, .text = text, .len = len, .tag = tag};
-            in_flight++;
-            pthread_cond_broadcast(&s->work);
-        }
-        if (ended && in_flight == 0) break;
-        if (progress || in_flight == 0) continue;
-        bool done = false;
-        for (int32_t k = 0; k < n; k++) done |= s->slots[k].state == SLOT_DONE;
-        if (done) continue;
-        if (ended) {
-            pthread_cond_wait(&s->ready, &s->mu);
-        } else {
-            struct timespec t;
-            clock_gettime(CLOCK_REALTIME, &t);
-            t.tv_nsec += 1000000;
-            if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&s->ready, &s->mu, &t);
-        }
-    }
-    s->stop = true;
-    pthread_cond_broadcast(&s->work);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* A stream of a tagger pipeline with parallel contexts: a worker thread a
- * context, each text extracted whole on one (as pd_pipeline_extract would,
- * so the records are the same). false when no worker could start (the
- * caller then reads the texts one at a time). */
-static bool side_by_side(pd_pipeline *p, const pd_text_source *src)
-{
-    side s = {.p = p, .slots = calloc((size_t)p->parallel, sizeof *s.slots)};
-    pthread_t *threads = calloc((size_t)p->parallel, sizeof *threads);
-    side_worker *workers = calloc((size_t)p->parallel, sizeof *workers);
-    int32_t n = 0;
-    if (s.slots && threads && workers && !pthread_mutex_init(&s.mu, NULL)) {
-        if (!pthread_cond_init(&s.work, NULL)) {
-            if (!pthread_cond_init(&s.ready, NULL)) {
-                for (; n < p->parallel; n++) {
-                    workers[n] = (side_worker){&s, n};
-                    if (pthread_create(&threads[n], NULL, side_work, &workers[n])) break;
-                }
-                if (n > 0) side_run(&s, n, src);
-                for (int32_t k = 0; k < n; k++) pthread_join(threads[k], NULL);
-                pthread_cond_destroy(&s.ready);
-            }
-            pthread_cond_destroy(&s.work);
-        }
-        pthread_mutex_destroy(&s.mu);
-    }
-    free(s.slots);
-    free(threads);
-    free(workers);
-    return n > 0;
+    pd_pipeline *p = user;
+    return extract_on(p, p->slots[k], text, len, out, err);
 }
 
 pd_status pd_pipeline_extract_stream(pd_pipeline *p, const pd_text_source *src, pd_error *err)
@@ -575,7 +438,7 @@ pd_status pd_pipeline_extract_stream(pd_pipeline *p, const pd_text_source *src, 
         pd_text_source inner = {stream_next, stream_done, &s};
         return pd_extract_stream(p->slots, p->parallel, p->ex, &p->extract, &inner, err);
     }
-    if (p->parallel > 1 && side_by_side(p, src)) return PD_OK;
+    if (p->parallel > 1 && pdi_side_by_side(p->parallel, extract_slot, p, src)) return PD_OK;
     for (;;) { /* one text at a time */
         const char *text = NULL;
         size_t len = 0;
