@@ -142,6 +142,24 @@ struct pdi_seq_part {
  * (attention.c). */
 void pdi_attention(pd_context *ctx, int layer, const pdi_seq_part *parts, int32_t n_parts, bool trim);
 
+/* matmul.c: y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when
+ * rows is NULL) and the pass's n_tok rows, across the context's pool; qx is
+ * x quantized already, or NULL to quantize here if w needs it. */
+void pdi_matmul_rows(pd_context *ctx, const pdi_matrix *w, const int32_t *rows, int64_t n_out, const float *x,
+                     const pdi_qact *qx, int64_t x_stride, float *y, int64_t y_stride, int64_t n_tok);
+/* y = w x and its adapters' deltas. */
+void pdi_matmul(pd_context *ctx, const pdi_matrix *w, const float *x, const pdi_qact *qx, int64_t x_stride, float *y,
+                int64_t y_stride, int64_t n_tok);
+/* y[p] = w[p] x for n matrices in one parallel loop (x quantized once for the
+ * block-quantized ones), then their deltas; with swiglu (paired gate and up)
+ * y[0] becomes silu(gate) * up, quantized into qout when given (returned;
+ * NULL when it was not). */
+const pdi_qact *pdi_matmul_fused(pd_context *ctx, int n, const pdi_matrix *const *w, float *const *y,
+                                 const int64_t *y_stride, const float *x, int64_t x_stride, int64_t n_tok, bool paired,
+                                 bool swiglu, pdi_qact *qout);
+
+/* rope.c: the pass's RoPE cosines and sines, a row of the chunk's positions each. */
+void pdi_rope_tables(pd_context *ctx, int32_t n_tok);
 /* Row t of the pass (in part p), KV heads [g0, g1): the per-head norms and
  * RoPE of those heads' queries and keys, in place, then the keys and values
  * into p's cache at the row's position. Heads are independent: any split of
