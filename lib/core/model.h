@@ -142,6 +142,12 @@ struct pdi_seq_part {
  * (attention.c). */
 void pdi_attention(pd_context *ctx, int layer, const pdi_seq_part *parts, int32_t n_parts, bool trim);
 
+/* model_weights.c: a loaded model's float matrices quantized to blocks of type
+ * q (PD_ERR_SHAPE for columns that are not whole blocks), and its block
+ * matrices interleaved for the kernels (pd_model_load). */
+pd_status pdi_model_quantize_weights(pd_model *m, pd_weight_quant q, pd_error *err);
+void pdi_model_interleave_weights(pd_model *m);
+
 /* matmul.c: y[t][i] = W[rows[i]] . x[t] for n_out rows (all rows of W when
  * rows is NULL) and the pass's n_tok rows, across the context's pool; qx is
  * x quantized already, or NULL to quantize here if w needs it. */
