@@ -1,6 +1,6 @@
 /* head_math.c - the arithmetic every head shares: dot products in double,
  * affine maps, argmax. A leaf: the head files (head.c), the decisions
- * (decide.c) and the tagger (tagger.c, tag_run.c) call it, it calls nothing. */
+ * (decider.c) and the tagger (tagger.c, tag_run.c) call it, it calls nothing. */
 #include "heads.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* heads.h - what the files of heads/ share, and what a composer reads of a
  * loaded head: head.c (head files) and head_files.c (their text files and
- * tensors), decide.c (decision prompts and scores), tagger.c (tagger heads:
+ * tensors), decider.c (decision prompts and scores), tagger.c (tagger heads:
  * files and scores), tag_prompt.c and tag_run.c (a tagger's pass),
  * tag_lattice.c (its CRF), gazetteer.c, features.c and feature_sums.c (its
  * terms and sparse features), head_math.c (the arithmetic all of them use). */

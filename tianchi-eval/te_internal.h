@@ -135,7 +135,7 @@ int te_parse_id(const char *s, size_t len, long *out);
  * not a blank or a line break (after a BOM) is '{'. A CSV submission starts
  * with an id, so it never does. */
 int te_is_jsonl(const char *data, size_t len);
-/* Add the records of JSONL text as predictions (jsonl.c); on failure the
+/* Add the records of JSONL text as predictions (predictions_jsonl.c); on failure the
  * caller rolls back. */
 te_status te_jsonl_parse(te_eval *ev, const char *file, const char *data, size_t len,
                          te_error *err);

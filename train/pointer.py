@@ -2,7 +2,7 @@
 
 Prompt: <|fim_prefix|>{text}<|fim_middle|>{question} then <|box_start|>{candidate}<|box_end|>
 for each candidate, then <|fim_suffix|>; text, question and each candidate are tokenized
-separately, as heads/decide.c does. Parallel layout: a candidate block sees the prefix and
+separately, as heads/decider.c does. Parallel layout: a candidate block sees the prefix and
 itself, its positions restart after the prefix; the query token sees everything.
 q = Wq h[query] + bq, k_i = Wk h[end marker of i] + bk, score_i = q.k_i / sqrt(d) / temperature.
 """

@@ -1,4 +1,4 @@
-/* decide.c - decision prompts (sequential and parallel layouts), one forward
+/* decider.c - decision prompts (sequential and parallel layouts), one forward
  * pass per decision, and the pointer / classifier / LM-verbalizer scores. */
 #include "heads.h"
 

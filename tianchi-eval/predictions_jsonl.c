@@ -1,4 +1,4 @@
-/* jsonl.c - predictions from pocketdec's JSONL extraction output, one line a
+/* predictions_jsonl.c - predictions from pocketdec's JSONL extraction output, one line a
  * review: {"id": "3", "records": [{"aspect": ..., "opinion": ..., "category":
  * ..., "polarity": ..., "spans": {"aspect": [0, 2]}, "probs": {...},
  * "confidence": 0.81}]}. The format and its errors: docs/tianchi-eval.md. */

@@ -1,4 +1,4 @@
-/* kernels.c (bench_kernels) - the matrix-product kernels alone, one thread (a
+/* bench_kernels.c - the matrix-product kernels alone, one thread (a
  * benchmark, not a test): every vector kernel table this CPU runs (AVX2,
  * AVX-512 VNNI, NEON; the portable one where there is none) multiplies the
  * MNN-Pocket shapes (gate/up 2560 x 896, down 896 x 2560) at Q4_0 and Q8_0,

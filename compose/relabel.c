@@ -1,4 +1,4 @@
-/* extraction_decide.c - extracted records relabelled by a decision head
+/* relabel.c - extracted records relabelled by a decision head
  * (pd_extraction_decide): generation copies the spans, then the head picks
  * each record's closed-set labels among all their combinations, one forward
  * pass a record. The schema (schemas/records.h) fills the question and

@@ -1,8 +1,8 @@
-/* decide.c - a schema's `decide` section: the question and candidate
+/* decide_section.c - a schema's `decide` section: the question and candidate
  * templates filled from a record, the candidates (every combination of the
  * enum fields the candidate template names), and a chosen candidate applied
  * to a record. Pure helpers: asking a decision head is the composer's job
- * (compose/extraction_decide.c). */
+ * (compose/relabel.c). */
 #include "schema_internal.h"
 
 #include <stdlib.h>
