@@ -27,7 +27,7 @@ static int read_key_file(const char *path, char **key)
 
 int cmd_serve(cli_args *a)
 {
-    ps_config cfg = {.host = cli_opt(a, "--host") ? cli_opt(a, "--host") : "127.0.0.1"};
+    serve_config cfg = {.host = cli_opt(a, "--host") ? cli_opt(a, "--host") : "127.0.0.1"};
     cfg.pipeline = pd_pipeline_default_params();
     const char *schema_path = cli_opt(a, "--schema"), *key = cli_opt(a, "--api-key"),
                *key_file = cli_opt(a, "--api-key-file");
@@ -45,7 +45,7 @@ int cmd_serve(cli_args *a)
         (rc = cli_pipeline_opts(a, &cfg.pipeline)) ||
         (rc = cli_threads_opt(a, &threads)))
         return rc;
-    if (!ps_available())
+    if (!serve_available())
         return cli_failf("this pocketdec was built without libmicrohttpd, so it cannot serve HTTP; install "
                          "libmicrohttpd-dev (scripts/setup.sh build) and build again");
     cfg.port = port;
@@ -70,7 +70,7 @@ int cmd_serve(cli_args *a)
     else rc = cli_model_open(a, &m, true);
     if (rc == 0) {
         char msg[512];
-        if (ps_run(m.model, schema, m.head, &cfg, msg, sizeof msg)) rc = cli_failf("%s", msg);
+        if (serve_run(m.model, schema, m.head, &cfg, msg, sizeof msg)) rc = cli_failf("%s", msg);
     }
     cli_model_close(&m);
     pd_schema_free(schema);

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct ps_config {
+typedef struct serve_config {
     const char *host;      /* address to listen on: IPv4 or IPv6 literal */
     int port;              /* 0: any free port (the one taken is printed) */
     int32_t parallel;      /* texts in flight: a tagger head's engines (one text a pass each), or the
@@ -24,10 +24,10 @@ typedef struct ps_config {
     const char *api_key;   /* NULL: no key; else every endpoint but /health needs "Bearer KEY" */
     pd_pipeline_params pipeline;  /* each engine's pipeline (n_threads: each engine's threads, 0 = the
                                      cores shared among the engines; parallel is set from the above) */
-} ps_config;
+} serve_config;
 
 /* Whether this build has the HTTP server (libmicrohttpd was found). */
-bool ps_available(void);
+bool serve_available(void);
 
 /* Serve until SIGTERM or SIGINT: then stop accepting, answer every request
  * already accepted, and return 0. The caller blocks SIGTERM and SIGINT in
@@ -35,7 +35,7 @@ bool ps_available(void);
  * when listening ("pocketdec serve: listening on http://HOST:PORT ...").
  * Returns non-zero with msg filled when it cannot start. model, schema and
  * head (may be NULL) are only read. */
-int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
+int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
            size_t msg_size);
 
 #endif

@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int refuse(char msg[PS_MESSAGE_SIZE], int status, const char *fmt, ...)
+static int refuse(char msg[SERVE_MESSAGE_SIZE], int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, PS_MESSAGE_SIZE, fmt, ap);
+    vsnprintf(msg, SERVE_MESSAGE_SIZE, fmt, ap);
     va_end(ap);
     return status;
 }
 
 /* The body as a JSON object whose keys are all in `allowed`; 0 or 400. */
 static int load_object(const char *body, size_t len, const char *const *allowed, json_t **out,
-                       char msg[PS_MESSAGE_SIZE])
+                       char msg[SERVE_MESSAGE_SIZE])
 {
     *out = NULL;
     if (len == 0) return refuse(msg, 400, "the body is empty: send a JSON object");
@@ -51,7 +51,7 @@ static int load_object(const char *body, size_t len, const char *const *allowed,
 /* The strings of array v (field `name`) into *list (malloc'ed; NULL when
  * empty), their lengths into *lens when lens is not NULL; 0, 400 or 413. */
 static int string_array(const json_t *v, const char *name, size_t max, const char *limit_opt, const char ***list,
-                        size_t **lens, size_t *n, char msg[PS_MESSAGE_SIZE])
+                        size_t **lens, size_t *n, char msg[SERVE_MESSAGE_SIZE])
 {
     *list = NULL;
     if (lens) *lens = NULL;
@@ -89,7 +89,7 @@ static int string_array(const json_t *v, const char *name, size_t max, const cha
     return 0;
 }
 
-int ps_parse_extract(const char *body, size_t len, size_t max_texts, ps_extract_req *req, char msg[PS_MESSAGE_SIZE])
+int serve_parse_extract(const char *body, size_t len, size_t max_texts, serve_extract_req *req, char msg[SERVE_MESSAGE_SIZE])
 {
     static const char *const allowed[] = {"text", "texts", NULL};
     memset(req, 0, sizeof *req);
@@ -119,11 +119,11 @@ int ps_parse_extract(const char *body, size_t len, size_t max_texts, ps_extract_
         st = string_array(texts, "texts", max_texts, " (--max-texts)", &req->texts, &req->lens, &req->n, msg);
         if (st == 0 && req->n == 0) st = refuse(msg, 400, "\"texts\" is empty: give at least one string");
     }
-    if (st) ps_extract_req_free(req);
+    if (st) serve_extract_req_free(req);
     return st;
 }
 
-void ps_extract_req_free(ps_extract_req *req)
+void serve_extract_req_free(serve_extract_req *req)
 {
     free(req->texts);
     free(req->lens);
@@ -131,7 +131,7 @@ void ps_extract_req_free(ps_extract_req *req)
     memset(req, 0, sizeof *req);
 }
 
-int ps_parse_score(const char *body, size_t len, size_t max_cands, ps_score_req *req, char msg[PS_MESSAGE_SIZE])
+int serve_parse_score(const char *body, size_t len, size_t max_cands, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE])
 {
     static const char *const allowed[] = {"text", "question", "candidates", NULL};
     memset(req, 0, sizeof *req);
@@ -151,18 +151,18 @@ int ps_parse_score(const char *body, size_t len, size_t max_cands, ps_score_req 
     req->text = json_string_value(text);
     req->question = q ? json_string_value(q) : "";
     if (cands) st = string_array(cands, "candidates", max_cands, "", &req->cands, NULL, &req->n, msg);
-    if (st) ps_score_req_free(req);
+    if (st) serve_score_req_free(req);
     return st;
 }
 
-void ps_score_req_free(ps_score_req *req)
+void serve_score_req_free(serve_score_req *req)
 {
     free(req->cands);
     json_decref(req->root);
     memset(req, 0, sizeof *req);
 }
 
-bool ps_auth_ok(const char *header, const char *key)
+bool serve_auth_ok(const char *header, const char *key)
 {
     static const char prefix[] = "Bearer ";
     size_t np = sizeof prefix - 1, nk = strlen(key), nh = header ? strlen(header) : 0;
@@ -176,7 +176,7 @@ bool ps_auth_ok(const char *header, const char *key)
     return diff == 0;
 }
 
-char *ps_error_body(const char *msg)
+char *serve_error_body(const char *msg)
 {
     json_t *o = json_pack("{s:s}", "error", msg);
     if (!o) o = json_pack("{s:s}", "error", "the message is not valid UTF-8");

@@ -13,44 +13,44 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define PS_MESSAGE_SIZE 256
+#define SERVE_MESSAGE_SIZE 256
 
 /* POST /v1/extract: {"text": "..."} or {"texts": ["...", ...]}. */
-typedef struct ps_extract_req {
+typedef struct serve_extract_req {
     json_t *root;       /* the parsed body: owns the strings below */
     const char **texts; /* [n], NUL-terminated, valid UTF-8 without NUL */
     size_t *lens;       /* [n] their lengths in bytes */
     size_t n;
     bool many;          /* "texts" (the answer is {"results": [...]}) */
-} ps_extract_req;
+} serve_extract_req;
 
 /* POST /v1/score: {"text": "...", "question": "...", "candidates": ["...", ...]};
  * question may be absent (""), candidates absent or empty (a classifier head
  * then scores all its labels). */
-typedef struct ps_score_req {
+typedef struct serve_score_req {
     json_t *root;
     const char *text, *question;
     const char **cands; /* [n] */
     size_t n;
-} ps_score_req;
+} serve_score_req;
 
 /* Parse and check a body of len bytes. Returns 0 and fills *req, or the HTTP
  * status to answer (400, or 413 when there are more than max_texts texts,
  * more than max_cands candidates) with msg saying what is wrong ("the body is
  * empty", "\"texts\"[3] must be a string", ...). On failure *req holds
  * nothing to free; on success free it with the matching _free. */
-int ps_parse_extract(const char *body, size_t len, size_t max_texts, ps_extract_req *req, char msg[PS_MESSAGE_SIZE]);
-void ps_extract_req_free(ps_extract_req *req);
-int ps_parse_score(const char *body, size_t len, size_t max_cands, ps_score_req *req, char msg[PS_MESSAGE_SIZE]);
-void ps_score_req_free(ps_score_req *req);
+int serve_parse_extract(const char *body, size_t len, size_t max_texts, serve_extract_req *req, char msg[SERVE_MESSAGE_SIZE]);
+void serve_extract_req_free(serve_extract_req *req);
+int serve_parse_score(const char *body, size_t len, size_t max_cands, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE]);
+void serve_score_req_free(serve_score_req *req);
 
 
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be
  * NULL (no header). */
-bool ps_auth_ok(const char *header, const char *key);
+bool serve_auth_ok(const char *header, const char *key);
 
 /* {"error": msg} as compact JSON (malloc'ed), or NULL when out of memory. */
-char *ps_error_body(const char *msg);
+char *serve_error_body(const char *msg);
 
 #endif

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-bool ps_available(void)
+bool serve_available(void)
 {
     return true;
 }
@@ -50,8 +50,8 @@ typedef struct text_tag { /* one text of an extract job, as the engine's tag */
 
 typedef struct job {
     int endpoint;
-    ps_extract_req ex;
-    ps_score_req sc;
+    serve_extract_req ex;
+    serve_score_req sc;
     double deadline;
     int state;
     int refs;            /* the connection's, the queue's and each text's in flight */
@@ -70,7 +70,7 @@ typedef struct server {
     const pd_model *model;
     const pd_schema *schema;
     const pd_head *head;
-    const ps_config *cfg;
+    const serve_config *cfg;
     bool can_score;
 
     pthread_mutex_t mu;
@@ -111,8 +111,8 @@ static void job_unref(job *j)
     free(j->outs);
     free(j->errs);
     free(j->tags);
-    ps_extract_req_free(&j->ex);
-    ps_score_req_free(&j->sc);
+    serve_extract_req_free(&j->ex);
+    serve_score_req_free(&j->sc);
     free(j->body);
     pthread_cond_destroy(&j->done);
     free(j);
@@ -184,7 +184,7 @@ static void put(buf *b, const char *t)
  * records as extract writes them; *n_records counts them. */
 static int extract_answer(server *s, job *j, char **body, long *n_records)
 {
-    ps_extract_req *r = &j->ex;
+    serve_extract_req *r = &j->ex;
     const char *fail = NULL;
     buf b = {0};
     put(&b, r->many ? "{\"results\":[" : "");
@@ -196,7 +196,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
             put(&b, recs);
             put(&b, "}");
         } else {
-            char *e = ps_error_body(j->errs[i].message);
+            char *e = serve_error_body(j->errs[i].message);
             fail = j->errs[i].message;
             put(&b, i ? "," : "");
             put(&b, e ? e : "{}");
@@ -207,7 +207,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
     put(&b, r->many ? "]}" : "");
     if (b.failed || (!r->many && fail)) {
         free(b.s);
-        *body = ps_error_body(b.failed ? "out of memory" : fail);
+        *body = serve_error_body(b.failed ? "out of memory" : fail);
         return 500;
     }
     *body = b.s;
@@ -217,12 +217,12 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
 /* A score request, run at once on the engine's decider (mutex not held). */
 static void run_score(server *s, engine *w, job *j, int *status, char **body)
 {
-    ps_score_req *r = &j->sc;
+    serve_score_req *r = &j->sc;
     pd_decision *dec = NULL;
     pd_error err;
     if (pd_decide(w->dec, r->text, r->question, r->cands, (int32_t)r->n, &dec, &err)) {
         *status = err.code == PD_ERR_ARG || err.code == PD_ERR_LIMIT || err.code == PD_ERR_CONTEXT ? 422 : 500;
-        *body = ps_error_body(err.message);
+        *body = serve_error_body(err.message);
         return;
     }
     int32_t n_labels = 0;
@@ -236,7 +236,7 @@ static void run_score(server *s, engine *w, job *j, int *status, char **body)
     *body = dump(json_pack("{s:o*,s:i,s:i}", "candidates", cands, "forward_passes", dec->forward_passes,
                            "prompt_tokens", dec->prompt_tokens));
     *status = *body ? 200 : 500;
-    if (!*body) *body = ps_error_body("out of memory");
+    if (!*body) *body = serve_error_body("out of memory");
     pd_decision_free(dec);
 }
 
@@ -382,12 +382,12 @@ static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, i
 
 static enum MHD_Result fail(server *s, struct MHD_Connection *c, request *r, int status, const char *fmt, ...)
 {
-    char msg[PS_MESSAGE_SIZE];
+    char msg[SERVE_MESSAGE_SIZE];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return answer(s, c, r, status, ps_error_body(msg), NULL);
+    return answer(s, c, r, status, serve_error_body(msg), NULL);
 }
 
 static char *metrics_text(server *s)
@@ -519,7 +519,7 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
 
 static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
 {
-    char msg[PS_MESSAGE_SIZE];
+    char msg[SERVE_MESSAGE_SIZE];
     if (r->too_big)
         return fail(s, c, r, 413, "the body is larger than %zu bytes (--max-body)", s->cfg->max_body);
     if (r->endpoint == EP_HEALTH) return answer(s, c, r, 200, strdup("{\"status\":\"ok\"}"), NULL);
@@ -528,8 +528,8 @@ static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
     if (!j) return fail(s, c, r, 500, "out of memory");
     j->endpoint = r->endpoint;
     int st = r->endpoint == EP_EXTRACT
-                 ? ps_parse_extract(r->body, r->len, (size_t)s->cfg->max_texts, &j->ex, msg)
-                 : ps_parse_score(r->body, r->len, (size_t)s->cfg->max_texts, &j->sc, msg);
+                 ? serve_parse_extract(r->body, r->len, (size_t)s->cfg->max_texts, &j->ex, msg)
+                 : serve_parse_score(r->body, r->len, (size_t)s->cfg->max_texts, &j->sc, msg);
     if (st) {
         free(j);
         return fail(s, c, r, st, "%s", msg);
@@ -563,7 +563,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (r->post != want_post && !(strcmp(method, "HEAD") == 0 && !want_post))
             return fail(s, c, r, 405, "%s takes %s, not %s", url, want_post ? "POST" : "GET", method);
         if (s->cfg->api_key && r->endpoint != EP_HEALTH &&
-            !ps_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg->api_key))
+            !serve_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg->api_key))
             return fail(s, c, r, 401, "missing or wrong API key: send Authorization: Bearer KEY");
         if (r->endpoint == EP_SCORE && !s->can_score)
             return fail(s, c, r, 422, "/v1/score needs a decision head (pointer or classifier); this server's %s",
@@ -639,7 +639,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
  * them; a tagger head: side by side, a context and a thread each). */
 static int start_engines(server *s, engine *ws, int32_t n, char *msg, size_t msg_size)
 {
-    const ps_config *cfg = s->cfg;
+    const serve_config *cfg = s->cfg;
     pd_pipeline_params pp = cfg->pipeline;
     pp.parallel = cfg->parallel;
     for (int32_t i = 0; i < n; i++) {
@@ -671,7 +671,7 @@ static int start_engines(server *s, engine *ws, int32_t n, char *msg, size_t msg
 
 static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, int *port)
 {
-    const ps_config *cfg = s->cfg;
+    const serve_config *cfg = s->cfg;
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
@@ -703,7 +703,7 @@ static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, in
     return d;
 }
 
-int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
+int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
            size_t msg_size)
 {
     int32_t n_engines = 1; /* the pipeline runs its texts in parallel itself */

@@ -4,12 +4,12 @@
 
 #include <stdio.h>
 
-bool ps_available(void)
+bool serve_available(void)
 {
     return false;
 }
 
-int ps_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const ps_config *cfg, char *msg,
+int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
            size_t msg_size)
 {
     (void)model;

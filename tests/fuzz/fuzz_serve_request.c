@@ -18,7 +18,7 @@ static void check_refusal(int st, const char *msg)
 {
     if (st != 400 && st != 413) abort();
     if (!msg[0]) abort();
-    char *body = ps_error_body(msg);
+    char *body = serve_error_body(msg);
     if (!body) abort();
     json_error_t je;
     json_t *v = json_loads(body, 0, &je);
@@ -31,25 +31,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *body = (const char *)data;
     size_t max = 1 + size % 7;
-    char msg[PS_MESSAGE_SIZE] = "";
-    ps_extract_req ex;
-    int st = ps_parse_extract(body, size, max, &ex, msg);
+    char msg[SERVE_MESSAGE_SIZE] = "";
+    serve_extract_req ex;
+    int st = serve_parse_extract(body, size, max, &ex, msg);
     if (st == 0) {
         if (ex.n == 0 || ex.n > max || (!ex.many && ex.n != 1)) abort();
         for (size_t i = 0; i < ex.n; i++) check_text(ex.texts[i], ex.lens[i]);
-        ps_extract_req_free(&ex);
+        serve_extract_req_free(&ex);
     } else {
         check_refusal(st, msg);
     }
-    ps_score_req sc;
+    serve_score_req sc;
     msg[0] = 0;
-    st = ps_parse_score(body, size, max, &sc, msg);
+    st = serve_parse_score(body, size, max, &sc, msg);
     if (st == 0) {
         check_text(sc.text, strlen(sc.text));
         check_text(sc.question, strlen(sc.question));
         if (sc.n > max) abort();
         for (size_t i = 0; i < sc.n; i++) check_text(sc.cands[i], strlen(sc.cands[i]));
-        ps_score_req_free(&sc);
+        serve_score_req_free(&sc);
     } else {
         check_refusal(st, msg);
     }
@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!header) return 0;
     memcpy(header, data, size);
     header[size] = 0;
-    if (ps_auth_ok(header, "k") != (strcmp(header, "Bearer k") == 0)) abort();
+    if (serve_auth_ok(header, "k") != (strcmp(header, "Bearer k") == 0)) abort();
     free(header);
     return 0;
 }

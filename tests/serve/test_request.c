@@ -13,28 +13,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int extract(const char *body, size_t max, ps_extract_req *req, char *msg)
+static int extract(const char *body, size_t max, serve_extract_req *req, char *msg)
 {
-    return ps_parse_extract(body, strlen(body), max, req, msg);
+    return serve_parse_extract(body, strlen(body), max, req, msg);
 }
 
 static void test_extract_ok(void **state)
 {
     (void)state;
-    ps_extract_req req;
-    char msg[PS_MESSAGE_SIZE];
+    serve_extract_req req;
+    char msg[SERVE_MESSAGE_SIZE];
     assert_int_equal(extract("{\"text\": \"质地很好\"}", 4, &req, msg), 0);
     assert_int_equal(req.n, 1);
     assert_false(req.many);
     assert_string_equal(req.texts[0], "质地很好");
     assert_int_equal(req.lens[0], strlen("质地很好"));
-    ps_extract_req_free(&req);
+    serve_extract_req_free(&req);
     assert_int_equal(extract("{\"texts\": [\"a\", \"\", \"c\"]}", 3, &req, msg), 0);
     assert_int_equal(req.n, 3);
     assert_true(req.many);
     assert_string_equal(req.texts[2], "c");
     assert_int_equal(req.lens[1], 0);
-    ps_extract_req_free(&req);
+    serve_extract_req_free(&req);
 }
 
 static void test_extract_refused(void **state)
@@ -63,8 +63,8 @@ static void test_extract_refused(void **state)
         {"{\"text\": \"a\", \"text\": \"b\"}", 400, "duplicate"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ps_extract_req req;
-        char msg[PS_MESSAGE_SIZE] = "";
+        serve_extract_req req;
+        char msg[SERVE_MESSAGE_SIZE] = "";
         int st = extract(cases[i].body, 4, &req, msg);
         if (st != cases[i].status || !strstr(msg, cases[i].words))
             fail_msg("case %zu: %d \"%s\", expected %d and \"%s\"", i, st, msg, cases[i].status, cases[i].words);
@@ -76,50 +76,50 @@ static void test_extract_refused(void **state)
 static void test_score(void **state)
 {
     (void)state;
-    ps_score_req req;
-    char msg[PS_MESSAGE_SIZE];
+    serve_score_req req;
+    char msg[SERVE_MESSAGE_SIZE];
     const char *body = "{\"text\": \"t\", \"question\": \"q\", \"candidates\": [\"a\", \"b\"]}";
-    assert_int_equal(ps_parse_score(body, strlen(body), 8, &req, msg), 0);
+    assert_int_equal(serve_parse_score(body, strlen(body), 8, &req, msg), 0);
     assert_string_equal(req.text, "t");
     assert_string_equal(req.question, "q");
     assert_int_equal(req.n, 2);
     assert_string_equal(req.cands[1], "b");
-    ps_score_req_free(&req);
+    serve_score_req_free(&req);
     body = "{\"text\": \"t\"}";
-    assert_int_equal(ps_parse_score(body, strlen(body), 8, &req, msg), 0);
+    assert_int_equal(serve_parse_score(body, strlen(body), 8, &req, msg), 0);
     assert_string_equal(req.question, "");
     assert_int_equal(req.n, 0);
-    ps_score_req_free(&req);
+    serve_score_req_free(&req);
     body = "{\"question\": \"q\"}";
-    assert_int_equal(ps_parse_score(body, strlen(body), 8, &req, msg), 400);
+    assert_int_equal(serve_parse_score(body, strlen(body), 8, &req, msg), 400);
     assert_non_null(strstr(msg, "missing field \"text\""));
     body = "{\"text\": \"t\", \"candidates\": [\"a\", \"b\", \"c\"]}";
-    assert_int_equal(ps_parse_score(body, strlen(body), 2, &req, msg), 413);
+    assert_int_equal(serve_parse_score(body, strlen(body), 2, &req, msg), 413);
     body = "{\"text\": \"t\", \"question\": []}";
-    assert_int_equal(ps_parse_score(body, strlen(body), 2, &req, msg), 400);
+    assert_int_equal(serve_parse_score(body, strlen(body), 2, &req, msg), 400);
     assert_non_null(strstr(msg, "\"question\" must be a string"));
 }
 
 static void test_auth(void **state)
 {
     (void)state;
-    assert_true(ps_auth_ok("Bearer k3y", "k3y"));
-    assert_false(ps_auth_ok(NULL, "k3y"));
-    assert_false(ps_auth_ok("", "k3y"));
-    assert_false(ps_auth_ok("Bearer k3", "k3y"));
-    assert_false(ps_auth_ok("Bearer k3yy", "k3y"));
-    assert_false(ps_auth_ok("bearer k3y", "k3y"));
-    assert_false(ps_auth_ok("k3y", "k3y"));
-    assert_false(ps_auth_ok("Bearer k3z", "k3y"));
+    assert_true(serve_auth_ok("Bearer k3y", "k3y"));
+    assert_false(serve_auth_ok(NULL, "k3y"));
+    assert_false(serve_auth_ok("", "k3y"));
+    assert_false(serve_auth_ok("Bearer k3", "k3y"));
+    assert_false(serve_auth_ok("Bearer k3yy", "k3y"));
+    assert_false(serve_auth_ok("bearer k3y", "k3y"));
+    assert_false(serve_auth_ok("k3y", "k3y"));
+    assert_false(serve_auth_ok("Bearer k3z", "k3y"));
 }
 
 static void test_error_body(void **state)
 {
     (void)state;
-    char *s = ps_error_body("\"text\" must be a string");
+    char *s = serve_error_body("\"text\" must be a string");
     assert_non_null(strstr(s, "\"error\""));
     free(s);
-    s = ps_error_body("bad \xff"); /* never invalid JSON, whatever the message */
+    s = serve_error_body("bad \xff"); /* never invalid JSON, whatever the message */
     assert_non_null(s);
     free(s);
 }
