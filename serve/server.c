@@ -1,13 +1,10 @@
 /* server.c - the socket side of `pocketdec serve` (pocketdec_serve.h):
  * libmicrohttpd with a thread a connection; each request's body gathered,
- * checked by request.c, and queued as a job. Engines (threads with a
- * pipeline each over the shared model) take the oldest job's next text
- * whenever their pipeline has room for one, so texts of every client share
- * the passes (pd_pipeline_extract_stream); a job is answered when its last
- * text is. The connection's thread waits for its job until the request's
- * deadline (504 past it). Counters for /metrics under one mutex. */
-#include "pocketdec_serve.h"
-#include "request.h"
+ * checked by request.c, and queued as a job for the engine (engine.c); the
+ * connection's thread waits for its job until the request's deadline (504
+ * past it). Counters for /metrics under one mutex; start, and the drain on
+ * SIGTERM. */
+#include "jobs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,303 +28,11 @@ bool serve_available(void)
 
 /* ------------------------------------------------------------ metrics */
 
-enum { EP_EXTRACT, EP_SCORE, EP_HEALTH, EP_METRICS, EP_OTHER, N_EP };
 static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/health", "/metrics", "other"};
 static const int statuses[] = {200, 400, 401, 404, 405, 413, 422, 500, 503, 504};
-#define N_STATUS (sizeof statuses / sizeof statuses[0])
+_Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-#define N_BUCKET (sizeof buckets / sizeof buckets[0])
-
-/* ------------------------------------------------------------ jobs */
-
-enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
-
-struct job;
-typedef struct text_tag { /* one text of an extract job, as the engine's tag */
-    struct job *job;
-    size_t i;
-} text_tag;
-
-typedef struct job {
-    int endpoint;
-    serve_extract_req ex;
-    serve_score_req sc;
-    double deadline;
-    int state;
-    int refs;            /* the connection's, the queue's and each text's in flight */
-    int status;          /* the answer */
-    char *body;
-    pthread_cond_t done;
-    struct job *next;
-    /* an extract job's texts: started, answered, and their results */
-    size_t n_started, n_done;
-    text_tag *tags;
-    pd_extraction **outs;
-    pd_error *errs;
-} job;
-
-typedef struct server {
-    const pd_model *model;
-    const pd_schema *schema;
-    const pd_head *head;
-    const serve_config *cfg;
-    bool can_score;
-
-    pthread_mutex_t mu;
-    pthread_cond_t work;
-    job *head_job, *tail_job; /* requests with texts not yet started (a score request: not yet run) */
-    int32_t waiting;          /* of those, the ones nothing of which has started */
-    int32_t in_flight;        /* texts in the engines (and score requests running) */
-    int32_t peak;             /* the most in_flight has been */
-    int32_t slots;            /* texts the engines hold at once */
-    bool stopping;
-    pthread_t *threads;
-    int32_t n_threads;
-
-    /* accepted requests not yet answered and sent, and connections accepted
-     * whose first request has not come yet (shutdown waits for both to be 0:
-     * a client that connected before the signal is answered too) */
-    long active, fresh;
-    bool draining; /* after the signal: answers close their connection */
-    /* metrics */
-    long requests[N_EP][N_STATUS];
-    long hist[N_BUCKET + 1];
-    double latency_sum;
-    long latency_count, reviews, records;
-} server;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void job_unref(job *j)
-{
-    /* called with the server's mutex held */
-    if (--j->refs > 0) return;
-    for (size_t i = 0; j->outs && i < j->ex.n; i++) pd_extraction_free(j->outs[i]);
-    free(j->outs);
-    free(j->errs);
-    free(j->tags);
-    serve_extract_req_free(&j->ex);
-    serve_score_req_free(&j->sc);
-    free(j->body);
-    pthread_cond_destroy(&j->done);
-    free(j);
-}
-
-static char *dump(json_t *o)
-{
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return s;
-}
-
-/* The answer is ready: wake the connection (called with the mutex held). */
-static void finish(job *j, int status, char *body)
-{
-    j->status = status;
-    j->body = body;
-    if (j->state != JOB_ABANDONED) j->state = JOB_DONE;
-    pthread_cond_signal(&j->done);
-}
-
-/* Take j off the head of the queue (mutex held). */
-static void pop(server *s, job *j)
-{
-    s->head_job = j->next;
-    if (!s->head_job) s->tail_job = NULL;
-    if (j->n_started == 0) s->waiting--;
-    job_unref(j); /* the queue's */
-}
-
-/* ------------------------------------------------------------ engines */
-
-/* An engine: a thread with its own pipeline (and decider for a decision head)
- * over the shared model, taking texts of any request as its pipeline frees a
- * slot for one (pd_pipeline_extract_stream: continuous batching). */
-typedef struct engine {
-    server *s;
-    pd_pipeline *pipe;
-    pd_decider *dec;
-} engine;
-
-/* A growing string; failed after an allocation failed. */
-typedef struct buf {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} buf;
-
-static void put(buf *b, const char *t)
-{
-    size_t n = strlen(t);
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 1024;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->failed = true;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, t, n + 1);
-    b->len += n;
-}
-
-/* An extract job's answer from its texts' results, spliced from each text's
- * records as extract writes them; *n_records counts them. */
-static int extract_answer(server *s, job *j, char **body, long *n_records)
-{
-    serve_extract_req *r = &j->ex;
-    const char *fail = NULL;
-    buf b = {0};
-    put(&b, r->many ? "{\"results\":[" : "");
-    for (size_t i = 0; i < r->n; i++) {
-        char *recs = NULL;
-        if (j->outs[i] && pd_extraction_json(s->schema, j->outs[i], -1, &recs, NULL, &j->errs[i]) == PD_OK) {
-            *n_records += j->outs[i]->n_records;
-            put(&b, i ? ",{\"records\":" : "{\"records\":");
-            put(&b, recs);
-            put(&b, "}");
-        } else {
-            char *e = serve_error_body(j->errs[i].message);
-            fail = j->errs[i].message;
-            put(&b, i ? "," : "");
-            put(&b, e ? e : "{}");
-            free(e);
-        }
-        pd_free(recs);
-    }
-    put(&b, r->many ? "]}" : "");
-    if (b.failed || (!r->many && fail)) {
-        free(b.s);
-        *body = serve_error_body(b.failed ? "out of memory" : fail);
-        return 500;
-    }
-    *body = b.s;
-    return 200;
-}
-
-/* A score request, run at once on the engine's decider (mutex not held). */
-static void run_score(server *s, engine *w, job *j, int *status, char **body)
-{
-    serve_score_req *r = &j->sc;
-    pd_decision *dec = NULL;
-    pd_error err;
-    if (pd_decide(w->dec, r->text, r->question, r->cands, (int32_t)r->n, &dec, &err)) {
-        *status = err.code == PD_ERR_ARG || err.code == PD_ERR_LIMIT || err.code == PD_ERR_CONTEXT ? 422 : 500;
-        *body = serve_error_body(err.message);
-        return;
-    }
-    int32_t n_labels = 0;
-    const char *const *labels = r->n == 0 ? pd_head_labels(s->head, &n_labels) : r->cands;
-    json_t *cands = json_array();
-    for (int32_t i = 0; cands && i < dec->n_candidates; i++) {
-        const char *label = dec->label_index ? pd_head_labels(s->head, &n_labels)[dec->label_index[i]] : labels[i];
-        json_array_append_new(cands, json_pack("{s:s,s:f,s:f}", "label", label, "prob", (double)dec->probs[i], "score",
-                                               (double)dec->scores[i]));
-    }
-    *body = dump(json_pack("{s:o*,s:i,s:i}", "candidates", cands, "forward_passes", dec->forward_passes,
-                           "prompt_tokens", dec->prompt_tokens));
-    *status = *body ? 200 : 500;
-    if (!*body) *body = serve_error_body("out of memory");
-    pd_decision_free(dec);
-}
-
-/* The engine's source: the next text of the oldest request (score requests
- * are answered on the way); blocks only when the engine holds no text. */
-static int next_text(void *user, int wait, const char **text, size_t *len, void **tag)
-{
-    engine *w = user;
-    server *s = w->s;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        job *j = s->head_job;
-        if (!j) {
-            if (s->stopping || !wait) {
-                pthread_mutex_unlock(&s->mu);
-                return s->stopping ? -1 : 0;
-            }
-            pthread_cond_wait(&s->work, &s->mu);
-            continue;
-        }
-        if (j->state == JOB_ABANDONED || now_s() > j->deadline) { /* answered 504: start no more of it */
-            pop(s, j);
-            continue;
-        }
-        if (j->endpoint == EP_SCORE) {
-            j->refs++;
-            pop(s, j);
-            j->state = JOB_RUNNING;
-            s->in_flight++;
-            pthread_mutex_unlock(&s->mu);
-            int status;
-            char *body;
-            run_score(s, w, j, &status, &body);
-            pthread_mutex_lock(&s->mu);
-            s->in_flight--;
-            finish(j, status, body);
-            job_unref(j);
-            continue;
-        }
-        size_t i = j->n_started;
-        if (i == 0) {
-            s->waiting--;
-            j->state = JOB_RUNNING;
-        }
-        j->n_started++;
-        j->refs++; /* the text's */
-        if (++s->in_flight > s->peak) s->peak = s->in_flight;
-        if (j->n_started == j->ex.n) pop(s, j); /* its last text */
-        pthread_mutex_unlock(&s->mu);
-        *text = j->ex.texts[i];
-        *len = j->ex.lens[i];
-        *tag = &j->tags[i];
-        return 1;
-    }
-}
-
-/* A text's result into its job; the job answered when it was its last. */
-static void text_done(void *user, void *tag, pd_extraction *x, const pd_error *e)
-{
-    engine *w = user;
-    server *s = w->s;
-    text_tag *t = tag;
-    job *j = t->job;
-    pthread_mutex_lock(&s->mu);
-    s->in_flight--;
-    s->reviews++;
-    bool answer = j->state != JOB_ABANDONED && ++j->n_done == j->ex.n;
-    if (j->state == JOB_ABANDONED) pd_extraction_free(x);
-    else j->outs[t->i] = x, j->errs[t->i] = *e;
-    pthread_mutex_unlock(&s->mu);
-    char *body = NULL;
-    long n_records = 0;
-    int status = answer ? extract_answer(s, j, &body, &n_records) : 0; /* only this engine touches outs now */
-    pthread_mutex_lock(&s->mu);
-    if (answer) {
-        s->records += n_records;
-        finish(j, status, body);
-    }
-    job_unref(j);
-    pthread_mutex_unlock(&s->mu);
-}
-
-static void *engine_main(void *arg)
-{
-    engine *w = arg;
-    pd_text_source src = {next_text, text_done, w};
-    pd_error err;
-    if (pd_pipeline_extract_stream(w->pipe, &src, &err))
-        fprintf(stderr, "pocketdec serve: an engine stopped: %s\n", err.message);
-    return NULL;
-}
+_Static_assert(sizeof buckets / sizeof buckets[0] == N_BUCKET, "a count a bucket");
 
 /* ------------------------------------------------------------ connections */
 
@@ -341,7 +46,7 @@ typedef struct request {
 
 static void count(server *s, request *r, int status)
 {
-    double dt = now_s() - r->t0;
+    double dt = serve_now() - r->t0;
     pthread_mutex_lock(&s->mu);
     for (size_t k = 0; k < N_STATUS; k++)
         if (statuses[k] == status) s->requests[r->endpoint][k]++;
@@ -472,7 +177,7 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
         j->errs = calloc(j->ex.n, sizeof *j->errs);
         if (!j->tags || !j->outs || !j->errs) {
             j->refs = 1;
-            job_unref(j);
+            serve_job_unref(j);
             return fail(s, c, r, 500, "out of memory");
         }
         for (size_t i = 0; i < j->ex.n; i++) j->tags[i] = (text_tag){j, i};
@@ -481,7 +186,7 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
     /* full: more requests waiting than free slots will take, plus --queue */
     if (s->waiting - free_slots(s) >= s->cfg->queue) {
         j->refs = 1;
-        job_unref(j);
+        serve_job_unref(j);
         pthread_mutex_unlock(&s->mu);
         return fail(s, c, r, 503, "the server is busy: %d requests are waiting (--queue); retry later", s->cfg->queue);
     }
@@ -492,7 +197,7 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
     s->waiting++;
     pthread_cond_broadcast(&s->work);
     struct timespec until;
-    double dl = j->deadline - now_s() + 0.0, wall;
+    double dl = j->deadline - serve_now() + 0.0, wall;
     clock_gettime(CLOCK_REALTIME, &until);
     wall = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + (dl > 0 ? dl : 0);
     until.tv_sec = (time_t)wall;
@@ -510,7 +215,7 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
         body = j->body;
         j->body = NULL;
     }
-    job_unref(j);
+    serve_job_unref(j);
     pthread_mutex_unlock(&s->mu);
     if (status == 504 && !body)
         return fail(s, c, r, 504, "no answer within %g s (--timeout)", s->cfg->timeout_s);
@@ -546,7 +251,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!r) {
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
-        r->t0 = now_s();
+        r->t0 = serve_now();
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         bool *fresh = ci ? ci->socket_context : NULL;
         pthread_mutex_lock(&s->mu);
@@ -634,41 +339,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* ------------------------------------------------------------ the server */
 
-/* The engine: one pipeline keeps --parallel texts in flight, the pipeline's
- * way (generation: in joint passes, the weights read once a pass for all of
- * them; a tagger head: side by side, a context and a thread each). */
-static int start_engines(server *s, engine *ws, int32_t n, char *msg, size_t msg_size)
-{
-    const serve_config *cfg = s->cfg;
-    pd_pipeline_params pp = cfg->pipeline;
-    pp.parallel = cfg->parallel;
-    for (int32_t i = 0; i < n; i++) {
-        pd_error err;
-        ws[i].s = s;
-        if (!(ws[i].pipe = pd_pipeline_new(s->model, s->schema, s->head, &pp, &err))) {
-            snprintf(msg, msg_size, "%s", err.message);
-            return 1;
-        }
-        s->slots += pd_pipeline_parallel(ws[i].pipe);
-        if (s->can_score) {
-            pd_decider_params dp = pd_decider_default_params();
-            dp.n_threads = pp.n_threads;
-            if (!(ws[i].dec = pd_decider_new(s->model, s->head, &dp, &err))) {
-                snprintf(msg, msg_size, "%s", err.message);
-                return 1;
-            }
-        }
-    }
-    for (int32_t i = 0; i < n; i++) {
-        if (pthread_create(&s->threads[i], NULL, engine_main, &ws[i])) {
-            snprintf(msg, msg_size, "cannot start an engine thread");
-            return 1;
-        }
-        s->n_threads++;
-    }
-    return 0;
-}
-
 static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, int *port)
 {
     const serve_config *cfg = s->cfg;
@@ -725,7 +395,7 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    int rc = start_engines(s, ws, n_engines, msg, msg_size), port = 0;
+    int rc = serve_engines_start(s, ws, n_engines, msg, msg_size), port = 0;
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
         int in_flight = s->slots / n_engines;
@@ -770,7 +440,7 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     while (s->head_job) { /* none: every connection waited for its job */
         job *j = s->head_job;
         s->head_job = j->next;
-        job_unref(j);
+        serve_job_unref(j);
     }
     for (int32_t i = 0; i < n_engines; i++) {
         pd_pipeline_free(ws[i].pipe);

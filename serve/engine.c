@@ -1,0 +1,270 @@
+/* engine.c - the jobs of `pocketdec serve` into the pipeline: a job's
+ * answer when its last text is done, the queue the engine takes texts from
+ * (the oldest job's next text whenever the pipeline has room: texts of every
+ * client share its passes, pd_pipeline_extract_stream), score requests run
+ * on the way. */
+#include "jobs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double serve_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void serve_job_unref(job *j)
+{
+    /* called with the server's mutex held */
+    if (--j->refs > 0) return;
+    for (size_t i = 0; j->outs && i < j->ex.n; i++) pd_extraction_free(j->outs[i]);
+    free(j->outs);
+    free(j->errs);
+    free(j->tags);
+    serve_extract_req_free(&j->ex);
+    serve_score_req_free(&j->sc);
+    free(j->body);
+    pthread_cond_destroy(&j->done);
+    free(j);
+}
+
+char *serve_dump(json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* The answer is ready: wake the connection (called with the mutex held). */
+static void finish(job *j, int status, char *body)
+{
+    j->status = status;
+    j->body = body;
+    if (j->state != JOB_ABANDONED) j->state = JOB_DONE;
+    pthread_cond_signal(&j->done);
+}
+
+/* Take j off the head of the queue (mutex held). */
+static void pop(server *s, job *j)
+{
+    s->head_job = j->next;
+    if (!s->head_job) s->tail_job = NULL;
+    if (j->n_started == 0) s->waiting--;
+    serve_job_unref(j); /* the queue's */
+}
+
+/* ------------------------------------------------------------ engines */
+
+/* A growing string; failed after an allocation failed. */
+typedef struct buf {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} buf;
+
+static void put(buf *b, const char *t)
+{
+    size_t n = strlen(t);
+    if (b->failed) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 1024;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->s, cap);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, t, n + 1);
+    b->len += n;
+}
+
+/* An extract job's answer from its texts' results, spliced from each text's
+ * records as extract writes them; *n_records counts them. */
+static int extract_answer(server *s, job *j, char **body, long *n_records)
+{
+    serve_extract_req *r = &j->ex;
+    const char *fail = NULL;
+    buf b = {0};
+    put(&b, r->many ? "{\"results\":[" : "");
+    for (size_t i = 0; i < r->n; i++) {
+        char *recs = NULL;
+        if (j->outs[i] && pd_extraction_json(s->schema, j->outs[i], -1, &recs, NULL, &j->errs[i]) == PD_OK) {
+            *n_records += j->outs[i]->n_records;
+            put(&b, i ? ",{\"records\":" : "{\"records\":");
+            put(&b, recs);
+            put(&b, "}");
+        } else {
+            char *e = serve_error_body(j->errs[i].message);
+            fail = j->errs[i].message;
+            put(&b, i ? "," : "");
+            put(&b, e ? e : "{}");
+            free(e);
+        }
+        pd_free(recs);
+    }
+    put(&b, r->many ? "]}" : "");
+    if (b.failed || (!r->many && fail)) {
+        free(b.s);
+        *body = serve_error_body(b.failed ? "out of memory" : fail);
+        return 500;
+    }
+    *body = b.s;
+    return 200;
+}
+
+/* A score request, run at once on the engine's decider (mutex not held). */
+static void run_score(server *s, engine *w, job *j, int *status, char **body)
+{
+    serve_score_req *r = &j->sc;
+    pd_decision *dec = NULL;
+    pd_error err;
+    if (pd_decide(w->dec, r->text, r->question, r->cands, (int32_t)r->n, &dec, &err)) {
+        *status = err.code == PD_ERR_ARG || err.code == PD_ERR_LIMIT || err.code == PD_ERR_CONTEXT ? 422 : 500;
+        *body = serve_error_body(err.message);
+        return;
+    }
+    int32_t n_labels = 0;
+    const char *const *labels = r->n == 0 ? pd_head_labels(s->head, &n_labels) : r->cands;
+    json_t *cands = json_array();
+    for (int32_t i = 0; cands && i < dec->n_candidates; i++) {
+        const char *label = dec->label_index ? pd_head_labels(s->head, &n_labels)[dec->label_index[i]] : labels[i];
+        json_array_append_new(cands, json_pack("{s:s,s:f,s:f}", "label", label, "prob", (double)dec->probs[i], "score",
+                                               (double)dec->scores[i]));
+    }
+    *body = serve_dump(json_pack("{s:o*,s:i,s:i}", "candidates", cands, "forward_passes", dec->forward_passes,
+                           "prompt_tokens", dec->prompt_tokens));
+    *status = *body ? 200 : 500;
+    if (!*body) *body = serve_error_body("out of memory");
+    pd_decision_free(dec);
+}
+
+/* The engine's source: the next text of the oldest request (score requests
+ * are answered on the way); blocks only when the engine holds no text. */
+static int next_text(void *user, int wait, const char **text, size_t *len, void **tag)
+{
+    engine *w = user;
+    server *s = w->s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        job *j = s->head_job;
+        if (!j) {
+            if (s->stopping || !wait) {
+                pthread_mutex_unlock(&s->mu);
+                return s->stopping ? -1 : 0;
+            }
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
+        if (j->state == JOB_ABANDONED || serve_now() > j->deadline) { /* answered 504: start no more of it */
+            pop(s, j);
+            continue;
+        }
+        if (j->endpoint == EP_SCORE) {
+            j->refs++;
+            pop(s, j);
+            j->state = JOB_RUNNING;
+            s->in_flight++;
+            pthread_mutex_unlock(&s->mu);
+            int status;
+            char *body;
+            run_score(s, w, j, &status, &body);
+            pthread_mutex_lock(&s->mu);
+            s->in_flight--;
+            finish(j, status, body);
+            serve_job_unref(j);
+            continue;
+        }
+        size_t i = j->n_started;
+        if (i == 0) {
+            s->waiting--;
+            j->state = JOB_RUNNING;
+        }
+        j->n_started++;
+        j->refs++; /* the text's */
+        if (++s->in_flight > s->peak) s->peak = s->in_flight;
+        if (j->n_started == j->ex.n) pop(s, j); /* its last text */
+        pthread_mutex_unlock(&s->mu);
+        *text = j->ex.texts[i];
+        *len = j->ex.lens[i];
+        *tag = &j->tags[i];
+        return 1;
+    }
+}
+
+/* A text's result into its job; the job answered when it was its last. */
+static void text_done(void *user, void *tag, pd_extraction *x, const pd_error *e)
+{
+    engine *w = user;
+    server *s = w->s;
+    text_tag *t = tag;
+    job *j = t->job;
+    pthread_mutex_lock(&s->mu);
+    s->in_flight--;
+    s->reviews++;
+    bool answer = j->state != JOB_ABANDONED && ++j->n_done == j->ex.n;
+    if (j->state == JOB_ABANDONED) pd_extraction_free(x);
+    else j->outs[t->i] = x, j->errs[t->i] = *e;
+    pthread_mutex_unlock(&s->mu);
+    char *body = NULL;
+    long n_records = 0;
+    int status = answer ? extract_answer(s, j, &body, &n_records) : 0; /* only this engine touches outs now */
+    pthread_mutex_lock(&s->mu);
+    if (answer) {
+        s->records += n_records;
+        finish(j, status, body);
+    }
+    serve_job_unref(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *engine_main(void *arg)
+{
+    engine *w = arg;
+    pd_text_source src = {next_text, text_done, w};
+    pd_error err;
+    if (pd_pipeline_extract_stream(w->pipe, &src, &err))
+        fprintf(stderr, "pocketdec serve: an engine stopped: %s\n", err.message);
+    return NULL;
+}
+
+/* The engine: one pipeline keeps --parallel texts in flight, the pipeline's
+ * way (generation: in joint passes, the weights read once a pass for all of
+ * them; a tagger head: side by side, a context and a thread each). */
+int serve_engines_start(server *s, engine *ws, int32_t n, char *msg, size_t msg_size)
+{
+    const serve_config *cfg = s->cfg;
+    pd_pipeline_params pp = cfg->pipeline;
+    pp.parallel = cfg->parallel;
+    for (int32_t i = 0; i < n; i++) {
+        pd_error err;
+        ws[i].s = s;
+        if (!(ws[i].pipe = pd_pipeline_new(s->model, s->schema, s->head, &pp, &err))) {
+            snprintf(msg, msg_size, "%s", err.message);
+            return 1;
+        }
+        s->slots += pd_pipeline_parallel(ws[i].pipe);
+        if (s->can_score) {
+            pd_decider_params dp = pd_decider_default_params();
+            dp.n_threads = pp.n_threads;
+            if (!(ws[i].dec = pd_decider_new(s->model, s->head, &dp, &err))) {
+                snprintf(msg, msg_size, "%s", err.message);
+                return 1;
+            }
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        if (pthread_create(&s->threads[i], NULL, engine_main, &ws[i])) {
+            snprintf(msg, msg_size, "cannot start an engine thread");
+            return 1;
+        }
+        s->n_threads++;
+    }
+    return 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * jobs.h - what the server's parts share: a request queued as a job, the
+ * server's state under its one mutex, and an engine (engine.c takes the
+ * jobs' texts into the pipeline; server.c the connections). Not installed.
+ */
+#ifndef PD_SERVE_JOBS_H
+#define PD_SERVE_JOBS_H
+
+#include "pocketdec_serve.h"
+#include "request.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+enum { EP_EXTRACT, EP_SCORE, EP_HEALTH, EP_METRICS, EP_OTHER, N_EP };
+#define N_STATUS 10 /* the statuses /metrics counts (server.c) */
+#define N_BUCKET 13 /* the latency histogram's bounds (server.c) */
+
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
+
+struct job;
+typedef struct text_tag { /* one text of an extract job, as the engine's tag */
+    struct job *job;
+    size_t i;
+} text_tag;
+
+typedef struct job {
+    int endpoint;
+    serve_extract_req ex;
+    serve_score_req sc;
+    double deadline;
+    int state;
+    int refs;            /* the connection's, the queue's and each text's in flight */
+    int status;          /* the answer */
+    char *body;
+    pthread_cond_t done;
+    struct job *next;
+    /* an extract job's texts: started, answered, and their results */
+    size_t n_started, n_done;
+    text_tag *tags;
+    pd_extraction **outs;
+    pd_error *errs;
+} job;
+
+typedef struct server {
+    const pd_model *model;
+    const pd_schema *schema;
+    const pd_head *head;
+    const serve_config *cfg;
+    bool can_score;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work;
+    job *head_job, *tail_job; /* requests with texts not yet started (a score request: not yet run) */
+    int32_t waiting;          /* of those, the ones nothing of which has started */
+    int32_t in_flight;        /* texts in the engines (and score requests running) */
+    int32_t peak;             /* the most in_flight has been */
+    int32_t slots;            /* texts the engines hold at once */
+    bool stopping;
+    pthread_t *threads;
+    int32_t n_threads;
+
+    /* accepted requests not yet answered and sent, and connections accepted
+     * whose first request has not come yet (shutdown waits for both to be 0:
+     * a client that connected before the signal is answered too) */
+    long active, fresh;
+    bool draining; /* after the signal: answers close their connection */
+    /* metrics */
+    long requests[N_EP][N_STATUS];
+    long hist[N_BUCKET + 1];
+    double latency_sum;
+    long latency_count, reviews, records;
+} server;
+
+/* An engine: a thread with its own pipeline (and decider for a decision head)
+ * over the shared model, taking texts of any request as its pipeline frees a
+ * slot for one (pd_pipeline_extract_stream: continuous batching). */
+typedef struct engine {
+    server *s;
+    pd_pipeline *pipe;
+    pd_decider *dec;
+} engine;
+
+/* Seconds on the monotonic clock. */
+double serve_now(void);
+/* Drop a reference to j, freed with the last (mutex held). */
+void serve_job_unref(job *j);
+/* o as compact JSON (malloc'ed; o's reference taken), NULL when out of memory. */
+char *serve_dump(json_t *o);
+/* The engines' pipelines (and deciders) made and their threads started: 0,
+ * or 1 with msg saying why. */
+int serve_engines_start(server *s, engine *ws, int32_t n, char *msg, size_t msg_size);
+
+#endif
