@@ -59,15 +59,16 @@ ODD = {
     52: '{"id": 11, "text": NaN}',
     58: '{"id": 99999999999999999999, "text": "x"}',           # past int64
     # reviews whose records hold what JSON escapes or what is long
-    61: '{"id": "quotes", "text": "包装说\\"很好\\"，物流\\\\很快，味道\'不错\'"}',
-    63: '{"id": "controls", "text": "物流很快\\u0001\\t包装也很好\\r\\n味道不错\\u001f，\\b价格\\f便宜"}',
-    65: '{"id": "emoji", "text": "😀😀质量很好👍，价格便宜💰，物流🚚很快，包装😡太差了"}',
-    67: json.dumps({"id": "long", "text": "，".join(["这个面霜真的非常非常非常好用而且一点都不油腻"] * 60)},
+    2: '{"id": "quotes", "text": "包装说\\"很好\\"，物流\\\\很快，味道\'不错\'"}',
+    6: '{"id": "controls", "text": "物流很快\\u0001\\t包装也很好\\r\\n味道不错\\u001f，\\b价格\\f便宜"}',
+    20: '{"id": "emoji", "text": "😀😀质量很好👍，价格便宜💰，物流🚚很快，包装😡太差了"}',
+    33: json.dumps({"id": "long", "text": "，".join(["这个面霜真的非常非常非常好用而且一点都不油腻"] * 25)},
                    ensure_ascii=False),
 }
-WRITTEN = (17, 29, 61, 63, 65, 67)  # the odd rows the command writes a line for
+WRITTEN = (2, 6, 17, 20, 29, 33)  # the odd rows the command writes a line for
 VALID = len(WRITTEN) + 1  # not broken: those and the blank line
 BROKEN = len(ODD) - VALID
+assert max(ODD) < N, "every odd row is put after a dev review"
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def cluster():
 def test_dask_cluster_writes_the_command_output(corpus, cluster):
     d, _, one, stderr = corpus
     size = (d / "reviews.jsonl").stat().st_size
-    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, d / "dask.jsonl", blocksize=size // 9)
+    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, d / "dask.jsonl", blocksize=size // 12)
     assert (d / "dask.jsonl").read_bytes() == one
     assert stats["reviews"] == N + VALID - 1 and stats["broken"] == BROKEN and stats["failed"] == 0
     assert stats["records"] == sum(len(json.loads(x)["records"]) for x in one.splitlines())
@@ -171,7 +172,7 @@ def test_dask_cluster_writes_the_command_output(corpus, cluster):
     lines = [p.split(": ")[0].rsplit(":", 1)[1] for p in stats["problems"]]
     assert lines == [x.split(": ")[1].rsplit(":", 1)[1] for x in stderr.splitlines() if "broken row skipped" in x]
     # each worker process loaded the model once, for all its partitions
-    parts = pdd.read_jsonl(d / "reviews.jsonl", blocksize=size // 9).npartitions
+    parts = pdd.read_jsonl(d / "reviews.jsonl", blocksize=size // 12).npartitions
     loads = cluster.run(lambda: __import__("pocketdec.dask").dask.loads)
     assert parts >= 7 and sorted(loads.values()) == [1, 1], loads
 
