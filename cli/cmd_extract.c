@@ -195,46 +195,46 @@ typedef struct batch {
     int32_t n, cap;
 } batch;
 
-static bool batch_init(batch *win, int32_t cap)
+static bool batch_init(batch *b, int32_t cap)
 {
-    win->cap = cap;
-    win->rows = calloc((size_t)cap, sizeof *win->rows);
-    win->copies = calloc(2 * (size_t)cap, sizeof *win->copies);
-    win->texts = calloc((size_t)cap, sizeof *win->texts);
-    win->lens = calloc((size_t)cap, sizeof *win->lens);
-    win->outs = calloc((size_t)cap, sizeof *win->outs);
-    win->errs = calloc((size_t)cap, sizeof *win->errs);
-    return win->rows && win->copies && win->texts && win->lens && win->outs && win->errs;
+    b->cap = cap;
+    b->rows = calloc((size_t)cap, sizeof *b->rows);
+    b->copies = calloc(2 * (size_t)cap, sizeof *b->copies);
+    b->texts = calloc((size_t)cap, sizeof *b->texts);
+    b->lens = calloc((size_t)cap, sizeof *b->lens);
+    b->outs = calloc((size_t)cap, sizeof *b->outs);
+    b->errs = calloc((size_t)cap, sizeof *b->errs);
+    return b->rows && b->copies && b->texts && b->lens && b->outs && b->errs;
 }
 
-static void batch_clear(batch *win)
+static void batch_clear(batch *b)
 {
-    for (int32_t i = 0; i < 2 * win->n; i++) {
-        free(win->copies[i]);
-        win->copies[i] = NULL;
+    for (int32_t i = 0; i < 2 * b->n; i++) {
+        free(b->copies[i]);
+        b->copies[i] = NULL;
     }
-    win->n = 0;
+    b->n = 0;
 }
 
-static void batch_free(batch *win)
+static void batch_free(batch *b)
 {
-    batch_clear(win);
-    free(win->rows);
-    free(win->copies);
-    free(win->texts);
-    free(win->lens);
-    free(win->outs);
-    free(win->errs);
+    batch_clear(b);
+    free(b->rows);
+    free(b->copies);
+    free(b->texts);
+    free(b->lens);
+    free(b->outs);
+    free(b->errs);
 }
 
 /* Row w into the batch, its id and text copied (the reader reuses its record). */
-static bool batch_add(batch *win, const row *w)
+static bool batch_add(batch *b, const row *w)
 {
-    row *c = &win->rows[win->n];
+    row *c = &b->rows[b->n];
     *c = *w;
     c->json = NULL;
-    char **id = &win->copies[2 * win->n], **text = id + 1;
-    win->n++;
+    char **id = &b->copies[2 * b->n], **text = id + 1;
+    b->n++;
     if (w->id && !(*id = strdup(w->id))) return false;
     if (w->text && !(*text = malloc(w->text_len + 1))) return false;
     if (w->text) {
@@ -247,28 +247,28 @@ static bool batch_add(batch *win, const row *w)
 }
 
 /* The batch's reviews extracted together and written in order. */
-static int batch_flush(run_state *s, reader *r, batch *win)
+static int batch_flush(run_state *s, reader *r, batch *b)
 {
     int32_t n = 0;
-    for (int32_t i = 0; i < win->n; i++)
-        if (!win->rows[i].problem[0]) {
-            win->texts[n] = win->rows[i].text;
-            win->lens[n++] = win->rows[i].text_len;
+    for (int32_t i = 0; i < b->n; i++)
+        if (!b->rows[i].problem[0]) {
+            b->texts[n] = b->rows[i].text;
+            b->lens[n++] = b->rows[i].text_len;
         }
     pd_error err;
-    pd_pipeline_extract_many(s->pipe, win->texts, win->lens, n, win->outs, win->errs, &err);
+    pd_pipeline_extract_many(s->pipe, b->texts, b->lens, n, b->outs, b->errs, &err);
     int rc = 0;
-    for (int32_t i = 0, k = 0; i < win->n; i++) {
-        row *w = &win->rows[i];
+    for (int32_t i = 0, k = 0; i < b->n; i++) {
+        row *w = &b->rows[i];
         if (w->problem[0]) {
             if (!rc) rc = broken_row(s, r, w);
             continue;
         }
-        if (rc) pd_extraction_free(win->outs[k]);
-        else rc = finish_row(s, r, w, win->outs[k], &win->errs[k]);
+        if (rc) pd_extraction_free(b->outs[k]);
+        else rc = finish_row(s, r, w, b->outs[k], &b->errs[k]);
         k++;
     }
-    batch_clear(win);
+    batch_clear(b);
     return rc;
 }
 
@@ -310,26 +310,26 @@ static int stream(run_state *s, reader *r)
     double t0 = s->t0 = s->shown = cli_seconds();
     row w;
     int rc = 0;
-    batch win = {0};
+    batch b = {0};
     bool many = pd_pipeline_read_ahead(s->pipe) > 1;
-    if (many && !batch_init(&win, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
+    if (many && !batch_init(&b, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
     while (rc == 0 && next_row(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
-            if (many) rc = batch_flush(s, r, &win); /* what was read before is still written */
-            batch_free(&win);
+            if (many) rc = batch_flush(s, r, &b); /* what was read before is still written */
+            batch_free(&b);
             return rc ? rc : r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
         }
         if (many && (!w.header || w.problem[0])) {
-            if (!batch_add(&win, &w)) rc = cli_failf("out of memory");
-            else if (win.n == win.cap) rc = batch_flush(s, r, &win);
+            if (!batch_add(&b, &w)) rc = cli_failf("out of memory");
+            else if (b.n == b.cap) rc = batch_flush(s, r, &b);
         } else if (!w.header || w.problem[0]) {
             rc = one_row(s, r, &w);
         }
         json_decref(w.json);
     }
-    if (many && rc == 0) rc = batch_flush(s, r, &win);
-    batch_free(&win);
+    if (many && rc == 0) rc = batch_flush(s, r, &b);
+    batch_free(&b);
     if (s->bar) fprintf(stderr, "\n");
     if (rc) return rc;
     if (s->reviews == 0 && s->broken == 0)

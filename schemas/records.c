@@ -237,27 +237,13 @@ static pd_status check_records(const pd_schema *schema, const pd_extraction *x, 
     return PD_OK;
 }
 
-/* o as compact JSON with reals to 4 significant digits, appended to b
- * (o's reference is taken); PD_ERR_FORMAT when a string is not UTF-8. */
-static pd_status put_json(pdi_buf *b, json_t *o, const pd_schema *schema, const char *what, pd_error *err)
+/* o as compact JSON with reals to 4 significant digits into *out
+ * (malloc'ed; o's reference is taken); PD_ERR_FORMAT when a string is not UTF-8. */
+static pd_status dump_json(json_t *o, const pd_schema *schema, const char *what, char **out, pd_error *err)
 {
-    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
+    *out = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
     json_decref(o);
-    if (!s) return pdi_set_error(err, PD_ERR_FORMAT, "%s: %s is not valid UTF-8", schema->path, what);
-    pdi_buf_append(b, s, strlen(s));
-    free(s);
-    return PD_OK;
-}
-
-static pd_status buf_result(pdi_buf *b, char **text, size_t *len, pd_error *err)
-{
-    if (b->failed) {
-        free(b->data);
-        return pdi_set_error(err, PD_ERR_NOMEM, "writing records: out of memory");
-    }
-    *text = b->data;
-    if (len) *len = b->len;
-    return PD_OK;
+    return *out ? PD_OK : pdi_set_error(err, PD_ERR_FORMAT, "%s: %s is not valid UTF-8", schema->path, what);
 }
 
 pd_status pd_extraction_json(const pd_schema *schema, const pd_extraction *x, int32_t record, char **text,
@@ -271,9 +257,9 @@ pd_status pd_extraction_json(const pd_schema *schema, const pd_extraction *x, in
     if (record < -1 || record >= n)
         return pdi_set_error(err, PD_ERR_ARG, "writing records: no record %d (the extraction has %d)", record, n);
     json_t *o = record >= 0 ? jsonl_record(schema, &x->records[record]) : jsonl_records(schema, x);
-    pdi_buf b = {0};
-    if ((st = put_json(&b, o, schema, "a value", err))) return st;
-    return buf_result(&b, text, len, err);
+    if ((st = dump_json(o, schema, "a value", text, err))) return st;
+    if (len) *len = strlen(*text);
+    return PD_OK;
 }
 
 pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, const char *id, pd_record_format fmt,
@@ -288,17 +274,22 @@ pd_status pd_extraction_format(const pd_schema *schema, const pd_extraction *x, 
         if (!x || x->n_records == 0) tianchi_row(&b, schema, id, NULL);
         for (int32_t r = 0; x && r < x->n_records; r++) tianchi_row(&b, schema, id, &x->records[r]);
     } else if (fmt == PD_FORMAT_JSONL) {
-        char what[96];
+        char what[96], *line;
         snprintf(what, sizeof what, "the id or a value of '%.60s'", id);
-        if ((st = put_json(&b, jsonl_object(schema, x, id), schema, what, err))) {
-            free(b.data);
-            return st;
-        }
+        if ((st = dump_json(jsonl_object(schema, x, id), schema, what, &line, err))) return st;
+        pdi_buf_append(&b, line, strlen(line));
         pdi_buf_append(&b, "\n", 1);
+        free(line);
     } else {
         return pdi_set_error(err, PD_ERR_ARG, "writing records: unknown format %d", (int)fmt);
     }
-    return buf_result(&b, text, len, err);
+    if (b.failed) {
+        free(b.data);
+        return pdi_set_error(err, PD_ERR_NOMEM, "writing records: out of memory");
+    }
+    *text = b.data;
+    if (len) *len = b.len;
+    return PD_OK;
 }
 
 /* ------------------------------------------------ an array as a stream */

@@ -237,34 +237,30 @@ static void *engine_main(void *arg)
 /* The engine: one pipeline keeps --parallel texts in flight, the pipeline's
  * way (generation: in joint passes, the weights read once a pass for all of
  * them; a tagger head: side by side, a context and a thread each). */
-int serve_engines_start(server *s, engine *ws, int32_t n, char *msg, size_t msg_size)
+int serve_engine_start(server *s, engine *w, char *msg, size_t msg_size)
 {
     const serve_config *cfg = s->cfg;
     pd_pipeline_params pp = cfg->pipeline;
     pp.parallel = cfg->parallel;
-    for (int32_t i = 0; i < n; i++) {
-        pd_error err;
-        ws[i].s = s;
-        if (!(ws[i].pipe = pd_pipeline_new(s->model, s->schema, s->head, &pp, &err))) {
+    pd_error err;
+    w->s = s;
+    if (!(w->pipe = pd_pipeline_new(s->model, s->schema, s->head, &pp, &err))) {
+        snprintf(msg, msg_size, "%s", err.message);
+        return 1;
+    }
+    s->slots = pd_pipeline_parallel(w->pipe);
+    if (s->can_score) {
+        pd_decider_params dp = pd_decider_default_params();
+        dp.n_threads = pp.n_threads;
+        if (!(w->dec = pd_decider_new(s->model, s->head, &dp, &err))) {
             snprintf(msg, msg_size, "%s", err.message);
             return 1;
         }
-        s->slots += pd_pipeline_parallel(ws[i].pipe);
-        if (s->can_score) {
-            pd_decider_params dp = pd_decider_default_params();
-            dp.n_threads = pp.n_threads;
-            if (!(ws[i].dec = pd_decider_new(s->model, s->head, &dp, &err))) {
-                snprintf(msg, msg_size, "%s", err.message);
-                return 1;
-            }
-        }
     }
-    for (int32_t i = 0; i < n; i++) {
-        if (pthread_create(&s->threads[i], NULL, engine_main, &ws[i])) {
-            snprintf(msg, msg_size, "cannot start an engine thread");
-            return 1;
-        }
-        s->n_threads++;
+    if (pthread_create(&s->thread, NULL, engine_main, w)) {
+        snprintf(msg, msg_size, "cannot start an engine thread");
+        return 1;
     }
+    s->engine_running = true;
     return 0;
 }

@@ -58,8 +58,8 @@ typedef struct server {
     int32_t peak;             /* the most in_flight has been */
     int32_t slots;            /* texts the engines hold at once */
     bool stopping;
-    pthread_t *threads;
-    int32_t n_threads;
+    pthread_t thread;         /* the engine's */
+    bool engine_running;
 
     /* accepted requests not yet answered and sent, and connections accepted
      * whose first request has not come yet (shutdown waits for both to be 0:
@@ -73,8 +73,8 @@ typedef struct server {
     long latency_count, reviews, records;
 } server;
 
-/* An engine: a thread with its own pipeline (and decider for a decision head)
- * over the shared model, taking texts of any request as its pipeline frees a
+/* The engine: a thread with the pipeline (and a decider for a decision head)
+ * over the shared model, taking texts of any request as the pipeline frees a
  * slot for one (pd_pipeline_extract_stream: continuous batching). */
 typedef struct engine {
     server *s;
@@ -88,8 +88,8 @@ double serve_now(void);
 void serve_job_unref(job *j);
 /* o as compact JSON (malloc'ed; o's reference taken), NULL when out of memory. */
 char *serve_dump(json_t *o);
-/* The engines' pipelines (and deciders) made and their threads started: 0,
- * or 1 with msg saying why. */
-int serve_engines_start(server *s, engine *ws, int32_t n, char *msg, size_t msg_size);
+/* The engine's pipeline (and decider) made and its thread started: 0, or 1
+ * with msg saying why (what was made is w's, freed by the caller). */
+int serve_engine_start(server *s, engine *w, char *msg, size_t msg_size);
 
 #endif

@@ -36,6 +36,6 @@ bool serve_available(void);
  * Returns non-zero with msg filled when it cannot start. model, schema and
  * head (may be NULL) are only read. */
 int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
-           size_t msg_size);
+              size_t msg_size);
 
 #endif

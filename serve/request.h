@@ -44,7 +44,6 @@ void serve_extract_req_free(serve_extract_req *req);
 int serve_parse_score(const char *body, size_t len, size_t max_cands, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE]);
 void serve_score_req_free(serve_score_req *req);
 
-
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be
  * NULL (no header). */

@@ -146,7 +146,7 @@ static char *metrics_text(server *s)
         s->slots);
     PUT("# HELP pocketdec_engines Engine threads, each with its own pipeline.\n# TYPE pocketdec_engines gauge\n"
         "pocketdec_engines %d\n",
-        s->n_threads);
+        (int)s->engine_running);
     PUT("# HELP pocketdec_queue_capacity Requests that may wait (--queue).\n# TYPE pocketdec_queue_capacity gauge\n"
         "pocketdec_queue_capacity %d\n",
         s->cfg->queue);
@@ -374,16 +374,11 @@ static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, in
 }
 
 int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
-           size_t msg_size)
+              size_t msg_size)
 {
-    int32_t n_engines = 1; /* the pipeline runs its texts in parallel itself */
     server *s = calloc(1, sizeof *s);
-    engine *ws = calloc((size_t)n_engines, sizeof *ws);
-    pthread_t *threads = calloc((size_t)n_engines, sizeof *threads);
-    if (!s || !ws || !threads) {
-        free(s);
-        free(ws);
-        free(threads);
+    engine w = {0}; /* one: the pipeline runs its texts in parallel itself */
+    if (!s) {
         snprintf(msg, msg_size, "out of memory");
         return 1;
     }
@@ -391,17 +386,15 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     s->schema = schema;
     s->head = head;
     s->cfg = cfg;
-    s->threads = threads;
     s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    int rc = serve_engines_start(s, ws, n_engines, msg, msg_size), port = 0;
+    int rc = serve_engine_start(s, &w, msg, msg_size), port = 0;
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
-        int in_flight = s->slots / n_engines;
-        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (%d engine%s x %d text%s in flight, queue %d)\n",
-                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, n_engines,
-                n_engines == 1 ? "" : "s", in_flight, in_flight == 1 ? "" : "s", cfg->queue);
+        fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (1 engine x %d text%s in flight, queue %d)\n",
+                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, s->slots,
+                s->slots == 1 ? "" : "s", cfg->queue);
         fflush(stderr);
         sigset_t set;
         sigemptyset(&set);
@@ -436,21 +429,17 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     s->stopping = true;
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->mu);
-    for (int32_t i = 0; i < s->n_threads; i++) pthread_join(threads[i], NULL);
+    if (s->engine_running) pthread_join(s->thread, NULL);
     while (s->head_job) { /* none: every connection waited for its job */
         job *j = s->head_job;
         s->head_job = j->next;
         serve_job_unref(j);
     }
-    for (int32_t i = 0; i < n_engines; i++) {
-        pd_pipeline_free(ws[i].pipe);
-        pd_decider_free(ws[i].dec);
-    }
+    pd_pipeline_free(w.pipe);
+    pd_decider_free(w.dec);
     if (rc == 0) fprintf(stderr, "pocketdec serve: stopped; %ld requests answered\n", s->latency_count);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);
-    free(threads);
-    free(ws);
     free(s);
     return rc;
 }

@@ -10,7 +10,7 @@ bool serve_available(void)
 }
 
 int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
-           size_t msg_size)
+              size_t msg_size)
 {
     (void)model;
     (void)schema;

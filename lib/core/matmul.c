@@ -254,7 +254,8 @@ static void fused_range(void *arg, int64_t begin, int64_t end, int thread)
  * there by the threads that made it, and qout is returned (NULL when it was
  * not: adapters' deltas come after the loop). */
 const pdi_qact *pdi_matmul_fused(pd_context *ctx, int n, const pdi_matrix *const *w, float *const *y,
-                                 const int64_t *y_stride, const float *x, int64_t x_stride, int64_t n_tok, bool paired, bool swiglu, pdi_qact *qout)
+                                 const int64_t *y_stride, const float *x, int64_t x_stride, int64_t n_tok, bool paired,
+                                 bool swiglu, pdi_qact *qout)
 {
     const pdi_qact *qx = NULL;
     for (int p = 0; p < n && !qx; p++) qx = quantize_for(ctx, w[p], x, x_stride, n_tok);

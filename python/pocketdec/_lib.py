@@ -333,14 +333,13 @@ def cpath(value, what):
     return path
 
 
-def quant_type(name, what, allowed=None):
+def quant_type(name, what):
     """The pd_weight_quant of a weight type's name (None: "none"), named by the library
-    (pd_quant_type_from_name); allowed: the names this argument takes (None: all)."""
+    (pd_quant_type_from_name)."""
     if name is None:
         name = "none"
-    if not isinstance(name, str) or (allowed is not None and name not in allowed):
-        names = ", ".join(map(repr, allowed)) if allowed is not None else "a weight type's name"
-        raise arg_error(f"{what} must be None or one of {names}, got {name!r}")
+    if not isinstance(name, str):
+        raise arg_error(f"{what} must be None or a weight type's name, got {name!r}")
     out, err = c_int(), new_error()
     check(pd.pd_quant_type_from_name(cstr(name, what), byref(out), byref(err)), err)
     return out.value

@@ -148,39 +148,39 @@ class Extractor(Owner):
         schema's field order ("_" for an empty field) with the record's offsets and
         probabilities as attributes. Runs one forward pass (tagger head) or a constrained
         generation; the GIL is released while the model runs."""
-        data = cstr(text, "text")
-        w = self._worker()
-        try:
-            with self.model._h.use(), w.use() as p:  # a closed model or extractor raises Error here
-                out, err = ctypes.POINTER(_lib.Extraction)(), _lib.new_error()
-                try:
-                    check(pd.pd_pipeline_extract(p, data, len(data), byref(out), byref(err)), err)
-                    return self._records(out)
-                finally:
-                    pd.pd_extraction_free(out)
-        finally:
-            self._give_back(w)
+        return self._extracted(cstr(text, "text"), self._records)
 
     def jsonl(self, rid, text=None):
         """(line, records): the line `pocketdec extract --format jsonl` writes for text under
         the id rid (a str), written by the library, and text's records as extract() gives
         them. text None: the line of a review with no records (what the command writes for
         one that failed), and []. Raises what extract() raises."""
-        data, rid = (None if text is None else cstr(text, "text")), cstr(rid, "id")
-        out, err = ctypes.POINTER(_lib.Extraction)(), _lib.new_error()
-        w = self._worker() if data is not None else None
+        rid = cstr(rid, "id")
+
+        def line(out):  # out NULL: no records
+            with self._schema.use() as s:
+                ptr, err = ctypes.c_void_p(), _lib.new_error()
+                check(pd.pd_extraction_format(s, out, rid, 1, byref(ptr), None, byref(err)), err)  # PD_FORMAT_JSONL
+            return _lib.take_string(ptr.value), self._records(out) if out else []
+        if text is None:
+            with self.model._h.use():
+                return line(ctypes.POINTER(_lib.Extraction)())
+        return self._extracted(cstr(text, "text"), line)
+
+    def _extracted(self, data, use):
+        """use(out) on the extraction of data (UTF-8 bytes) by a pipeline of the pool, the
+        model held during the call and the extraction freed after it."""
+        w = self._worker()
         try:
-            with self.model._h.use(), self._schema.use() as s:
-                if w is not None:
-                    with w.use() as p:
-                        check(pd.pd_pipeline_extract(p, data, len(data), byref(out), byref(err)), err)
-                line = ctypes.c_void_p()
-                check(pd.pd_extraction_format(s, out, rid, 1, byref(line), None, byref(err)), err)  # PD_FORMAT_JSONL
-                return _lib.take_string(line.value), self._records(out) if out else []
+            with self.model._h.use(), w.use() as p:  # a closed model or extractor raises Error here
+                out, err = ctypes.POINTER(_lib.Extraction)(), _lib.new_error()
+                try:
+                    check(pd.pd_pipeline_extract(p, data, len(data), byref(out), byref(err)), err)
+                    return use(out)
+                finally:
+                    pd.pd_extraction_free(out)
         finally:
-            pd.pd_extraction_free(out)
-            if w is not None:
-                self._give_back(w)
+            self._give_back(w)
 
     def _records(self, out):
         x = out.contents
