@@ -96,6 +96,14 @@ int cli_failf(const char *fmt, ...);
 /* Print a usage error for the subcommand and return 2. */
 int cli_usage(cli_args *a, const char *what);
 
+/* The run a command's options make, as a resumable output records it
+ * (pd_output_open): the version, the command, and a "key: value" line an
+ * option (a path that exists by its real path, file count, size and FNV-1a
+ * hash of its contents; a file over 8 MiB by size, mtime and its edges),
+ * except the options of skip (NULL-terminated: those that do not change the
+ * output, e.g. --threads). malloc'ed; NULL when out of memory. */
+char *cli_run_id(cli_args *a, const char *const *skip);
+
 /* Seconds on the monotonic clock (differences time a command's steps). */
 double cli_seconds(void);
 

@@ -7,6 +7,7 @@
 #include "te_csv.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,11 +25,13 @@ typedef struct reader {
     te_csv *csv;    /* the CSV reader (over f): the one tianchi-eval reads with */
     bool first;     /* no record read yet (a CSV header is the first record) */
     bool failed;    /* the input cannot be read further (fail says why) */
+    long rows;      /* rows read (a CSV header and broken rows count): where a resume starts */
     char fail[TE_ERROR_MESSAGE_SIZE];
 } reader;
 
 typedef struct row {
     long line;          /* where the row starts */
+    long ordinal;       /* the reader's rows up to this one */
     const char *id, *text; /* into the reader's record (CSV) or owned by json (JSONL) */
     size_t text_len;
     char problem[TE_ERROR_MESSAGE_SIZE + 64]; /* non-empty: a broken row, "FILE:LINE: what" */
@@ -63,7 +66,16 @@ static void csv_row(reader *r, row *w, te_csv_result res, const te_error *err)
 
 /* The next row; false at the end of input. A broken row comes back with
  * w->problem set. */
+static bool read_row(reader *r, row *w);
+
 static bool next_row(reader *r, row *w)
+{
+    if (!read_row(r, w)) return false;
+    w->ordinal = ++r->rows;
+    return true;
+}
+
+static bool read_row(reader *r, row *w)
 {
     memset(w, 0, sizeof *w);
     if (r->jsonl) {
@@ -102,7 +114,10 @@ typedef struct run_state {
     pd_pipeline *pipe;
     const pd_schema *schema;
     pd_record_format fmt;
-    FILE *out;
+    FILE *out;         /* stdout, when --output - */
+    pd_output *o;      /* else the resumable output file */
+    long reviews0;     /* reviews written before a resume */
+    bool done;         /* every row read and written */
     long reviews, records, broken, failed, tokens, forward, drafted, accepted, copies_drafted, copies_kept;
     long prompts, draft_passes, draft_drafted, draft_kept; /* texts that ran the model; the draft's figures */
     const char *draft_dir; /* --draft DIR, or NULL */
@@ -113,6 +128,30 @@ typedef struct run_state {
 
 static void progress(run_state *s, reader *r);
 
+/* Row w's lines (len bytes, maybe none) written whole: to the resumable
+ * output as one commit, with the counts a resume starts from. */
+static int emit(run_state *s, const row *w, const char *text, size_t len)
+{
+    if (!s->o) {
+        if ((len && fwrite(text, 1, len, s->out) != len) || fflush(s->out))
+            return cli_failf("%s: cannot write: %s", cli_opt(s->a, "--output"), strerror(errno));
+        return 0;
+    }
+    char state[160];
+    snprintf(state, sizeof state, "rows=%ld reviews=%ld records=%ld broken=%ld failed=%ld", w->ordinal, s->reviews,
+             s->records, s->broken, s->failed);
+    pd_error err;
+    return pd_output_commit(s->o, text, len, state, &err) ? cli_fail(&err) : 0;
+}
+
+/* The counts of a resumed run's state (emit's); false when it is not one. */
+static bool restore(run_state *s, const char *state, long *rows)
+{
+    int end = 0;
+    return sscanf(state, "rows=%ld reviews=%ld records=%ld broken=%ld failed=%ld%n", rows, &s->reviews, &s->records,
+                  &s->broken, &s->failed, &end) == 5 && state[end] == 0 && *rows >= 0;
+}
+
 static int write_result(run_state *s, const row *w, const pd_extraction *x)
 {
     char *text = NULL;
@@ -121,12 +160,11 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
     if (pd_extraction_format(s->schema, x, w->id, s->fmt, &text, &len, &err)) {
         fprintf(stderr, "pocketdec: %s:%ld: %s\n", cli_opt(s->a, "--input"), w->line, err.message);
         s->failed++;
-        return 0;
+        return emit(s, w, NULL, 0);
     }
-    size_t put = fwrite(text, 1, len, s->out);
+    int rc = emit(s, w, text, len);
     pd_free(text);
-    if (put != len || fflush(s->out)) return cli_failf("%s: cannot write: %s", cli_opt(s->a, "--output"), strerror(errno));
-    return 0;
+    return rc;
 }
 
 /* A broken row: reported, and its id written with no records when it has one. */
@@ -135,7 +173,7 @@ static int broken_row(run_state *s, reader *r, row *w)
     s->broken++;
     if (!w->keep_id) {
         fprintf(stderr, "pocketdec: %s%s\n", w->problem, r->jsonl ? "" : "; nothing written for it");
-        return 0;
+        return emit(s, w, NULL, 0);
     }
     /* the id stays in the output with no records, so that none is lost */
     fprintf(stderr, "pocketdec: %s; id %s written with no records\n", w->problem, w->id);
@@ -292,7 +330,7 @@ static void draw_progress(const run_state *s, reader *r, double elapsed)
         fprintf(stderr, "pocketdec extract: ");
     }
     fprintf(stderr, "%ld reviews, %ld records, %.1f reviews/s%s", s->reviews, s->records,
-            (double)s->reviews / (elapsed + 1e-9), s->bar ? " " : "\n");
+            (double)(s->reviews - s->reviews0) / (elapsed + 1e-9), s->bar ? " " : "\n");
 }
 
 /* Progress after a row is written (a batch's rows as the batch is written). */
@@ -303,6 +341,20 @@ static void progress(run_state *s, reader *r)
         draw_progress(s, r, now - s->t0);
         s->shown = now;
     }
+}
+
+/* A resumed run: the rows its output holds read again, not extracted. */
+static int skip_rows(reader *r, long rows)
+{
+    row w;
+    while (r->rows < rows && next_row(r, &w)) {
+        json_decref(w.json);
+        if (r->failed) return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
+    }
+    if (r->rows < rows)
+        return cli_failf("%s: cannot resume: the input has %ld rows, fewer than the %ld the output holds", r->name, r->rows,
+                         rows);
+    return 0;
 }
 
 static int stream(run_state *s, reader *r)
@@ -335,10 +387,11 @@ static int stream(run_state *s, reader *r)
     if (s->reviews == 0 && s->broken == 0)
         return cli_failf("%s: no reviews found (the input is empty%s)", r->name,
                          r->jsonl ? " or holds only blank lines" : ", or holds only a header");
+    s->done = true;
     double dt = cli_seconds() - t0;
     if (pd_pipeline_get_path(s->pipe) == PD_PIPELINE_TAG) /* one forward pass a review, nothing generated */
         fprintf(stderr, "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed in %.2f s (%.1f reviews/s)\n",
-                s->reviews, s->records, s->broken, s->failed, dt, (double)s->reviews / (dt > 0 ? dt : 1));
+                s->reviews, s->records, s->broken, s->failed, dt, (double)(s->reviews - s->reviews0) / (dt > 0 ? dt : 1));
     else
         fprintf(stderr,
                 "pocketdec extract: %ld reviews, %ld records, %ld broken rows, %ld failed, %ld tokens in %.2f s (%.1f tok/s); "
@@ -370,12 +423,37 @@ static int open_files(cli_args *a, reader *r, FILE **out)
         fclose(r->f);
     if (!r->jsonl && !r->csv) return cli_failf("%s", err.message);
     if (r->csv) te_csv_expect_fields(r->csv, 2); /* id,Reviews: what a row looks like when resynchronising */
-    *out = strcmp(outp, "-") ? fopen(outp, "wb") : stdout;
-    if (!*out) {
-        if (r->f != stdin) fclose(r->f);
-        return cli_failf("%s: cannot create: %s", outp, strerror(errno));
-    }
+    if (strcmp(outp, "-") == 0) *out = stdout;
     return 0;
+}
+
+/* The options that do not change the output: a resume may change them. */
+static const char *const not_the_run[] = {"--output", "--threads", "--parallel", "--progress", "--resume", "--sync", NULL};
+
+/* --output FILE as a resumable output (docs/reliability.md): replaced, or
+ * with --resume continued, its counts and the rows to skip from *rows. */
+static int open_output(run_state *s, long *rows)
+{
+    cli_args *a = s->a;
+    pd_output_params op = pd_output_default_params();
+    op.resume = cli_flag(a, "--resume");
+    if (cli_flag(a, "--sync")) op.sync_seconds = 0;
+    char *run = cli_run_id(a, not_the_run), *state = NULL;
+    if (!run) return cli_failf("out of memory");
+    pd_error err;
+    s->o = pd_output_open(cli_opt(a, "--output"), run, &op, &state, &err);
+    free(run);
+    if (!s->o) return cli_fail(&err);
+    int rc = 0;
+    if (state && !restore(s, state, rows))
+        rc = cli_failf("%s.progress: cannot resume: its state '%s' is not one of pocketdec extract's", cli_opt(a, "--output"),
+                       state);
+    else if (state)
+        fprintf(stderr, "pocketdec extract: resuming %s after %ld rows of %s (%ld reviews written)\n", cli_opt(a, "--output"),
+                *rows, cli_opt(a, "--input"), s->reviews);
+    s->reviews0 = s->reviews;
+    pd_free(state);
+    return rc;
 }
 
 int cmd_extract(cli_args *a)
@@ -392,6 +470,11 @@ int cmd_extract(cli_args *a)
     if (!cli_opt(a, "--input") || !cli_opt(a, "--output"))
         return cli_usage(a, "--input FILE and --output FILE are required ('-' for stdin/stdout)");
     if (fmt && strcmp(fmt, "tianchi") && strcmp(fmt, "jsonl")) return cli_usage(a, "--format must be tianchi or jsonl");
+    if ((cli_flag(a, "--resume") || cli_flag(a, "--sync")) &&
+        (strcmp(cli_opt(a, "--output"), "-") == 0 || strcmp(cli_opt(a, "--input"), "-") == 0))
+        return cli_usage(a, "--resume and --sync need --input FILE and --output FILE (a stream cannot be read again)");
+    /* a file-size limit (RLIMIT_FSIZE) then fails the write with EFBIG, as a full disk does, not the process */
+    signal(SIGXFSZ, SIG_IGN);
     s.fmt = fmt && strcmp(fmt, "jsonl") == 0 ? PD_FORMAT_JSONL : PD_FORMAT_TIANCHI;
     if ((rc = cli_threads_opt(a, &pp.n_threads)) ||
         (rc = cli_int_opt(a, "--max-records", 0, 0, 100000, &pp.extract.max_records)) ||
@@ -421,12 +504,19 @@ int cmd_extract(cli_args *a)
         rc = cli_fail(&err);
         goto done;
     }
+    long rows = 0;
     if ((rc = open_files(a, &r, &out))) goto done;
     s.out = out;
+    if (!out && (rc = open_output(&s, &rows)) == 0) rc = skip_rows(&r, rows);
     s.bar = s.every < 0 && isatty(STDERR_FILENO);
-    rc = stream(&s, &r);
+    if (rc == 0) rc = stream(&s, &r);
     if (r.f != stdin) fclose(r.f);
-    if (out != stdout && fclose(out) && rc == 0) rc = cli_failf("%s: cannot write: %s", cli_opt(a, "--output"), strerror(errno));
+    if (s.o && s.done) {
+        int fin = pd_output_finish(s.o, &err) ? cli_fail(&err) : 0;
+        rc = rc ? rc : fin;
+    } else {
+        pd_output_free(s.o); /* the progress says what is whole, for --resume */
+    }
 done:
     te_csv_free(r.csv);
     cli_jsonl_free(&r.jl);

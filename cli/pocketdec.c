@@ -32,7 +32,7 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
@@ -68,7 +68,15 @@ static const cli_command commands[] = {
      "(16 or more) reads every review longer than N characters in windows of at most N; default: a tagger\n"
      "head's max_chars (the longest reviews it learned from), else 0 (only what the context cannot hold).\n"
      "Progress: a bar on stderr when it is a terminal; --progress S writes a line there every S seconds\n"
-     "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).",
+     "instead (share of the input read, reviews, records, reviews/s), for logs and pipes (0: every review).\n"
+     "Nothing lost when it dies (docs/reliability.md): a review's lines are written whole, in one write, and\n"
+     "OUTPUT.progress beside the output names the run (the input, the model, the schema and the options,\n"
+     "by their contents) and how far the output is whole. An existing OUTPUT is replaced, unless --resume:\n"
+     "then a run killed, or stopped by a full disk, continues where it stopped (its torn last line cut,\n"
+     "the reviews written skipped) and the output ends byte for byte as one uninterrupted run's; a resume\n"
+     "with another input, model, schema or option is refused, naming what differs (--threads, --parallel\n"
+     "and --progress may change). The output is fsync'ed every 5 s (what a power loss may cost) and at the\n"
+     "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
     {"tag",
      "--model PATH [--head DIR] --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",

@@ -407,6 +407,65 @@ PD_API pd_status pd_generate(pd_context *ctx, const char *prompt, const pd_gener
 /* ChatML form of one user message followed by the assistant turn header. */
 PD_API char *pd_chatml_user(const char *message);
 
+/* --------------------------------------------------------- resumable output */
+
+/* A crash-safe output file that a later run can continue: a batch job writes
+ * each unit of its work (a review's lines) as one commit, and whatever
+ * happens to the process (a kill, a full disk, a power loss) the file holds
+ * whole commits only once a resume has run. Beside it, PATH.progress (a text
+ * file) names the run (the caller's description) and how far the output is
+ * whole: its length and the caller's state at that point (e.g. how many
+ * input rows are done). docs/reliability.md says what each failure leaves.
+ * An output is used by one thread at a time. */
+typedef struct pd_output pd_output;
+
+/* Seconds between fsyncs by default: a power loss costs at most this much
+ * work; a process crash costs nothing written. */
+#define PD_OUTPUT_SYNC_SECONDS 5.0
+
+typedef struct pd_output_params {
+    int resume;          /* continue the run PATH.progress describes (else PATH is replaced) */
+    double sync_seconds; /* the longest time between fsyncs of the output and its
+                            progress; 0: after every commit (slow, for the cautious) */
+} pd_output_params;
+
+/* The defaults: replace, sync every PD_OUTPUT_SYNC_SECONDS. */
+PD_API pd_output_params pd_output_default_params(void);
+
+/* Open path for a run described by run (text of "key: value" lines: what
+ * makes the output what it is, e.g. the input, its size, the model and the
+ * options; at most 1 MiB). Without resume, path is created or emptied and
+ * *state is NULL. With resume and path.progress present, the run must equal
+ * the recorded one (else PD_ERR_ARG, the message naming each key that
+ * differs, "schema: was 'a', now 'b'"); the output is cut to its last whole
+ * commit (a torn line and commits not yet recorded go) and *state is the
+ * state of that commit (release it with pd_free); a run that finished is
+ * continued the same way (the caller then finds nothing left to do). With
+ * resume and no progress file, an empty or missing path starts afresh
+ * (*state NULL) and a non-empty one is refused (PD_ERR_IO: not written by a
+ * resumable run). A progress file that cannot be parsed, or an output shorter
+ * than its last synced point, gives PD_ERR_FORMAT. On failure the files are
+ * as they were and NULL is returned. */
+PD_API pd_output *pd_output_open(const char *path, const char *run, const pd_output_params *params, char **state,
+                                 pd_error *err);
+
+/* Append one commit: len bytes (0 is fine: work done that writes nothing)
+ * and the caller's state after it (one line, at most 4096 bytes; what a
+ * resume hands back). The bytes are written with write(2), not buffered: once
+ * this returns they survive a crash of the process. On a failed write (a full
+ * disk: PD_ERR_IO naming the cause) the output is cut back to the last whole
+ * commit, and the output refuses further commits: finish or free it, then
+ * resume later. */
+PD_API pd_status pd_output_commit(pd_output *o, const void *bytes, size_t len, const char *state, pd_error *err);
+
+/* The run is done: the output and its progress synced (the progress says
+ * "complete"), the file closed, o freed (also on failure). */
+PD_API pd_status pd_output_finish(pd_output *o, pd_error *err);
+
+/* Close without finishing (after an error): the progress is brought up to
+ * the last commit so that a resume loses nothing. NULL is fine. */
+PD_API void pd_output_free(pd_output *o);
+
 #ifdef __cplusplus
 }
 #endif

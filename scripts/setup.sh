@@ -7,7 +7,8 @@
 #                            numpy and PyYAML for the fixtures, pytest for the Python package,
 #                            dask, distributed and GNU parallel for the sharding tests
 #                            (tests/python/test_dask.py), PyTorch and OpenBLAS for the training
-#                            tests, the aarch64 cross compiler and qemu-user for the NEON kernels
+#                            tests, the aarch64 cross compiler and qemu-user for the NEON kernels,
+#                            strace (its fault injection kills `extract` inside its progress update)
 # Skips apt when every package is already there, so it is cheap to call twice.
 set -euo pipefail
 what=${1:-test}
@@ -16,7 +17,7 @@ packages=(build-essential meson ninja-build pkg-config
 case "$what" in
   build) ;;
   test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-dask python3-distributed parallel
-                   python3-torch libopenblas0-pthread
+                   python3-torch libopenblas0-pthread strace
                    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
   *) echo "usage: scripts/setup.sh [build|test]" >&2; exit 2 ;;
 esac

@@ -154,6 +154,10 @@ class PipelineParams(Structure):
                 ("draft_block", c_int32)]
 
 
+class OutputParams(Structure):
+    _fields_ = [("resume", c_int), ("sync_seconds", c_double)]
+
+
 class ExtractionStats(Structure):
     _fields_ = [("n_prompt_tokens", c_int32), ("n_tokens", c_int32), ("n_sparse", c_int32),
                 ("mask_us", POINTER(c_double)), ("n_cached_tokens", c_int32), ("n_forward", c_int32),
@@ -241,6 +245,11 @@ _PD_PROTOTYPES = {
     "pd_pipeline_extract": (c_int, [P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),
     "pd_pipeline_extract_many": (c_int, [P, POINTER(c_char_p), POINTER(c_size_t), c_int32, POINTER(POINTER(Extraction)),
                                          POINTER(_Error), E]),
+    "pd_output_default_params": (OutputParams, []),
+    "pd_output_open": (P, [c_char_p, c_char_p, POINTER(OutputParams), POINTER(c_void_p), E]),
+    "pd_output_commit": (c_int, [P, c_char_p, c_size_t, c_char_p, E]),
+    "pd_output_finish": (c_int, [P, E]),
+    "pd_output_free": (None, [P]),
     "pd_tag_extractor_new": (P, [P, P, P, E]),
     "pd_tag_extractor_free": (None, [P]),
     "pd_tag_extract": (c_int, [P, P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),
@@ -257,6 +266,14 @@ _TE_PROTOTYPES = {
     "te_result_free": (None, [P]),
     "te_result_json": (c_void_p, [P, c_uint, E]),
     "te_result_save_html": (c_int, [P, c_char_p, E]),
+    # the one CSV reader (te_csv.h), which `pocketdec extract` reads reviews with
+    "te_csv_open": (P, [c_char_p, P, E]),
+    "te_csv_free": (None, [P]),
+    "te_csv_expect_fields": (None, [P, c_size_t]),
+    "te_csv_next": (c_int, [P, E]),
+    "te_csv_n_fields": (c_size_t, [P]),
+    "te_csv_field": (ctypes.POINTER(c_char), [P, c_size_t, POINTER(c_size_t)]),
+    "te_csv_line": (c_long, [P]),
 }
 
 

@@ -62,6 +62,11 @@ class Extractor(Owner):
         draft pass, other proposals, the same records). A draft of another model, or one
         with a tagger head, raises Error."""
         self.model = check_model(model)
+        # what makes the records what they are, for a resumable output's run (extract_file)
+        self._described = dict(schema=schema, head=head_dir(model, head), ctx=ctx, max_records=max_records,
+                               max_tokens=max_tokens, temperature=temperature, seed=seed, speculate=speculate,
+                               min_confidence=min_confidence, max_chars=max_chars, draft=draft,
+                               draft_block=draft_block, draft_quantize=draft_quantize)
         self._threads = _lib.positive(model.threads if threads is None else threads, "threads")
         self._ctx = _lib.positive(ctx, "ctx", 0)
         self.params = pd.pd_extract_default_params()
@@ -155,17 +160,48 @@ class Extractor(Owner):
         the id rid (a str), written by the library, and text's records as extract() gives
         them. text None: the line of a review with no records (what the command writes for
         one that failed), and []. Raises what extract() raises."""
+        data, out = self._formatted(rid, text, 1, lambda x: self._records(x) if x else [])  # PD_FORMAT_JSONL
+        return data.decode("utf-8"), out
+
+    def _line(self, rid, text, fmt):
+        """(bytes, number of records): what the command writes for text (None: no records)
+        in format fmt (pd_record_format)."""
+        return self._formatted(rid, text, fmt, lambda x: x.contents.n_records if x else 0)
+
+    def _formatted(self, rid, text, fmt, what):
         rid = cstr(rid, "id")
 
         def line(out):  # out NULL: no records
             with self._schema.use() as s:
-                ptr, err = ctypes.c_void_p(), _lib.new_error()
-                check(pd.pd_extraction_format(s, out, rid, 1, byref(ptr), None, byref(err)), err)  # PD_FORMAT_JSONL
-            return _lib.take_string(ptr.value), self._records(out) if out else []
+                ptr, n, err = ctypes.c_void_p(), ctypes.c_size_t(), _lib.new_error()
+                check(pd.pd_extraction_format(s, out, rid, fmt, byref(ptr), byref(n), byref(err)), err)
+            try:
+                data = ctypes.string_at(ptr.value, n.value)
+            finally:
+                pd.pd_free(ptr.value)
+            return data, what(out)
         if text is None:
             with self.model._h.use():
                 return line(ctypes.POINTER(_lib.Extraction)())
         return self._extracted(cstr(text, "text"), line)
+
+    def extract_file(self, input, output, *, format="tianchi", input_format=None, resume=False, sync=False,
+                     parallel=1):
+        """Extract every review of input (a Tianchi CSV `id,Reviews`, or JSONL {"id", "text"}
+        by the .jsonl extension or input_format) into output (a path), in the command's
+        format ("tianchi" rows or "jsonl"): byte for byte what `pocketdec extract` writes for
+        the same input and options, each review's lines written whole, and output.progress
+        beside it (docs/reliability.md). An existing output is replaced, unless resume=True:
+        then a call that died (killed, a full disk) is continued where it stopped, the torn
+        tail cut, and the file ends as one uninterrupted call's; a resume with another
+        model, schema, input or option raises Error naming what differs. sync=True fsyncs
+        after every review (default: every 5 s and at the end). parallel reviews are
+        extracted at a time (threads of this Extractor). Returns {"reviews", "records",
+        "broken", "failed", "problems"} as pocketdec.dask.extract_jsonl does (the counts
+        include what a resumed call had written; problems are this call's)."""
+        from .files import extract_file
+        return extract_file(self, input, output, format=format, input_format=input_format, resume=resume,
+                            sync=sync, parallel=parallel)
 
     def _extracted(self, data, use):
         """use(out) on the extraction of data (UTF-8 bytes) by a pipeline of the pool, the

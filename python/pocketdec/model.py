@@ -129,6 +129,7 @@ class Model(Owner):
         weights = (ctypes.c_float * max(len(stack), 1))(*[w for _, w in stack])
         bp.adapters, bp.weights, bp.n_adapters = dirs, weights, len(stack)
         self.path = path
+        self._described = dict(path=path, adapters=stack, quantize=quantize, layout=layout, adapter_mode=adapter_mode)
         self.bundle_head = bundle_part(path, "head")  # loaded by Decider and Extractor, which may take another
         file = cpath(path, "path")
         # pd_bundle_open: the base (a bundle's base/), the bundle's adapter/ then these, applied

@@ -60,6 +60,8 @@ int main(void)
     FIELD(pd_pipeline_params, parallel); FIELD(pd_pipeline_params, max_bytes);
     FIELD(pd_pipeline_params, min_confidence); FIELD(pd_pipeline_params, max_chars); FIELD(pd_pipeline_params, draft);
     FIELD(pd_pipeline_params, draft_block); END();
+    STRUCT(pd_output_params);
+    FIELD(pd_output_params, resume); FIELD(pd_output_params, sync_seconds); END();
     STRUCT(pd_extraction_stats);
     FIELD(pd_extraction_stats, n_prompt_tokens); FIELD(pd_extraction_stats, n_tokens);
     FIELD(pd_extraction_stats, n_sparse); FIELD(pd_extraction_stats, mask_us);

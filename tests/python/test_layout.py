@@ -14,7 +14,7 @@ MIRRORS = {
     "pd_bundle_params": _lib.BundleParams,
     "pd_context_params": _lib.ContextParams, "pd_batch": _lib.Batch, "pd_decider_params": _lib.DeciderParams,
     "pd_decision": _lib.Decision, "pd_sampler_params": _lib.SamplerParams, "pd_extract_params": _lib.ExtractParams,
-    "pd_record": _lib.Record, "pd_pipeline_params": _lib.PipelineParams, "pd_extraction": _lib.Extraction,
+    "pd_record": _lib.Record, "pd_pipeline_params": _lib.PipelineParams, "pd_output_params": _lib.OutputParams, "pd_extraction": _lib.Extraction,
     "pd_extraction_stats": _lib.ExtractionStats,
     "te_quad": _lib.Quad,
 }
