@@ -144,10 +144,12 @@ static int emit(run_state *s, const row *w, const char *text, size_t len)
     return pd_output_commit(s->o, text, len, state, &err) ? cli_fail(&err) : 0;
 }
 
-/* The counts of a resumed run's state (emit's); false when it is not one. */
+/* The counts of a resumed run's state (emit's; empty before the first
+ * review); false when it is not one. */
 static bool restore(run_state *s, const char *state, long *rows)
 {
     int end = 0;
+    if (!*state) return true;
     return sscanf(state, "rows=%ld reviews=%ld records=%ld broken=%ld failed=%ld%n", rows, &s->reviews, &s->records,
                   &s->broken, &s->failed, &end) == 5 && state[end] == 0 && *rows >= 0;
 }

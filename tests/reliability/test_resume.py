@@ -125,9 +125,9 @@ def kill_in_progress_update(tmp, src, ref):
     """A kill inside the progress file's update: its new copy written, not yet renamed over it."""
     out = os.path.join(tmp, "in-update.csv")
     if strace_can_trace():
-        how = "strace injects SIGKILL at the progress file's 20th rename"
+        how = "strace injects SIGKILL at the progress file's 4th rename"
         subprocess.run(["strace", "-f", "-o", "/dev/null", "-e", "trace=rename",
-                        "-e", "inject=rename:signal=KILL:when=20", *args(src, out)], capture_output=True, timeout=600)
+                        "-e", "inject=rename:signal=KILL:when=4", *args(src, out)], capture_output=True, timeout=600)
     else:  # the state such a kill leaves, made by hand: a run killed, a half-written new progress copy
         how = "the state a kill there leaves (strace cannot trace here)"
         p = subprocess.Popen(args(src, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -147,7 +147,7 @@ def kill_in_progress_update(tmp, src, ref):
 
 def full_disk(tmp, src, ref):
     """The disk fills: exit 1, a clear message, whole reviews only; a resume once there is room."""
-    out = os.path.join(tmp, "full.csv")
+    out = os.path.join(tmp, "full.jsonl")
     room = len(ref) // 3
     if os.geteuid() == 0 and shutil.which("unshare"):
         how = f"a tmpfs of {room // 1024} KiB"
@@ -155,12 +155,12 @@ def full_disk(tmp, src, ref):
         os.mkdir(disk)
         # the tmpfs lives as long as the namespace: the run, then the files copied out, then room made, the resume
         script = ('set -u; mount -t tmpfs -o size=$1 tmpfs "$2" || exit 90; shift 2; out=$1; shift; '
-                  '"$@" --output "$out/full.csv" 2>"$0/err1"; echo $? >"$0/rc1"; '
-                  'cp "$out/full.csv" "$out/full.csv.progress" "$0"; '
-                  'mount -o remount,size=64m "$out" && "$@" --output "$out/full.csv" --resume 2>"$0/err2"; '
-                  'echo $? >"$0/rc2"; cp "$out/full.csv" "$0/resumed.csv"')
+                  '"$@" --output "$out/full.jsonl" 2>"$0/err1"; echo $? >"$0/rc1"; '
+                  'cp "$out/full.jsonl" "$out/full.jsonl.progress" "$0"; '
+                  'mount -o remount,size=64m "$out" && "$@" --output "$out/full.jsonl" --resume 2>"$0/err2"; '
+                  'echo $? >"$0/rc2"; cp "$out/full.jsonl" "$0/resumed.jsonl"')
         cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, tmp, str(room), disk, disk,
-               *args(src, "-")[:-4]]
+               *args(src, "-")[:-4], "--format", "jsonl"]
         r = subprocess.run(cmd, capture_output=True, timeout=600)
         usable = r.returncode != 90 and os.path.exists(os.path.join(tmp, "rc1"))
     else:
@@ -169,7 +169,7 @@ def full_disk(tmp, src, ref):
         rc1 = int(read(os.path.join(tmp, "rc1")))
         err1 = read(os.path.join(tmp, "err1")).decode()
         # the script copied the output and its progress as the full disk left them to out
-        resumed = read(os.path.join(tmp, "resumed.csv"))
+        resumed = read(os.path.join(tmp, "resumed.jsonl"))
         rc2 = int(read(os.path.join(tmp, "rc2")))
     else:  # not root, or no mount namespace: a file-size limit stands in for the disk
         how = f"a file-size limit of {room} bytes"
@@ -177,16 +177,16 @@ def full_disk(tmp, src, ref):
         def limit():
             resource.setrlimit(resource.RLIMIT_FSIZE, (room, room))
 
-        r = run(src, out, preexec_fn=limit)
+        r = run(src, out, "--format", "jsonl", preexec_fn=limit)
         rc1, err1 = r.returncode, r.stderr.decode()
         shutil.copy(out, out + ".kept")
         shutil.copy(out + ".progress", out + ".kept.progress")
-        r2 = run(src, out, "--resume")
+        r2 = run(src, out, "--format", "jsonl", "--resume")
         rc2, resumed = r2.returncode, read(out)
         shutil.move(out + ".kept", out)
         shutil.move(out + ".kept.progress", out + ".progress")
     check(f"disk full ({how}): exit 1 with a message naming the output and the cause",
-          rc1 == 1 and re.search(r"full\.csv(\.progress)?: cannot write: (No space left on device|File too large)", err1), err1[-400:])
+          rc1 == 1 and re.search(r"full\.jsonl(\.progress)?: cannot write: (No space left on device|File too large)", err1), err1[-400:])
     data = read(out)
     check(f"disk full ({how}): the output is whole reviews of the run's, no torn line",
           0 < len(data) <= room and ref.startswith(data) and data.endswith(b"\n"), f"{len(data)} bytes")
@@ -233,7 +233,7 @@ def main():
         kill_and_resume("JSONL", jsonl_path, os.path.join(tmp, "killed.jsonl"), ref_j,
                         ["--format", "jsonl", "--parallel", "2"], rng)
         kill_in_progress_update(tmp, csv_path, ref_c)
-        full_disk(tmp, csv_path, ref_c)
+        full_disk(tmp, jsonl_path, ref_j)
         refusals(tmp, csv_path, ref_c)
     print(f"{sum(RESULTS)} passed, {len(RESULTS) - sum(RESULTS)} failed")
     return 0 if all(RESULTS) else 1
