@@ -279,10 +279,13 @@ def read_jsonl(paths, *, blocksize=None, npartitions=None):
     about npartitions partitions in all, cut at line breaks. Only line breaks split lines (a CR before one is dropped
     when the line is read, a byte order mark on a file's first line too), as the command
     reads them. The client reads the files once to cut them; the workers read their blocks."""
+    return _bag(_blocks(paths, blocksize, npartitions))
+
+
+def _bag(blocks):
     import dask
     import dask.bag
 
-    blocks = _blocks(paths, blocksize, npartitions)
     if not blocks:
         return dask.bag.from_sequence([], npartitions=1)
     return dask.bag.from_delayed([dask.delayed(_read_block, pure=True)(*b) for b in blocks])
@@ -331,36 +334,59 @@ def _in_order(parts, client):
 
 
 def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=None, threads=1,
-                  adapters=(), quantize=None, client=None, **options):
+                  adapters=(), quantize=None, client=None, resume=False, sync=False, **options):
     """Extracts the reviews of inputs (JSONL files: a path or a list of paths, or a dask bag
     that extract_bag takes) and writes output (a path): what one `pocketdec extract
     --format jsonl` run over the inputs one after another writes, byte for byte. The
     partitions run on client's cluster (None: the current distributed Client, else dask's
     local scheduler; False: the local scheduler, threads of this process sharing one
-    Extractor) and are written in input order as they come.
+    Extractor) and are written in input order as they come. A partition whose worker dies
+    is run again by the cluster (distributed's allowed-failures), the same lines.
+
+    The output is a resumable one (pocketdec.files.ResumableOutput, docs/reliability.md):
+    each partition's lines written whole, output.progress beside it. resume=True (input
+    files only) continues a call that died where it stopped, the partitions written
+    skipped, the file byte for byte one uninterrupted call's; another input, model, schema,
+    cut or option is refused naming what differs. sync=True fsyncs after every partition.
 
     Returns {"reviews", "records", "broken", "failed", "problems"}: the command's counts
-    and its stderr reports ("FILE:LINE: ..."), in input order."""
+    and its stderr reports ("FILE:LINE: ..."), in input order (a resumed call's counts
+    include what was written before; its problems are its own)."""
     import dask.bag
+
+    from .files import ResumableOutput, run_text
 
     if isinstance(inputs, dask.bag.Bag):
         if blocksize is not None or npartitions is not None:
             raise ValueError("blocksize and npartitions apply to files, not to a bag")
-        bag = inputs
+        if resume:
+            raise ValueError("resume needs input files (a bag cannot be identified again)")
+        bag, blocks = inputs, None
     else:
-        bag = read_jsonl(inputs, blocksize=blocksize, npartitions=npartitions)
+        blocks = _blocks(inputs, blocksize, npartitions)
+        bag = _bag(blocks)
     out = extract_bag(bag, model, schema, threads=threads, adapters=adapters, quantize=quantize, **options)
-    stats = {"reviews": 0, "records": 0, "broken": 0, "failed": 0, "problems": []}
-    with open(output, "w", encoding="utf-8", newline="") as f:
-        for part in _in_order(out.to_delayed(), client):
+    run = run_text("pocketdec.dask.extract_jsonl", {
+        "inputs": repr(blocks), **{f"input {k + 1}": p for k, p in enumerate(sorted({b[0] for b in blocks or ()}))},
+        "model": model, "schema": schema, "adapters": repr(adapters), "quantize": repr(quantize),
+        **{k: repr(v) for k, v in sorted(options.items())}})
+    stats = {"parts": 0, "reviews": 0, "records": 0, "broken": 0, "failed": 0}
+    problems = []
+    with ResumableOutput(output, run, resume=resume, sync=sync) as f:
+        if f.state:
+            stats.update((k, int(v)) for k, v in (kv.split("=") for kv in f.state.split()))
+        for part in _in_order(out.to_delayed()[stats["parts"]:], client):
             for o in part:
                 if o.line is not None:
-                    f.write(o.line)
                     stats["reviews"] += 1
                     stats["records"] += o.records
                     stats["failed"] += o.problem is not None
                 else:
                     stats["broken"] += 1
                 if o.problem is not None:
-                    stats["problems"].append(o.problem)
-    return stats
+                    problems.append(o.problem)
+            stats["parts"] += 1
+            f.commit("".join(o.line for o in part if o.line is not None).encode("utf-8"),
+                     " ".join(f"{k}={v}" for k, v in stats.items()))
+        f.finish()
+    return {**{k: stats[k] for k in ("reviews", "records", "broken", "failed")}, "problems": problems}

@@ -96,11 +96,17 @@ def _identity(value):
     return f"{real} ({files} files, {size} bytes, sha256 {h.hexdigest()[:16]})"
 
 
-def _run_text(ex, input, format, jsonl_in):
+def run_text(call, items):
+    """A resumable output's run (pd_output_open): the version, the call, and a line an item
+    ("key: value"), paths that exist by their real path and contents."""
     from . import __version__
-    items = {"pocketdec": __version__, "call": "Extractor.extract_file", "input": input, "input format": "jsonl" if jsonl_in else "csv",
-             "format": format, **{"model " + k: v for k, v in ex.model._described.items()}, **ex._described}
-    return "".join(f"{k}: {_identity(v)}\n" for k, v in items.items())
+    return "".join(f"{k}: {_identity(v)}\n" for k, v in {"pocketdec": __version__, "call": call, **items}.items())
+
+
+def _run_text(ex, input, format, jsonl_in):
+    return run_text("Extractor.extract_file", {
+        "input": input, "input format": "jsonl" if jsonl_in else "csv", "format": format,
+        **{"model " + k: v for k, v in ex.model._described.items()}, **ex._described})
 
 
 # ---------------------------------------------------------------- the readers

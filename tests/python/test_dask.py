@@ -10,7 +10,9 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -228,6 +230,54 @@ def test_dask_a_model_that_does_not_load(corpus, cluster, tmp_path):
     with pytest.raises(pocketdec.Error) as e:
         pdd.extract_jsonl(d / "reviews.jsonl", tmp_path / "nope", SCHEMA, tmp_path / "out.jsonl")
     assert e.value.status == "i/o error" and "nope" in e.value.message
+
+
+@needs_dask
+def test_dask_a_worker_killed_mid_partition(corpus, cluster, tmp_path):
+    """A worker process killed (SIGKILL) in the middle of a partition: the cluster runs the
+    partition again on a worker its nanny starts anew, and the output is the same bytes."""
+    d, _, one, _ = corpus
+    marker = str(tmp_path / "died")
+
+    def die_once(lines):  # nested: cloudpickle sends it by value to the workers
+        if any(x.line == 40 for x in lines) and not os.path.exists(marker):
+            open(marker, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return lines
+    before = sorted(cluster.run(os.getpid).values())
+    bag = pdd.read_jsonl(d / "reviews.jsonl", npartitions=8).map_partitions(die_once)
+    stats = pdd.extract_jsonl(bag, TIANCHI, SCHEMA, tmp_path / "out.jsonl")
+    assert os.path.exists(marker), "the worker was not killed"
+    assert sorted(cluster.run(os.getpid).values()) != before  # a worker process was started anew
+    assert (tmp_path / "out.jsonl").read_bytes() == one and stats["broken"] == BROKEN
+
+
+_CLIENT = """
+import sys
+from pocketdec import dask as pdd
+pdd.extract_jsonl(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], npartitions=12, client=False)
+"""
+
+
+@needs_dask
+def test_dask_client_killed_and_resumed(corpus, tmp_path):
+    """The client itself killed while it writes: resume=True skips the partitions written
+    and finishes the file byte for byte; another cut is refused, naming it."""
+    d, _, one, _ = corpus
+    out = tmp_path / "out.jsonl"
+    env = dict(os.environ, PYTHONPATH=os.path.join(helpers.ROOT, "python"))
+    p = subprocess.Popen([helpers.sys.executable, "-c", _CLIENT, str(d / "reviews.jsonl"), TIANCHI, SCHEMA, str(out)],
+                         env=env)
+    while p.poll() is None and (not out.exists() or out.stat().st_size < len(one) // 4):
+        time.sleep(0.005)
+    p.kill()
+    p.wait()
+    assert 0 < out.stat().st_size < len(one), "the client was not killed while writing"
+    e = helpers.error_of(pdd.extract_jsonl, d / "reviews.jsonl", TIANCHI, SCHEMA, out, npartitions=6, client=False,
+                         resume=True)
+    assert "inputs: was" in e.message
+    stats = pdd.extract_jsonl(d / "reviews.jsonl", TIANCHI, SCHEMA, out, npartitions=12, client=False, resume=True)
+    assert out.read_bytes() == one and stats["broken"] == BROKEN and stats["reviews"] == N + VALID - 1
 
 
 # ------------------------------------------------------------ GNU parallel
