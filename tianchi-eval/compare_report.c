@@ -365,7 +365,7 @@ static void html_reliability(const te_sweep *sw, FILE *out)
                  b->count, b->correct, b->accuracy);
     }
     const te_svg_plot plot = {"Reliability: fraction of the predictions correct by confidence",
-                              "confidence", "fraction correct", "calibrated (fraction = confidence)"};
+                              "confidence", "fraction correct", "calibrated (y = x)"};
     te_svg_columns(out, &plot, cols, n);
     fputs("<table><tr><th class=\"t\">confidence</th><th>count</th><th>correct</th>"
           "<th>fraction correct</th></tr>\n", out);

@@ -11,7 +11,7 @@
 /* Geometry of the bar charts, in SVG user units. */
 #define BAR_LABEL_W 150
 #define BAR_W 440
-#define BAR_VALUE_W 170
+#define BAR_VALUE_W 200
 #define BAR_ROW_H 24
 #define BAR_TOP 24
 /* The frame of the [0, 1] x [0, 1] plots. */
@@ -28,6 +28,9 @@
 static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7",
                                       "#56b4e9", "#d55e00", "#f0e442", "#000000"};
 #define N_PALETTE (sizeof palette / sizeof palette[0])
+/* The text that reads on each colour of the palette. */
+static const char *const ink[N_PALETTE] = {"#fff", "#000", "#fff", "#000",
+                                           "#000", "#fff", "#000", "#fff"};
 
 static double clamp01(double v)
 {
@@ -151,8 +154,8 @@ void te_svg_stacked(FILE *out, const char *title, const char *const *parts, size
             mark_title(out, rows[r], text);
             fputs("</rect>\n", out);
             if (w >= 22) /* the count inside its part where it fits */
-                fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#fff\">%ld</text>\n",
-                        x + w / 2, y + BAR_ROW_H - 8, c);
+                fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%ld</text>\n",
+                        x + w / 2, y + BAR_ROW_H - 8, ink[p % N_PALETTE], c);
             x += w;
             total += c;
         }

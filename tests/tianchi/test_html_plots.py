@@ -170,7 +170,7 @@ def test_compare_charts():
                 if c[key]:
                     want[("%s %s" % (r["run"], side), c["class"])] = c[key]
     assert got == want, (got, want)
-    totals = [int(t.text) for t in stack.iter(SVG + "text") if t.text.isdigit() and t.get("fill") != "#fff"]
+    totals = [int(t.text) for t in stack.iter(SVG + "text") if t.text.isdigit() and t.get("fill") is None]
     o = [r["overall"] for r in js["runs"]]
     assert totals == [o[0]["gold"] - o[0]["matched"], o[0]["predicted"] - o[0]["matched"],
                       o[1]["gold"] - o[1]["matched"], o[1]["predicted"] - o[1]["matched"]], totals
