@@ -1,7 +1,8 @@
 /* compare_report.c - the comparison of two runs and the confidence sweep as
- * a table, as JSON and (the comparison) as an HTML page. */
+ * a table, as JSON and as an HTML page with their charts. */
 #include "te_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const run_names[2] = {"A", "B"};
@@ -206,8 +207,30 @@ static void html_example(FILE *out, const te_mismatch *m, te_error_class c)
     fputs("</tr>\n", out);
 }
 
+/* Each run's misses and false positives by class, as stacked bars. */
+static void html_class_chart(const te_compare *cmp, FILE *out)
+{
+    static const char *const rows[4] = {"A misses", "A false positives", "B misses",
+                                        "B false positives"};
+    const char *parts[TE_N_CLASSES];
+    long counts[4 * TE_N_CLASSES];
+    for (int c = 0; c < TE_N_CLASSES; c++) {
+        parts[c] = te_error_class_name((te_error_class)c);
+        for (int r = 0; r < 4; r++) {
+            te_mismatch_kind side = (te_mismatch_kind)(r % 2);
+            counts[r * TE_N_CLASSES + c] =
+                never_counts((te_error_class)c, side)
+                    ? -1
+                    : te_result_class_count(te_compare_result(cmp, r / 2), (te_error_class)c, side);
+        }
+    }
+    te_svg_stacked(out, "Unmatched quadruples of each run by error class", parts, TE_N_CLASSES,
+                   rows, counts, 4);
+}
+
 static void html_classes(const te_compare *cmp, FILE *out, size_t examples)
 {
+    html_class_chart(cmp, out);
     fputs("<table><tr><th class=\"t\">class</th><th>A gold</th><th>A pred</th><th>B gold</th>"
           "<th>B pred</th></tr>\n", out);
     for (int c = 0; c < TE_N_CLASSES; c++) {
@@ -254,8 +277,19 @@ static te_status write_compare(const void *obj, FILE *out, te_error *err)
                      "<td>%.4f</td></tr>\n", s.matched, s.predicted, s.gold, s.precision,
                 s.recall, s.f1);
     }
+    te_svg_bar bars[2];
+    for (int k = 0; k < 2; k++) {
+        te_score s = te_result_overall(te_compare_result(cmp, k));
+        bars[k] = (te_svg_bar){.label = run_names[k], .mark = "", .value = s.f1};
+        snprintf(bars[k].text, sizeof bars[k].text, "%.4f", s.f1);
+        te_svg_score_tip(&bars[k], s);
+    }
     te_interval iv = te_compare_interval(cmp);
-    fprintf(out, "</table>\n<p class=\"big\">F1(B) - F1(A) = %+.4f, 95%% interval [%+.4f, "
+    fputs("</table>\n", out);
+    te_svg_hbars(out, "F1 of runs A and B", bars, 2);
+    te_svg_interval(out, "F1(B) - F1(A) with its 95% paired bootstrap interval", "F1(B) - F1(A)",
+                    iv.diff, iv.low, iv.high);
+    fprintf(out, "<p class=\"big\">F1(B) - F1(A) = %+.4f, 95%% interval [%+.4f, "
                  "%+.4f]</p>\n<p>Paired bootstrap over %zu reviews: %lu resamples, seed %llu, "
                  "percentile interval.</p>\n<h2>Errors by class</h2>\n",
             iv.diff, iv.low, iv.high, iv.reviews, iv.resamples, iv.seed);
@@ -282,6 +316,96 @@ te_status te_compare_save_html(const te_compare *cmp, const char *path, size_t e
 }
 
 /* ----------------------------------------------------------------- sweep */
+
+/* P, R and F1 by threshold as lines, then the table of the figures. */
+static te_status html_thresholds(const te_sweep *sw, FILE *out, te_error *err)
+{
+    size_t n = te_sweep_n_rows(sw);
+    double *v = malloc((n ? n : 1) * 4 * sizeof *v);
+    if (!v)
+        return te_fail(err, TE_ERR_NOMEM, NULL, 0, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const te_sweep_row *r = te_sweep_row_at(sw, i);
+        v[i] = r->threshold;
+        v[n + i] = r->score.precision;
+        v[2 * n + i] = r->score.recall;
+        v[3 * n + i] = r->score.f1;
+    }
+    const te_svg_series series[3] = {{"precision", v + n}, {"recall", v + 2 * n}, {"F1", v + 3 * n}};
+    const te_svg_plot plot = {"Precision, recall and F1 of the predictions kept by confidence threshold",
+                              "confidence threshold", "score", NULL};
+    te_svg_lines(out, &plot, v, n, series, 3);
+    free(v);
+    fputs("<table><tr><th>confidence &gt;=</th><th>kept</th><th>S</th><th>G</th>"
+          "<th>precision</th><th>recall</th><th>F1</th></tr>\n", out);
+    for (size_t i = 0; i < n; i++) {
+        const te_sweep_row *r = te_sweep_row_at(sw, i);
+        fprintf(out, "<tr><td>%.2f</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.4f</td>"
+                     "<td>%.4f</td><td>%.4f</td></tr>\n", r->threshold, r->score.predicted,
+                r->score.matched, r->score.gold, r->score.precision, r->score.recall, r->score.f1);
+    }
+    fputs("</table>\n", out);
+    return TE_OK;
+}
+
+/* The reliability diagram: the fraction correct of each bin of confidence
+ * against the diagonal of a calibrated model, then the table. */
+static void html_reliability(const te_sweep *sw, FILE *out)
+{
+    te_svg_column cols[16];
+    size_t n = te_sweep_n_bins(sw);
+    n = n < 16 ? n : 16;
+    for (size_t i = 0; i < n; i++) {
+        const te_reliability_bin *b = te_sweep_bin(sw, i);
+        cols[i] = (te_svg_column){.low = b->low, .high = b->high, .value = b->accuracy,
+                                  .count = b->count};
+        snprintf(cols[i].label, sizeof cols[i].label, "[%.1f, %.1f%c", b->low, b->high,
+                 i + 1 == n ? ']' : ')');
+        snprintf(cols[i].tip, sizeof cols[i].tip, "%ld predictions, %ld correct, fraction correct %.4f",
+                 b->count, b->correct, b->accuracy);
+    }
+    const te_svg_plot plot = {"Reliability: fraction of the predictions correct by confidence",
+                              "confidence", "fraction correct", "calibrated (y = x)"};
+    te_svg_columns(out, &plot, cols, n);
+    fputs("<table><tr><th class=\"t\">confidence</th><th>count</th><th>correct</th>"
+          "<th>fraction correct</th></tr>\n", out);
+    for (size_t i = 0; i < n; i++)
+        fprintf(out, "<tr><td class=\"t\">%s</td><td>%ld</td><td>%ld</td><td>%.4f</td></tr>\n",
+                cols[i].label, cols[i].count, te_sweep_bin(sw, i)->correct, cols[i].value);
+    fputs("</table>\n", out);
+}
+
+static te_status write_sweep(const void *obj, FILE *out, te_error *err)
+{
+    const te_sweep *sw = obj;
+    te_html_begin(out, "Tianchi opinion mining: confidence sweep");
+    fputs("<h2>Precision and recall by confidence threshold</h2>\n", out);
+    te_status st = html_thresholds(sw, out, err);
+    if (st != TE_OK)
+        return st;
+    fputs("<h2>Reliability</h2>\n", out);
+    html_reliability(sw, out);
+    fputs("<h2>All predictions</h2>\n", out);
+    te_html_result(te_sweep_result(sw), out);
+    te_html_end(out);
+    if (ferror(out))
+        return te_fail(err, TE_ERR_IO, NULL, 0, "cannot write the HTML report");
+    return TE_OK;
+}
+
+te_status te_sweep_write_html(const te_sweep *sw, FILE *out, te_error *err)
+{
+    if (!sw || !out)
+        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no sweep or no stream");
+    return write_sweep(sw, out, err);
+}
+
+te_status te_sweep_save_html(const te_sweep *sw, const char *path, te_error *err)
+{
+    if (!sw)
+        return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no sweep");
+    return te_html_save(path, write_sweep, sw, err);
+}
 
 te_status te_sweep_print_table(const te_sweep *sw, FILE *out, te_error *err)
 {

@@ -3,14 +3,8 @@
 #include "te_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-
-/* Bar chart geometry, in SVG user units. */
-#define CHART_LABEL_W 120
-#define CHART_BAR_W 460
-#define CHART_VALUE_W 150
-#define CHART_ROW_H 24
-#define CHART_TOP 24
 
 void te_html_esc(FILE *out, const char *s)
 {
@@ -87,54 +81,26 @@ static void overall(const te_result *res, FILE *out)
     fputs("</tr></table>\n", out);
 }
 
-/* Horizontal bars of F1 per label, coloured from red (0) to green (1);
- * labels with neither gold nor predictions are drawn empty. */
+/* Horizontal bars of F1 per label; labels with neither gold nor predictions
+ * have no bar. */
 static void chart(const te_result *res, FILE *out, te_axis axis)
 {
     size_t n = te_result_n_labels(res, axis);
-    int width = CHART_LABEL_W + CHART_BAR_W + CHART_VALUE_W;
-    int height = CHART_TOP + (int)n * CHART_ROW_H + 8;
-    fprintf(out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-            "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"F1 per %s\">\n",
-            width, height, width, height, axis == TE_AXIS_CATEGORY ? "category" : "polarity");
+    te_svg_bar *bars = calloc(n ? n : 1, sizeof *bars);
+    if (!bars) { /* the tables below still hold the figures */
+        fputs("<p class=\"note\">Chart left out: out of memory.</p>\n", out);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         const te_label_score *l = te_result_label(res, axis, i);
-        int y = CHART_TOP + (int)i * CHART_ROW_H;
-        int empty = l->score.gold == 0 && l->score.predicted == 0;
-        int bar = (int)(l->score.f1 * CHART_BAR_W + 0.5);
-        fputs("<g><title>", out);
-        te_html_esc(out, l->label);
-        fprintf(out, ": S %ld, P %ld, G %ld, precision %.4f, recall %.4f, F1 %.4f</title>\n",
-                l->score.matched, l->score.predicted, l->score.gold, l->score.precision,
-                l->score.recall, l->score.f1);
-        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", CHART_LABEL_W - 8,
-                y + CHART_ROW_H - 8);
-        te_html_esc(out, l->label);
-        fprintf(out, "%s</text>\n", l->known ? "" : " *");
-        fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f4f4f4\"/>",
-                CHART_LABEL_W, y + 3, CHART_BAR_W, CHART_ROW_H - 6);
-        if (!empty)
-            fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                         "fill=\"hsl(%d,65%%,45%%)\"/>",
-                    CHART_LABEL_W, y + 3, bar, CHART_ROW_H - 6, (int)(l->score.f1 * 120 + 0.5));
-        fprintf(out, "<text x=\"%d\" y=\"%d\">", CHART_LABEL_W + CHART_BAR_W + 8,
-                y + CHART_ROW_H - 8);
-        if (empty)
-            fputs("no data", out);
-        else
-            fprintf(out, "%.3f (G %ld, P %ld)", l->score.f1, l->score.gold, l->score.predicted);
-        fputs("</text></g>\n", out);
+        te_score s = l->score;
+        bars[i] = (te_svg_bar){.label = l->label, .mark = l->known ? "" : " *", .value = s.f1,
+                               .empty = s.gold == 0 && s.predicted == 0};
+        snprintf(bars[i].text, sizeof bars[i].text, "%.3f (G %ld, P %ld)", s.f1, s.gold, s.predicted);
+        te_svg_score_tip(&bars[i], s);
     }
-    /* Grid last, translucent, so that it shows over the bars. */
-    for (int t = 0; t <= 4; t++) {
-        int x = CHART_LABEL_W + CHART_BAR_W * t / 4;
-        fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#000\" "
-                     "stroke-opacity=\"0.15\"/><text x=\"%d\" y=\"16\" text-anchor=\"middle\" "
-                     "fill=\"#777\">%.2f</text>\n",
-                x, CHART_TOP - 4, x, height - 8, x, t / 4.0);
-    }
-    fputs("</svg>\n", out);
+    te_svg_hbars(out, axis == TE_AXIS_CATEGORY ? "F1 per category" : "F1 per polarity", bars, n);
+    free(bars);
 }
 
 static void labels(const te_result *res, FILE *out, te_axis axis)

@@ -13,7 +13,7 @@
 static const char usage[] =
     "Usage: tianchi-eval GOLD PRED [--reviews FILE] [--json] [--html FILE] [--errors] [--strict]\n"
     "       tianchi-eval GOLD A --compare B [--bootstrap N] [--seed S] [--examples N] [...]\n"
-    "       tianchi-eval GOLD PRED.jsonl --sweep [--thresholds a,b,...] [--json]\n"
+    "       tianchi-eval GOLD PRED.jsonl --sweep [--thresholds a,b,...] [--json] [--html FILE]\n"
     "\n"
     "Score a submission of the Tianchi review opinion-mining task against gold labels:\n"
     "quadruples (aspect, opinion, category, polarity) matched one to one within each id;\n"
@@ -30,7 +30,10 @@ static const char usage[] =
     "                  no other id may be; terms are checked to be spans of their review;\n"
     "                  error lists show the review text\n"
     "  --json          print JSON instead of the table\n"
-    "  --html FILE     also write a self-contained HTML report (F1 chart, checks, errors)\n"
+    "  --html FILE     also write a self-contained HTML report: charts (inline SVG) of F1 per\n"
+    "                  category and polarity, checks, errors; with --compare the runs' F1,\n"
+    "                  the interval and the error classes; with --sweep P/R by threshold and\n"
+    "                  the reliability diagram\n"
     "  --errors        list misses and false positives\n"
     "  --strict        fail with exit status 2 when the submission breaks a rule of the task\n"
     "  --compare B     score run A (PRED) and run B, both for the same reviews, against GOLD:\n"
@@ -215,8 +218,8 @@ static int parse_args(int argc, char **argv, options *o)
         return fail_usage("expected two files, GOLD and PRED", NULL);
     if (o->sweep && o->compare)
         return fail_usage("--sweep and --compare go one at a time", NULL);
-    if (o->sweep && (o->html || o->errors))
-        return fail_usage("--sweep writes tables or JSON only, without", o->html ? "--html" : "--errors");
+    if (o->sweep && o->errors)
+        return fail_usage("--sweep lists no errors: leave out", "--errors");
     int stdin_uses = !strcmp(o->gold, "-") + !strcmp(o->pred, "-") +
                      (o->reviews && !strcmp(o->reviews, "-")) +
                      (o->compare && !strcmp(o->compare, "-"));
@@ -294,6 +297,8 @@ static int report_sweep(const te_sweep *sw, const options *o)
     } else if (te_sweep_print_table(sw, stdout, &err) != TE_OK) {
         return fail(err.message);
     }
+    if (o->html && te_sweep_save_html(sw, o->html, &err) != TE_OK)
+        return fail(err.message);
     return finish_output();
 }
 

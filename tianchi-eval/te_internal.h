@@ -186,6 +186,47 @@ void te_html_result(const te_result *res, FILE *out);
 typedef te_status (*te_html_writer)(const void *obj, FILE *out, te_error *err);
 te_status te_html_save(const char *path, te_html_writer writer, const void *obj, te_error *err);
 
+/* Inline SVG charts (svg.c). Texts from the inputs are escaped there; values
+ * that are not finite are left out, and a chart with nothing to draw says
+ * "no data". */
+typedef struct te_svg_bar {
+    const char *label; /* the row's name */
+    const char *mark;  /* appended to the label (" *" for a label outside the task's set), or "" */
+    double value;      /* the bar's length, in [0, 1] */
+    int empty;         /* nothing to draw: "no data" in place of bar and text */
+    char text[64];     /* the value shown after the bar */
+    char tip[160];     /* the figures of the row's <title>, after "label: " */
+} te_svg_bar;
+/* The tip of a bar of scores: "S 3, P 4, G 5, precision ..., recall ..., F1 ...". */
+void te_svg_score_tip(te_svg_bar *bar, te_score s);
+void te_svg_hbars(FILE *out, const char *title, const te_svg_bar *bars, size_t n);
+/* Horizontal bars of counts[r * n_parts + p] stacked by part, one a row, the
+ * longest total full width; a count <= 0 draws nothing. */
+void te_svg_stacked(FILE *out, const char *title, const char *const *parts, size_t n_parts,
+                    const char *const *rows, const long *counts, size_t n_rows);
+/* A difference with its interval on an axis symmetric around 0. */
+void te_svg_interval(FILE *out, const char *title, const char *label, double diff, double low,
+                     double high);
+/* A plot of [0, 1] x [0, 1]; diagonal names the dashed line y = x, or NULL. */
+typedef struct te_svg_plot {
+    const char *title, *x_label, *y_label, *diagonal;
+} te_svg_plot;
+typedef struct te_svg_series {
+    const char *name;
+    const double *y; /* one a point of x */
+} te_svg_series;
+void te_svg_lines(FILE *out, const te_svg_plot *p, const double *x, size_t n,
+                  const te_svg_series *series, size_t n_series);
+/* Columns over [low, high) of height value, the count above each; those of
+ * count 0 are left out. */
+typedef struct te_svg_column {
+    double low, high, value;
+    long count;
+    char label[32]; /* the bin, for the <title> */
+    char tip[96];
+} te_svg_column;
+void te_svg_columns(FILE *out, const te_svg_plot *p, const te_svg_column *cols, size_t n);
+
 /* The task's label sets. */
 extern const char *const te_categories[];
 extern const size_t te_n_categories;

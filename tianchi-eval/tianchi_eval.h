@@ -296,8 +296,9 @@ te_status te_result_print_table(const te_result *res, FILE *out, unsigned flags,
  * TE_REPORT_ERRORS. The keys are described in docs/tianchi-eval.md. */
 char *te_result_json(const te_result *res, unsigned flags, te_error *err);
 
-/* A self-contained HTML page (no scripts, no external resources): scores, an
- * inline SVG bar chart of F1 per category, the checks and the error list.
+/* A self-contained HTML page (no scripts, no external resources): scores,
+ * inline SVG bar charts of F1 per category and per polarity, the checks and
+ * the error list.
  * Every text from the inputs is HTML-escaped. */
 te_status te_result_write_html(const te_result *res, FILE *out, te_error *err);
 /* Same, written to a file. */
@@ -348,7 +349,8 @@ te_interval te_compare_interval(const te_compare *cmp);
 
 /* The comparison as a table (F1 of each run, the interval, the error classes
  * with up to `examples` examples each), as JSON (te_free() it), as an HTML
- * page (the comparison, then each run's report). */
+ * page (the comparison with charts of both runs' F1, the interval and the
+ * error classes as stacked bars, then each run's report). */
 te_status te_compare_print_table(const te_compare *cmp, FILE *out, size_t examples, te_error *err);
 char *te_compare_json(const te_compare *cmp, size_t examples, te_error *err);
 te_status te_compare_save_html(const te_compare *cmp, const char *path, size_t examples,
@@ -387,6 +389,12 @@ te_input_summary te_sweep_input(const te_sweep *sw, te_input kind);
 
 te_status te_sweep_print_table(const te_sweep *sw, FILE *out, te_error *err);
 char *te_sweep_json(const te_sweep *sw, te_error *err);
+/* An HTML page (self-contained, as te_result_write_html's): precision, recall
+ * and F1 by threshold as lines, the reliability diagram (fraction correct by
+ * bin of confidence), each with its table, then the report of all the
+ * predictions. */
+te_status te_sweep_write_html(const te_sweep *sw, FILE *out, te_error *err);
+te_status te_sweep_save_html(const te_sweep *sw, const char *path, te_error *err);
 
 #ifdef __cplusplus
 }

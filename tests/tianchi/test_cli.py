@@ -527,7 +527,7 @@ def test_compare_sweep_usage():
     rc, out, err = run("--help")
     assert "--compare B" in out and "--sweep" in out and "--thresholds" in out and "--fields" in out
     expect_error([gold, a, "--compare", b, "--sweep"], "--sweep and --compare go one at a time")
-    expect_error([gold, a, "--sweep", "--html", "x.html"], "--sweep writes tables or JSON only")
+    expect_error([gold, a, "--sweep", "--errors"], "--sweep lists no errors: leave out --errors")
     expect_error([gold, a, "--compare", b, "--bootstrap", "0"], "--bootstrap needs a number of resamples")
     expect_error([gold, a, "--compare", b, "--seed", "-1"], "--seed needs a non-negative integer")
     expect_error([gold, a, "--sweep", "--thresholds", "0.5,2"], "--thresholds needs numbers in [0, 1]")
@@ -536,8 +536,9 @@ def test_compare_sweep_usage():
     expect_error([gold, a, "--compare"], "--compare needs a FILE")
 
 
-def main():
-    tests = [(k, v) for k, v in globals().items() if k.startswith("test_") and callable(v)]
+def main(namespace=None):
+    """Run the test_ functions of namespace (this module's by default)."""
+    tests = [(k, v) for k, v in (namespace or globals()).items() if k.startswith("test_") and callable(v)]
     failed = 0
     for name, fn in tests:
         try:

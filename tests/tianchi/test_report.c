@@ -1,7 +1,10 @@
 /* test_report.c - the table, the JSON and the HTML report. */
 #include "te_test.h"
 
+#include "te_internal.h"
+
 #include <jansson.h>
+#include <math.h>
 
 #define GOLD_HEADER "id,AspectTerms,A_start,A_end,OpinionTerms,O_start,O_end,Categories,Polarities\n"
 
@@ -39,6 +42,15 @@ static char *html_text(const te_result *res)
     assert_int_equal(te_result_write_html(res, f, &err), TE_OK);
     fclose(f);
     return text;
+}
+
+/* Occurrences of what in s. */
+static size_t count(const char *s, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
 }
 
 static void test_table(void **state)
@@ -188,10 +200,8 @@ static void test_html(void **state)
     assert_int_equal(urls, 2); /* the category and the polarity charts */
     assert_null(strstr(h, "src="));
     /* One bar row per category, with its label. */
-    size_t titles = 0;
-    for (const char *p = h; (p = strstr(p, "<title>")) != NULL; p++)
-        titles++;
-    assert_int_equal(titles, 1 + 13 + 3); /* the page title, a tooltip per category and polarity */
+    /* the page title, the two charts' names, a tooltip per category and polarity */
+    assert_int_equal(count(h, "<title>"), 1 + 2 + 13 + 3);
     assert_contains(h, ">价格</text>");
     assert_contains(h, "1 misses (gold quadruples not predicted), 2 false positives");
     assert_contains(h, "包装好看");
@@ -263,6 +273,54 @@ static void test_save_html(void **state)
     te_eval_free(ev);
 }
 
+/* Run fn(out) on an in-memory stream; the text is malloc'ed. */
+static char *svg_text(void (*fn)(FILE *out))
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    fn(f);
+    fclose(f);
+    return text;
+}
+
+static void draw_degenerate(FILE *out)
+{
+    te_svg_bar bar = {.label = "<a&b>", .mark = "", .value = NAN};
+    snprintf(bar.text, sizeof bar.text, "nan");
+    te_svg_hbars(out, "nothing", NULL, 0);
+    te_svg_hbars(out, "not finite", &bar, 1);
+    const char *parts[1] = {"<p>"}, *rows[1] = {"r"};
+    const long zero[1] = {0};
+    te_svg_stacked(out, "no rows", parts, 1, rows, zero, 0);
+    te_svg_interval(out, "not finite", "d", NAN, 0, INFINITY);
+    const double x[2] = {0.5, NAN}, y[2] = {NAN, 0.5};
+    const te_svg_series series = {"s", y};
+    const te_svg_plot plot = {"plot", "x", "y", "y = x"};
+    te_svg_lines(out, &plot, x, 2, &series, 1);
+    const te_svg_column col = {.low = 0, .high = 0.1, .value = NAN, .count = 3};
+    te_svg_columns(out, &plot, &col, 1);
+}
+
+/* Nothing finite to draw: each chart says so and stays whole; no "nan" or
+ * "inf" reaches the page, texts are escaped. */
+static void test_svg_no_data(void **state)
+{
+    (void)state;
+    char *s = svg_text(draw_degenerate);
+    assert_int_equal(count(s, "<svg "), 6);
+    assert_int_equal(count(s, "</svg>"), 6);
+    assert_int_equal(count(s, ">no data</text>"), 6);
+    assert_null(strstr(s, "nan"));
+    assert_null(strstr(s, "inf"));
+    assert_null(strstr(s, "<a&b>"));
+    assert_null(strstr(s, "<p>"));
+    assert_contains(s, "&lt;a&amp;b&gt;");
+    assert_contains(s, "&lt;p&gt;");
+    free(s);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -281,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_table),     cmocka_unit_test(test_json),
         cmocka_unit_test(test_html),      cmocka_unit_test(test_html_escaping),
         cmocka_unit_test(test_save_html), cmocka_unit_test(test_names),
+        cmocka_unit_test(test_svg_no_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
