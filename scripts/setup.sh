@@ -8,7 +8,9 @@
 #                            dask, distributed and GNU parallel for the sharding tests
 #                            (tests/python/test_dask.py), PyTorch and OpenBLAS for the training
 #                            tests, the aarch64 cross compiler and qemu-user for the NEON kernels,
-#                            strace (its fault injection kills `extract` inside its progress update)
+#                            strace (its fault injection kills `extract` inside its progress update),
+#                            chromium, python3-websocket and a CJK font (pages tested and
+#                            screenshotted in a headless browser)
 # Skips apt when every package is already there, so it is cheap to call twice.
 set -euo pipefail
 what=${1:-test}
@@ -17,7 +19,7 @@ packages=(build-essential meson ninja-build pkg-config
 case "$what" in
   build) ;;
   test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-dask python3-distributed parallel
-                   python3-torch libopenblas0-pthread strace
+                   python3-torch libopenblas0-pthread strace chromium python3-websocket fonts-wqy-microhei
                    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;
   *) echo "usage: scripts/setup.sh [build|test]" >&2; exit 2 ;;
 esac
