@@ -85,8 +85,40 @@ static void put(buf *b, const char *t)
     b->len += n;
 }
 
+/* ,"jsonl":"...","tianchi":"..." for text i under its id: the command's
+ * lines in both formats (x NULL: a text that failed, written with no
+ * records, as the command does). */
+static void put_lines(buf *b, const server *s, const json_t *id, const pd_extraction *x)
+{
+    char num[24];
+    const char *rid = json_is_string(id) ? json_string_value(id) : num;
+    if (!json_is_string(id)) snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+    static const struct { const char *key; pd_record_format fmt; } kinds[] = {{"jsonl", PD_FORMAT_JSONL},
+                                                                                {"tianchi", PD_FORMAT_TIANCHI}};
+    for (size_t k = 0; k < 2; k++) {
+        char *text = NULL, *quoted = NULL;
+        size_t len = 0;
+        pd_error err;
+        json_t *str = pd_extraction_format(s->schema, x, rid, kinds[k].fmt, &text, &len, &err) == PD_OK
+                          ? json_stringn(text, len) : NULL;
+        quoted = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+        json_decref(str);
+        pd_free(text);
+        if (!quoted) {
+            b->failed = true;
+            return;
+        }
+        put(b, ",\"");
+        put(b, kinds[k].key);
+        put(b, "\":");
+        put(b, quoted);
+        free(quoted);
+    }
+}
+
 /* An extract job's answer from its texts' results, spliced from each text's
- * records as extract writes them; *n_records counts them. */
+ * records as extract writes them (with "ids", the command's lines too);
+ * *n_records counts them. */
 static int extract_answer(server *s, job *j, char **body, long *n_records)
 {
     serve_extract_req *r = &j->ex;
@@ -99,12 +131,16 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
             *n_records += j->outs[i]->n_records;
             put(&b, i ? ",{\"records\":" : "{\"records\":");
             put(&b, recs);
+            if (r->ids) put_lines(&b, s, json_array_get(r->ids, i), j->outs[i]);
             put(&b, "}");
         } else {
             char *e = serve_error_body(j->errs[i].message);
             fail = j->errs[i].message;
             put(&b, i ? "," : "");
-            put(&b, e ? e : "{}");
+            if (e && r->ids) e[strlen(e) - 1] = 0; /* the lines go inside the error's object */
+            put(&b, e ? e : "{");
+            if (r->ids) put_lines(&b, s, json_array_get(r->ids, i), NULL);
+            put(&b, r->ids || !e ? "}" : "");
             free(e);
         }
         pd_free(recs);

@@ -91,7 +91,7 @@ static int string_array(const json_t *v, const char *name, size_t max, const cha
 
 int serve_parse_extract(const char *body, size_t len, size_t max_texts, serve_extract_req *req, char msg[SERVE_MESSAGE_SIZE])
 {
-    static const char *const allowed[] = {"text", "texts", NULL};
+    static const char *const allowed[] = {"text", "texts", "ids", NULL};
     memset(req, 0, sizeof *req);
     json_t *root;
     int st = load_object(body, len, allowed, &root, msg);
@@ -118,6 +118,20 @@ int serve_parse_extract(const char *body, size_t len, size_t max_texts, serve_ex
         req->many = true;
         st = string_array(texts, "texts", max_texts, " (--max-texts)", &req->texts, &req->lens, &req->n, msg);
         if (st == 0 && req->n == 0) st = refuse(msg, 400, "\"texts\" is empty: give at least one string");
+    }
+    const json_t *ids = json_object_get(root, "ids");
+    if (st == 0 && ids) {
+        if (!req->many) st = refuse(msg, 400, "\"ids\" goes with \"texts\", not with \"text\"");
+        else if (!json_is_array(ids) || json_array_size(ids) != req->n)
+            st = refuse(msg, 400, "\"ids\" must be an array of %zu ids, one a text", req->n);
+        for (size_t i = 0; st == 0 && i < req->n; i++) {
+            const json_t *id = json_array_get(ids, i);
+            if (!json_is_string(id) && !json_is_integer(id))
+                st = refuse(msg, 400, "\"ids\"[%zu] must be a string or an integer", i);
+            else if (json_is_string(id) && strlen(json_string_value(id)) != json_string_length(id))
+                st = refuse(msg, 400, "\"ids\"[%zu] holds \\u0000", i);
+        }
+        req->ids = ids;
     }
     if (st) serve_extract_req_free(req);
     return st;

@@ -15,9 +15,13 @@
 
 #define SERVE_MESSAGE_SIZE 256
 
-/* POST /v1/extract: {"text": "..."} or {"texts": ["...", ...]}. */
+/* POST /v1/extract: {"text": "..."} or {"texts": ["...", ...]}, the latter
+ * with optional "ids": [id, ...] (strings or integers, one a text): each
+ * result then also carries the command's lines for that id ("jsonl" and
+ * "tianchi": what `pocketdec extract` writes, byte for byte). */
 typedef struct serve_extract_req {
     json_t *root;       /* the parsed body: owns the strings below */
+    const json_t *ids;  /* NULL, or the ids (an array of n strings or integers) */
     const char **texts; /* [n], NUL-terminated, valid UTF-8 without NUL */
     size_t *lens;       /* [n] their lengths in bytes */
     size_t n;
