@@ -288,16 +288,26 @@ te_interval te_compare_interval(const te_compare *cmp)
 
 /* ----------------------------------------------------------------- sweep */
 
+const te_row *te_first_csv_prediction(const te_eval *ev)
+{
+    const te_rows *rows = &ev->rows[TE_INPUT_PREDICTIONS];
+    for (size_t i = 0; i < rows->n; i++)
+        if (!rows->v[i].jsonl)
+            return &rows->v[i];
+    return NULL;
+}
+
 /* Every record must carry a confidence. */
 static te_status check_confidences(const te_eval *ev, te_error *err)
 {
+    const te_row *csv = te_first_csv_prediction(ev);
+    if (csv)
+        return te_fail(err, TE_ERR_FORMAT, csv->file, 0,
+                       "the sweep needs pocketdec's JSONL output with confidences, "
+                       "not a CSV submission");
     const te_rows *rows = &ev->rows[TE_INPUT_PREDICTIONS];
     for (size_t i = 0; i < rows->n; i++) {
         const te_row *r = &rows->v[i];
-        if (!r->jsonl)
-            return te_fail(err, TE_ERR_FORMAT, r->file, 0,
-                           "the sweep needs pocketdec's JSONL output with confidences, "
-                           "not a CSV submission");
         if (!r->placeholder && r->confidence < 0)
             return te_fail(err, TE_ERR_FORMAT, r->file, r->line,
                            "a record without \"confidence\" (an older output?); the sweep "

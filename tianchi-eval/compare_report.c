@@ -298,7 +298,7 @@ static te_status write_compare(const void *obj, FILE *out, te_error *err)
         fprintf(out, "<h2>Run %s: ", run_names[k]);
         te_html_esc(out, run_file(cmp, k));
         fputs("</h2>\n", out);
-        te_html_result(te_compare_result(cmp, k), out);
+        te_html_result(te_compare_result(cmp, k), out, 0);
     }
     te_html_end(out);
     if (ferror(out))
@@ -375,18 +375,26 @@ static void html_reliability(const te_sweep *sw, FILE *out)
     fputs("</table>\n", out);
 }
 
+te_status te_html_sweep(const te_sweep *sw, FILE *out, int level, te_error *err)
+{
+    fprintf(out, "<h%d>Precision and recall by confidence threshold</h%d>\n", level, level);
+    te_status st = html_thresholds(sw, out, err);
+    if (st != TE_OK)
+        return st;
+    fprintf(out, "<h%d>Reliability</h%d>\n", level, level);
+    html_reliability(sw, out);
+    return TE_OK;
+}
+
 static te_status write_sweep(const void *obj, FILE *out, te_error *err)
 {
     const te_sweep *sw = obj;
     te_html_begin(out, "Tianchi opinion mining: confidence sweep");
-    fputs("<h2>Precision and recall by confidence threshold</h2>\n", out);
-    te_status st = html_thresholds(sw, out, err);
+    te_status st = te_html_sweep(sw, out, 2, err);
     if (st != TE_OK)
         return st;
-    fputs("<h2>Reliability</h2>\n", out);
-    html_reliability(sw, out);
     fputs("<h2>All predictions</h2>\n", out);
-    te_html_result(te_sweep_result(sw), out);
+    te_html_result(te_sweep_result(sw), out, 0);
     te_html_end(out);
     if (ferror(out))
         return te_fail(err, TE_ERR_IO, NULL, 0, "cannot write the HTML report");

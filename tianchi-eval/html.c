@@ -29,7 +29,7 @@ void te_html_esc(FILE *out, const char *s)
 
 static const char style[] =
     "body{font-family:" FONTS ";margin:2em;color:#222;max-width:72em}"
-    "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}"
+    "h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}h3{font-size:1em;margin-top:1.2em}"
     "table{border-collapse:collapse;margin:.5em 0}"
     "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}"
     "th{background:#f3f3f3}th.t,td.t{text-align:left}"
@@ -203,7 +203,35 @@ void te_html_end(FILE *out)
     fprintf(out, "<p class=\"note\">tianchi-eval %s</p>\n</body>\n</html>\n", TE_VERSION);
 }
 
-void te_html_result(const te_result *res, FILE *out)
+/* The sweep of --sweep at its default thresholds: its figures are those
+ * `--sweep --json` prints. Where there is none, one line says why. */
+static void confidence(const te_result *res, FILE *out)
+{
+    fputs("<h2>Confidence</h2>\n", out);
+    const te_eval *ev = te_result_eval(res);
+    if (!ev) {
+        fputs("<p class=\"note\">gold or predictions were added after scoring: no sweep</p>\n", out);
+        return;
+    }
+    if (te_first_csv_prediction(ev)) {
+        fputs("<p class=\"note\">no record confidences in PRED (a CSV submission): no sweep</p>\n",
+              out);
+        return;
+    }
+    te_error err = {TE_OK, "the sweep failed"};
+    te_sweep *sw = te_eval_sweep(ev, NULL, 0, &err);
+    if (sw)
+        fputs("<p>The records kept at each threshold of their confidence, and the fraction "
+              "correct by confidence: <code>--sweep</code> at its default thresholds.</p>\n", out);
+    if (!sw || te_html_sweep(sw, out, 3, &err) != TE_OK) { /* the rest of the report stands */
+        fputs("<p class=\"note\">no sweep: ", out);
+        te_html_esc(out, err.message);
+        fputs("</p>\n", out);
+    }
+    te_sweep_free(sw);
+}
+
+void te_html_result(const te_result *res, FILE *out, int with_confidence)
 {
     inputs(res, out);
     overall(res, out);
@@ -211,6 +239,8 @@ void te_html_result(const te_result *res, FILE *out)
     chart(res, out, TE_AXIS_CATEGORY);
     fputs("<h2>F1 per polarity</h2>\n", out);
     chart(res, out, TE_AXIS_POLARITY);
+    if (with_confidence)
+        confidence(res, out);
     fputs("<h2>Categories</h2>\n", out);
     labels(res, out, TE_AXIS_CATEGORY);
     fputs("<h2>Polarities</h2>\n", out);
@@ -230,7 +260,7 @@ te_status te_result_write_html(const te_result *res, FILE *out, te_error *err)
     if (!res || !out)
         return te_fail(err, TE_ERR_ARG, NULL, 0, "invalid argument: no result or no stream");
     te_html_begin(out, "Tianchi opinion mining: evaluation");
-    te_html_result(res, out);
+    te_html_result(res, out, 1);
     te_html_end(out);
     if (ferror(out))
         return te_fail(err, TE_ERR_IO, NULL, 0, "cannot write the HTML report");

@@ -18,6 +18,8 @@ struct te_result {
     te_issue *issues;
     size_t n_issues, cap_issues, n_violations;
     te_input_summary inputs[TE_N_INPUTS];
+    const te_eval *ev;  /* scored from, for the HTML report's confidence sweep */
+    size_t ev_rows[2];  /* its gold and prediction rows then */
 };
 
 /* One distinct id of gold or predictions. */
@@ -591,6 +593,9 @@ te_result *te_eval_score(const te_eval *ev, te_error *err)
         te_fail(err, TE_ERR_NOMEM, NULL, 0, "out of memory while scoring");
         return NULL;
     }
+    res->ev = ev;
+    res->ev_rows[0] = ev->rows[TE_INPUT_GOLD].n;
+    res->ev_rows[1] = ev->rows[TE_INPUT_PREDICTIONS].n;
     scorer sc = {ev, res, err, {NULL, NULL}, {0, 0}, {NULL, NULL}, {{NULL, 0}, {NULL, 0}}};
     int bad = prepare(&sc);
     if (!bad) {
@@ -613,6 +618,15 @@ te_result *te_eval_score(const te_eval *ev, te_error *err)
         return NULL;
     }
     return res;
+}
+
+const te_eval *te_result_eval(const te_result *res)
+{
+    const te_eval *ev = res->ev;
+    return ev->rows[TE_INPUT_GOLD].n == res->ev_rows[0] &&
+                   ev->rows[TE_INPUT_PREDICTIONS].n == res->ev_rows[1]
+               ? ev
+               : NULL;
 }
 
 void te_result_free(te_result *res)

@@ -158,6 +158,13 @@ const te_review *te_find_review(const te_eval *ev, long id);
 
 /* The plain score a sweep holds (compare.c). */
 const te_result *te_sweep_result(const te_sweep *sw);
+/* The first prediction row of a CSV submission (or added in memory), which
+ * has no confidence: te_eval_sweep refuses such predictions. NULL when every
+ * row is from JSONL. */
+const te_row *te_first_csv_prediction(const te_eval *ev);
+/* The evaluator a result was scored from, or NULL when gold or predictions
+ * were added to it since (score.c). */
+const te_eval *te_result_eval(const te_result *res);
 
 /* ---------------------------------------------------------------- reports */
 
@@ -180,8 +187,15 @@ void te_html_esc(FILE *out, const char *s);
 /* The page's start (doctype, style, <h1>title</h1>) and end. */
 void te_html_begin(FILE *out, const char *title);
 void te_html_end(FILE *out);
-/* A result's sections (inputs, scores, charts, tables, checks, errors). */
-void te_html_result(const te_result *res, FILE *out);
+/* A result's sections (inputs, scores, charts, tables, checks, errors); if
+ * with_confidence, a "Confidence" section after the per-label charts: the
+ * sweep of its predictions at the default thresholds, or one line saying why
+ * there is none (html.c). */
+void te_html_result(const te_result *res, FILE *out, int with_confidence);
+/* A sweep's charts and tables under <hN> headings of the given level
+ * (compare_report.c). Fails only when out of memory, having written the first
+ * heading. */
+te_status te_html_sweep(const te_sweep *sw, FILE *out, int level, te_error *err);
 /* Write a page to path with writer(obj, out, err), naming path in errors. */
 typedef te_status (*te_html_writer)(const void *obj, FILE *out, te_error *err);
 te_status te_html_save(const char *path, te_html_writer writer, const void *obj, te_error *err);

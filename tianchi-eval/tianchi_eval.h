@@ -297,8 +297,12 @@ te_status te_result_print_table(const te_result *res, FILE *out, unsigned flags,
 char *te_result_json(const te_result *res, unsigned flags, te_error *err);
 
 /* A self-contained HTML page (no scripts, no external resources): scores,
- * inline SVG bar charts of F1 per category and per polarity, the checks and
- * the error list.
+ * inline SVG bar charts of F1 per category and per polarity, a "Confidence"
+ * section, the checks and the error list. The Confidence section holds
+ * te_eval_sweep's charts and tables at the default thresholds, computed from
+ * the te_eval the result was scored from (alive, as for every string of the
+ * result), or one line saying why there is none: a CSV submission, the
+ * sweep's error, gold or predictions added to that te_eval after scoring.
  * Every text from the inputs is HTML-escaped. */
 te_status te_result_write_html(const te_result *res, FILE *out, te_error *err);
 /* Same, written to a file. */

@@ -68,7 +68,10 @@ class Scores(dict, Owner):
     "errors" when asked; see docs/tianchi-eval.md), and html(path), the HTML report."""
 
     def html(self, path):
-        """Write the HTML report (scores, F1 per category as an SVG chart, checks, errors)."""
+        """Write the HTML report, the page `tianchi-eval GOLD PRED --html` writes: scores,
+        F1 per category and per polarity as SVG charts, the confidence sweep (precision and
+        recall by threshold, the reliability diagram) when pred is pocketdec's JSONL output
+        with confidences (else a line saying why there is none), checks, errors."""
         te, err = _lib.te(), _lib.new_error()
         with self._result.use() as res:
             _te_check(te.te_result_save_html(res, cpath(path, "path"), byref(err)), err)

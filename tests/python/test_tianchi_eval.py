@@ -35,6 +35,35 @@ def test_figures_equal_the_command(result_csv, tmp_path):
     assert tianchi_eval.score(GOLD, result_csv, errors=True) == with_errors
 
 
+@pytest.fixture(scope="module")
+def result_jsonl(tmp_path_factory):
+    path = tmp_path_factory.mktemp("eval") / "dev.jsonl"
+    run(helpers.POCKETDEC, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", REVIEWS,
+        "--output", path, "--format", "jsonl", "--threads", "1")
+    return path
+
+
+def test_html_of_jsonl_equals_the_command(result_jsonl, result_csv, tmp_path):
+    """The page of JSONL predictions has the confidence sweep, byte for byte the command's
+    (no time or path in it but the inputs', given the same here); a CSV's says why not."""
+    with tianchi_eval.score(GOLD, result_jsonl, reviews=REVIEWS) as got:
+        assert got == json.loads(run(TIANCHI_EVAL, GOLD, result_jsonl, "--reviews", REVIEWS, "--json"))
+        got.html(tmp_path / "py.html")
+    run(TIANCHI_EVAL, GOLD, result_jsonl, "--reviews", REVIEWS, "--html", tmp_path / "cli.html")
+    page = (tmp_path / "py.html").read_text(encoding="utf-8")
+    assert page == (tmp_path / "cli.html").read_text(encoding="utf-8")
+    sweep = json.loads(run(TIANCHI_EVAL, GOLD, result_jsonl, "--sweep", "--json"))
+    assert "<h2>Confidence</h2>" in page and "<h3>Reliability</h3>" in page
+    for t in sweep["thresholds"]:  # each threshold's row of the table
+        s = t["score"]
+        assert "<tr><td>%.2f</td><td>%d</td><td>%d</td><td>%d</td><td>%.4f</td><td>%.4f</td><td>%.4f</td></tr>" % (
+            t["threshold"], t["kept"], s["matched"], s["gold"], s["precision"], s["recall"], s["f1"]) in page
+    tianchi_eval.score(GOLD, result_csv).html(tmp_path / "csv.html")
+    page = (tmp_path / "csv.html").read_text(encoding="utf-8")
+    assert "no record confidences in PRED (a CSV submission): no sweep" in page
+    assert "<h3>Reliability</h3>" not in page
+
+
 def test_tuples_score_like_files(result_csv):
     with open(result_csv, encoding="utf-8", newline="") as f:
         pred = [(int(r[0]), *r[1:]) for r in csv.reader(f)]

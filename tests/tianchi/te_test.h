@@ -56,6 +56,20 @@ static inline te_result *score_ok(const te_eval *ev)
     return res;
 }
 
+/* The HTML page of a result, malloc'ed (te_result_write_html on an in-memory
+ * stream). */
+static inline char *html_text(const te_result *res)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    te_error err;
+    assert_int_equal(te_result_write_html(res, f, &err), TE_OK);
+    fclose(f);
+    return text;
+}
+
 static inline void check_score(te_score s, long matched, long predicted, long gold)
 {
     assert_int_equal(s.matched, matched);

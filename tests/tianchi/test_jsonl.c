@@ -122,6 +122,49 @@ static void test_sweep_refused(void **state)
     te_eval_free(ev);
 }
 
+/* The plain report's "Confidence" section: the sweep at the default
+ * thresholds, or one line saying why there is none. */
+static void test_html_confidence(void **state)
+{
+    (void)state;
+    te_eval *ev = eval_of(gold, run, NULL);
+    te_result *res = score_ok(ev);
+    char *h = html_text(res);
+    assert_contains(h, "<h2>F1 per polarity</h2>");
+    assert_true(strstr(h, "<h2>Confidence</h2>") > strstr(h, "<h2>F1 per polarity</h2>"));
+    assert_true(strstr(h, "<h2>Categories</h2>") > strstr(h, "<h3>Reliability</h3>"));
+    /* 0.40: kept 3, S 3, G 6; the bin [0.9, 1.0]: 1 prediction, 1 correct. */
+    assert_contains(h, "<tr><td>0.40</td><td>3</td><td>3</td><td>6</td><td>1.0000</td><td>0.5000</td>"
+                       "<td>0.6667</td></tr>");
+    assert_contains(h, "<tr><td class=\"t\">[0.9, 1.0]</td><td>1</td><td>1</td><td>1.0000</td></tr>");
+    free(h);
+    /* A row added after scoring: the result's figures are no longer those of ev. */
+    te_quad q = {3, "_", "很好", "整体", "正面"};
+    assert_int_equal(te_eval_add_quad(ev, TE_INPUT_PREDICTIONS, &q, NULL), TE_OK);
+    h = html_text(res);
+    assert_contains(h, "<h2>Confidence</h2>\n<p class=\"note\">gold or predictions were added after "
+                       "scoring: no sweep</p>\n<h2>Categories</h2>");
+    free(h);
+    te_result_free(res);
+    /* Scored again, a row without confidence (added in memory, as in a submission). */
+    res = score_ok(ev);
+    h = html_text(res);
+    assert_contains(h, "<p class=\"note\">no record confidences in PRED (a CSV submission): no sweep</p>");
+    assert_null(strstr(h, "<h3>"));
+    free(h);
+    te_result_free(res);
+    te_eval_free(ev);
+    /* Records without confidence: the sweep's message. */
+    ev = eval_of(gold, "{\"id\": 1, \"records\": [" REC("物流", "很快", "物流", "正面", "") "]}\n", NULL);
+    res = score_ok(ev);
+    h = html_text(res);
+    assert_contains(h, "<p class=\"note\">no sweep: pred.csv:1: a record without &quot;confidence&quot; "
+                       "(an older output?); the sweep needs each record&#39;s confidence</p>");
+    free(h);
+    te_result_free(res);
+    te_eval_free(ev);
+}
+
 static void test_fields(void **state)
 {
     (void)state;
@@ -218,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_plain_scoring),
         cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_sweep_refused),
+        cmocka_unit_test(test_html_confidence),
         cmocka_unit_test(test_fields),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_unknown_id),

@@ -32,17 +32,6 @@ static char *table_text(const te_result *res, unsigned flags)
     return text;
 }
 
-static char *html_text(const te_result *res)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    assert_non_null(f);
-    te_error err;
-    assert_int_equal(te_result_write_html(res, f, &err), TE_OK);
-    fclose(f);
-    return text;
-}
 
 /* Occurrences of what in s. */
 static size_t count(const char *s, const char *what)
