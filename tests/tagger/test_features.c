@@ -284,41 +284,46 @@ static void visit(void *arg, int32_t which, const char *name, const float *row)
     v->sum += (double)row[0];
 }
 
+/* Template tpl of `decision` over TEXT, v emptied; end() frees both. */
+static pd_head *begin(pdi_feat_text *x, named *v, const char *decision, const char *tpl)
+{
+    pd_head *h = head_with(decision, tpl);
+    init_text(x, h, TEXT);
+    *v = (named){0};
+    return h;
+}
+
+static void end(pdi_feat_text *x, pd_head *h)
+{
+    pdi_feat_text_free(x);
+    free_head(h);
+}
+
 static void test_named(void **state)
 {
     (void)state;
     pdi_feat_text x;
-    named v = {0};
-    double out[N_LABELS] = {0};
-    pd_head *h = head_with("label", "chars.opinion left[1]");
+    named v;
+    double out[N_LABELS] = {0}, s[2] = {0}, e[5] = {0};
     const pdi_feat_span spans[2] = {{0, 2}, {5, 7}}, to[1] = {{0, 2}};
-    init_text(&x, h, TEXT);
+    pd_head *h = begin(&x, &v, "label", "chars.opinion left[1]");
     pdi_features_label_named(&x, spans, out, visit, &v);
     assert_int_equal(v.n, 2); /* one a value of the multi-valued atom, each its row: the sum's parts */
     assert_string_equal(v.names[0], "chars.opinion left[1]=很 ，");
     assert_string_equal(v.names[1], "chars.opinion left[1]=好 ，");
     assert_true(v.rows[0] == id("chars.opinion left[1]\x1f很\x1f，") && v.sum == out[0]);
-    pdi_feat_text_free(&x);
-    free_head(h);
-    h = head_with("link", "from to");
-    init_text(&x, h, TEXT);
-    v = (named){0};
-    double s[2] = {0};
+    end(&x, h);
+    h = begin(&x, &v, "link", "from to");
     pdi_features_link_named(&x, (pdi_feat_span){5, 7}, to, 1, s, visit, &v);
     assert_int_equal(v.n, 2);
     assert_string_equal(v.names[0], "from to=很好 好a");
     assert_string_equal(v.names[1], "from to=很好 <none>");
     assert_true(v.which[0] == 0 && v.which[1] == 1 && v.rows[1] == s[1]);
-    pdi_feat_text_free(&x);
-    free_head(h);
-    h = head_with("tag", "bias");
-    init_text(&x, h, TEXT);
-    v = (named){0};
-    double e[5] = {0};
+    end(&x, h);
+    h = begin(&x, &v, "tag", "bias");
     pdi_features_tag_named(&x, 3, e, visit, &v);
     assert_true(v.n == 1 && !strcmp(v.names[0], "bias") && v.rows[0] == e[0]);
-    pdi_feat_text_free(&x);
-    free_head(h);
+    end(&x, h);
 }
 
 /* 不 太 好 ， 没 有 很 差 劲 。 好: negation 不 and 没有, degree 很 and 太, valued
