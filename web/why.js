@@ -85,13 +85,13 @@ function whyRender(root, d) {
   }
 
   function arcs() {
-    var boxes = [], x = 10, H = 30, top = 24 + 30 * d.links.length, pad = 14;
+    var boxes = [], x = 10, H = 30, pad = 14;
     d.spans.forEach(function (s) {
       var w = 16 * Array.from(s.text).length + 16;
       boxes.push({ x: x, w: w, label: s.text, field: s.field }); x += w + pad;
     });
     boxes.push({ x: x, w: 52, label: '(none)', field: null }); x += 52 + pad;
-    var down = 26 + 28 * d.links.length;
+    var top = Math.min(240, 40 + 0.3 * x), down = top;
     var g = svg('svg', { width: Math.max(x, 300), height: top + H + down, role: 'img' });
     boxes.forEach(function (b) {
       g.appendChild(svg('rect', { x: b.x, y: top, width: b.w, height: H, rx: 4,
@@ -100,14 +100,14 @@ function whyRender(root, d) {
     });
     function mid(s) { var b = boxes[s < 0 ? boxes.length - 1 : s]; return b.x + b.w / 2; }
     d.links.forEach(function (l, k) {
-      var x0 = mid(l.from), x1 = mid(l.choice), h = 20 + 30 * k;
+      var x0 = mid(l.from), x1 = mid(l.choice), h = Math.min(top - 16, 18 + 0.3 * Math.abs(x1 - x0) + 4 * k); /* wider, higher */
       var p = svg('path', { d: 'M' + x0 + ' ' + top + ' C' + x0 + ' ' + (top - h) + ' ' + x1 + ' ' + (top - h) + ' ' + x1 + ' ' + top,
         fill: 'none', stroke: '#1d2330', 'stroke-width': 2 });
       g.appendChild(p);
       var t = svg('text', { x: (x0 + x1) / 2, y: top - 0.75 * h - 3, 'text-anchor': 'middle' });
       t.textContent = pct(l.probability); g.appendChild(t);
       if (l.runner_up) {
-        var x2 = mid(l.runner_up.to), y = top + H, h2 = 18 + 28 * k;
+        var x2 = mid(l.runner_up.to), y = top + H, h2 = Math.min(down - 22, 16 + 0.3 * Math.abs(x2 - x0) + 4 * k);
         g.appendChild(svg('path', { d: 'M' + x0 + ' ' + y + ' C' + x0 + ' ' + (y + h2) + ' ' + x2 + ' ' + (y + h2) + ' ' + x2 + ' ' + y,
           fill: 'none', stroke: '#8a93a6', 'stroke-width': 1.5, 'stroke-dasharray': '5 4' }));
         var t2 = svg('text', { x: (x0 + x2) / 2, y: y + 0.75 * h2 + 12, 'text-anchor': 'middle', fill: '#5b6475' });
