@@ -41,8 +41,11 @@ static json_t *why_json(const pdi_why *w, double score)
               set(o, "sparse", json_real(w->sparse)) &&
               set(o, "trunk_share", json_real(mass > 0 ? fabs(trunk) / mass : 1.0)) &&
               set(o, "sparse_on", json_boolean(w->on)) && set(o, "n_features", json_integer(w->n_features));
-    for (int32_t k = 0; ok && k < w->n_top; k++)
-        ok = !json_array_append_new(fs, json_pack("{s:s,s:f}", "name", w->top[k].name, "weight", w->top[k].weight));
+    for (int32_t k = 0; ok && k < w->n_top; k++) { /* a name cut at its room may end inside a character: not shown */
+        const char *name = w->top[k].name;
+        size_t n = pdi_utf8_check(name, strlen(name));
+        ok = !json_array_append_new(fs, json_pack("{s:s%,s:f}", "name", name, n, "weight", w->top[k].weight));
+    }
     if (ok && set(o, "features", fs)) return o;
     json_decref(o);
     json_decref(ok ? NULL : fs);
