@@ -278,8 +278,8 @@ PD_API pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *t
  * weighed most beside the trunk's (dense) share. Its shape is in
  * docs/extraction-by-decisions.md ("Why it decided so"); `pocketdec tag --html`
  * draws it. One pass over the whole text, as pd_tag_extract_trace (no
- * windows). PD_ERR_ARG for a text that is not UTF-8; otherwise
- * pd_tag_extract_trace's errors. */
+ * windows). PD_ERR_FORMAT for a text that is not UTF-8 (as pd_tag_extract),
+ * PD_ERR_ARG for a NULL ctx, tx or json; otherwise pd_tag_extract_trace's. */
 PD_API pd_status pd_tag_explain(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                                 char **json, size_t *json_len, pd_error *err);
 

@@ -295,7 +295,7 @@ pd_status pd_tag_explain(pd_context *ctx, const pd_tag_extractor *tx, const char
     if (!ctx || !tx || !json || (!text && len))
         return pdi_set_error(err, PD_ERR_ARG, "no context, extractor, text or output to explain a tagger pass");
     size_t bad = pdi_utf8_check(text, len);
-    if (bad < len) return pdi_set_error(err, PD_ERR_ARG, "the text is not UTF-8 (byte %zu of %zu)", bad, len);
+    if (bad < len) return pdi_set_error(err, PD_ERR_FORMAT, "the text is not UTF-8 (byte %zu of %zu)", bad, len);
     pd_tag_trace *tr = NULL;
     pd_status rc = pd_tag_extract_trace(ctx, tx, text, len, NULL, &tr, err);
     explain e = {.t = pdi_tag_extractor_tagger(tx), .tr = tr, .text = text ? text : "", .len = len};
