@@ -1,8 +1,12 @@
 /* cmd_tag.c - `pocketdec tag`: what a tagger head sees and decides for one
  * text in its one forward pass (tokens, emissions, tags, spans, link scores,
- * label logits, records), as one JSON object. */
+ * label logits, records), as one JSON object; with --html, the same pass as
+ * a page a person reads (pd_tag_explain drawn by web/why.js). */
 #include "cli.h"
+#include "why_page.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void print_ints(const int32_t *v, int32_t n)
@@ -74,9 +78,29 @@ static void print_trace(const pd_tag_trace *tr, const pd_schema *schema, const p
     printf("],\"forward_passes\":%d}\n", tr->forward_passes);
 }
 
+/* The pass explained (pd_tag_explain) as the page of web/, into path. */
+static int write_html(pd_context *ctx, const pd_tag_extractor *tx, const char *text, const char *path)
+{
+    pd_error err;
+    char *json = NULL;
+    size_t json_len = 0, page_len = 0;
+    if (pd_tag_explain(ctx, tx, text, strlen(text), &json, &json_len, &err)) return cli_fail(&err);
+    char *page = pdw_why_page(json, json_len, &page_len);
+    pd_free(json);
+    if (!page) return cli_failf("out of memory writing the page");
+    FILE *f = fopen(path, "wb");
+    int rc = !f ? cli_failf("%s: cannot write: %s", path, strerror(errno)) : 0;
+    if (f && fwrite(page, 1, page_len, f) != page_len) rc = cli_failf("%s: cannot write: %s", path, strerror(errno));
+    if (f && fclose(f) && !rc) rc = cli_failf("%s: cannot write: %s", path, strerror(errno));
+    free(page);
+    if (!rc) printf("%s\n", path);
+    return rc;
+}
+
 int cmd_tag(cli_args *a)
 {
     const char *head_dir, *schema_path = cli_opt(a, "--schema"), *text = cli_opt(a, "--text");
+    const char *html = cli_opt(a, "--html"); /* the page instead of the trace */
     int32_t threads, ctx_len;
     if (!schema_path || !text) return cli_usage(a, "--schema FILE and --text T are required");
     if (cli_threads_opt(a, &threads) || cli_int_opt(a, "--ctx", 0, 0, 1 << 20, &ctx_len)) return 2;
@@ -99,10 +123,11 @@ int cmd_tag(cli_args *a)
         rc = cli_failf("%s: not a tagger head: tag runs one (head.json type \"tagger\"); a pointer or classifier "
                        "head scores candidates (pocketdec score)", head_dir);
     if (rc == 0 && (!(tx = pd_tag_extractor_new(m.model, schema, head, &err)) ||
-                    !(ctx = pd_context_new(m.model, &cp, &err)) ||
-                    pd_tag_extract_trace(ctx, tx, text, strlen(text), &x, &tr, &err)))
+                    !(ctx = pd_context_new(m.model, &cp, &err))))
         rc = cli_fail(&err);
-    if (rc == 0) print_trace(tr, schema, x);
+    if (rc == 0 && html) rc = write_html(ctx, tx, text, html);
+    else if (rc == 0 && pd_tag_extract_trace(ctx, tx, text, strlen(text), &x, &tr, &err)) rc = cli_fail(&err);
+    else if (rc == 0) print_trace(tr, schema, x);
     pd_tag_trace_free(tr);
     pd_extraction_free(x);
     pd_context_free(ctx);

@@ -79,7 +79,7 @@ static const cli_command commands[] = {
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
     {"tag",
-     "--model PATH [--head DIR] --schema FILE --text T [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH [--head DIR] --schema FILE --text T [--html FILE] [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Runs a tagger head (extraction by decisions) on one text and prints one JSON object:\n"
      "{\"tokens\":[prompt ids],\"read_start\":k,\"tags\":[one per read-copy token],\"emissions\":[[n_tags] per\n"
      "read-copy token],\"spans\":[{\"field\",\"text\",\"first\",\"last\"}] (token indices within the read copy,\n"
@@ -89,7 +89,11 @@ static const cli_command commands[] = {
      "\"candidates\":[{\"spans\":[span index of each span field or -1],\"label\":class or -1,\"confidence\":c,\n"
      "\"fate\":\"written\"|\"no_record\"|\"below_floor\"|\"repeat\"}] (the same records, the same order: what became\n"
      "of each, so that none is dropped without its reason),\"records\":[{field: value}],\"confidences\":[...],\n"
-     "\"forward_passes\":1}.",
+     "\"forward_passes\":1}.\n"
+     "--html FILE writes instead the pass as a person reads it (one self-contained page: each character's\n"
+     "tag probabilities, the spans, each link as an arc with its runner-up, each record's three likeliest\n"
+     "labels, the sparse features that weighed most beside the trunk's share), drawn from the JSON of\n"
+     "pd_tag_explain, which the page carries; it prints the file's name. A text that is not UTF-8 is refused.",
      cmd_tag},
     {"score",
      "--model PATH [--head DIR] [--text T] [--question Q] [--candidate A] [--layout sequential|parallel] [--explain] [--jsonl] [--threads N] [--ctx N] [--bench N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",

@@ -269,6 +269,20 @@ PD_API pd_status pd_tag_extract(pd_context *ctx, const pd_tag_extractor *tx, con
 PD_API pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                                       pd_extraction **out, pd_tag_trace **trace, pd_error *err);
 
+/* Why the pass of pd_tag_extract_trace decided what it did, for a person to
+ * read: one JSON document (UTF-8, NUL-terminated, *json_len bytes without the
+ * NUL when json_len is not NULL; release it with pd_free) holding the text's
+ * characters with their tag marginals under the head's CRF, the spans with
+ * their probabilities, each link's choice and runner-up, each candidate
+ * record's three likeliest labels, and per decision the sparse features that
+ * weighed most beside the trunk's (dense) share. Its shape is in
+ * docs/extraction-by-decisions.md ("Why it decided so"); `pocketdec tag --html`
+ * draws it. One pass over the whole text, as pd_tag_extract_trace (no
+ * windows). PD_ERR_FORMAT for a text that is not UTF-8 (as pd_tag_extract),
+ * PD_ERR_ARG for a NULL ctx, tx or json; otherwise pd_tag_extract_trace's. */
+PD_API pd_status pd_tag_explain(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
+                                char **json, size_t *json_len, pd_error *err);
+
 #ifdef __cplusplus
 }
 #endif

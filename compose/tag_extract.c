@@ -23,6 +23,10 @@ void pdi_tag_extractor_set_floor(pd_tag_extractor *tx, float min_confidence)
     tx->floor = min_confidence;
 }
 
+const pdi_tagger *pdi_tag_extractor_tagger(const pd_tag_extractor *tx) { return tx->t; }
+
+const pdi_tag_runner *pdi_tag_extractor_runner(const pd_tag_extractor *tx) { return tx->runner; }
+
 void pd_tag_extractor_free(pd_tag_extractor *tx)
 {
     if (!tx) return;

@@ -12,4 +12,8 @@
  * Only before tx is shared. */
 void pdi_tag_extractor_set_floor(pd_tag_extractor *tx, float min_confidence);
 
+/* The extractor's head (heads.h) and its pass runner, for tag_explain.c. */
+const struct pdi_tagger *pdi_tag_extractor_tagger(const pd_tag_extractor *tx);
+const struct pdi_tag_runner *pdi_tag_extractor_runner(const pd_tag_extractor *tx);
+
 #endif

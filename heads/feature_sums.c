@@ -121,124 +121,156 @@ typedef struct feat_ctx {
     pdi_feat_span anchor, clause; /* label: the anchor span and its clause */
     int32_t n_distinct;          /* label: distinct characters of the anchor's clause (x->scratch) */
     int32_t memory;              /* link: 1/0 the pair is a memory key; label: its memory label, -1 none */
+    pdi_feat_visit visit;        /* naming: told each feature (NULL: the sums alone) */
+    void *arg;
+    int32_t which;               /* naming: the link candidate (0 for a token or a record) */
 } feat_ctx;
 
-static uint64_t feed_str(uint64_t h, const char *s) { return pdi_fnv_feed(h, s, strlen(s)); }
+/* Where a feature's key goes: its hash, and when text is set (naming the
+ * features of a decision: pdi_features_*_named) its bytes, cut at PDI_FEAT_NAME_MAX. */
+typedef struct feed {
+    uint64_t h;
+    char *text;
+    size_t n;
+} feed;
+
+static void put(feed *k, const void *p, size_t n)
+{
+    k->h = pdi_fnv_feed(k->h, p, n);
+    if (!k->text) return;
+    size_t room = PDI_FEAT_NAME_MAX - 1 - k->n;
+    memcpy(k->text + k->n, p, n < room ? n : room);
+    k->n += n < room ? n : room;
+}
+
+static void feed_str(feed *k, const char *s) { put(k, s, strlen(s)); }
 
 /* Characters [a, b) of the text. */
-static uint64_t feed_chars(uint64_t h, const pdi_feat_text *x, int32_t a, int32_t b)
+static void feed_chars(feed *k, const pdi_feat_text *x, int32_t a, int32_t b)
 {
-    return pdi_fnv_feed(h, x->bytes + x->start[a], x->start[b] - x->start[a]);
+    put(k, x->bytes + x->start[a], x->start[b] - x->start[a]);
 }
 
 /* Character c, <s> before the text, </s> after it. */
-static uint64_t feed_char(uint64_t h, const pdi_feat_text *x, int32_t c)
+static void feed_char(feed *k, const pdi_feat_text *x, int32_t c)
 {
-    return c < 0 ? feed_str(h, "<s>") : c >= x->n ? feed_str(h, "</s>") : feed_chars(h, x, c, c + 1);
+    if (c < 0 || c >= x->n) feed_str(k, c < 0 ? "<s>" : "</s>");
+    else feed_chars(k, x, c, c + 1);
 }
 
-static uint64_t feed_count(uint64_t h, int32_t n)
+static void feed_count(feed *k, int32_t n)
 {
     char d = (char)('0' + (n < 3 ? n : 3));
-    return pdi_fnv_feed(h, &d, 1);
+    put(k, &d, 1);
 }
 
 /* Span s's text, `_` when empty. */
-static uint64_t feed_span(uint64_t h, const pdi_feat_text *x, pdi_feat_span s)
+static void feed_span(feed *k, const pdi_feat_text *x, pdi_feat_span s)
 {
-    return s.start < 0 ? feed_str(h, "_") : feed_chars(h, x, s.start, s.end);
+    if (s.start < 0) feed_str(k, "_");
+    else feed_chars(k, x, s.start, s.end);
 }
 
 /* The link atoms that compare the pair (dir, dist, gap, break, between). */
-static uint64_t feed_pair(uint64_t h, int kind, const feat_ctx *c)
+static void feed_pair(feed *k, int kind, const feat_ctx *c)
 {
     const pdi_feat_text *x = c->x;
     int32_t d = c->gap_b - c->gap_a;
-    if (kind == A_DIR || kind == A_DIST) h = feed_str(h, c->before ? "L" : "R");
+    if (kind == A_DIR || kind == A_DIST) feed_str(k, c->before ? "L" : "R");
     if (kind == A_DIST) {
         static const char *const buckets[] = {"0", "1", "2", "3", "4", "4", "6", "6", "6", "6"};
-        return feed_str(h, d < 10 ? buckets[d] : d < 16 ? "10" : "16");
-    }
-    if (kind == A_GAP) return d <= 4 ? feed_chars(h, x, c->gap_a, c->gap_b) : feed_str(h, ">4");
-    if (kind == A_BREAK) {
-        int32_t k = c->gap_a;
-        while (k < c->gap_b && !x->punct[k]) k++;
-        return feed_str(h, k < c->gap_b ? "1" : "0");
-    }
-    if (kind == A_BETWEEN) {
+        feed_str(k, d < 10 ? buckets[d] : d < 16 ? "10" : "16");
+    } else if (kind == A_GAP) {
+        if (d <= 4) feed_chars(k, x, c->gap_a, c->gap_b);
+        else feed_str(k, ">4");
+    } else if (kind == A_BREAK) {
+        int32_t i = c->gap_a;
+        while (i < c->gap_b && !x->punct[i]) i++;
+        feed_str(k, i < c->gap_b ? "1" : "0");
+    } else if (kind == A_BETWEEN) {
         int32_t n = 0;
         for (int32_t s = 0; s < c->n_to; s++) n += c->tos[s].start >= c->gap_a && c->tos[s].end <= c->gap_b;
-        return feed_count(h, n);
+        feed_count(k, n);
     }
-    return h;
 }
 
 /* A polarity statistic (0 sum, 1 min, 2 max) of characters [a, b) as its
  * bucket; <none> for an empty span or one holding no valued term. */
-static uint64_t feed_pol_stat(uint64_t h, const pdi_feat_text *x, pdi_feat_span s, int which)
+static void feed_pol_stat(feed *k, const pdi_feat_text *x, pdi_feat_span s, int which)
 {
     double st[3];
-    if (s.start < 0 || !pdi_pol_stats(x->pol, s.start, s.end, st)) return feed_str(h, "<none>");
-    return feed_str(h, pdi_pol_bucket(st[which]));
+    feed_str(k, s.start < 0 || !pdi_pol_stats(x->pol, s.start, s.end, st) ? "<none>" : pdi_pol_bucket(st[which]));
 }
 
 /* Value j of atom a (j counts a multi-valued atom's values). */
-static uint64_t feed_atom(uint64_t h, const atom *a, const feat_ctx *c, int32_t j)
+static void feed_atom(feed *key, const atom *a, const feat_ctx *c, int32_t j)
 {
     const pdi_feat_text *x = c->x;
     const pdi_features *f = x->f;
     bool none = c->to.start < 0;
     int32_t k = c->i + a->offset;
     switch (a->kind) {
-    case A_C: return feed_char(h, x, k);
+    case A_C: feed_char(key, x, k); return;
     case A_KIND:
     case A_LEX:
-        if (k < 0 || k >= x->n) return feed_str(h, k < 0 ? "<s>" : "</s>");
-        return pdi_fnv_feed(h, a->kind == A_KIND ? x->kind + k : x->marks + (size_t)a->field * (size_t)x->n + k, 1);
-    case A_NONE: return feed_str(h, none ? "1" : "0");
-    case A_FROM: return feed_span(h, x, c->from);
-    case A_TO: return none ? feed_str(h, "<none>") : feed_span(h, x, c->to);
+        if (k < 0 || k >= x->n) feed_str(key, k < 0 ? "<s>" : "</s>");
+        else put(key, a->kind == A_KIND ? x->kind + k : x->marks + (size_t)a->field * (size_t)x->n + k, 1);
+        return;
+    case A_NONE: feed_str(key, none ? "1" : "0"); return;
+    case A_FROM: feed_span(key, x, c->from); return;
+    case A_TO:
+        if (none) feed_str(key, "<none>");
+        else feed_span(key, x, c->to);
+        return;
     case A_DIR:
     case A_DIST:
     case A_GAP:
     case A_BREAK:
-    case A_BETWEEN: return none ? feed_str(h, "<none>") : feed_pair(h, a->kind, c);
-    case A_LINK_CLAUSE: return feed_count(h, c->in_clause);
-    case A_COUNT: return feed_count(h, c->n_to);
-    case A_LINK_MEMORY: return feed_str(h, none ? "<none>" : c->memory ? "1" : "0");
-    case A_TEXT: return feed_span(h, x, c->spans[a->field]);
-    case A_CHARS: return feed_char(h, x, c->spans[a->field].start + j);
-    case A_BIGRAMS: return feed_chars(h, x, c->spans[a->field].start + j, c->spans[a->field].start + j + 2);
+    case A_BETWEEN:
+        if (none) feed_str(key, "<none>");
+        else feed_pair(key, a->kind, c);
+        return;
+    case A_LINK_CLAUSE: feed_count(key, c->in_clause); return;
+    case A_COUNT: feed_count(key, c->n_to); return;
+    case A_LINK_MEMORY: feed_str(key, none ? "<none>" : c->memory ? "1" : "0"); return;
+    case A_TEXT: feed_span(key, x, c->spans[a->field]); return;
+    case A_CHARS: feed_char(key, x, c->spans[a->field].start + j); return;
+    case A_BIGRAMS: feed_chars(key, x, c->spans[a->field].start + j, c->spans[a->field].start + j + 2); return;
     case A_PAIR:
-        for (int32_t s = 0; s < f->n_spans; s++) h = feed_span(s ? feed_str(h, "|") : h, x, c->spans[s]);
-        return h;
+        for (int32_t s = 0; s < f->n_spans; s++) {
+            if (s) feed_str(key, "|");
+            feed_span(key, x, c->spans[s]);
+        }
+        return;
     case A_EMPTY:
-        for (int32_t s = 0; s < f->n_spans; s++) h = feed_str(h, c->spans[s].start < 0 ? "1" : "0");
-        return h;
-    case A_LEFT: return feed_char(h, x, c->anchor.start - a->offset);
-    case A_RIGHT: return feed_char(h, x, c->anchor.end - 1 + a->offset);
+        for (int32_t s = 0; s < f->n_spans; s++) feed_str(key, c->spans[s].start < 0 ? "1" : "0");
+        return;
+    case A_LEFT: feed_char(key, x, c->anchor.start - a->offset); return;
+    case A_RIGHT: feed_char(key, x, c->anchor.end - 1 + a->offset); return;
     case A_CLAUSE: {
         utf8proc_uint8_t buf[4];
-        return pdi_fnv_feed(h, buf, (size_t)utf8proc_encode_char(x->scratch[j], buf));
+        put(key, buf, (size_t)utf8proc_encode_char(x->scratch[j], buf));
+        return;
     }
-    case A_MEMORY: return feed_str(h, c->memory < 0 ? "<none>" : f->label_names[c->memory]);
+    case A_MEMORY: feed_str(key, c->memory < 0 ? "<none>" : f->label_names[c->memory]); return;
     case A_POL:
     case A_POLPOS:
     case A_NEGATED:
-        if (k < 0 || k >= x->n) return feed_str(h, k < 0 ? "<s>" : "</s>");
-        return feed_str(h, a->kind == A_POL      ? pdi_pol_strongest(x->pol, k)
-                           : a->kind == A_POLPOS ? pdi_pol_place(x->pol, k)
-                                                 : pdi_pol_negated(x->pol, x, k));
+        if (k < 0 || k >= x->n) feed_str(key, k < 0 ? "<s>" : "</s>");
+        else
+            feed_str(key, a->kind == A_POL      ? pdi_pol_strongest(x->pol, k)
+                          : a->kind == A_POLPOS ? pdi_pol_place(x->pol, k)
+                                                : pdi_pol_negated(x->pol, x, k));
+        return;
     case A_POLSUM:
     case A_POLMIN:
-    case A_POLMAX: return feed_pol_stat(h, x, c->spans[a->field], a->kind - A_POLSUM);
+    case A_POLMAX: feed_pol_stat(key, x, c->spans[a->field], a->kind - A_POLSUM); return;
     case A_CLAUSESUM:
     case A_CLAUSEMIN:
-    case A_CLAUSEMAX: return feed_pol_stat(h, x, c->clause, a->kind - A_CLAUSESUM);
+    case A_CLAUSEMAX: feed_pol_stat(key, x, c->clause, a->kind - A_CLAUSESUM); return;
     case A_NEGATION:
-    case A_DEGREE: return feed_str(h, pdi_pol_before(x->pol, x, a->kind == A_DEGREE, c->anchor));
+    case A_DEGREE: feed_str(key, pdi_pol_before(x->pol, x, a->kind == A_DEGREE, c->anchor)); return;
     }
-    return h;
 }
 
 /* How many values a multi-valued atom has. */
@@ -250,17 +282,31 @@ static int32_t n_values(const atom *a, const feat_ctx *c)
     return a->kind == A_CHARS ? len : len > 1 ? len - 1 : 0;
 }
 
-/* out[0..width) += the rows of every feature of the table's templates. */
+/* out[0..width) += the rows of every feature of the table's templates; with
+ * c->visit, each feature named (template, then its atoms' values) to it too. */
 static void sum_table(const feat_table *tb, const feat_ctx *c, double *out)
 {
+    char name[PDI_FEAT_NAME_MAX];
     for (int32_t t = 0; t < tb->n_templates; t++) {
         const feat_template *tp = &tb->templates[t];
         int32_t n = tp->multi >= 0 ? n_values(&tp->atoms[tp->multi], c) : 1;
         for (int32_t j = 0; j < n; j++) {
-            uint64_t h = tp->h;
-            for (int32_t a = 0; a < tp->n_atoms; a++) h = feed_atom((h ^ SEP) * FNV_PRIME, &tp->atoms[a], c, j);
-            const float *row = tb->w + (size_t)(h % (uint64_t)tb->buckets) * (size_t)tb->width;
+            feed k = {tp->h, c->visit ? name : NULL, 0};
+            if (k.text) {
+                k.n = strlen(tp->name) < PDI_FEAT_NAME_MAX - 1 ? strlen(tp->name) : PDI_FEAT_NAME_MAX - 1;
+                memcpy(name, tp->name, k.n);
+            }
+            for (int32_t a = 0; a < tp->n_atoms; a++) {
+                k.h = (k.h ^ SEP) * FNV_PRIME; /* shown as "=" before the first value, a space between the others */
+                if (k.text && k.n < PDI_FEAT_NAME_MAX - 1) name[k.n++] = a ? ' ' : '=';
+                feed_atom(&k, &tp->atoms[a], c, j);
+            }
+            const float *row = tb->w + (size_t)(k.h % (uint64_t)tb->buckets) * (size_t)tb->width;
             for (int32_t y = 0; y < tb->width; y++) out[y] += (double)row[y];
+            if (k.text) {
+                name[k.n] = '\0';
+                c->visit(c->arg, c->which, name, row);
+            }
         }
     }
 }
@@ -301,22 +347,26 @@ static const mem_entry *memory_find(const pdi_feat_text *x, const pdi_feat_span 
     return f->n_memory ? bsearch(&key, f->memory, (size_t)f->n_memory, sizeof key, pdi_feat_compare_keys) : NULL;
 }
 
-void pdi_features_tag(const pdi_feat_text *x, int32_t i, double *out)
+void pdi_features_tag_named(const pdi_feat_text *x, int32_t i, double *out, pdi_feat_visit visit, void *arg)
 {
-    feat_ctx c = {.x = x, .i = i};
+    feat_ctx c = {.x = x, .i = i, .visit = visit, .arg = arg};
     if (pdi_features_on(x->f, PD_FEAT_TAG)) sum_table(&x->f->table[D_TAG], &c, out);
 }
 
-void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to, double *out)
+void pdi_features_tag(const pdi_feat_text *x, int32_t i, double *out) { pdi_features_tag_named(x, i, out, NULL, NULL); }
+
+void pdi_features_link_named(const pdi_feat_text *x, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to,
+                             double *out, pdi_feat_visit visit, void *arg)
 {
     const pdi_features *f = x->f;
     if (!pdi_features_on(f, PD_FEAT_LINK)) return;
     const feat_table *tb = &f->table[D_LINK];
-    feat_ctx c = {.x = x, .from = from, .tos = to, .n_to = n_to};
+    feat_ctx c = {.x = x, .from = from, .tos = to, .n_to = n_to, .visit = visit, .arg = arg};
     pdi_feat_span clause = clause_of(x, from);
     for (int32_t s = 0; s < n_to; s++) c.in_clause += to[s].start >= clause.start && to[s].end <= clause.end;
     for (int32_t a = 0; a <= n_to; a++) {
         c.to = a < n_to ? to[a] : (pdi_feat_span){-1, -1};
+        c.which = a;
         c.before = c.to.end <= from.start;
         c.gap_a = c.before ? c.to.end : from.end;
         c.gap_b = c.before ? from.start : c.to.start > from.end ? c.to.start : from.end;
@@ -332,12 +382,18 @@ void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_fea
     }
 }
 
-void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, double *out)
+void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to, double *out)
+{
+    pdi_features_link_named(x, from, to, n_to, out, NULL, NULL);
+}
+
+void pdi_features_label_named(const pdi_feat_text *x, const pdi_feat_span *spans, double *out, pdi_feat_visit visit,
+                              void *arg)
 {
     const pdi_features *f = x->f;
     if (!pdi_features_on(f, PD_FEAT_LABEL)) return;
     const feat_table *tb = &f->table[D_LABEL];
-    feat_ctx c = {.x = x, .spans = spans, .memory = -1}; /* a record always has a span: the anchor */
+    feat_ctx c = {.x = x, .spans = spans, .memory = -1, .visit = visit, .arg = arg}; /* a record always has a span */
     int32_t k = f->link_from >= 0 && spans[f->link_from].start >= 0 ? f->link_from : 0;
     while (k < f->n_spans && spans[k].start < 0) k++;
     if (k < f->n_spans) c.anchor = spans[k];
@@ -357,4 +413,9 @@ void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, doub
         c.memory = m ? m->label : -1;
     }
     sum_table(tb, &c, out);
+}
+
+void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, double *out)
+{
+    pdi_features_label_named(x, spans, out, NULL, NULL);
 }

@@ -48,6 +48,7 @@ void pdi_features_free(pdi_features *f)
 {
     if (!f) return;
     for (int d = 0; d < D_COUNT; d++) {
+        for (int32_t i = 0; f->table[d].templates && i < f->table[d].n_templates; i++) free(f->table[d].templates[i].name);
         free(f->table[d].templates);
         free(f->table[d].w);
     }
@@ -155,7 +156,8 @@ static pd_status parse_template(pdi_features *f, const pdi_tagger *t, int d, fea
 {
     const char *s = w->tpl;
     size_t len = strlen(s);
-    *tp = (feat_template){.h = pdi_fnv1a64(f->seed, s, len), .multi = -1};
+    *tp = (feat_template){.h = pdi_fnv1a64(f->seed, s, len), .multi = -1, .name = strdup(s)};
+    if (!tp->name) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", w->path);
     if (strcmp(s, "bias") == 0) return PD_OK;
     if (len == 0 || s[0] == ' ' || s[len - 1] == ' ' || strstr(s, "  "))
         return pdi_set_error(err, PD_ERR_FORMAT, TPL_FMT "atoms must be separated by single spaces", TPL_ARGS(w));
@@ -228,10 +230,10 @@ static pd_status parse_table(pdi_features *f, const pdi_tagger *t, int d, json_t
                 return pdi_set_error(err, PD_ERR_FORMAT, "%s: features.%s.templates[%zu] \"%.80s\" repeats templates[%zu]",
                                      path, name, i, s, j);
         where w = {path, name, s, i};
+        tb->n_templates = (int32_t)i + 1; /* before parsing: its name is freed with the table on a refusal */
         pd_status rc = parse_template(f, t, d, &tb->templates[i], &w, err);
         if (rc) return rc;
         for (int32_t a = 0; a < tb->templates[i].n_atoms; a++) tb->kinds |= 1ull << tb->templates[i].atoms[a].kind;
-        tb->n_templates = (int32_t)i + 1;
     }
     tb->buckets = (int32_t)buckets;
     tb->width = d == D_TAG ? t->n_tags : d == D_LINK ? 1 : t->n_labels + t->no_record;

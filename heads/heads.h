@@ -151,6 +151,8 @@ void pdi_tag_lattice_free(pdi_tag_lattice *L);
  * I-f there and the token after last (if any) not I-f. -inf when impossible
  * or out of range. */
 double pdi_tag_lattice_span_logprob(const pdi_tag_lattice *L, int32_t field, int32_t first, int32_t last);
+/* out[n][n_tags]: P(token i has tag k), alpha + beta - log Z (each row sums to 1). */
+void pdi_tag_lattice_tag_marginals(const pdi_tag_lattice *L, float *out);
 /* The posterior span rule: every span whose probability is at least
  * threshold, most probable first (ties: earlier, smaller field, shorter),
  * kept unless it overlaps one kept before; tags B-f I-f... for the kept
@@ -261,6 +263,18 @@ void pdi_features_link(const pdi_feat_text *x, pdi_feat_span from, const pdi_fea
  * out[n_labels + no_record]. */
 void pdi_features_label(const pdi_feat_text *x, const pdi_feat_span *spans, double *out);
 
+/* The same sums, each feature also told to visit: its name (the template as
+ * head.json writes it, "=", its atoms' values separated by spaces, cut at
+ * PDI_FEAT_NAME_MAX - 1 bytes), its table row (out's width) and `which`
+ * (the link candidate, 0 for a token or a record). For explaining a pass. */
+#define PDI_FEAT_NAME_MAX 160
+typedef void (*pdi_feat_visit)(void *arg, int32_t which, const char *name, const float *row);
+void pdi_features_tag_named(const pdi_feat_text *x, int32_t i, double *out, pdi_feat_visit visit, void *arg);
+void pdi_features_link_named(const pdi_feat_text *x, pdi_feat_span from, const pdi_feat_span *to, int32_t n_to,
+                             double *out, pdi_feat_visit visit, void *arg);
+void pdi_features_label_named(const pdi_feat_text *x, const pdi_feat_span *spans, double *out, pdi_feat_visit visit,
+                              void *arg);
+
 /* ------------------------------------------------- a tagger head's pass */
 
 /* A tagger head ready to run on one model (tag_prompt.c): its prompt
@@ -300,6 +314,33 @@ typedef struct pdi_tag_record {
  * decides nothing and does not run the model. */
 pd_status pdi_tag_run(const pdi_tag_runner *r, pd_context *ctx, const char *text, size_t len, bool names,
                       pd_tag_trace *tr, pdi_tag_record **recs, int32_t *n_recs, pd_error *err);
+/* The read copy of ids[0..n): its bytes (NUL-terminated), each token's byte
+ * offset [n + 1] and whether it starts a character [n]; PD_ERR_NOMEM (set no
+ * message) with whatever was allocated in the outputs, for the caller to free. */
+pd_status pdi_tag_read_copy(const pd_tokenizer *tok, const int32_t *ids, int32_t n, char **bytes, size_t **offset,
+                            uint8_t **boundary);
+
+/* The sparse features behind a traced pass's decisions (tag_why.c), for
+ * pd_tag_explain: per span the features of its tokens' tags (each weighed
+ * as its row's tag minus O), per link those of the chosen candidate, per
+ * label row those of its argmax class; equal names merged, the PDI_WHY_TOP
+ * heaviest (by |weight|) kept, heaviest first. */
+#define PDI_WHY_TOP 5
+typedef struct pdi_why_feature {
+    double weight;
+    char name[PDI_FEAT_NAME_MAX];
+} pdi_why_feature;
+typedef struct pdi_why {
+    bool on;            /* the decision has a sparse part */
+    double sparse;      /* the sum of all its features' weights */
+    int32_t n_features; /* distinct names */
+    int32_t n_top;
+    pdi_why_feature top[PDI_WHY_TOP];
+} pdi_why;
+/* *why[n_spans + n_links + n_label_rows] in that order (free()). */
+pd_status pdi_tag_why(const pdi_tag_runner *r, const pd_tag_trace *tr, pdi_why **why, pd_error *err);
+/* Characters [start, end) of a span of the read copy (offset: its tokens'). */
+pdi_feat_span pdi_tag_span_chars(const pdi_feat_text *x, const size_t *offset, const pd_tag_span *s);
 
 /* [d0, d1, ...] of a tensor's shape into buf, for messages. */
 void pdi_tensor_shape_text(const pdi_tensor *t, char *buf, size_t n);

@@ -182,6 +182,8 @@ typedef struct pd_tag_trace {
                              whose argmax it is is not written */
     int32_t n_candidates; /* every record the pass made, in the order made (the label rows' order) */
     pd_tag_candidate *candidates; /* with what became of each: no record is dropped without its reason */
+    float *tag_marginals; /* [n_read][n_tags] P(token i has tag k) under the head's CRF (forward-backward;
+                             each row sums to 1); NULL for an empty text */
 } pd_tag_trace;
 
 /* Release a trace and its arrays (NULL is fine). */

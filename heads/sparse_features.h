@@ -31,6 +31,7 @@ typedef struct atom {
 
 typedef struct feat_template {
     uint64_t h;             /* FNV-1a state after the template's own bytes */
+    char *name;             /* those bytes (naming features) */
     int32_t n_atoms, multi; /* multi: the multi-valued atom's index, -1 without */
     atom atoms[MAX_ATOMS];
 } feat_template;

@@ -99,6 +99,12 @@ double pdi_tag_lattice_span_logprob(const pdi_tag_lattice *L, int32_t field, int
     return w.head + span_end(L, w.prev, w.in, w.i) - L->log_z;
 }
 
+void pdi_tag_lattice_tag_marginals(const pdi_tag_lattice *L, float *out)
+{
+    size_t cells = (size_t)L->n * (size_t)L->t->n_tags;
+    for (size_t c = 0; c < cells; c++) out[c] = (float)exp(L->alpha[c] + L->beta[c] - L->log_z);
+}
+
 typedef struct span_candidate {
     double logp;
     int32_t field, first, last;

@@ -26,6 +26,7 @@ void pd_tag_trace_free(pd_tag_trace *tr)
     free(tr->tags);
     free(tr->label_logits);
     free(tr->candidates);
+    free(tr->tag_marginals);
     free(tr);
 }
 
@@ -70,6 +71,7 @@ typedef struct pass {
     const pdi_features *features; /* the head's sparse features; NULL without */
     pdi_feat_text text;    /* with them: the read copy's characters */
     pdi_feat_span *chars;  /* [n_spans] each span's characters */
+    bool names;            /* traced (pd_tag_extract_trace) */
 } pass;
 
 static pd_status nomem(const pass *ps, pd_error *err)
@@ -77,27 +79,36 @@ static pd_status nomem(const pass *ps, pd_error *err)
     return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory in a tagger pass", ps->head->source);
 }
 
+pd_status pdi_tag_read_copy(const pd_tokenizer *tok, const int32_t *ids, int32_t n, char **bytes, size_t **offset,
+                            uint8_t **boundary)
+{
+    size_t *at = *offset = malloc(sizeof *at * ((size_t)n + 1));
+    uint8_t *starts = *boundary = malloc((size_t)n + 1);
+    *bytes = NULL;
+    if (!at || !starts) return PD_ERR_NOMEM;
+    at[0] = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t len = 0;
+        const char *b = pd_tokenizer_token_bytes(tok, ids[i], &len);
+        starts[i] = !b || len == 0 || !pdi_utf8_is_continuation((uint8_t)b[0]);
+        at[i + 1] = at[i] + (b ? len : 0);
+    }
+    if (!(*bytes = malloc(at[n] + 1))) return PD_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        size_t len = 0;
+        const char *b = pd_tokenizer_token_bytes(tok, ids[i], &len);
+        if (b) memcpy(*bytes + at[i], b, len);
+    }
+    (*bytes)[at[n]] = '\0';
+    return PD_OK;
+}
+
 /* Bytes, offsets and character boundaries of the read copy's tokens. */
 static pd_status read_bytes(pass *ps, const pd_tokenizer *tok, pd_error *err)
 {
-    int32_t n = ps->tr->n_read;
-    const int32_t *ids = ps->tr->tokens + ps->tr->read_start;
-    ps->offset = malloc(sizeof *ps->offset * ((size_t)n + 1));
-    ps->boundary = malloc((size_t)n + 1);
-    if (!ps->offset || !ps->boundary) return nomem(ps, err);
-    ps->offset[0] = 0;
-    for (int32_t i = 0; i < n; i++) {
-        size_t len = 0;
-        const char *b = pd_tokenizer_token_bytes(tok, ids[i], &len);
-        ps->boundary[i] = !b || len == 0 || !pdi_utf8_is_continuation((uint8_t)b[0]);
-        ps->offset[i + 1] = ps->offset[i] + (b ? len : 0);
-    }
-    if (!(ps->bytes = malloc(ps->offset[n] + 1))) return nomem(ps, err);
-    for (int32_t i = 0; i < n; i++) {
-        size_t len = 0;
-        const char *b = pd_tokenizer_token_bytes(tok, ids[i], &len);
-        if (b) memcpy(ps->bytes + ps->offset[i], b, len);
-    }
+    const pd_tag_trace *tr = ps->tr;
+    if (pdi_tag_read_copy(tok, tr->tokens + tr->read_start, tr->n_read, &ps->bytes, &ps->offset, &ps->boundary))
+        return nomem(ps, err);
     return PD_OK;
 }
 
@@ -146,15 +157,6 @@ static pd_status find_spans(pass *ps, const pdi_tag_lattice *lattice, pd_error *
     return PD_OK;
 }
 
-/* The character at byte b of the read copy (the next one when b falls
- * inside one, which the tag constraints rule out at span ends). */
-static int32_t char_at(const pdi_feat_text *x, size_t b)
-{
-    int32_t c;
-    while ((c = pdi_feat_text_char(x, b)) < 0 && b < x->len) b++;
-    return c < 0 ? x->n : c;
-}
-
 /* With sparse features: each span's characters, those its tokens' bytes cover. */
 static pd_status span_chars(pass *ps, pd_error *err)
 {
@@ -162,8 +164,7 @@ static pd_status span_chars(pass *ps, pd_error *err)
     if (!ps->features) return PD_OK;
     if (!(ps->chars = malloc(sizeof *ps->chars * ((size_t)tr->n_spans + 1)))) return nomem(ps, err);
     for (int32_t s = 0; s < tr->n_spans; s++)
-        ps->chars[s] = (pdi_feat_span){char_at(&ps->text, ps->offset[tr->spans[s].first]),
-                                      char_at(&ps->text, ps->offset[tr->spans[s].last + 1])};
+        ps->chars[s] = pdi_tag_span_chars(&ps->text, ps->offset, &tr->spans[s]);
     return PD_OK;
 }
 
@@ -318,6 +319,11 @@ static pd_status run(pass *ps, pd_context *ctx, const pd_tokenizer *tok, pdi_tag
     if (!rc)
         rc = ps->t->posterior_spans ? pdi_tag_lattice_posterior_tags(&lattice, ps->t->span_threshold, tr->tags, err)
                                     : pdi_tagger_viterbi(ps->t, tr->emissions, ps->boundary, n, tr->tags, err);
+    if (!rc && ps->names) { /* traced: each token's tag marginals */
+        if ((tr->tag_marginals = malloc(sizeof *tr->tag_marginals * (size_t)n * (size_t)ps->t->n_tags)))
+            pdi_tag_lattice_tag_marginals(&lattice, tr->tag_marginals);
+        else rc = nomem(ps, err);
+    }
     if (!rc) rc = find_spans(ps, &lattice, err);
     pdi_tag_lattice_free(&lattice);
     if (!rc) rc = span_chars(ps, err);
@@ -331,7 +337,8 @@ pd_status pdi_tag_run(const pdi_tag_runner *r, pd_context *ctx, const char *text
                       pd_tag_trace *tr, pdi_tag_record **recs, int32_t *n_recs, pd_error *err)
 {
     const pd_head *head = pdi_tag_runner_head(r);
-    pass ps = {.head = head, .t = head->tagger, .tr = tr, .features = head->tagger->features};
+    pass ps = {.head = head, .t = head->tagger, .tr = tr, .features = head->tagger->features,
+               .names = names};
     *recs = NULL;
     *n_recs = 0;
     pd_status rc = names && tag_names(ps.t, tr) ? nomem(&ps, err) : PD_OK;

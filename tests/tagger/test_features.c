@@ -4,7 +4,8 @@
  * of the feature ids, which the test computes from keys written out by hand:
  * the template's bytes, then 0x1F and each value. Also characters, kinds,
  * lexicon marks, the features of records with empty fields, and the
- * polarity table's atoms worked out by hand on POL_TEXT. */
+ * polarity table's atoms worked out by hand on POL_TEXT; features named as
+ * pd_tag_explain shows them (test_named). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -266,6 +267,65 @@ static void test_label_atoms(void **state)
     assert_true(label_sum("bias", TEXT, a, o) == id("bias"));
 }
 
+/* Features named as pd_tag_explain shows them: what each visit is told. */
+typedef struct named {
+    char names[4][PDI_FEAT_NAME_MAX];
+    double rows[4], sum;
+    int32_t which[4], n;
+} named;
+
+static void visit(void *arg, int32_t which, const char *name, const float *row)
+{
+    named *v = arg;
+    assert_true(v->n < 4);
+    snprintf(v->names[v->n], sizeof v->names[0], "%s", name);
+    v->which[v->n] = which;
+    v->rows[v->n++] = (double)row[0];
+    v->sum += (double)row[0];
+}
+
+/* Template tpl of `decision` over TEXT, v emptied; end() frees both. */
+static pd_head *begin(pdi_feat_text *x, named *v, const char *decision, const char *tpl)
+{
+    pd_head *h = head_with(decision, tpl);
+    init_text(x, h, TEXT);
+    *v = (named){0};
+    return h;
+}
+
+static void end(pdi_feat_text *x, pd_head *h)
+{
+    pdi_feat_text_free(x);
+    free_head(h);
+}
+
+static void test_named(void **state)
+{
+    (void)state;
+    pdi_feat_text x;
+    named v;
+    double out[N_LABELS] = {0}, s[2] = {0}, e[5] = {0};
+    const pdi_feat_span spans[2] = {{0, 2}, {5, 7}}, to[1] = {{0, 2}};
+    pd_head *h = begin(&x, &v, "label", "chars.opinion left[1]");
+    pdi_features_label_named(&x, spans, out, visit, &v);
+    assert_int_equal(v.n, 2); /* one a value of the multi-valued atom, each its row: the sum's parts */
+    assert_string_equal(v.names[0], "chars.opinion left[1]=很 ，");
+    assert_string_equal(v.names[1], "chars.opinion left[1]=好 ，");
+    assert_true(v.rows[0] == id("chars.opinion left[1]\x1f很\x1f，") && v.sum == out[0]);
+    end(&x, h);
+    h = begin(&x, &v, "link", "from to");
+    pdi_features_link_named(&x, (pdi_feat_span){5, 7}, to, 1, s, visit, &v);
+    assert_int_equal(v.n, 2);
+    assert_string_equal(v.names[0], "from to=很好 好a");
+    assert_string_equal(v.names[1], "from to=很好 <none>");
+    assert_true(v.which[0] == 0 && v.which[1] == 1 && v.rows[1] == s[1]);
+    end(&x, h);
+    h = begin(&x, &v, "tag", "bias");
+    pdi_features_tag_named(&x, 3, e, visit, &v);
+    assert_true(v.n == 1 && !strcmp(v.names[0], "bias") && v.rows[0] == e[0]);
+    end(&x, h);
+}
+
 /* 不 太 好 ， 没 有 很 差 劲 。 好: negation 不 and 没有, degree 很 and 太, valued
  * 好 0.8, 太好 2.5, 差 -1.5, 很差 -2, 差劲 -3.9, 很差劲 -4 (polarity.tsv, written in
  * main, which also holds 好棒 -0.8). */
@@ -337,7 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fnv),        cmocka_unit_test(test_text),        cmocka_unit_test(test_tag_atoms),
         cmocka_unit_test(test_link_atoms), cmocka_unit_test(test_label_atoms), cmocka_unit_test(test_no_features),
-        cmocka_unit_test(test_polarity_atoms),
+        cmocka_unit_test(test_polarity_atoms), cmocka_unit_test(test_named),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     static const char *const files[] = {"lexicon.tsv", "memory.tsv", "polarity.tsv", "tag.safetensors",

@@ -147,6 +147,42 @@ static void check_trace(json_t *c, const pd_tag_trace *tr, const pd_extraction *
     check_record_meta(name, json_object_get(c, "record_meta"), x);
 }
 
+/* pd_tag_explain's document of the same pass (its shape:
+ * docs/extraction-by-decisions.md): the trace's spans, links and candidates,
+ * each character's marginals summing to 1 as the trace's tokens' do. */
+static void check_explain(const char *name, pd_context *ctx, const pd_tag_extractor *tx, const char *text,
+                          const pd_tag_trace *tr)
+{
+    pd_error err;
+    char *doc = NULL;
+    size_t len = 0;
+    if (pd_tag_explain(ctx, tx, text, strlen(text), &doc, &len, &err)) fail_msg("%s: %s", name, err.message);
+    json_t *d = json_loadb(doc, len, 0, NULL), *v;
+    assert_non_null(d);
+    size_t i;
+    assert_int_equal(json_array_size(json_object_get(d, "spans")), tr->n_spans);
+    json_array_foreach(json_object_get(d, "spans"), i, v) {
+        assert_true(fabs(json_number_value(json_object_get(v, "probability")) - tr->spans[i].probability) <= 1e-8);
+        json_t *w = json_object_get(v, "why");
+        assert_true(fabs(json_number_value(json_object_get(w, "trunk")) + json_number_value(json_object_get(w, "sparse")) -
+                         json_number_value(json_object_get(w, "score"))) <= 1e-6);
+    }
+    assert_int_equal(json_array_size(json_object_get(d, "links")), tr->n_links);
+    assert_int_equal(json_array_size(json_object_get(d, "records")), tr->n_candidates);
+    size_t chars = 0;
+    for (const char *b = text; *b; b++) chars += ((uint8_t)*b & 0xC0) != 0x80;
+    assert_int_equal(json_array_size(json_object_get(d, "characters")), chars);
+    json_array_foreach(json_object_get(d, "characters"), i, v) {
+        double sum = json_number_value(json_object_get(v, "outside"));
+        const char *f;
+        json_t *p;
+        json_object_foreach(json_object_get(v, "inside"), f, p) sum += json_number_value(p);
+        if (fabs(sum - 1) > 1e-5) fail_msg("%s: character %zu's marginals sum to %.9g", name, i, sum);
+    }
+    json_decref(d);
+    pd_free(doc);
+}
+
 static void test_reference(void **state)
 {
     (void)state;
@@ -165,6 +201,7 @@ static void test_reference(void **state)
         pd_tag_trace *tr = NULL;
         if (pd_tag_extract_trace(ctx, tx, text, strlen(text), &x, &tr, &err)) fail_msg("%s: %s", jstr(c, "name"), err.message);
         check_trace(c, tr, x);
+        check_explain(jstr(c, "name"), ctx, tx, text, tr);
         /* without the trace: the same records */
         assert_int_equal(pd_tag_extract(ctx, tx, text, strlen(text), &plain, &err), PD_OK);
         assert_int_equal(plain->n_records, x->n_records);
@@ -258,10 +295,16 @@ static void test_plain_text(void **state)
     assert_int_equal(tr->forward_passes, 0);
     assert_int_equal(x->stats.n_prompt_tokens, 0);
     pd_extraction_free(x);
-    pd_tag_trace_free(tr);
-    /* invalid UTF-8 */
+    /* invalid UTF-8; explaining it too, or with nowhere for the document */
     assert_int_equal(pd_tag_extract(ctx, tx, "\xff", 1, &x, &err), PD_ERR_FORMAT);
     assert_null(x);
+    char *doc = (char *)"";
+    assert_int_equal(pd_tag_explain(ctx, tx, "好\xff", 4, &doc, NULL, &err), PD_ERR_FORMAT);
+    assert_null(doc);
+    assert_non_null(strstr(err.message, "not UTF-8"));
+    assert_int_equal(pd_tag_explain(ctx, tx, "好", 3, NULL, NULL, &err), PD_ERR_ARG);
+    check_explain("empty", ctx, tx, "", tr); /* tr: the empty text's */
+    pd_tag_trace_free(tr);
     pd_context_free(ctx);
     /* a prompt longer than the context, refused before the model runs */
     pd_context_params cp = pd_context_default_params();
