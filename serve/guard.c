@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #define GRACE_S 1.0 /* a body's first second is not held to --min-rate */
@@ -29,6 +30,7 @@ conn *serve_conn_open(server *s, int fd)
     if (s->conns) s->conns->prev = k;
     s->conns = k;
     s->fresh++;
+    s->accepted++;
     if (++s->n_conns > s->peak_conns) s->peak_conns = s->n_conns;
     return k;
 }
@@ -43,9 +45,13 @@ void serve_conn_close(server *s, conn *k)
     free(k);
 }
 
-/* Whether k is too slow for its phase at time now. */
+/* Whether k is too slow for its phase at time now. Bytes the client has sent
+ * that the server has not read yet are the server's lag, not the client's. */
 static bool too_slow(const server *s, const conn *k, double now)
 {
+    int unread = 0;
+    if ((k->phase == CONN_HEADERS || k->phase == CONN_BODY) && ioctl(k->fd, FIONREAD, &unread) == 0 && unread > 0)
+        return false;
     double t = now - k->since, idle = s->cfg->idle_timeout_s, rate = s->cfg->min_rate;
     switch (k->phase) {
     case CONN_HEADERS: return t > idle;

@@ -79,7 +79,7 @@ typedef struct server {
      * a client that connected before the signal is answered too) */
     long active, fresh;
     conn *conns;   /* every open connection (guard.c) */
-    long n_conns, peak_conns, dropped;
+    long n_conns, peak_conns, accepted, dropped;
     bool draining; /* after the signal: answers close their connection */
     /* metrics */
     long requests[N_EP][N_STATUS];

@@ -167,11 +167,13 @@ static char *metrics_text(server *s)
         "pocketdec_engines %d\n",
         (int)s->engine_running);
     PUT("# HELP pocketdec_connections Connections open.\n# TYPE pocketdec_connections gauge\n"
-        "pocketdec_connections %ld\n# HELP pocketdec_connections_peak The most connections open at once.\n"
+        "pocketdec_connections %ld\n# HELP pocketdec_connections_accepted_total Connections accepted.\n"
+        "# TYPE pocketdec_connections_accepted_total counter\npocketdec_connections_accepted_total %ld\n"
+        "# HELP pocketdec_connections_peak The most connections open at once.\n"
         "# TYPE pocketdec_connections_peak gauge\npocketdec_connections_peak %ld\n"
         "# HELP pocketdec_connections_dropped_total Connections shut for --idle-timeout or --min-rate.\n"
         "# TYPE pocketdec_connections_dropped_total counter\npocketdec_connections_dropped_total %ld\n",
-        s->n_conns, s->peak_conns, s->dropped);
+        s->n_conns, s->accepted, s->peak_conns, s->dropped);
     PUT("# HELP pocketdec_queue_capacity Requests that may wait (--queue).\n# TYPE pocketdec_queue_capacity gauge\n"
         "pocketdec_queue_capacity %d\n",
         s->cfg->queue);

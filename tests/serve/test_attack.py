@@ -45,6 +45,11 @@ def sanitized():
     return b"__tsan_init" in data or b"__asan_init" in data
 
 
+# A sanitizer's own memory (ASan's quarantine of freed blocks, TSan's shadow)
+# grows with the work done: RSS is printed there, held to its bounds only here.
+RSS_CHECKED = not sanitized()
+
+
 def proc(pid):
     """(RSS in MiB, threads) of the server."""
     with open(f"/proc/{pid}/status") as f:
@@ -251,7 +256,7 @@ def test_slowloris(s, reviews, want, conns, clients, each):
           (metric(s, "pocketdec_connections_peak"), stats))
     check("threads bounded throughout (idle + --max-per-client + the honest clients)",
           threads <= base_threads + PER_CLIENT + clients + 4, (base_threads, threads))
-    check("RSS bounded throughout (idle + 64 MiB)", rss <= base_rss + 64, (base_rss, rss))
+    check("RSS bounded throughout (idle + 64 MiB)", not RSS_CHECKED or rss <= base_rss + 64, (base_rss, rss))
     for _ in range(100):
         now_rss, now_threads = proc(s.p.pid)
         if now_threads <= base_threads:
@@ -259,7 +264,8 @@ def test_slowloris(s, reviews, want, conns, clients, each):
         time.sleep(0.1)
     print(f"      after: RSS {now_rss:.0f} MiB, threads {now_threads}", flush=True)
     check("back to idle after: the idle threads, RSS within 16 MiB of the peak's start",
-          now_threads <= base_threads and now_rss <= base_rss + 16, (now_threads, now_rss, base_rss))
+          now_threads <= base_threads and (not RSS_CHECKED or now_rss <= base_rss + 16),
+          (now_threads, now_rss, base_rss))
 
 
 def soak(s, reviews, want, n):
@@ -311,13 +317,14 @@ def soak(s, reviews, want, n):
           f"{first:.1f} MiB), peak threads {threads}", flush=True)
     check(f"soak: {n} requests, good and bad mixed, each answered as expected (no error answered 200)",
           not wrong, wrong[:3])
-    check("soak: peak RSS within 10% of the first 1,000 requests' peak", peak <= first * 1.10, (first, peak))
+    check("soak: peak RSS within 10% of the first 1,000 requests' peak", not RSS_CHECKED or peak <= first * 1.10,
+          (first, peak))
 
 
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    small = sanitized()
+    small = not RSS_CHECKED
     conns, clients, each = (int(v) for v in os.environ.get(
         "POCKETDEC_SERVE_ATTACK", "200x4x20" if small else "1000x8x200").split("x"))
     n_soak = int(os.environ.get("POCKETDEC_SERVE_SOAK", "3000" if small else "50000"))
