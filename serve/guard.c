@@ -5,9 +5,9 @@
  * listed here with the part of a request it is in; the sweep (every 100 ms,
  * from serve_run's thread) shuts the ones too slow: headers not complete
  * within --idle-timeout, a body averaging under --min-rate after its first
- * second, an answer not taken at --min-rate. Where nothing of an answer has
- * been sent yet it first writes a 408 itself (the connection's thread is
- * waiting on the socket and writes nothing until a request is complete). */
+ * second, an answer not taken at --min-rate. On a new connection, or in a
+ * body, it first writes a 408 itself (the connection's thread is waiting on
+ * the socket and writes nothing until a request is complete). */
 #include "jobs.h"
 
 #include <stdio.h>
@@ -74,7 +74,10 @@ void serve_sweep(server *s)
         if (k->dropped || !too_slow(s, k, now)) continue;
         /* the list is under the mutex and the library tells us of a close
          * (serve_conn_close) before it closes the socket: k->fd is still k's */
-        if (k->phase != CONN_SENDING) {
+        /* a 408 where nothing of an answer was sent, but not on a kept-alive
+         * connection between requests: its client may only be idle, and would
+         * read the 408 as the answer to its next request */
+        if (k->phase == CONN_BODY || (k->phase == CONN_HEADERS && k->fresh)) {
             (void)!send(k->fd, answer, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
             serve_count(s, EP_OTHER, 408, now - k->since);
         }

@@ -17,7 +17,7 @@ Usage: test_attack.py POCKETDEC SOURCE_ROOT
   expected (no error answered 200), peak RSS within 10% of the first 1,000's.
 
 Counts: POCKETDEC_SERVE_ATTACK=CONNSxCLIENTSxREVIEWS and POCKETDEC_SERVE_SOAK=N;
-by default 1000x8x200 and 50000, or 200x4x20 and 3000 for a sanitized build.
+by default 1000x8x200 and 50000, or 200x4x20 and 1000 for a sanitized build.
 Prints "N passed, N failed"; exits 77 without libmicrohttpd.
 """
 import json
@@ -327,7 +327,7 @@ def main():
     small = not RSS_CHECKED
     conns, clients, each = (int(v) for v in os.environ.get(
         "POCKETDEC_SERVE_ATTACK", "200x4x20" if small else "1000x8x200").split("x"))
-    n_soak = int(os.environ.get("POCKETDEC_SERVE_SOAK", "3000" if small else "50000"))
+    n_soak = int(os.environ.get("POCKETDEC_SERVE_SOAK", "1000" if small else "50000"))
     if hard < conns + 200:
         conns = hard - 200
     reviews = ts.dev_reviews(200)
