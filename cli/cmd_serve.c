@@ -31,7 +31,7 @@ int cmd_serve(cli_args *a)
     cfg.pipeline = pd_pipeline_default_params();
     const char *schema_path = cli_opt(a, "--schema"), *key = cli_opt(a, "--api-key"),
                *key_file = cli_opt(a, "--api-key-file");
-    int32_t port, max_body, threads;
+    int32_t port, max_body, max_header, threads;
     int rc;
     if (!schema_path) return cli_usage(a, "--schema FILE is required");
     if (key && key_file) return cli_usage(a, "give --api-key or --api-key-file, not both");
@@ -42,6 +42,11 @@ int cmd_serve(cli_args *a)
         (rc = cli_int_opt(a, "--max-texts", 64, 1, PD_MAX_CANDIDATES, &cfg.max_texts)) ||
         (rc = cli_int_opt(a, "--max-body", 1 << 20, 1, 1 << 30, &max_body)) ||
         (rc = cli_float_opt(a, "--timeout", 60.0, 0.001, 86400.0, &cfg.timeout_s)) ||
+        (rc = cli_int_opt(a, "--max-connections", 256, 1, 100000, &cfg.max_connections)) ||
+        (rc = cli_int_opt(a, "--max-per-client", 32, 1, 100000, &cfg.max_per_client)) ||
+        (rc = cli_int_opt(a, "--idle-timeout", 10, 1, 3600, &cfg.idle_timeout_s)) ||
+        (rc = cli_int_opt(a, "--min-rate", 1024, 0, 1 << 30, &cfg.min_rate)) ||
+        (rc = cli_int_opt(a, "--max-header", 32768, 4096, 1 << 24, &max_header)) ||
         (rc = cli_pipeline_opts(a, &cfg.pipeline)) ||
         (rc = cli_threads_opt(a, &threads)))
         return rc;
@@ -50,6 +55,7 @@ int cmd_serve(cli_args *a)
                          "libmicrohttpd-dev (scripts/setup.sh build) and build again");
     cfg.port = port;
     cfg.max_body = (size_t)max_body;
+    cfg.max_header = (size_t)max_header;
     cfg.pipeline.n_threads = cli_opt(a, "--threads") ? threads : 0; /* 0: the cores shared among the engines */
     char *key_buf = NULL;
     if (key_file && (rc = read_key_file(key_file, &key_buf))) return rc;

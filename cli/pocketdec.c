@@ -105,7 +105,7 @@ static const cli_command commands[] = {
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
     {"serve",
-     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Serves extraction over HTTP/1.1 + JSON until SIGTERM or SIGINT (docs/serve.md):\n"
      "  POST /v1/extract {\"text\": T} -> {\"records\": [...]}, or {\"texts\": [T, ...]} -> {\"results\": [{\"records\": [...]}, ...]}:\n"
      "       each record as `pocketdec extract --format jsonl` writes it for that text;\n"
@@ -119,6 +119,11 @@ static const cli_command commands[] = {
      "are answered 503 with Retry-After. --host (default 127.0.0.1),\n"
      "--port (default 8080; 0: any free port, printed on stderr). Limits: --max-body BYTES (default 1 MiB;\n"
      "413), --max-texts N (default 64 texts or candidates a request; 413), --timeout S (default 60; 504).\n"
+     "Slow or greedy clients: --max-connections N (default 256) and --max-per-client N (default 32 from one\n"
+     "address) connections at once, more closed on accept; --idle-timeout S (default 10): a connection silent\n"
+     "that long is closed, and a request's headers must be complete within it (408); --min-rate BYTES\n"
+     "(default 1024 a second; 0: off): a body slower on average after its first second is answered 408, an\n"
+     "answer read slower is cut; --max-header BYTES (default 32768): a longer request line and headers 431.\n"
      "A bad body (empty, not UTF-8, not JSON, a field missing or of the wrong type) is answered 400\n"
      "{\"error\": \"...\"} naming what is wrong. --api-key KEY or --api-key-file FILE (its first line): every\n"
      "endpoint but /health then needs Authorization: Bearer KEY (401). On SIGTERM or SIGINT it stops\n"

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 
 enum { EP_EXTRACT, EP_SCORE, EP_HEALTH, EP_METRICS, EP_OTHER, N_EP };
-#define N_STATUS 10 /* the statuses /metrics counts (server.c) */
+#define N_STATUS 11 /* the statuses /metrics counts (server.c) */
 #define N_BUCKET 13 /* the latency histogram's bounds (server.c) */
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
@@ -43,6 +43,19 @@ typedef struct job {
     pd_error *errs;
 } job;
 
+/* A connection as the guard (guard.c) sees it: which part of a request it is
+ * in, since when, and how many bytes of it have come or are to go. */
+enum { CONN_HEADERS, CONN_BODY, CONN_ANSWER, CONN_SENDING };
+typedef struct conn {
+    int fd;
+    int phase;
+    bool fresh;     /* no request yet (the drain waits for it) */
+    bool dropped;   /* the guard has shut it */
+    double since;   /* the phase's start */
+    size_t bytes;   /* CONN_BODY: the body's bytes so far; CONN_SENDING: the answer's */
+    struct conn *prev, *next;
+} conn;
+
 typedef struct server {
     const pd_model *model;
     const pd_schema *schema;
@@ -65,6 +78,8 @@ typedef struct server {
      * whose first request has not come yet (shutdown waits for both to be 0:
      * a client that connected before the signal is answered too) */
     long active, fresh;
+    conn *conns;   /* every open connection (guard.c) */
+    long n_conns, peak_conns, accepted, dropped;
     bool draining; /* after the signal: answers close their connection */
     /* metrics */
     long requests[N_EP][N_STATUS];
@@ -88,6 +103,16 @@ double serve_now(void);
 void serve_job_unref(job *j);
 /* o as compact JSON (malloc'ed; o's reference taken), NULL when out of memory. */
 char *serve_dump(json_t *o);
+/* Count an answer of status on endpoint, dt seconds after its request came
+ * (mutex held; server.c). */
+void serve_count(server *s, int endpoint, int status, double dt);
+/* The guard (guard.c), mutex held: a connection opened (NULL when out of
+ * memory) or closed; and the sweep, which shuts the connections too slow for
+ * --idle-timeout and --min-rate (408 where nothing of an answer was sent). */
+conn *serve_conn_open(server *s, int fd);
+void serve_conn_close(server *s, conn *k);
+void serve_sweep(server *s);
+
 /* The engine's pipeline (and decider) made and its thread started: 0, or 1
  * with msg saying why (what was made is w's, freed by the caller). */
 int serve_engine_start(server *s, engine *w, char *msg, size_t msg_size);

@@ -22,6 +22,14 @@ typedef struct serve_config {
     size_t max_body;       /* bytes of a request body */
     double timeout_s;      /* a request not answered by then is answered 504 */
     const char *api_key;   /* NULL: no key; else every endpoint but /health needs "Bearer KEY" */
+    /* what a client may hold of the server (docs/reliability.md, "The server") */
+    int32_t max_connections;  /* connections at once; more are closed on accept */
+    int32_t max_per_client;   /* connections at once from one address; more are closed on accept */
+    int32_t idle_timeout_s;   /* a connection silent this long is closed; a request's headers must be
+                                 complete within it (408 when not) */
+    int32_t min_rate;         /* bytes/s a body must average after its first second (408 when not),
+                                 and an answer be read at; 0: only the idle timeout */
+    size_t max_header;        /* bytes of a request's line and headers (431 or 414 past it) */
     pd_pipeline_params pipeline;  /* each engine's pipeline (n_threads: each engine's threads, 0 = the
                                      cores shared among the engines; parallel is set from the above) */
 } serve_config;

@@ -2,7 +2,11 @@
  * libmicrohttpd with a thread a connection; each request's body gathered,
  * checked by request.c, and queued as a job for the engine (engine.c); the
  * connection's thread waits for its job until the request's deadline (504
- * past it). Counters for /metrics under one mutex; start, and the drain on
+ * past it). A thread a connection rather than the library's thread pool: a
+ * pool thread would wait for the engine with every other connection it polls
+ * (measured: docs/reliability.md, "The server"); the threads are bounded by
+ * --max-connections and --max-per-client, and slow clients shut by the guard
+ * (guard.c). Counters for /metrics under one mutex; start, and the drain on
  * SIGTERM. */
 #include "jobs.h"
 
@@ -29,7 +33,7 @@ bool serve_available(void)
 /* ------------------------------------------------------------ metrics */
 
 static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/health", "/metrics", "other"};
-static const int statuses[] = {200, 400, 401, 404, 405, 413, 422, 500, 503, 504};
+static const int statuses[] = {200, 400, 401, 404, 405, 408, 413, 422, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 _Static_assert(sizeof buckets / sizeof buckets[0] == N_BUCKET, "a count a bucket");
@@ -44,18 +48,32 @@ typedef struct request {
     double t0;
 } request;
 
-static void count(server *s, request *r, int status)
+void serve_count(server *s, int endpoint, int status, double dt)
 {
-    double dt = serve_now() - r->t0;
-    pthread_mutex_lock(&s->mu);
     for (size_t k = 0; k < N_STATUS; k++)
-        if (statuses[k] == status) s->requests[r->endpoint][k]++;
+        if (statuses[k] == status) s->requests[endpoint][k]++;
     size_t b = 0;
     while (b < N_BUCKET && dt > buckets[b]) b++;
     s->hist[b]++;
     s->latency_sum += dt;
     s->latency_count++;
-    pthread_mutex_unlock(&s->mu);
+}
+
+/* The guard's record of connection c. */
+static conn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* Connection c's request now in phase (mutex held). */
+static void conn_phase(struct MHD_Connection *c, int phase, size_t bytes)
+{
+    conn *k = conn_of(c);
+    if (!k) return;
+    k->phase = phase;
+    k->since = serve_now();
+    k->bytes = bytes;
 }
 
 /* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
@@ -73,6 +91,8 @@ static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, i
     if (status == 503) MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
     pthread_mutex_lock(&s->mu);
     bool closing = s->draining;
+    conn_phase(c, CONN_SENDING, body ? strlen(body) : 0);
+    serve_count(s, r->endpoint, status, serve_now() - r->t0);
     pthread_mutex_unlock(&s->mu);
     if (closing) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"); /* no request after it is lost */
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
@@ -81,7 +101,6 @@ static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, i
                                 r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE ? "POST" : "GET");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    count(s, r, status);
     return ok;
 }
 
@@ -147,6 +166,14 @@ static char *metrics_text(server *s)
     PUT("# HELP pocketdec_engines Engine threads, each with its own pipeline.\n# TYPE pocketdec_engines gauge\n"
         "pocketdec_engines %d\n",
         (int)s->engine_running);
+    PUT("# HELP pocketdec_connections Connections open.\n# TYPE pocketdec_connections gauge\n"
+        "pocketdec_connections %ld\n# HELP pocketdec_connections_accepted_total Connections accepted.\n"
+        "# TYPE pocketdec_connections_accepted_total counter\npocketdec_connections_accepted_total %ld\n"
+        "# HELP pocketdec_connections_peak The most connections open at once.\n"
+        "# TYPE pocketdec_connections_peak gauge\npocketdec_connections_peak %ld\n"
+        "# HELP pocketdec_connections_dropped_total Connections shut for --idle-timeout or --min-rate.\n"
+        "# TYPE pocketdec_connections_dropped_total counter\npocketdec_connections_dropped_total %ld\n",
+        s->n_conns, s->accepted, s->peak_conns, s->dropped);
     PUT("# HELP pocketdec_queue_capacity Requests that may wait (--queue).\n# TYPE pocketdec_queue_capacity gauge\n"
         "pocketdec_queue_capacity %d\n",
         s->cfg->queue);
@@ -252,11 +279,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!(r = calloc(1, sizeof *r))) return MHD_NO;
         *con_cls = r;
         r->t0 = serve_now();
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-        bool *fresh = ci ? ci->socket_context : NULL;
         pthread_mutex_lock(&s->mu);
         s->active++;
-        if (fresh && *fresh) *fresh = false, s->fresh--;
+        conn *k = conn_of(c);
+        if (k && k->fresh) k->fresh = false, s->fresh--;
+        conn_phase(c, CONN_BODY, 0);
         pthread_mutex_unlock(&s->mu);
         r->endpoint = EP_OTHER;
         for (int e = 0; e < EP_OTHER; e++)
@@ -296,27 +323,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         memcpy(r->body + r->len, upload, n);
         r->len += n;
         r->body[r->len] = 0;
+        pthread_mutex_lock(&s->mu);
+        conn *k = conn_of(c);
+        if (k) k->bytes = r->len; /* for --min-rate */
+        pthread_mutex_unlock(&s->mu);
         return MHD_YES;
     }
     if (r->started) return MHD_YES;
     r->started = true;
+    pthread_mutex_lock(&s->mu);
+    conn_phase(c, CONN_ANSWER, 0);
+    pthread_mutex_unlock(&s->mu);
     return handle(s, c, r);
 }
 
-/* A connection opened or closed: counted as fresh until its first request. */
+/* A connection opened or closed: listed for the guard (guard.c), and counted
+ * as fresh until its first request. The library calls this on a close before
+ * it closes the socket. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe)
 {
-    (void)c;
     server *s = cls;
-    bool *fresh = *socket_context;
     pthread_mutex_lock(&s->mu);
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED && (fresh = malloc(sizeof *fresh))) {
-        *fresh = true;
-        s->fresh++;
-        *socket_context = fresh;
-    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && fresh) {
-        if (*fresh) s->fresh--;
-        free(fresh);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? serve_conn_open(s, ci->connect_fd) : NULL;
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        serve_conn_close(s, *socket_context);
         *socket_context = NULL;
     }
     pthread_mutex_unlock(&s->mu);
@@ -334,6 +366,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
     pthread_mutex_lock(&s->mu);
     s->active--;
+    conn_phase(c, CONN_HEADERS, 0); /* the answer is sent: the next request's headers */
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -361,8 +394,10 @@ static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, in
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_client,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->max_header, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256,
+        MHD_OPTION_END);
     if (!d) {
         snprintf(msg, msg_size, "cannot listen on %s port %d (in use, or not an address of this machine?)", cfg->host,
                  cfg->port);
@@ -400,8 +435,13 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
         sigemptyset(&set);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
-        int sig = 0;
-        while (sigwait(&set, &sig) != 0) {
+        int sig = -1;
+        struct timespec tick = {0, 100 * 1000 * 1000};
+        while (sig < 0) { /* the guard's sweep every tick until a signal */
+            sig = sigtimedwait(&set, NULL, &tick);
+            pthread_mutex_lock(&s->mu);
+            serve_sweep(s);
+            pthread_mutex_unlock(&s->mu);
         }
         /* stop accepting; answer what was accepted */
         pthread_mutex_lock(&s->mu);
@@ -416,7 +456,8 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
         nanosleep(&pause, NULL);
         for (;;) {
             pthread_mutex_lock(&s->mu);
-            long active = s->active + s->fresh; /* a fresh connection: its request is on the way (30 s at most) */
+            serve_sweep(s); /* a fresh connection: its request is on the way (--idle-timeout at most) */
+            long active = s->active + s->fresh;
             pthread_mutex_unlock(&s->mu);
             if (active <= 0) break;
             nanosleep(&pause, NULL);
