@@ -46,6 +46,17 @@ void pd_head_free(pd_head *h)
     free(h);
 }
 
+const char *pd_head_type_name(pd_head_type type)
+{
+    switch (type) {
+    case PD_HEAD_POINTER: return "pointer";
+    case PD_HEAD_CLASSIFIER: return "classifier";
+    case PD_HEAD_VERBALIZER: return "verbalizer";
+    case PD_HEAD_TAGGER: return "tagger";
+    }
+    return "unknown";
+}
+
 pd_head_type pd_head_get_type(const pd_head *head) { return head->type; }
 
 const char *const *pd_head_labels(const pd_head *head, int32_t *n)
@@ -129,11 +140,11 @@ static pd_status parse_json(pd_head *h, const char *path, const pd_model *model,
     else if (!type)
         rc = pdi_set_error(err, PD_ERR_FORMAT, "%s: \"type\" is missing (\"pointer\", \"classifier\" or \"tagger\")",
                            path);
-    else if (strcmp(type, "pointer") == 0)
+    else if (strcmp(type, pd_head_type_name(PD_HEAD_POINTER)) == 0)
         h->type = PD_HEAD_POINTER;
-    else if (strcmp(type, "classifier") == 0)
+    else if (strcmp(type, pd_head_type_name(PD_HEAD_CLASSIFIER)) == 0)
         h->type = PD_HEAD_CLASSIFIER;
-    else if (strcmp(type, "tagger") == 0)
+    else if (strcmp(type, pd_head_type_name(PD_HEAD_TAGGER)) == 0)
         h->type = PD_HEAD_TAGGER;
     else
         rc = pdi_set_error(err, PD_ERR_UNSUPPORTED,

@@ -57,6 +57,9 @@ PD_API pd_head *pd_head_load(const char *dir, const pd_model *model, pd_error *e
 PD_API void pd_head_free(pd_head *head);
 /* PD_HEAD_POINTER, PD_HEAD_CLASSIFIER or PD_HEAD_TAGGER. */
 PD_API pd_head_type pd_head_get_type(const pd_head *head);
+/* A head type's name as head.json writes it ("pointer", "classifier",
+ * "verbalizer", "tagger"); "unknown" for another value. */
+PD_API const char *pd_head_type_name(pd_head_type type);
 /* A classifier's labels (NULL for a pointer head); *n receives their number. */
 PD_API const char *const *pd_head_labels(const pd_head *head, int32_t *n);
 

@@ -181,8 +181,32 @@ static void run_score(server *s, engine *w, job *j, int *status, char **body)
     pd_decision_free(dec);
 }
 
-/* The engine's source: the next text of the oldest request (score requests
- * are answered on the way); blocks only when the engine holds no text. */
+/* A why request, run at once on the engine's own context for it (mutex not
+ * held): pd_tag_explain's document, the one `pocketdec tag --html` draws. */
+static void run_why(server *s, engine *w, job *j, int *status, char **body)
+{
+    pd_error err;
+    if (!w->why_ctx) {
+        pd_context_params cp = pd_context_default_params();
+        cp.n_threads = s->cfg->pipeline.n_threads;
+        if (s->cfg->pipeline.n_ctx) cp.n_ctx = s->cfg->pipeline.n_ctx;
+        w->why_ctx = pd_context_new(s->model, &cp, &err);
+    }
+    char *json = NULL;
+    if (!w->why_ctx || pd_tag_explain(w->why_ctx, s->why, j->sc.text, strlen(j->sc.text), &json, NULL, &err)) {
+        *status = err.code == PD_ERR_NOMEM || err.code == PD_ERR_INTERNAL ? 500 : 422;
+        *body = serve_error_body(err.message);
+        return;
+    }
+    *status = 200;
+    *body = strdup(json);
+    pd_free(json);
+    if (!*body) *status = 500;
+}
+
+/* The engine's source: the next text of the oldest request (score and why
+ * requests are answered on the way); blocks only when the engine holds no
+ * text. */
 static int next_text(void *user, int wait, const char **text, size_t *len, void **tag)
 {
     engine *w = user;
@@ -202,7 +226,7 @@ static int next_text(void *user, int wait, const char **text, size_t *len, void 
             pop(s, j);
             continue;
         }
-        if (j->endpoint == EP_SCORE) {
+        if (j->endpoint == EP_SCORE || j->endpoint == EP_WHY) {
             j->refs++;
             pop(s, j);
             j->state = JOB_RUNNING;
@@ -210,7 +234,7 @@ static int next_text(void *user, int wait, const char **text, size_t *len, void 
             pthread_mutex_unlock(&s->mu);
             int status;
             char *body;
-            run_score(s, w, j, &status, &body);
+            (j->endpoint == EP_SCORE ? run_score : run_why)(s, w, j, &status, &body);
             pthread_mutex_lock(&s->mu);
             s->in_flight--;
             finish(j, status, body);

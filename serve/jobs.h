@@ -13,7 +13,8 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-enum { EP_EXTRACT, EP_SCORE, EP_HEALTH, EP_METRICS, EP_OTHER, N_EP };
+/* The endpoints, by path (server.c ep_names); EP_PAGE: the playground's files (page.c). */
+enum { EP_EXTRACT, EP_SCORE, EP_WHY, EP_INFO, EP_HEALTH, EP_METRICS, EP_PAGE, EP_OTHER, N_EP };
 #define N_STATUS 11 /* the statuses /metrics counts (server.c) */
 #define N_BUCKET 13 /* the latency histogram's bounds (server.c) */
 
@@ -62,6 +63,7 @@ typedef struct server {
     const pd_head *head;
     const serve_config *cfg;
     bool can_score;
+    pd_tag_extractor *why;    /* a tagger head's: what /v1/why explains with (NULL: no tagger head) */
 
     pthread_mutex_t mu;
     pthread_cond_t work;
@@ -95,6 +97,7 @@ typedef struct engine {
     server *s;
     pd_pipeline *pipe;
     pd_decider *dec;
+    pd_context *why_ctx;      /* /v1/why's context, made on its first request */
 } engine;
 
 /* Seconds on the monotonic clock. */

@@ -145,24 +145,39 @@ void serve_extract_req_free(serve_extract_req *req)
     memset(req, 0, sizeof *req);
 }
 
+/* A body of the fields `allowed` with a string "text" into req (its root and
+ * text); 0 or 400. */
+static int text_body(const char *body, size_t len, const char *const *allowed, serve_score_req *req,
+                     char msg[SERVE_MESSAGE_SIZE])
+{
+    memset(req, 0, sizeof *req);
+    int st = load_object(body, len, allowed, &req->root, msg);
+    if (st) return st;
+    json_t *text = json_object_get(req->root, "text");
+    if (!text) st = refuse(msg, 400, "missing field \"text\" (a string)");
+    else if (!json_is_string(text)) st = refuse(msg, 400, "\"text\" must be a string");
+    else req->text = json_string_value(text);
+    if (st) serve_score_req_free(req);
+    return st;
+}
+
+int serve_parse_why(const char *body, size_t len, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE])
+{
+    static const char *const allowed[] = {"text", NULL};
+    return text_body(body, len, allowed, req, msg);
+}
+
 int serve_parse_score(const char *body, size_t len, size_t max_cands, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE])
 {
     static const char *const allowed[] = {"text", "question", "candidates", NULL};
-    memset(req, 0, sizeof *req);
-    json_t *root;
-    int st = load_object(body, len, allowed, &root, msg);
+    int st = text_body(body, len, allowed, req, msg);
     if (st) return st;
-    json_t *text = json_object_get(root, "text"), *q = json_object_get(root, "question"),
-           *cands = json_object_get(root, "candidates");
-    if (!text) st = refuse(msg, 400, "missing field \"text\" (a string)");
-    else if (!json_is_string(text)) st = refuse(msg, 400, "\"text\" must be a string");
-    else if (q && !json_is_string(q)) st = refuse(msg, 400, "\"question\" must be a string");
+    json_t *root = req->root, *q = json_object_get(root, "question"), *cands = json_object_get(root, "candidates");
+    if (q && !json_is_string(q)) st = refuse(msg, 400, "\"question\" must be a string");
     if (st) {
-        json_decref(root);
+        serve_score_req_free(req);
         return st;
     }
-    req->root = root;
-    req->text = json_string_value(text);
     req->question = q ? json_string_value(q) : "";
     if (cands) st = string_array(cands, "candidates", max_cands, "", &req->cands, NULL, &req->n, msg);
     if (st) serve_score_req_free(req);

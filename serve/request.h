@@ -38,6 +38,9 @@ typedef struct serve_score_req {
     size_t n;
 } serve_score_req;
 
+/* POST /v1/why: {"text": "..."}, into req->text (the other fields unset). */
+int serve_parse_why(const char *body, size_t len, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE]);
+
 /* Parse and check a body of len bytes. Returns 0 and fills *req, or the HTTP
  * status to answer (400, or 413 when there are more than max_texts texts,
  * more than max_cands candidates) with msg saying what is wrong ("the body is

@@ -9,6 +9,7 @@
  * (guard.c). Counters for /metrics under one mutex; start, and the drain on
  * SIGTERM. */
 #include "jobs.h"
+#include "page.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,7 +33,8 @@ bool serve_available(void)
 
 /* ------------------------------------------------------------ metrics */
 
-static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/health", "/metrics", "other"};
+static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/v1/why", "/v1/info", "/health", "/metrics",
+                                           "page", "other"};
 static const int statuses[] = {200, 400, 401, 404, 405, 408, 413, 422, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -46,6 +48,8 @@ typedef struct request {
     char *body;
     size_t len, cap;
     double t0;
+    const char *page, *page_type; /* EP_PAGE: the file's bytes (static) and type */
+    size_t page_len;
 } request;
 
 void serve_count(server *s, int endpoint, int status, double dt)
@@ -76,6 +80,11 @@ static void conn_phase(struct MHD_Connection *c, int phase, size_t bytes)
     k->bytes = bytes;
 }
 
+static bool wants_post(int endpoint)
+{
+    return endpoint == EP_EXTRACT || endpoint == EP_SCORE || endpoint == EP_WHY;
+}
+
 /* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
 static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, int status, char *body,
                               const char *ctype)
@@ -96,9 +105,12 @@ static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, i
     pthread_mutex_unlock(&s->mu);
     if (closing) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"); /* no request after it is lost */
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (status == 405)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
-                                r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE ? "POST" : "GET");
+    if (status == 405) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, wants_post(r->endpoint) ? "POST" : "GET");
+    if (r->endpoint == EP_PAGE) { /* the page reaches this server only, and is not framed elsewhere */
+        MHD_add_response_header(resp, "Content-Security-Policy", serve_page_csp);
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    }
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return ok;
@@ -249,6 +261,19 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
     return answer(s, c, r, status, body, NULL);
 }
 
+/* GET /v1/info: what this server runs, for the playground (and any client):
+ * its head, the schema's fields, what it answers and its limits. */
+static char *info_text(const server *s)
+{
+    json_t *fields = json_array();
+    for (int32_t i = 0; fields && i < pd_schema_n_fields(s->schema); i++)
+        json_array_append_new(fields, json_string(pd_schema_field_name(s->schema, i)));
+    return serve_dump(json_pack("{s:s,s:s,s:o*,s:b,s:b,s:i,s:I,s:b}", "version", PD_VERSION, "head",
+                                s->head ? pd_head_type_name(pd_head_get_type(s->head)) : "none", "fields", fields,
+                                "score", s->can_score, "why", s->why != NULL, "max_texts", s->cfg->max_texts, "max_body",
+                                (json_int_t)s->cfg->max_body, "api_key", s->cfg->api_key != NULL));
+}
+
 static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
 {
     char msg[SERVE_MESSAGE_SIZE];
@@ -256,12 +281,14 @@ static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
         return fail(s, c, r, 413, "the body is larger than %zu bytes (--max-body)", s->cfg->max_body);
     if (r->endpoint == EP_HEALTH) return answer(s, c, r, 200, strdup("{\"status\":\"ok\"}"), NULL);
     if (r->endpoint == EP_METRICS) return answer(s, c, r, 200, metrics_text(s), "text/plain; version=0.0.4");
+    if (r->endpoint == EP_INFO) return answer(s, c, r, 200, info_text(s), NULL);
+    if (r->endpoint == EP_PAGE) return answer(s, c, r, 200, strndup(r->page, r->page_len), r->page_type);
     job *j = calloc(1, sizeof *j);
     if (!j) return fail(s, c, r, 500, "out of memory");
     j->endpoint = r->endpoint;
-    int st = r->endpoint == EP_EXTRACT
-                 ? serve_parse_extract(r->body, r->len, (size_t)s->cfg->max_texts, &j->ex, msg)
-                 : serve_parse_score(r->body, r->len, (size_t)s->cfg->max_texts, &j->sc, msg);
+    int st = r->endpoint == EP_EXTRACT ? serve_parse_extract(r->body, r->len, (size_t)s->cfg->max_texts, &j->ex, msg)
+             : r->endpoint == EP_WHY   ? serve_parse_why(r->body, r->len, &j->sc, msg)
+                                       : serve_parse_score(r->body, r->len, (size_t)s->cfg->max_texts, &j->sc, msg);
     if (st) {
         free(j);
         return fail(s, c, r, st, "%s", msg);
@@ -286,20 +313,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         conn_phase(c, CONN_BODY, 0);
         pthread_mutex_unlock(&s->mu);
         r->endpoint = EP_OTHER;
-        for (int e = 0; e < EP_OTHER; e++)
+        for (int e = 0; e < EP_PAGE; e++)
             if (strcmp(url, ep_names[e]) == 0) r->endpoint = e;
+        if (r->endpoint == EP_OTHER && serve_page_find(url, &r->page, &r->page_len, &r->page_type)) r->endpoint = EP_PAGE;
         r->post = strcmp(method, "POST") == 0;
-        bool want_post = r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE;
+        bool want_post = wants_post(r->endpoint);
         /* refusals before the body is read */
         if (r->endpoint == EP_OTHER) return fail(s, c, r, 404, "no such endpoint: %s %s", method, url);
         if (r->post != want_post && !(strcmp(method, "HEAD") == 0 && !want_post))
             return fail(s, c, r, 405, "%s takes %s, not %s", url, want_post ? "POST" : "GET", method);
-        if (s->cfg->api_key && r->endpoint != EP_HEALTH &&
+        if (s->cfg->api_key && r->endpoint != EP_HEALTH && r->endpoint != EP_PAGE &&
             !serve_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg->api_key))
             return fail(s, c, r, 401, "missing or wrong API key: send Authorization: Bearer KEY");
         if (r->endpoint == EP_SCORE && !s->can_score)
             return fail(s, c, r, 422, "/v1/score needs a decision head (pointer or classifier); this server's %s",
                         s->head ? "head is a tagger head, which extracts records (use /v1/extract)" : "model has no head");
+        if (r->endpoint == EP_WHY && !s->why)
+            return fail(s, c, r, 422, "/v1/why explains a tagger head's pass; this server's %s",
+                        s->head ? "head is a decision head (use /v1/score)" : "model has no head");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->cfg->max_body)
             return fail(s, c, r, 413, "the body is larger than %zu bytes (--max-body)", s->cfg->max_body);
@@ -424,7 +455,13 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    int rc = serve_engine_start(s, &w, msg, msg_size), port = 0;
+    pd_error err;
+    int rc = 0, port = 0;
+    if (head && pd_head_get_type(head) == PD_HEAD_TAGGER && !(s->why = pd_tag_extractor_new(model, schema, head, &err))) {
+        snprintf(msg, msg_size, "%s", err.message);
+        rc = 1;
+    }
+    if (rc == 0) rc = serve_engine_start(s, &w, msg, msg_size);
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
         fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (1 engine x %d text%s in flight, queue %d)\n",
@@ -478,6 +515,8 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     }
     pd_pipeline_free(w.pipe);
     pd_decider_free(w.dec);
+    pd_context_free(w.why_ctx);
+    pd_tag_extractor_free(s->why);
     if (rc == 0) fprintf(stderr, "pocketdec serve: stopped; %ld requests answered\n", s->latency_count);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);

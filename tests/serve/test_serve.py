@@ -159,6 +159,58 @@ def test_endpoints(s, reviews, want):
         check("metrics: " + what, what in text, text)
 
 
+def test_playground_api(s, reviews):
+    """What the playground (web/) stands on: the page's files with their policy, /v1/info, the command's
+    lines for ids, and /v1/why, the document `pocketdec tag --html` draws."""
+    st, hd, page = s.request("GET", "/")
+    csp = hd.get("Content-Security-Policy", "")
+    check("GET / -> the playground, HTML, with a policy that allows this server only",
+          st == 200 and hd.get("Content-Type", "").startswith("text/html") and b'src="/playground.js"' in page
+          and "default-src 'none'" in csp and "connect-src 'self'" in csp and "http" not in csp, (st, hd))
+    for path, kind in (("/playground.js", "text/javascript"), ("/playground.css", "text/css"),
+                       ("/why.js", "text/javascript"), ("/why.css", "text/css")):
+        st, hd, data = s.request("GET", path)
+        check(f"GET {path} -> {kind}", st == 200 and hd.get("Content-Type", "").startswith(kind) and data, (st, hd))
+    st, _, body = s.post("/", {"text": "x"})
+    check("POST / -> 405", st == 405, (st, body))
+    st, _, info = s.request("GET", "/v1/info")
+    info = json.loads(info)
+    check("GET /v1/info: the head, the fields, what the server answers",
+          st == 200 and info["head"] == "tagger" and info["fields"] == ["aspect", "opinion", "category", "polarity"]
+          and info["why"] is True and info["score"] is False and info["max_texts"] == 32, info)
+    # the command's bytes for the same reviews, CSV and JSONL, from the "ids" of one request
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "r.csv")
+        with open(src, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows([("id", "Reviews"), *reviews])
+        cli = {}
+        for fmt in ("tianchi", "jsonl"):
+            out = os.path.join(d, "out." + fmt)
+            subprocess.run([PD, "extract", "--model", MODEL, "--schema", SCHEMA, "--input", src, "--output", out,
+                            "--format", fmt], check=True, capture_output=True, timeout=300)
+            cli[fmt] = open(out, encoding="utf-8").read()
+    st, _, body = s.post("/v1/extract", {"texts": [t for _, t in reviews], "ids": [i for i, _ in reviews]})
+    check("POST /v1/extract {texts, ids}: each result's lines are the command's, CSV and JSONL",
+          st == 200 and "".join(r["tianchi"] for r in body["results"]) == cli["tianchi"]
+          and "".join(r["jsonl"] for r in body["results"]) == cli["jsonl"], (st, str(body)[:300]))
+    for bad, what in (({"text": "x", "ids": [1]}, '"ids" goes with "texts"'),
+                      ({"texts": ["x", "y"], "ids": [1]}, "array of 2 ids"),
+                      ({"texts": ["x"], "ids": [1.5]}, '"ids"[0] must be a string or an integer')):
+        st, _, body = s.post("/v1/extract", bad)
+        check(f"bad ids -> 400: {what}", st == 400 and what in body["error"], (st, body))
+    text = reviews[3][1]
+    st, _, why = s.post("/v1/why", {"text": text})
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "why.html")
+        subprocess.run([PD, "tag", "--model", MODEL, "--schema", SCHEMA, "--text", text, "--html", out], check=True,
+                       capture_output=True, timeout=120)
+        embedded = open(out, encoding="utf-8").read().split('id="why-data">', 1)[1].split("</script>", 1)[0]
+    check("POST /v1/why: the document tag --html draws for the text", st == 200 and json.loads(
+        embedded.replace("\\u003c", "<")) == why and why["spans"], (st, str(why)[:300]))
+    st, _, body = s.post("/v1/why", {"txt": text})
+    check("POST /v1/why without text -> 400", st == 400 and "unknown field" in body["error"], (st, body))
+
+
 def test_errors(s):
     J = {"Content-Type": "application/json"}
     cases = [
@@ -228,6 +280,10 @@ def test_auth(reviews, want):
         check("/metrics needs the key", st == 401, st)
         st, _, _ = s.request("GET", "/metrics", headers={"Authorization": "Bearer s3cret-key"})
         check("/metrics with the key -> 200", st == 200, st)
+        st, _, page = s.request("GET", "/")
+        check("the playground page needs no key (its API calls carry it)", st == 200 and b"<html" in page, st)
+        st, _, _ = s.request("GET", "/v1/info")
+        check("/v1/info needs the key", st == 401, st)
     finally:
         check("auth server: SIGTERM -> exit 0", s.stop() == 0, s.log)
         os.unlink(keyfile)
@@ -406,6 +462,12 @@ def test_score():
         check("score question not a string -> 400", st == 400 and '"question"' in body["error"], (st, body))
         st, _, body = s.post("/v1/score", {"text": "x", "question": "q", "candidates": []})
         check("score with no candidates (pointer head) -> 422 naming it", st == 422 and body["error"], (st, body))
+        st, _, body = s.post("/v1/why", {"text": "颜色很正"})
+        check("POST /v1/why with a decision head -> 422 naming it", st == 422 and "tagger head" in body["error"],
+              (st, body))
+        st, _, info = s.request("GET", "/v1/info")
+        check("/v1/info of a pointer head: score, no why",
+              st == 200 and json.loads(info)["head"] == "pointer" and json.loads(info)["score"] is True, info)
     finally:
         check("score server: SIGTERM -> exit 0", s.stop() == 0, s.log)
 
@@ -424,6 +486,7 @@ def main():
     s = first_server("--parallel", "2", "--threads", "1", "--max-texts", "32", "--max-body", "65536")
     try:
         test_endpoints(s, reviews, want)
+        test_playground_api(s, reviews)
         test_errors(s)
         test_load(s, load_reviews, load_want)
     finally:

@@ -1,0 +1,12 @@
+/* playground.h - the playground page of `pocketdec serve` (playground.html,
+ * .css, .js; web/embed.py carries them into the binary). Its "why" view
+ * draws with why.js and why.css (why_page.h). */
+#ifndef PD_WEB_PLAYGROUND_H
+#define PD_WEB_PLAYGROUND_H
+
+#include <stddef.h>
+
+extern const unsigned char pdw_playground_html[], pdw_playground_css[], pdw_playground_js[];
+extern const size_t pdw_playground_html_len, pdw_playground_css_len, pdw_playground_js_len;
+
+#endif

@@ -1,0 +1,354 @@
+/* The playground of `pocketdec serve` (docs/serve.md, "The playground"): a review or a file of them
+ * in, each review shown with its spans marked in place and its records in a table; a Score tab with a
+ * decision head; a "why" view with a tagger head. Every request goes to this server (the page's
+ * Content-Security-Policy allows no other); the API key, when the server asks for one, stays in this
+ * page's memory. */
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  let key = null;       // the API key: memory only, never stored
+  let info = null;      // GET /v1/info: the head, the fields, the limits
+  let shown = [];       // the reviews on the page: {id, text, records, problem, el}
+  let lines = null;     // the last file's lines as the command writes them: {jsonl: [], tianchi: []}
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function status(msg, error) {
+    $("status").textContent = msg || "";
+    $("status").className = error ? "error" : "";
+  }
+
+  /* The key, asked for in the page's form (not a prompt(): the form can say why). */
+  function askKey() {
+    return new Promise((resolve) => {
+      const form = $("key");
+      form.hidden = false;
+      $("key-input").focus();
+      form.onsubmit = (ev) => {
+        ev.preventDefault();
+        form.hidden = true;
+        resolve($("key-input").value);
+        $("key-input").value = "";
+      };
+    });
+  }
+
+  /* A call of this server's API; asks for the key on 401 and tries again. */
+  async function api(method, path, body) {
+    for (let tries = 0; ; tries++) {
+      const headers = {};
+      if (key !== null) headers.Authorization = "Bearer " + key;
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (r.status === 401 && tries < 5) {
+        status(key === null ? "the server needs its API key" : "that key was refused", key !== null);
+        key = await askKey();
+        status("");
+        continue;
+      }
+      const data = await r.json().catch(() => ({ error: "HTTP " + r.status + " (not JSON)" }));
+      if (!r.ok) throw new Error(data.error || "HTTP " + r.status);
+      return data;
+    }
+  }
+
+  const POLARITY = { "正面": "pol-pos", "中性": "pol-neu", "负面": "pol-neg" };
+
+  function minConfidence() {
+    return parseFloat($("min-confidence").value);
+  }
+
+  /* The review's text with each record's spans marked where they are: runs of characters under the
+   * same records share an element that says which (data-marks "k:field ...") and where it starts
+   * (data-at, in characters), so a reader and a test can check them against the records. */
+  function markedText(text, records) {
+    const chars = Array.from(text);
+    const marks = chars.map(() => []);
+    records.forEach((r, k) => {
+      for (const [field, [start, end]] of Object.entries(r.spans || {}))
+        for (let i = start; i < end && i < chars.length; i++) marks[i].push(k + ":" + field);
+    });
+    const out = el("div", "text");
+    for (let i = 0; i < chars.length;) {
+      let j = i + 1;
+      const here = marks[i].join(" ");
+      while (j < chars.length && marks[j].join(" ") === here) j++;
+      const piece = chars.slice(i, j).join("");
+      if (!here) {
+        out.append(piece);
+      } else {
+        const [k, field] = marks[i][0].split(":");
+        const r = records[+k];
+        const s = el("span", "span " + field + " " + (POLARITY[r.polarity] || ""), piece);
+        s.dataset.marks = here;
+        s.dataset.at = String(i);
+        s.title = marks[i].map((m) => {
+          const [kk, f] = m.split(":");
+          const rr = records[+kk];
+          return f + " of record " + (+kk + 1) + " (" + (rr.category || "") + " " + (rr.polarity || "") +
+                 ", confidence " + rr.confidence.toFixed(2) + ", " + f + " " + (rr.probs[f] ?? 0).toFixed(2) + ")";
+        }).join("\n");
+        out.append(s);
+        for (const m of marks[i]) { // the confidence after the record's last marked character
+          const [kk, f] = m.split(":");
+          const rr = records[+kk];
+          const last = Math.max(...Object.values(rr.spans).map((se) => se[1]));
+          if (rr.spans[f][1] === j && j === last) out.append(el("sup", "conf", rr.confidence.toFixed(2)));
+        }
+      }
+      i = j;
+    }
+    return out;
+  }
+
+  function recordTable(records) {
+    const fields = info ? info.fields : Object.keys(records[0] || {}).filter((f) => !["spans", "probs", "confidence"].includes(f));
+    const t = el("table", "records");
+    const head = t.insertRow();
+    for (const f of [...fields, "confidence"]) head.append(el("th", "", f));
+    records.forEach((r) => {
+      const row = t.insertRow();
+      row.className = "record";
+      row.dataset.confidence = String(r.confidence);
+      for (const f of fields) row.insertCell().textContent = r[f];
+      const c = row.insertCell();
+      c.className = "num";
+      c.textContent = r.confidence.toFixed(4);
+    });
+    return t;
+  }
+
+  /* One review: its id, its marked text, its records (those at or above the slider), a why button. */
+  function drawReview(item) {
+    const kept = item.records.filter((r) => r.confidence >= minConfidence());
+    const box = item.el || el("div", "review");
+    box.replaceChildren();
+    box.dataset.id = item.id;
+    const top = el("div");
+    if (item.id !== null) top.append(el("span", "id", "id " + item.id));
+    if (info && info.why && item.text) {
+      const b = el("button", "why-button", "why");
+      b.type = "button";
+      b.onclick = () => why(item, box);
+      top.append(b);
+    }
+    box.append(top);
+    if (item.problem) box.append(el("div", "problem", item.problem));
+    box.append(markedText(item.text, kept));
+    if (kept.length) box.append(recordTable(kept));
+    else box.append(el("div", "muted", item.records.length ? "every record is below the confidence shown" : "no record"));
+    item.el = box;
+    return box;
+  }
+
+  async function why(item, box) {
+    try {
+      status("asking why...");
+      const data = await api("POST", "/v1/why", { text: item.text });
+      let view = box.querySelector(".why");
+      if (!view) box.append((view = el("div", "why")));
+      view.replaceChildren();
+      whyRender(view, data);
+      status("");
+    } catch (e) {
+      status(e.message, true);
+    }
+  }
+
+  function show(items) {
+    shown = items;
+    const results = $("results");
+    results.replaceChildren(...items.map(drawReview));
+  }
+
+  async function extractText(text) {
+    lines = null;
+    $("downloads").hidden = true;
+    status("extracting...");
+    try {
+      const t0 = performance.now();
+      const data = await api("POST", "/v1/extract", { text });
+      show([{ id: null, text, records: data.records }]);
+      status(data.records.length + " records in " + Math.round(performance.now() - t0) + " ms");
+    } catch (e) {
+      status(e.message, true);
+    }
+  }
+
+  /* ---------------------------------------------------------------- files */
+
+  /* Tianchi CSV rows (id,Reviews; the header skipped): fields split at commas, a field that starts with a
+   * quote may hold commas, line breaks and "" (the command's rule for well-formed rows; a row it would call
+   * broken is listed as a problem and skipped here). */
+  function parseCsv(data) {
+    const rows = [], problems = [];
+    let i = data.charCodeAt(0) === 0xfeff ? 1 : 0, line = 1;
+    while (i < data.length) {
+      const fields = [], start = line;
+      let broken = null;
+      for (;;) {
+        let f = "";
+        if (data[i] === '"') {
+          i++;
+          for (;;) {
+            if (i >= data.length) { broken = "a quoted field opened here is never closed"; break; }
+            if (data[i] === '"' && data[i + 1] === '"') { f += '"'; i += 2; continue; }
+            if (data[i] === '"') { i++; break; }
+            if (data[i] === "\n") line++;
+            f += data[i++];
+          }
+          if (!broken && i < data.length && !",\r\n".includes(data[i])) broken = "text after a closing quote";
+        } else {
+          while (i < data.length && !",\r\n".includes(data[i])) f += data[i++];
+        }
+        fields.push(f);
+        if (broken || data[i] !== ",") break;
+        i++;
+      }
+      while (i < data.length && data[i] !== "\n" && data[i] !== "\r") i++; // the rest of a broken line
+      if (data[i] === "\r" && data[i + 1] === "\n") i++;
+      i++;
+      line++;
+      if (fields.length === 1 && fields[0] === "" && !broken) continue; // a blank line
+      if (rows.length === 0 && problems.length === 0 && fields[0] === "id" && !broken) continue; // the header
+      if (broken || fields.length !== 2 || !fields[0])
+        problems.push("line " + start + ": " + (broken || "expected 2 fields (id,Reviews), got " + fields.length));
+      else rows.push({ id: fields[0], text: fields[1] });
+    }
+    return { rows, problems };
+  }
+
+  function parseJsonl(data) {
+    const rows = [], problems = [];
+    data.replace(/^\ufeff/, "").split("\n").forEach((l, k) => {
+      if (!l.trim()) return;
+      try {
+        const o = JSON.parse(l);
+        if (typeof o !== "object" || o === null || Array.isArray(o)) throw new Error("expected a JSON object");
+        if (!("id" in o) || (typeof o.id !== "string" && !Number.isInteger(o.id))) throw new Error('"id" must be a string or an integer');
+        if (typeof o.text !== "string") throw new Error('"text" must be a string');
+        rows.push({ id: o.id, text: o.text });
+      } catch (e) {
+        problems.push("line " + (k + 1) + ": " + e.message);
+      }
+    });
+    return { rows, problems };
+  }
+
+  async function extractFile(file) {
+    const data = await file.text();
+    const jsonl = /\.jsonl$/i.test(file.name) || data.replace(/^\ufeff/, "").trimStart().startsWith("{");
+    const { rows, problems } = jsonl ? parseJsonl(data) : parseCsv(data);
+    const items = [];
+    lines = { jsonl: [], tianchi: [] };
+    const per = (info && info.max_texts) || 16;
+    try {
+      for (let k = 0; k < rows.length; k += per) {
+        status("extracting " + file.name + ": " + k + " of " + rows.length + " reviews...");
+        const part = rows.slice(k, k + per);
+        const data = await api("POST", "/v1/extract", { texts: part.map((r) => r.text), ids: part.map((r) => r.id) });
+        data.results.forEach((res, j) => {
+          items.push({ id: part[j].id, text: part[j].text, records: res.records || [], problem: res.error || null });
+          lines.jsonl.push(res.jsonl);
+          lines.tianchi.push(res.tianchi);
+        });
+      }
+    } catch (e) {
+      status(e.message, true);
+      lines = null;
+      return;
+    }
+    show(items);
+    $("downloads").hidden = false;
+    status(rows.length + " reviews of " + file.name + ", " + items.reduce((n, x) => n + x.records.length, 0) +
+           " records" + (problems.length ? "; skipped: " + problems.join("; ") : ""), problems.length > 0);
+  }
+
+  function download(kind) {
+    const name = kind === "jsonl" ? "records.jsonl" : "Result.csv";
+    const blob = new Blob(lines[kind], { type: kind === "jsonl" ? "application/x-ndjson" : "text/csv" });
+    const a = el("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = name;
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  }
+
+  /* ---------------------------------------------------------------- scoring */
+
+  async function score() {
+    const body = { text: $("score-text").value, question: $("question").value,
+                   candidates: $("candidates").value.split("\n").map((c) => c.trim()).filter((c) => c) };
+    try {
+      status("scoring...");
+      const data = await api("POST", "/v1/score", body);
+      const bars = el("div", "bars");
+      for (const c of data.candidates) {
+        const b = el("div", "bar");
+        b.dataset.label = c.label;
+        b.dataset.prob = String(c.prob);
+        const track = el("div", "track"), fill = el("div", "fill");
+        fill.style.width = (100 * c.prob).toFixed(1) + "%";
+        track.append(fill);
+        b.append(el("span", "", c.label), track, el("span", "num", c.prob.toFixed(4)));
+        bars.append(b);
+      }
+      $("scores").replaceChildren(bars);
+      status("");
+    } catch (e) {
+      status(e.message, true);
+    }
+  }
+
+  function tab(name) {
+    for (const t of ["extract", "score"]) {
+      $("tab-" + t).setAttribute("aria-selected", String(t === name));
+      $(t + "-pane").hidden = t !== name;
+    }
+  }
+
+  /* ---------------------------------------------------------------- start */
+
+  async function start() {
+    $("extract-form").onsubmit = (ev) => { ev.preventDefault(); extractText($("text").value); };
+    $("file").onchange = () => { if ($("file").files[0]) extractFile($("file").files[0]); };
+    $("min-confidence").oninput = () => {
+      $("min-confidence-value").textContent = minConfidence().toFixed(2);
+      shown.forEach(drawReview);
+    };
+    $("download-csv").onclick = () => download("tianchi");
+    $("download-jsonl").onclick = () => download("jsonl");
+    $("share").onclick = () => {
+      const link = location.origin + "/?text=" + encodeURIComponent($("text").value);
+      history.replaceState(null, "", link);
+      status("link: " + link);
+    };
+    $("score-form").onsubmit = (ev) => { ev.preventDefault(); score(); };
+    $("tab-extract").onclick = () => tab("extract");
+    $("tab-score").onclick = () => tab("score");
+    try {
+      info = await api("GET", "/v1/info");
+      $("served").textContent = info.head + " head, fields " + info.fields.join(", ");
+      $("tab-score").hidden = !info.score;
+    } catch (e) {
+      status(e.message, true);
+      return;
+    }
+    const q = new URLSearchParams(location.search).get("text") ??
+              new URLSearchParams(location.hash.slice(1)).get("text");
+    if (q !== null) {
+      $("text").value = q;
+      await extractText(q);
+    }
+    document.body.dataset.ready = "1"; // for tests: the first answer is drawn
+  }
+
+  start();
+})();
