@@ -373,8 +373,7 @@ def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=
     stats = {"parts": 0, "reviews": 0, "records": 0, "broken": 0, "failed": 0}
     problems = []
     with ResumableOutput(output, run, resume=resume, sync=sync) as f:
-        if f.state:
-            stats.update((k, int(v)) for k, v in (kv.split("=") for kv in f.state.split()))
+        stats.update(f.counts())
         for part in _in_order(out.to_delayed()[stats["parts"]:], client):
             for o in part:
                 if o.line is not None:
@@ -386,7 +385,6 @@ def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=
                 if o.problem is not None:
                     problems.append(o.problem)
             stats["parts"] += 1
-            f.commit("".join(o.line for o in part if o.line is not None).encode("utf-8"),
-                     " ".join(f"{k}={v}" for k, v in stats.items()))
+            f.commit_counts("".join(o.line for o in part if o.line is not None).encode("utf-8"), stats)
         f.finish()
     return {**{k: stats[k] for k in ("reviews", "records", "broken", "failed")}, "problems": problems}

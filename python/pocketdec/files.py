@@ -43,6 +43,15 @@ class ResumableOutput:
         self._ptr = ptr
         self._finalizer = weakref.finalize(self, pd.pd_output_free, ptr)
 
+    def counts(self):
+        """The state of the run resumed as counts ({} for a fresh start): the inverse of
+        commit_counts."""
+        return {k: int(v) for k, v in (kv.split("=") for kv in (self.state or "").split())}
+
+    def commit_counts(self, data, counts):
+        """commit() with the state "key=N ..." of counts (a dict of ints), as counts() reads it."""
+        self.commit(data, " ".join(f"{k}={v}" for k, v in counts.items()))
+
     def commit(self, data, state):
         """Append data (bytes, may be empty) as one commit, with the caller's state after it
         (a str of one line: what a resume hands back)."""
@@ -195,8 +204,7 @@ def extract_file(ex, input, output, *, format="tianchi", input_format=None, resu
     fmt = 1 if format == "jsonl" else 0  # PD_FORMAT_JSONL, PD_FORMAT_TIANCHI
     stats = {"rows": 0, "reviews": 0, "records": 0, "broken": 0, "failed": 0, "problems": []}
     with ResumableOutput(output, _run_text(ex, input, format, jsonl_in), resume=resume, sync=sync) as out:
-        if out.state:
-            stats.update((k, int(v)) for k, v in (kv.split("=") for kv in out.state.split()))
+        stats.update(out.counts())
         done = stats["rows"]
 
         def lines(row):  # (bytes, records, problem) of a row, as the command writes it
@@ -236,4 +244,4 @@ def _write(out, batch, results, stats):
         if problem:
             stats["problems"].append(problem)
         stats["rows"] = row.ordinal
-        out.commit(text, " ".join(f"{k}={stats[k]}" for k in ("rows", "reviews", "records", "broken", "failed")))
+        out.commit_counts(text, {k: stats[k] for k in ("rows", "reviews", "records", "broken", "failed")})
