@@ -202,6 +202,23 @@ void pdi_vocab_parts_free(pdi_vocab_parts *parts);
 pd_status pdi_gguf_load(const char *path, pdi_tensor_store *st, pd_config *cfg, pdi_vocab_parts *vocab,
                         pd_error *err);
 
+/* Whether dir holds an MNN LLM export (an llm.mnn file). */
+bool pdi_mnn_dir(const char *dir);
+
+/* Map an MNN LLM export folder (formats/mnn.c): llm.mnn's graph and
+ * llm_config.json into cfg, the 4-bit weights of llm.mnn.weight into st as
+ * Q4_64 under HF names, the norms in place; vocab (may be NULL) receives
+ * tokenizer.txt's parts. Errors name the file and the op. */
+pd_status pdi_mnn_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pdi_vocab_parts *vocab,
+                       pd_error *err);
+
+/* MNN's tokenizer.txt (HUGGINGFACE kind: byte-level BPE) as vocabulary parts
+ * (tokenizer/tok_mnn.c): tokens one a line, the special ones typed as
+ * control, merges "a b", pre "qwen2"; *eos (may be NULL) the first stop id,
+ * or -1. PD_ERR_FORMAT naming the line for a file cut short or malformed,
+ * PD_ERR_UNSUPPORTED for another tokenizer kind. */
+pd_status pdi_mnn_vocab_parts(const char *path, pdi_vocab_parts *parts, int32_t *eos, pd_error *err);
+
 /* Build a tokenizer from GGUF vocabulary parts (Qwen2/3 pre-tokenizer). */
 pd_tokenizer *pdi_tokenizer_from_parts(const pdi_vocab_parts *parts, const char *source, pd_error *err);
 

@@ -1,4 +1,4 @@
-/* model.c - load an HF directory or a GGUF file into an immutable pd_model
+/* model.c - load an HF directory, an MNN export folder or a GGUF file into an immutable pd_model
  * (its weights rewritten at load: model_weights.c). */
 #include "model.h"
 
@@ -144,7 +144,10 @@ pd_model *pd_model_load(const char *path, const pd_model_params *params, pd_erro
     pdi_vocab_parts vocab;
     memset(&vocab, 0, sizeof vocab);
     pd_status rc;
-    if (S_ISDIR(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode) && pdi_mnn_dir(path)) {
+        m->format = "mnn";
+        rc = pdi_mnn_load(path, &m->store, &m->cfg, &vocab, err);
+    } else if (S_ISDIR(sb.st_mode)) {
         m->format = "hf";
         rc = pdi_hf_dir_load(path, &m->store, &m->cfg, err);
     } else if (ends_with(path, ".gguf") || S_ISREG(sb.st_mode)) {

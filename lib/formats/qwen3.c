@@ -62,7 +62,7 @@ pd_status pdi_store_expect(const pdi_tensor_store *st, const char *name, int n_d
         return pdi_set_error(err, PD_ERR_SHAPE, "%s: tensor %s has shape %s, expected %s for this config",
                              pdi_store_tensor_path(st, t), name, got, want);
     }
-    if (!pdi_dtype_known((int)t->dtype))
+    if (!pdi_dtype_known((int)t->dtype) && t->dtype != PD_Q4_64) /* Q4_64: an MNN export's */
         return pdi_set_error(err, PD_ERR_UNSUPPORTED, "%s: tensor %s has unsupported type %d",
                              pdi_store_tensor_path(st, t), name, (int)t->dtype);
     return PD_OK;
