@@ -100,7 +100,7 @@ static const uint8_t *weight_range(mnn_load *m, const char *op, const char *what
 {
     const pdi_mapping *w = &m->st->maps[m->wi];
     if (offset < 0 || n < 0 || (uint64_t)offset > w->size || (uint64_t)n > w->size - (uint64_t)offset) {
-        pdi_set_error(m->err, PD_ERR_FORMAT, "%s: op %s: %s at offset %lld (%lld bytes) runs past the end of the file "
+        pdi_set_error(m->err, PD_ERR_FORMAT, "%s: op %s: %s at offset %lld (%lld bytes) run past the end of the file "
                       "(%zu bytes)", m->weight_path, op, what, (long long)offset, (long long)n, w->size);
         return NULL;
     }
@@ -172,9 +172,9 @@ static pd_status add_norm(mnn_load *m, const pdi_mnn_norm *nm, const char *name,
         return pdi_set_error(m->err, PD_ERR_SHAPE, "%s: op %s: a norm of %d, expected %lld for %s", m->graph_path,
                              nm->op, nm->n, (long long)n, name);
     const uint8_t *p = nm->at;
-    if (!p && !(p = weight_range(m, nm->op, "the norm's gamma", nm->offset, 4 * n))) return m->err->code;
+    if (!p && !(p = weight_range(m, nm->op, "the norm's gamma bytes", nm->offset, 4 * n))) return m->err->code;
     if (nm->beta_offset >= 0) {
-        const uint8_t *beta = weight_range(m, nm->op, "the norm's beta", nm->beta_offset, 4 * n);
+        const uint8_t *beta = weight_range(m, nm->op, "the norm's beta bytes", nm->beta_offset, 4 * n);
         if (!beta) return m->err->code;
         for (int64_t i = 0; i < n; i++)
             if ((pdi_le32(beta + 4 * i) & 0x7fffffffu) != 0) /* +0 or -0 */
