@@ -152,10 +152,10 @@ static pd_status add_linear(mnn_load *m, const pdi_mnn_linear *w, const char *na
                              "config", m->graph_path, w->op, w->rows, w->cols, (long long)rows, (long long)cols, name);
     const uint8_t *p = weight_range(m, w->op, "the weights", w->offset, w->weight_bytes + w->alpha_bytes);
     if (!p) return m->err->code;
-    /* header: 2 dims, the dims (int16 or int32), then the 16 entries of the
+    /* header: 2 dims, the dims (16 or 32 bits), then the 16 entries of the
      * value map, which must be -8..7 (the stored nibble minus 8) */
-    int64_t d0 = w->dims32 ? (int32_t)pdi_le32(p + 1) : (int16_t)pdi_le16(p + 1);
-    int64_t d1 = w->dims32 ? (int32_t)pdi_le32(p + 5) : (int16_t)pdi_le16(p + 3);
+    int64_t d0 = w->dims32 ? (int64_t)pdi_le32(p + 1) : (int64_t)pdi_le16(p + 1);
+    int64_t d1 = w->dims32 ? (int64_t)pdi_le32(p + 5) : (int64_t)pdi_le16(p + 3);
     const uint8_t *map = p + 1 + 2 * (w->dims32 ? 4 : 2);
     bool ok = p[0] == 2 && d0 == rows && d1 == cols && map[0] == 16;
     for (int i = 0; ok && i < 16; i++) ok = (int8_t)map[1 + i] == i - 8;

@@ -56,8 +56,9 @@ typedef struct reader {
 
 static pd_status bad(reader *r)
 {
-    return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: malformed graph%s%s: %s", r->path, r->op ? " at op " : "",
-                         r->op ? r->op : "", r->fb.what);
+    bool named = r->op && r->op[0];
+    return pdi_set_error(r->err, PD_ERR_FORMAT, "%s: malformed graph%s%s: %s", r->path, named ? " at op " : "",
+                         named ? r->op : "", r->fb.what);
 }
 
 static pd_status refuse(reader *r, pd_status code, const char *fmt, ...) PD_PRINTF(3, 4);

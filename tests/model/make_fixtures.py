@@ -9,7 +9,9 @@ the logits and final-norm hidden states that the independent numpy reference
 OUTDIR/cases.json lists them for the C test. A case with a quantization is
 an F32 directory the test loads with that --quantize; its reference is the
 float64 forward of the same weights as quantized by make_model.py's own port
-(gguf-q4_64: the Q4_64 values, written as Q4_1 blocks).
+(gguf-q4_64: the Q4_64 values, written as Q4_1 blocks). An MNN export case
+(format mnn) has as reference the HF F32 directory of the values its 4-bit
+blocks stand for (hf-mnn-f32).
 """
 import json
 import os
@@ -37,6 +39,10 @@ CASES = [
     ("gqa-gguf-q4_0-v510", "gqa", "gguf-q4_0", ["--untied", "--vocab", "510"], 16),
     # MNN's W4A16 layout (blocks of 64), made at load; the LM head of 510 rows keeps the plain layout
     ("gqa-hf-f32-quantize-q4_64", "gqa", "hf-f32", ["--untied", "--vocab", "510"], 16, "q4_64", "gguf-q4_64"),
+    # MNN's LLM export (llm.mnn, llm.mnn.weight, ...; runs as Q4_64): the reference is the float64 forward of the
+    # values its 4-bit blocks stand for; tied (the LM head's blocks are the embeddings), and an embedding table of its own
+    ("gqa-mnn-q4_64", "gqa", "mnn", [], 16, "", "hf-mnn-f32"),
+    ("gqa-mnn-q4_64-untied", "gqa", "mnn", ["--untied"], 20, "", "hf-mnn-f32"),
 ]
 
 

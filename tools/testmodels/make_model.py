@@ -13,6 +13,10 @@ Formats:
   gguf-q4_64   Q4_1 blocks holding the Q4_64 quantization (blocks of 64, Q4_1's
                arithmetic, MNN's W4A16 layout), each block's d and m written for
                both of its halves: the values `--quantize q4_64` computes with
+  mnn          a directory in MNN's LLM export layout (llm.mnn, llm.mnn.weight,
+               llm_config.json, tokenizer.txt; mnn_export.py): 4-bit asymmetric blocks of 64
+  hf-mnn-f32   an HF F32 directory of the values the mnn export stands for (its matrices
+               and embeddings dequantized): the reference's input for that export
 
 Quantisation follows ggml's reference code (quantize_row_*_ref) bit for bit,
 in float32 arithmetic; 1-D tensors (norms) stay F32 in every GGUF, as in llama.cpp.
@@ -38,6 +42,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import safetensors_io  # noqa: E402  (the one safetensors writer of train/ and tools/testmodels/)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mnn_export  # noqa: E402
 from safetensors_io import f32_to_bf16_bits  # noqa: E402,F401  (BF16 round to nearest even, NaN kept)
 
 PRESETS = {
@@ -51,7 +57,8 @@ PRESETS = {
 }
 
 FORMATS = ["hf-f32", "hf-bf16", "hf-f16", "hf-sharded-f32",
-           "gguf-f32", "gguf-f16", "gguf-bf16", "gguf-q8_0", "gguf-q4_0", "gguf-q4_1", "gguf-q4_64"]
+           "gguf-f32", "gguf-f16", "gguf-bf16", "gguf-q8_0", "gguf-q4_0", "gguf-q4_1", "gguf-q4_64",
+           "mnn", "hf-mnn-f32"]
 
 # GGML tensor types: id, bytes per block, weights per block
 GGML_TYPES = {"F32": (0, 4, 1), "F16": (1, 2, 1), "Q4_0": (2, 18, 32), "Q4_1": (3, 20, 32),
@@ -260,9 +267,10 @@ def encoded_size(n, dtype):
     return n // block * block_bytes
 
 
-def write_tensor(f, cfg, spec, dtype):
-    """Generate one tensor and write it encoded as dtype, chunk by chunk; returns bytes written."""
-    flat = generate(cfg, spec).reshape(-1)
+def write_tensor(f, cfg, spec, dtype, values=None):
+    """Generate one tensor (or take values(cfg, spec)) and write it encoded as dtype, chunk by
+    chunk; returns bytes written."""
+    flat = (values or generate)(cfg, spec).reshape(-1)
     written = 0
     for i in range(0, flat.size, CHUNK):
         data = ENCODERS[dtype](flat[i:i + CHUNK])
@@ -411,13 +419,13 @@ def hf_config(cfg, dtype, vocab):
     }
 
 
-def write_safetensors(path, cfg, specs, dtype):
+def write_safetensors(path, cfg, specs, dtype, values=None):
     """One safetensors file holding `specs` (in order), all encoded as dtype."""
     entries = [(s.hf, dtype, s.shape, s.size * ST_SIZES[dtype]) for s in specs]
     with open(path, "wb") as f:
         f.write(safetensors_io.header(entries, {"format": "pt"}))
         for s in specs:
-            write_tensor(f, cfg, s, dtype)
+            write_tensor(f, cfg, s, dtype, values)
     return sum(e[3] for e in entries)
 
 
@@ -436,7 +444,7 @@ def split_shards(specs, n_shards, itemsize):
     return shards
 
 
-def write_hf(out, cfg, dtype, shards, vocab, tokenizer_path, tokenizer_json):
+def write_hf(out, cfg, dtype, shards, vocab, tokenizer_path, tokenizer_json, values=None):
     """An HF model directory: config.json, safetensors (maybe sharded), tokenizer files."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
@@ -444,7 +452,7 @@ def write_hf(out, cfg, dtype, shards, vocab, tokenizer_path, tokenizer_json):
         f.write("\n")
     specs = tensor_specs(cfg)
     if shards <= 1:
-        write_safetensors(os.path.join(out, "model.safetensors"), cfg, specs, dtype)
+        write_safetensors(os.path.join(out, "model.safetensors"), cfg, specs, dtype, values)
     else:
         groups = split_shards(specs, shards, ST_SIZES[dtype])
         weight_map, total = {}, 0
@@ -584,6 +592,16 @@ def write_model(cfg, fmt, out, tokenizer=None, synthetic_tok=True, shards=3, nam
     elif synthetic_tok:
         tok_json = synthetic_tokenizer(cfg.vocab, cfg.seed)
     vocab = vocab_from_tokenizer(tok_json, cfg.vocab) if tok_json is not None else None
+    by_name = {s.hf: s for s in tensor_specs(cfg)}
+    if fmt == "mnn":
+        mnn_export.write_mnn(out, cfg, lambda name: generate(cfg, by_name[name]), tok_json, vocab)
+        return
+    if fmt == "hf-mnn-f32":
+        def dequantized(cfg, spec):
+            x = generate(cfg, spec)
+            return x if spec.kind == "norm" else mnn_export.quantize(x)[2].astype(np.float32)
+        write_hf(out, cfg, "F32", 1, vocab, tokenizer, tok_json, dequantized)
+        return
     family, dtype = fmt.split("-", 1)
     if family == "hf":
         n = shards if dtype == "sharded-f32" else 1
