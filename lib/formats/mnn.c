@@ -7,7 +7,9 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct mnn_load {
     const char *graph_path, *weight_path, *config_path;
@@ -114,22 +116,35 @@ static const uint8_t *weight_range(mnn_load *m, const char *op, const char *what
 static void repack(const uint8_t *nib, const uint8_t *alpha, int64_t rows, int64_t cols, uint8_t *out)
 {
     const int64_t nb = cols / PD_QBLOCK_64;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t b = 0; b < nb; b++, out += 36) {
-            const uint8_t *a = alpha + 4 * (r * nb + b);
-            const float zero = pdi_f16_to_f32(pdi_load_u16(a)), scale = pdi_f16_to_f32(pdi_load_u16(a + 2));
-            const uint16_t m = pdi_f32_to_f16(zero - 8.0f * scale);
-            out[0] = a[2], out[1] = a[3];
-            out[2] = (uint8_t)m, out[3] = (uint8_t)(m >> 8);
-            const int64_t e0 = r * cols + b * PD_QBLOCK_64;
-            for (int h = 0; h < 2; h++)
-                for (int j = 0; j < 16; j++) {
-                    int64_t e = e0 + 32 * h + j, f = e + 16;
-                    uint8_t lo = (e & 1) ? nib[e >> 1] & 15 : nib[e >> 1] >> 4;
-                    uint8_t hi = (f & 1) ? nib[f >> 1] & 15 : nib[f >> 1] >> 4;
-                    out[4 + 16 * h + j] = (uint8_t)(lo | (hi << 4));
-                }
+    const uint8_t *src = nib; /* a block's 64 nibbles are 32 whole bytes: cols is a multiple of 64 */
+    for (int64_t g = 0; g < rows * nb; g++, out += 36, src += 32) {
+        const uint8_t *a = alpha + 4 * g;
+        const float zero = pdi_f16_to_f32(pdi_load_u16(a)), scale = pdi_f16_to_f32(pdi_load_u16(a + 2));
+        const uint16_t m = pdi_f32_to_f16(zero - 8.0f * scale);
+        out[0] = a[2], out[1] = a[3];
+        out[2] = (uint8_t)m, out[3] = (uint8_t)(m >> 8);
+        /* element k of the block is in byte k/2 (high nibble when k is even); Q4_64's byte j
+         * of half h holds elements 32h+j (low) and 32h+j+16 (high) */
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *lo = src + 16 * h, *hi = lo + 8;
+            uint8_t *o = out + 4 + 16 * h;
+            for (int i = 0; i < 8; i++) {
+                o[2 * i] = (uint8_t)((lo[i] >> 4) | (hi[i] & 0xF0));
+                o[2 * i + 1] = (uint8_t)((lo[i] & 0x0F) | (hi[i] << 4));
+            }
         }
+    }
+}
+
+/* Give back the whole pages of [p, p + n) of a file mapping once repacked: the
+ * peak stays near one copy of the weights. */
+static void release_pages(const uint8_t *p, size_t n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t mask = ~((uintptr_t)page - 1);
+    uintptr_t b = ((uintptr_t)p + (uintptr_t)page - 1) & mask, e = ((uintptr_t)p + n) & mask;
+    if (b < e) madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
 static pd_status add_q4(mnn_load *m, const char *name, const uint8_t *nib, const uint8_t *alpha, int64_t rows,
@@ -138,6 +153,8 @@ static pd_status add_q4(mnn_load *m, const char *name, const uint8_t *nib, const
     const int64_t shape[2] = {rows, cols};
     size_t bytes = (size_t)rows * pdi_dtype_row_bytes(PD_Q4_64, cols);
     repack(nib, alpha, rows, cols, m->out);
+    release_pages(nib, (size_t)(rows * cols / 2));
+    release_pages(alpha, (size_t)(rows * (cols / PD_QBLOCK_64) * 4));
     pd_status rc = pdi_store_add_tensor(m->st, name, strlen(name), PD_Q4_64, 2, shape, m->out, bytes, m->err);
     m->out += bytes;
     return rc;
