@@ -357,8 +357,9 @@ static int check_known(cli_args *a)
 }
 
 static const char bundle_help[] =
-    "PATH (--model) is an HF model directory, a .gguf file, or a bundle folder holding base/, adapter/ and\n"
-    "head/ (models/tianchi): base/ is loaded; where the command takes them, adapter/ is applied before any\n"
+    "PATH (--model) is an HF model directory, a .gguf file, an MNN export folder (llm.mnn, llm.mnn.weight,\n"
+    "llm_config.json, tokenizer.txt), or a bundle folder holding base/, adapter/ and head/ (models/tianchi):\n"
+    "base/ is loaded; where the command takes them, adapter/ is applied before any\n"
     "--adapter and head/ is the head unless --head is given.";
 
 static void print_help(const cli_command *commands, size_t n)
