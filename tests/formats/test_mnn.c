@@ -5,10 +5,11 @@
  * copies of the export refused with the file and the fault named.
  *
  * The damaged copies are of an export the test model generator writes
- * (tools/testmodels/make_model.py --format mnn, a fixture of tests/model), so
- * they run without ../shared.
+ * (tools/testmodels/make_model.py --format mnn, a fixture of tests/model), and
+ * so are the graphs differing in one thing the forward cannot honour
+ * (--mnn-variant), so they run without ../shared.
  *
- * Usage: test_mnn FIXTURE_EXPORT SHARED_MNN_DIR TOKENIZER_JSON CORPUS... (the
+ * Usage: test_mnn FIXTURES SHARED_MNN_DIR TOKENIZER_JSON CORPUS... (the
  * tests that need SHARED_MNN_DIR are skipped, with a message, where it is
  * absent). */
 #include <stdarg.h>
@@ -26,7 +27,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *fixture_dir, *shared_dir, *tokenizer_json;
+static const char *fixtures, *shared_dir, *tokenizer_json;
+static char fixture_dir[1024];
 static char **corpus;
 static int n_corpus;
 static char export_dir[1024];
@@ -301,13 +303,43 @@ static void test_tokenizer_cut_short(void **state)
     expect_refused(*state, PD_ERR_FORMAT, "tokenizer.txt: the file ends at line", "before token");
 }
 
+/* ------------------------------------------- what the forward cannot run */
+
+/* The generated export differing in one thing at layer 0's q/k/v op: refused
+ * with PD_ERR_UNSUPPORTED, naming the file, the op and what differs. */
+static void expect_variant_refused(const char *variant, const char *op, const char *what)
+{
+    char dir[1200];
+    snprintf(dir, sizeof dir, "%s/mnn-%s", fixtures, variant);
+    pd_error err;
+    pd_model *m = pd_model_load(dir, NULL, &err);
+    if (m) fail_msg("the %s variant loaded", variant);
+    printf("  %s: %s\n", variant, err.message);
+    assert_int_equal(err.code, PD_ERR_UNSUPPORTED);
+    if (!strstr(err.message, "llm.mnn: op ") || !strstr(err.message, op) || !strstr(err.message, what))
+        fail_msg("message \"%s\" lacks the op %s or \"%s\"", err.message, op, what);
+}
+
+static void test_unsupported(void **state)
+{
+    (void)state;
+    const char *qkv = "/layers.0/self_attn/q_proj/Linear";
+    expect_variant_refused("sym", qkv, "symmetric scales");
+    expect_variant_refused("bits8", qkv, "8-bit weights");
+    expect_variant_refused("fp32-scales", qkv, "FP32 scales");
+    expect_variant_refused("bias", qkv, "a bias");
+    expect_variant_refused("partial-rope", "/layers.0/self_attn/FusedRoPE", "RoPE on 8 of the head's 16");
+    expect_variant_refused("unknown-op", "/layers.0/self_attn/MatMul", "op type 39 is not part of");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s FIXTURE_EXPORT SHARED_MNN_DIR TOKENIZER_JSON CORPUS...\n", argv[0]);
+        fprintf(stderr, "usage: %s FIXTURES SHARED_MNN_DIR TOKENIZER_JSON CORPUS...\n", argv[0]);
         return 2;
     }
-    fixture_dir = argv[1];
+    fixtures = argv[1];
+    snprintf(fixture_dir, sizeof fixture_dir, "%s/gqa-mnn-q4_64", fixtures);
     shared_dir = argv[2];
     tokenizer_json = argv[3];
     corpus = argv + 4;
@@ -323,6 +355,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_vtable_lies, copy_setup, copy_teardown),
         cmocka_unit_test_setup_teardown(test_config_disagrees, copy_setup, copy_teardown),
         cmocka_unit_test_setup_teardown(test_tokenizer_cut_short, copy_setup, copy_teardown),
+        cmocka_unit_test(test_unsupported),
     };
     return cmocka_run_group_tests_name("formats_mnn", tests, NULL, NULL);
 }

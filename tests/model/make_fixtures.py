@@ -76,6 +76,11 @@ def main():
         subprocess.run([PY, os.path.join(TOOLS, "reference.py"), "--model", ref_model,
                         "--ids", ",".join(map(str, ids)), "--out", expected], check=True, stdout=subprocess.DEVNULL)
         manifest.append({"name": name, "model": path, "expected": expected, "quantize": quant[0] if quant else ""})
+    # MNN exports differing from a good one in one thing the reader must refuse (tests/formats/test_mnn.c)
+    for variant in ("sym", "bits8", "fp32-scales", "bias", "partial-rope", "unknown-op"):
+        subprocess.run([PY, os.path.join(TOOLS, "make_model.py"), "--preset", "tiny", "--format", "mnn",
+                        "--mnn-variant", variant, "--out", os.path.join(out, "mnn-" + variant)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for path in (os.path.join(out, "cases.json"), sys.argv[2]):
         with open(path, "w") as f:
             json.dump(manifest, f, indent=1)

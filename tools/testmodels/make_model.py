@@ -576,7 +576,7 @@ def write_gguf(path, cfg, matrix_dtype, name, vocab, chat_template=None, alignme
 
 # ----------------------------------------------------------------------------- driver
 
-def write_model(cfg, fmt, out, tokenizer=None, synthetic_tok=True, shards=3, name=None):
+def write_model(cfg, fmt, out, tokenizer=None, synthetic_tok=True, shards=3, name=None, mnn_variant=None):
     """Write cfg in format fmt to out (a directory for hf-*, a file for gguf-*).
 
     tokenizer: path of an HF tokenizer.json to embed; otherwise a synthetic byte-level BPE
@@ -594,7 +594,7 @@ def write_model(cfg, fmt, out, tokenizer=None, synthetic_tok=True, shards=3, nam
     vocab = vocab_from_tokenizer(tok_json, cfg.vocab) if tok_json is not None else None
     by_name = {s.hf: s for s in tensor_specs(cfg)}
     if fmt == "mnn":
-        mnn_export.write_mnn(out, cfg, lambda name: generate(cfg, by_name[name]), tok_json, vocab)
+        mnn_export.write_mnn(out, cfg, lambda name: generate(cfg, by_name[name]), tok_json, vocab, mnn_variant)
         return
     if fmt == "hf-mnn-f32":
         def dequantized(cfg, spec):
@@ -656,6 +656,8 @@ def main(argv=None):
     ap.add_argument("--no-tokenizer", action="store_true",
                     help="write no tokenizer at all (default: a synthetic byte-level BPE one)")
     ap.add_argument("--name", help="general.name of a GGUF")
+    ap.add_argument("--mnn-variant", choices=mnn_export.VARIANTS,
+                    help="with --format mnn: a graph differing in one thing pocketdec refuses (for its tests)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     cfg = config_from_args(args)
@@ -663,7 +665,7 @@ def main(argv=None):
     t0 = time.time()
     try:
         write_model(cfg, args.format, out, tokenizer=args.tokenizer, synthetic_tok=not args.no_tokenizer,
-                    shards=args.shards, name=args.name)
+                    shards=args.shards, name=args.name, mnn_variant=args.mnn_variant)
     except ValueError as e:
         raise SystemExit(f"make_model: error: {e}")
     if not args.quiet:

@@ -135,10 +135,16 @@ def linear_bytes(x):
     return header + nibbles + alpha_bytes, len(header) + len(nibbles), len(alpha_bytes), len(header)
 
 
-def conv(rows, cols, ext):
+def conv(rows, cols, ext, variant=None):
     common = Table.of({10: ("i32", rows), 11: ("i32", cols)})
-    quan = Table.of({2: ("i32", 1), 7: ("i32", 4), 8: ("i32", 1), 9: ("i32", rows * cols // BLOCK),
-                     11: ("u8", int(rows > 65535 or cols > 65535)), 15: ("u8", 1)})
+    ext = list(ext)
+    if variant == "sym":  # one scale a block
+        ext[2] //= 2
+    if variant == "bias":
+        ext[3] = 4 * rows
+    quan = Table.of({2: ("i32", 1), 7: ("i32", 8 if variant == "bits8" else 4), 8: ("i32", 1),
+                     9: ("i32", rows * cols // BLOCK), 11: ("u8", int(rows > 65535 or cols > 65535)),
+                     15: ("u8", 0 if variant == "fp32-scales" else 1)})
     return Table.of({0: ("table", common), 3: ("table", quan), 6: ("vi64", ext)})
 
 
@@ -159,8 +165,14 @@ def op(name, op_type, param_type=0, param=None, inputs=(), outputs=()):
     return Table.of(fields)
 
 
-def write_mnn(out, cfg, tensor, tok_json, vocab):
-    """Write the export of the model whose F32 tensors tensor(hf_name) gives into directory out."""
+# Graphs pocketdec must refuse (make_model.py --mnn-variant), each differing from the export in one
+# thing at layer 0's q/k/v op: what the reader's tests expect to see named.
+VARIANTS = ("sym", "bits8", "fp32-scales", "bias", "partial-rope", "unknown-op")
+
+
+def write_mnn(out, cfg, tensor, tok_json, vocab, variant=None):
+    """Write the export of the model whose F32 tensors tensor(hf_name) gives into directory out
+    (variant: one of VARIANTS, or None)."""
     os.makedirs(out, exist_ok=True)
     H, D = cfg.hidden, cfg.head_dim
     weight = bytearray()
@@ -187,7 +199,7 @@ def write_mnn(out, cfg, tensor, tok_json, vocab):
            op("/blocks.0/input_layernorm", OP_LN, P_LN, layer_norm(cfg.eps, add_norm("model.layers.0.input_layernorm.weight")))]
     for i in range(cfg.layers):
         p = f"model.layers.{i}."
-        qkv = [conv(cfg.heads * D, H, add_linear(p + "self_attn.q_proj.weight")),
+        qkv = [conv(cfg.heads * D, H, add_linear(p + "self_attn.q_proj.weight"), variant if i == 0 else None),
                conv(cfg.kv_heads * D, H, add_linear(p + "self_attn.k_proj.weight")),
                conv(cfg.kv_heads * D, H, add_linear(p + "self_attn.v_proj.weight"))]
         fused = {0: ("vtable", qkv)}
@@ -195,7 +207,10 @@ def write_mnn(out, cfg, tensor, tok_json, vocab):
             fused.update({2: ("u8", 1), 3: ("table", layer_norm(cfg.eps, add_norm(p + "input_layernorm.weight"))),
                           4: ("u8", 1)})
         ops.append(op(f"/layers.{i}/self_attn/q_proj/Linear", OP_FUSED, P_FUSED, Table.of(fused)))
-        rope = Table.of({0: ("i32", D), 1: ("i32", cfg.heads), 2: ("i32", cfg.kv_heads), 3: ("i32", D),
+        if i == 0 and variant == "unknown-op":
+            ops.append(op("/layers.0/self_attn/MatMul", 39))  # MatMul: attention written out, unfused
+        cut = D // 2 if i == 0 and variant == "partial-rope" else D
+        rope = Table.of({0: ("i32", cut), 1: ("i32", cfg.heads), 2: ("i32", cfg.kv_heads), 3: ("i32", D),
                          4: ("table", layer_norm(cfg.eps, gamma=tensor(p + "self_attn.q_norm.weight"))),
                          5: ("table", layer_norm(cfg.eps, gamma=tensor(p + "self_attn.k_norm.weight")))})
         ops.append(op(f"/layers.{i}/self_attn/FusedRoPE", OP_ROPE, P_ROPE, rope))
