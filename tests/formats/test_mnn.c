@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "fixtures.h"
+#include "pocketdec_compose.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char *fixtures, *shared_dir, *tokenizer_json;
 static char fixture_dir[1024];
@@ -303,6 +305,32 @@ static void test_tokenizer_cut_short(void **state)
     expect_refused(*state, PD_ERR_FORMAT, "tokenizer.txt: the file ends at line", "before token");
 }
 
+/* ------------------------------------------------------------ the bundle */
+
+/* pd_bundle_open (what every command, Python and serve call) takes an export
+ * folder, and a bundle folder whose base/ is one, through pd_model_load. */
+static void test_bundle(void **state)
+{
+    (void)state;
+    char *tmp = tdir_new(), base[1200];
+    tpath(base, sizeof base, tmp, "base");
+    assert_int_equal(symlink(fixture_dir, base), 0);
+    const char *paths[] = {fixture_dir, tmp};
+    for (size_t i = 0; i < 2; i++) {
+        pd_error err;
+        pd_bundle *b = pd_bundle_open(paths[i], NULL, &err);
+        if (!b) fail_msg("%s", err.message);
+        char *info = pd_model_info_json(pd_bundle_base(b));
+        assert_non_null(info);
+        assert_non_null(strstr(info, "\"format\": \"mnn\""));
+        assert_non_null(pd_model_tokenizer(pd_bundle_model(b))); /* tokenizer.txt */
+        pd_free(info);
+        pd_bundle_free(b);
+    }
+    unlink(base);
+    tdir_remove(tmp);
+}
+
 /* ------------------------------------------- what the forward cannot run */
 
 /* The generated export differing in one thing at layer 0's q/k/v op: refused
@@ -356,6 +384,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_config_disagrees, copy_setup, copy_teardown),
         cmocka_unit_test_setup_teardown(test_tokenizer_cut_short, copy_setup, copy_teardown),
         cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_bundle),
     };
     return cmocka_run_group_tests_name("formats_mnn", tests, NULL, NULL);
 }
