@@ -328,7 +328,8 @@ static pd_status on_norm(reader *r, const pdi_fb_table *op)
 {
     pdi_fb_table p;
     if (r->have_pending) return refuse(r, PD_ERR_UNSUPPORTED, "two norms in a row");
-    if (r->at != AT_QKV) return out_of_place(r, "a standalone norm");
+    /* before a layer's q/k/v (or the LM head), or before gate/up when not folded into their op */
+    if (r->at != AT_QKV && r->at != AT_MLP) return out_of_place(r, "a standalone norm");
     pd_status rc = op_param(r, op, P_LAYER_NORM, "LayerNorm", &p);
     if (rc == PD_OK) rc = read_norm(r, &p, &r->pending);
     r->have_pending = rc == PD_OK;
