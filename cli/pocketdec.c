@@ -104,6 +104,16 @@ static const cli_command commands[] = {
      "labels when none is given. --jsonl reads {\"text\",\"question\",\"candidates\"} per stdin line (a repeated\n"
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
+    {"rank",
+     "--model PATH --schema FILE --input FILE --order confidence|entropy|complaint|random [--seed N] [--output FILE] [--input-format csv|jsonl] [--head DIR] [--threads N] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "Orders the reviews of --input (read as extract reads them) most useful to label first, and writes one\n"
+     "JSON line a review, {\"id\": ..., \"score\": ...}, the highest score first (ties in input order), to\n"
+     "--output (default stdout). The orderings (docs/serve.md, \"Teach it\"): confidence, 1 - the lowest\n"
+     "record confidence (1 for a review with no record; any head); entropy, the mean entropy of the tag\n"
+     "marginals of a tagger head's pass; complaint, the largest probability a candidate record gives to a\n"
+     "complaint label (负面, 差评 or negative; a tagger head); random, a draw from --seed N (default 0) and\n"
+     "the id. `pocketdec serve --teach` asks its reviews in the same order.",
+     cmd_rank},
     {"serve",
      "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Serves extraction over HTTP/1.1 + JSON until SIGTERM or SIGINT (docs/serve.md):\n"
