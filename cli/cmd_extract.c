@@ -318,7 +318,7 @@ static int stream(run_state *s, cli_reader *r)
 
 static int open_files(cli_args *a, cli_reader *r, FILE **out)
 {
-    int rc = cli_reader_open(a, r);
+    int rc = cli_reader_open(a, "--input", r);
     if (rc == 0 && strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
     return rc;
 }

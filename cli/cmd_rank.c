@@ -31,7 +31,7 @@ int cmd_rank(cli_args *a)
     double *scores = NULL;
     size_t *idx = NULL;
     FILE *out = NULL;
-    if ((rc = cli_reviews_load(a, &v)) || (rc = cli_model_open(a, &m, true))) goto done;
+    if ((rc = cli_reviews_load(a, "--input", &v)) || (rc = cli_model_open(a, &m, true))) goto done;
     if (!(rk = pd_ranker_new(m.model, schema, m.head, order, (uint64_t)seed, &pp, &err))) {
         rc = cli_fail(&err);
         goto done;

@@ -115,7 +115,7 @@ static const cli_command commands[] = {
      "the id. `pocketdec serve --teach` asks its reviews in the same order.",
      cmd_rank},
     {"serve",
-     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--teach REVIEWS --labels FILE [--order confidence|entropy|complaint|random] [--seed N] [--input-format csv|jsonl]]",
      "Serves extraction over HTTP/1.1 + JSON until SIGTERM or SIGINT (docs/serve.md):\n"
      "  POST /v1/extract {\"text\": T} -> {\"records\": [...]}, or {\"texts\": [T, ...]} -> {\"results\": [{\"records\": [...]}, ...]}:\n"
      "       each record as `pocketdec extract --format jsonl` writes it for that text;\n"
@@ -138,7 +138,12 @@ static const cli_command commands[] = {
      "{\"error\": \"...\"} naming what is wrong. --api-key KEY or --api-key-file FILE (its first line): every\n"
      "endpoint but /health then needs Authorization: Bearer KEY (401). On SIGTERM or SIGINT it stops\n"
      "accepting, answers every request already accepted, and exits 0. --ctx, --min-confidence, --max-chars,\n"
-     "the adapter and weight options are those of extract.",
+     "the adapter and weight options are those of extract.\n"
+     "--teach REVIEWS --labels FILE: annotation at /teach (docs/serve.md, \"Teach it\"): the reviews of REVIEWS\n"
+     "(read as extract reads them) asked one at a time, most useful first by --order (default confidence;\n"
+     "as `pocketdec rank` orders them, --seed N for random), with the model's records to accept or fix; each\n"
+     "answer is a line of FILE (JSONL as train/ reads it; FILE.progress beside it), fsync'ed before it is\n"
+     "answered; a restart continues at the next review FILE does not hold. Skips are not written.",
      cmd_serve},
     {"quantize", "--model HFDIR --type q4_0|q4_1|q8_0 [--out FILE.gguf]",
      "Writes the HF model as one GGUF v3 file that pocketdec and llama.cpp load: matrices and the\n"

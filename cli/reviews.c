@@ -73,10 +73,14 @@ static bool read_row(cli_reader *r, cli_row *w)
 }
 
 
-int cli_reader_open(cli_args *a, cli_reader *r)
+int cli_reader_open(cli_args *a, const char *option, cli_reader *r)
 {
-    const char *in = cli_opt(a, "--input"), *ifmt = cli_opt(a, "--input-format");
-    if (!in) return cli_usage(a, "--input FILE is required ('-' for stdin)");
+    const char *in = cli_opt(a, option), *ifmt = cli_opt(a, "--input-format");
+    if (!in) {
+        char what[64];
+        snprintf(what, sizeof what, "%s FILE is required ('-' for stdin)", option);
+        return cli_usage(a, what);
+    }
     size_t n = strlen(in);
     *r = (cli_reader){0};
     r->name = strcmp(in, "-") ? in : "stdin";
@@ -147,11 +151,11 @@ static int repeated_id(const cli_reviews *v, const long *lines, const char *name
     return rc;
 }
 
-int cli_reviews_load(cli_args *a, cli_reviews *out)
+int cli_reviews_load(cli_args *a, const char *option, cli_reviews *out)
 {
     *out = (cli_reviews){0};
     cli_reader r;
-    int rc = cli_reader_open(a, &r);
+    int rc = cli_reader_open(a, option, &r);
     size_t cap = 0;
     long *lines = NULL;
     cli_row w;

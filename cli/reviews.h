@@ -34,9 +34,9 @@ typedef struct cli_row {
     char id_buf[24];    /* an integer id as text */
 } cli_row;
 
-/* Open --input FILE ('-': stdin) as --input-format csv|jsonl says (else by
- * its extension): 0, or the exit code after the message. */
-int cli_reader_open(cli_args *a, cli_reader *r);
+/* Open the file of option (e.g. --input FILE; '-': stdin) as --input-format
+ * csv|jsonl says (else by its extension): 0, or the exit code after the message. */
+int cli_reader_open(cli_args *a, const char *option, cli_reader *r);
 /* The next row into w (w->json released by the next call or by the caller
  * with json_decref); false at the end of input. A broken row comes back with
  * w->problem set; r->failed: the input cannot be read further. */
@@ -45,7 +45,7 @@ bool cli_reader_next(cli_reader *r, cli_row *w);
 int cli_reader_fail(const cli_reader *r);
 void cli_reader_close(cli_reader *r);
 
-/* Every review of --input in memory, for the commands that order them
+/* Every review of option's file in memory, for the commands that order them
  * (rank, serve --teach): ids and texts (NUL-terminated copies). */
 typedef struct cli_reviews {
     size_t n;
@@ -55,7 +55,7 @@ typedef struct cli_reviews {
 
 /* Read them all: 0, or the exit code after the message (a broken row, a
  * repeated id, no review at all: named by file and line). */
-int cli_reviews_load(cli_args *a, cli_reviews *out);
+int cli_reviews_load(cli_args *a, const char *option, cli_reviews *out);
 void cli_reviews_free(cli_reviews *v);
 
 #endif
