@@ -176,7 +176,8 @@ def test_teach_loop(tmp_path):
             page.screenshot("teach-resumed.png")
         finally:
             proc.terminate()
-            proc.communicate(timeout=60)
+            _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-2000:]  # under ASan: nothing leaked
 
     got = [json.loads(x) for x in labels.read_text(encoding="utf-8").splitlines()]
     assert [(str(x["id"]), x["records"]) for x in got] == expected
