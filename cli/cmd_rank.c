@@ -23,6 +23,7 @@ int cmd_rank(cli_args *a)
     if ((rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) || (rc = cli_threads_opt(a, &pp.n_threads)) ||
         (rc = cli_pipeline_opts(a, &pp)))
         return rc;
+    pp.parallel = 1; /* one review at a time: one context */
     pd_schema *schema = pd_schema_load(schema_path, &err);
     if (!schema) return cli_fail(&err);
     cli_model m = {0};

@@ -20,6 +20,7 @@ static const asset assets[] = {
     {"/", "text/html; charset=utf-8", pdw_playground_html, &pdw_playground_html_len},
     {"/playground.css", "text/css; charset=utf-8", pdw_playground_css, &pdw_playground_css_len},
     {"/playground.js", "text/javascript; charset=utf-8", pdw_playground_js, &pdw_playground_js_len},
+    {"/common.js", "text/javascript; charset=utf-8", pdw_common_js, &pdw_common_js_len},
     {"/why.css", "text/css; charset=utf-8", pdw_why_css, &pdw_why_css_len},
     {"/why.js", "text/javascript; charset=utf-8", pdw_why_js, &pdw_why_js_len},
     {"/teach", "text/html; charset=utf-8", pdw_teach_html, &pdw_teach_html_len},

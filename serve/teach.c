@@ -639,7 +639,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     for (size_t i = 0; i < t->n; i++) t->by_id[i] = (id_entry){tc->ids[i], i};
     qsort(t->by_id, t->n, sizeof *t->by_id, cmp_id);
     pd_pipeline_params pp = cfg->pipeline;
-    pp.parallel = 0;
+    pp.parallel = 1; /* one review at a time: one context */
     pd_error err;
     char *state = NULL;
     pd_output_params op = pd_output_default_params();

@@ -8,61 +8,15 @@
  * one, stays in this page's memory. */
 "use strict";
 (function () {
-  const $ = (id) => document.getElementById(id);
+  const { $, el, status, api } = window.pdPage; // common.js
   const POLARITY = { "正面": "pol-pos", "中性": "pol-neu", "负面": "pol-neg", "好评": "pol-pos", "中评": "pol-neu",
     "差评": "pol-neg", positive: "pol-pos", neutral: "pol-neu", negative: "pol-neg" };
-  let key = null;      // the API key: memory only
   let fields = [];     // the schema's fields: {name, kind, empty, values}
   let review = null;   // {id, text, chars: [code points]}
   let records = [];    // the records as the person has them now (the labels file's form)
   let active = 0;      // the chosen record
   let field = 0;       // the span field a selection fills (an index into fields)
   let busy = false;    // an answer on its way: keys wait
-
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function status(msg, error) {
-    $("status").textContent = msg || "";
-    $("status").className = error ? "error" : "";
-  }
-
-  function askKey() {
-    return new Promise((resolve) => {
-      const form = $("key");
-      form.hidden = false;
-      $("key-input").focus();
-      form.onsubmit = (ev) => {
-        ev.preventDefault();
-        form.hidden = true;
-        resolve($("key-input").value);
-        $("key-input").value = "";
-      };
-    });
-  }
-
-  /* A call of this server's API; asks for the key on 401 and tries again. */
-  async function api(method, path, body) {
-    for (let tries = 0; ; tries++) {
-      const headers = {};
-      if (key !== null) headers.Authorization = "Bearer " + key;
-      if (body !== undefined) headers["Content-Type"] = "application/json";
-      const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      if (r.status === 401 && tries < 5) {
-        status(key === null ? "the server needs its API key" : "that key was refused", key !== null);
-        key = await askKey();
-        status("");
-        continue;
-      }
-      const data = await r.json().catch(() => ({ error: "HTTP " + r.status + " (not JSON)" }));
-      if (!r.ok) throw Object.assign(new Error(data.error || "HTTP " + r.status), { status: r.status });
-      return data;
-    }
-  }
 
   const spanFields = () => fields.map((f, i) => i).filter((i) => fields[i].kind === "span");
 
