@@ -381,6 +381,7 @@ static int check_record(teach *t, size_t i, const json_t *rec, size_t r, json_t 
                 st = bad(msg, 400, "records[%zu].%s: the text is not the review's characters [%lld, %lld)", r, name,
                          (long long)a, (long long)b);
         }
+        if (st || !val) json_decref(val); /* not taken by o */
         if (st || !val || json_object_set_new(o, name, val)) {
             json_decref(o);
             return st ? st : 500;
