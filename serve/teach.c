@@ -17,12 +17,15 @@
 #include "tianchi_eval.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { OPEN = 0, LABELLED = 1, SKIPPED = 2 };
 
@@ -43,6 +46,7 @@ struct teach {
     const serve_teach_config *cfg;
     pd_ranker *ranker;
     pd_output *out;
+    int lock;               /* the labels file, flock'ed: one server a labels file */
     size_t n;
     size_t *order;          /* the reviews, most useful first */
     struct id_entry *by_id; /* the reviews sorted by id (bsearch) */
@@ -623,6 +627,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
         return NULL;
     }
     pthread_mutex_init(&t->mu, NULL);
+    t->lock = -1;
     t->schema = schema;
     t->cfg = tc;
     t->n = tc->n;
@@ -647,9 +652,14 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     op.resume = 1;
     op.sync_seconds = 0; /* every answer durable before it is answered OK */
     int rc = 0;
-    if (!(t->ranker = pd_ranker_new(model, schema, head, tc->order, tc->seed, &pp, &err)) ||
-        !(t->out = pd_output_open(tc->labels, "labels: pocketdec serve --teach (train/dataset.py JSONL)\n", &op,
-                                  &state, &err)))
+    if ((t->lock = open(tc->labels, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0)
+        rc = say(msg, msg_size, 1, "%s: cannot open: %s", tc->labels, strerror(errno));
+    else if (flock(t->lock, LOCK_EX | LOCK_NB) != 0)
+        rc = say(msg, msg_size, 1, "%s: %s", tc->labels,
+                 errno == EWOULDBLOCK ? "another pocketdec serve --teach is writing these labels" : strerror(errno));
+    if (rc == 0 && (!(t->ranker = pd_ranker_new(model, schema, head, tc->order, tc->seed, &pp, &err)) ||
+                    !(t->out = pd_output_open(tc->labels, "labels: pocketdec serve --teach (train/dataset.py JSONL)\n",
+                                              &op, &state, &err))))
         rc = say(msg, msg_size, 1, "%s", err.message);
     pd_free(state);
     if (rc == 0) rc = read_back(t, msg, msg_size);
@@ -671,6 +681,7 @@ void serve_teach_free(teach *t)
     if (!t) return;
     pd_ranker_free(t->ranker);
     pd_output_free(t->out); /* every commit is synced already */
+    if (t->lock >= 0) close(t->lock);
     for (size_t i = 0; t->lines && i < t->n; i++) json_decref(t->lines[i]);
     json_decref(t->other_lines);
     json_decref(t->shown_records);

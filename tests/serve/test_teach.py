@@ -3,7 +3,7 @@
 file when the server says OK; kill -9 and a torn last line (what a crash in the middle of a write leaves)
 lose nothing answered: the restart cuts the torn line, says how many are labelled, asks the next review
 no line holds, and never one answered; undo after a restart takes back the file's last line; two tabs
-answering one review get 409 and one line; bad answers (a label outside the schema, a span off the
+answering one review get 409 and one line; a second server on the same labels file is refused; bad answers (a label outside the schema, a span off the
 text, an unknown id, no records, not JSON, overlapping spans) get 400 and leave the labels file and its
 progress byte for byte as they were; with --api-key no review is shown and no answer taken without
 the key; another schema (train/examples/coarse) is asked with its own fields and values; the order is
@@ -168,6 +168,11 @@ def main():
     check("a skip writes nothing and is not asked again in the session",
           st == 200 and len(lines(labels)) == 4 and nxt["review"]["id"] not in asked + [skipped] and
           nxt["progress"]["skipped"] == 1, nxt["progress"])
+
+    # a second server on the same labels file is refused while the first runs
+    s2 = Server(*teach)
+    check("a second server on the same labels file exits 1, saying why", s2.url is None and s2.proc.returncode == 1
+          and any("another pocketdec serve --teach is writing these labels" in x for x in s2.lines), s2.lines)
 
     # kill -9, then a torn line as a crash mid-write leaves it
     s.kill9()
