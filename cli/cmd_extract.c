@@ -4,7 +4,7 @@
  * in input order), so batch engines can shard a corpus through it. */
 #include "cli.h"
 #include "jsonl.h"
-#include "te_csv.h"
+#include "reviews.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -14,98 +14,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ------------------------------------------------------------ the input */
-
-typedef struct reader {
-    FILE *f;
-    const char *name;
-    bool jsonl;
-    cli_jsonl jl;   /* the JSONL reader (over f) */
-    te_csv *csv;    /* the CSV reader (over f): the one tianchi-eval reads with */
-    bool first;     /* no record read yet (a CSV header is the first record) */
-    bool failed;    /* the input cannot be read further (fail says why) */
-    long rows;      /* rows read (a CSV header and broken rows count): where a resume starts */
-    char fail[TE_ERROR_MESSAGE_SIZE];
-} reader;
-
-typedef struct row {
-    long line;          /* where the row starts */
-    long ordinal;       /* the reader's rows up to this one */
-    const char *id, *text; /* into the reader's record (CSV) or owned by json (JSONL) */
-    size_t text_len;
-    char problem[TE_ERROR_MESSAGE_SIZE + 64]; /* non-empty: a broken row, "FILE:LINE: what" */
-    bool keep_id;       /* a broken row whose id is still written, with no records */
-    bool header;
-    json_t *json;
-    char id_buf[24];    /* an integer id as text */
-} row;
-
-/* A CSV record as a row: `id,Reviews`. A broken record (te_csv.h says which)
- * keeps its id when it has one, so that the output still lists it. */
-static void csv_row(reader *r, row *w, te_csv_result res, const te_error *err)
-{
-    size_t n = te_csv_n_fields(r->csv);
-    w->line = te_csv_line(r->csv);
-    w->id = n ? te_csv_field(r->csv, 0, NULL) : NULL;
-    w->header = r->first && w->id && strcmp(w->id, "id") == 0;
-    r->first = false;
-    if (res == TE_CSV_BROKEN)
-        snprintf(w->problem, sizeof w->problem, "%s", err->message);
-    else if (n != 2)
-        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: expected 2 fields (id,Reviews), got %zu",
-                 r->name, w->line, n);
-    else if (!*w->id)
-        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: the id is empty", r->name, w->line);
-    else {
-        w->text = te_csv_field(r->csv, 1, &w->text_len);
-        return;
-    }
-    w->keep_id = w->id && *w->id && !w->header;
-}
-
-/* The next row; false at the end of input. A broken row comes back with
- * w->problem set. */
-static bool read_row(reader *r, row *w);
-
-static bool next_row(reader *r, row *w)
-{
-    if (!read_row(r, w)) return false;
-    w->ordinal = ++r->rows;
-    return true;
-}
-
-static bool read_row(reader *r, row *w)
-{
-    memset(w, 0, sizeof *w);
-    if (r->jsonl) {
-        const char *id = NULL, *text = NULL;
-        size_t len = 0;
-        cli_jsonl_status st = cli_jsonl_next(&r->jl, &w->json);
-        if (st == CLI_JSONL_END) return false;
-        w->line = r->jl.line;
-        if (st == CLI_JSONL_FAIL) r->failed = true;
-        if (st == CLI_JSONL_OK && cli_jsonl_object(&r->jl, w->json) && cli_jsonl_id(&r->jl, w->json, "id", w->id_buf, &id) &&
-            cli_jsonl_string(&r->jl, w->json, "text", true, &text, &len)) {
-            w->id = id;
-            w->text = text;
-            w->text_len = len;
-        } else {
-            snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row skipped: %s", r->name, w->line, r->jl.what);
-        }
-        return true;
-    }
-    te_error err;
-    te_csv_result res = te_csv_next(r->csv, &err);
-    if (res == TE_CSV_END) return false;
-    if (res == TE_CSV_FAIL) {
-        r->failed = true;
-        snprintf(r->fail, sizeof r->fail, "%s", err.message);
-        return true;
-    }
-    csv_row(r, w, res, &err);
-    return true;
-}
 
 /* ------------------------------------------------------------ the command */
 
@@ -126,11 +34,11 @@ typedef struct run_state {
     double t0, shown;  /* when the run started; when progress was last drawn */
 } run_state;
 
-static void progress(run_state *s, reader *r);
+static void progress(run_state *s, cli_reader *r);
 
 /* Row w's lines (len bytes, maybe none) written whole: to the resumable
  * output as one commit, with the counts a resume starts from. */
-static int emit(run_state *s, const row *w, const char *text, size_t len)
+static int emit(run_state *s, const cli_row *w, const char *text, size_t len)
 {
     if (!s->o) {
         if ((len && fwrite(text, 1, len, s->out) != len) || fflush(s->out))
@@ -154,7 +62,7 @@ static bool restore(run_state *s, const char *state, long *rows)
                   &s->broken, &s->failed, &end) == 5 && state[end] == 0 && *rows >= 0;
 }
 
-static int write_result(run_state *s, const row *w, const pd_extraction *x)
+static int write_result(run_state *s, const cli_row *w, const pd_extraction *x)
 {
     char *text = NULL;
     size_t len = 0;
@@ -170,7 +78,7 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
 }
 
 /* A broken row: reported, and its id written with no records when it has one. */
-static int broken_row(run_state *s, reader *r, row *w)
+static int broken_row(run_state *s, cli_reader *r, cli_row *w)
 {
     s->broken++;
     if (!w->keep_id) {
@@ -186,7 +94,7 @@ static int broken_row(run_state *s, reader *r, row *w)
 
 /* A review's extraction x (NULL when it failed: err says why), counted and
  * written; takes x. */
-static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, pd_error *err)
+static int finish_row(run_state *s, cli_reader *r, const cli_row *w, pd_extraction *x, pd_error *err)
 {
     if (!x) {
         /* the id stays in the output (no quadruple), so nothing is lost */
@@ -213,7 +121,7 @@ static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, p
     return rc;
 }
 
-static int one_row(run_state *s, reader *r, row *w)
+static int one_row(run_state *s, cli_reader *r, cli_row *w)
 {
     if (w->problem[0]) return broken_row(s, r, w);
     pd_extraction *x = NULL;
@@ -226,7 +134,7 @@ static int one_row(run_state *s, reader *r, row *w)
  * (pd_pipeline_read_ahead; their id and text copied), extracted together, then
  * written in input order. */
 typedef struct batch {
-    row *rows;
+    cli_row *rows;
     char **copies; /* [2 n]: each row's id and text */
     const char **texts;
     size_t *lens;
@@ -268,9 +176,9 @@ static void batch_free(batch *b)
 }
 
 /* Row w into the batch, its id and text copied (the reader reuses its record). */
-static bool batch_add(batch *b, const row *w)
+static bool batch_add(batch *b, const cli_row *w)
 {
-    row *c = &b->rows[b->n];
+    cli_row *c = &b->rows[b->n];
     *c = *w;
     c->json = NULL;
     char **id = &b->copies[2 * b->n], **text = id + 1;
@@ -287,7 +195,7 @@ static bool batch_add(batch *b, const row *w)
 }
 
 /* The batch's reviews extracted together and written in order. */
-static int batch_flush(run_state *s, reader *r, batch *b)
+static int batch_flush(run_state *s, cli_reader *r, batch *b)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < b->n; i++)
@@ -299,7 +207,7 @@ static int batch_flush(run_state *s, reader *r, batch *b)
     pd_pipeline_extract_many(s->pipe, b->texts, b->lens, n, b->outs, b->errs, &err);
     int rc = 0;
     for (int32_t i = 0, k = 0; i < b->n; i++) {
-        row *w = &b->rows[i];
+        cli_row *w = &b->rows[i];
         if (w->problem[0]) {
             if (!rc) rc = broken_row(s, r, w);
             continue;
@@ -315,7 +223,7 @@ static int batch_flush(run_state *s, reader *r, batch *b)
 /* The share of the input read when it is a regular file (its size is
  * known), a count alone otherwise: as a bar redrawn in place on a terminal,
  * as one line for --progress (logs and pipes keep every line). */
-static void draw_progress(const run_state *s, reader *r, double elapsed)
+static void draw_progress(const run_state *s, cli_reader *r, double elapsed)
 {
     struct stat st;
     long pos = ftell(r->f);
@@ -336,7 +244,7 @@ static void draw_progress(const run_state *s, reader *r, double elapsed)
 }
 
 /* Progress after a row is written (a batch's rows as the batch is written). */
-static void progress(run_state *s, reader *r)
+static void progress(run_state *s, cli_reader *r)
 {
     double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
     if (s->bar ? (s->reviews + s->broken) % 8 == 0 : s->every >= 0 && now - s->shown >= s->every) {
@@ -346,12 +254,12 @@ static void progress(run_state *s, reader *r)
 }
 
 /* A resumed run: the rows its output holds read again, not extracted. */
-static int skip_rows(reader *r, long rows)
+static int skip_rows(cli_reader *r, long rows)
 {
-    row w;
-    while (r->rows < rows && next_row(r, &w)) {
+    cli_row w;
+    while (r->rows < rows && cli_reader_next(r, &w)) {
         json_decref(w.json);
-        if (r->failed) return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
+        if (r->failed) return cli_reader_fail(r);
     }
     if (r->rows < rows)
         return cli_failf("%s: cannot resume: the input has %ld rows, fewer than the %ld the output holds", r->name, r->rows,
@@ -359,20 +267,20 @@ static int skip_rows(reader *r, long rows)
     return 0;
 }
 
-static int stream(run_state *s, reader *r)
+static int stream(run_state *s, cli_reader *r)
 {
     double t0 = s->t0 = s->shown = cli_seconds();
-    row w;
+    cli_row w;
     int rc = 0;
     batch b = {0};
     bool many = pd_pipeline_read_ahead(s->pipe) > 1;
     if (many && !batch_init(&b, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
-    while (rc == 0 && next_row(r, &w)) {
+    while (rc == 0 && cli_reader_next(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
             if (many) rc = batch_flush(s, r, &b); /* what was read before is still written */
             batch_free(&b);
-            return rc ? rc : r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
+            return rc ? rc : cli_reader_fail(r);
         }
         if (many && (!w.header || w.problem[0])) {
             if (!batch_add(&b, &w)) rc = cli_failf("out of memory");
@@ -408,25 +316,11 @@ static int stream(run_state *s, reader *r)
     return (s->broken || s->failed) ? 1 : 0;
 }
 
-static int open_files(cli_args *a, reader *r, FILE **out)
+static int open_files(cli_args *a, cli_reader *r, FILE **out)
 {
-    const char *in = cli_opt(a, "--input"), *outp = cli_opt(a, "--output"), *ifmt = cli_opt(a, "--input-format");
-    size_t n = strlen(in);
-    r->name = strcmp(in, "-") ? in : "stdin";
-    r->jsonl = ifmt ? strcmp(ifmt, "jsonl") == 0 : (n > 6 && strcmp(in + n - 6, ".jsonl") == 0);
-    if (ifmt && strcmp(ifmt, "jsonl") && strcmp(ifmt, "csv")) return cli_usage(a, "--input-format must be csv or jsonl");
-    r->first = true;
-    r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
-    if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
-    te_error err;
-    if (r->jsonl)
-        cli_jsonl_init(&r->jl, r->f, r->name);
-    else if (!(r->csv = te_csv_open(r->name, r->f, &err)) && r->f != stdin)
-        fclose(r->f);
-    if (!r->jsonl && !r->csv) return cli_failf("%s", err.message);
-    if (r->csv) te_csv_expect_fields(r->csv, 2); /* id,Reviews: what a row looks like when resynchronising */
-    if (strcmp(outp, "-") == 0) *out = stdout;
-    return 0;
+    int rc = cli_reader_open(a, "--input", r);
+    if (rc == 0 && strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
+    return rc;
 }
 
 /* The options that do not change the output: a resume may change them. */
@@ -496,7 +390,7 @@ int cmd_extract(cli_args *a)
     if (!schema) return cli_fail(&err);
     s.schema = schema;
     cli_model m;
-    reader r = {0};
+    cli_reader r = {0};
     FILE *out = NULL;
     pd_draft *draft = NULL;
     if ((rc = cli_model_open(a, &m, true))) goto done_schema;
@@ -512,7 +406,6 @@ int cmd_extract(cli_args *a)
     if (!out && (rc = open_output(&s, &rows)) == 0) rc = skip_rows(&r, rows);
     s.bar = s.every < 0 && isatty(STDERR_FILENO);
     if (rc == 0) rc = stream(&s, &r);
-    if (r.f != stdin) fclose(r.f);
     if (s.o && s.done) {
         int fin = pd_output_finish(s.o, &err) ? cli_fail(&err) : 0;
         rc = rc ? rc : fin;
@@ -520,8 +413,7 @@ int cmd_extract(cli_args *a)
         pd_output_free(s.o); /* the progress says what is whole, for --resume */
     }
 done:
-    te_csv_free(r.csv);
-    cli_jsonl_free(&r.jl);
+    cli_reader_close(&r);
     pd_pipeline_free(s.pipe);
     pd_draft_free(draft);
     cli_model_close(&m);

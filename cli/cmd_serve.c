@@ -3,6 +3,7 @@
  * SIGINT. docs/serve.md describes the endpoints. */
 #include "cli.h"
 #include "pocketdec_serve.h"
+#include "reviews.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +23,33 @@ static int read_key_file(const char *path, char **key)
     buf[strcspn(buf, "\r\n")] = 0;
     if (!buf[0]) return cli_failf("%s: the API key file is empty", path);
     if (!(*key = strdup(buf))) return cli_failf("out of memory");
+    return 0;
+}
+
+/* --teach REVIEWS --labels FILE [--order NAME] [--seed N]: the reviews read
+ * as extract reads them, into t (t->labels NULL without --teach). */
+static int teach_opts(cli_args *a, serve_teach_config *t, cli_reviews *v)
+{
+    const char *labels = cli_opt(a, "--labels"), *order = cli_opt(a, "--order");
+    int32_t seed;
+    int rc;
+    pd_error err;
+    if (!cli_opt(a, "--teach")) {
+        if (labels || order || cli_opt(a, "--seed")) return cli_usage(a, "--labels, --order and --seed go with --teach REVIEWS");
+        return 0;
+    }
+    if (!labels) return cli_usage(a, "--teach REVIEWS needs --labels FILE (where the answers are written)");
+    if ((rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed))) return rc;
+    t->order = PD_RANK_CONFIDENCE;
+    if (order && pd_rank_order_parse(order, &t->order, &err)) return cli_usage(a, err.message);
+    if ((rc = cli_reviews_load(a, "--teach", v))) return rc;
+    t->n = v->n;
+    t->ids = v->ids;
+    t->texts = v->texts;
+    t->lens = v->lens;
+    t->reviews_name = cli_opt(a, "--teach");
+    t->labels = labels;
+    t->seed = (uint64_t)seed;
     return 0;
 }
 
@@ -60,6 +88,13 @@ int cmd_serve(cli_args *a)
     char *key_buf = NULL;
     if (key_file && (rc = read_key_file(key_file, &key_buf))) return rc;
     cfg.api_key = key_buf ? key_buf : key;
+    cli_reviews reviews = {0};
+    serve_teach_config teach = {0};
+    if ((rc = teach_opts(a, &teach, &reviews))) {
+        free(key_buf);
+        return rc;
+    }
+    cfg.teach = teach.labels ? &teach : NULL;
 
     /* SIGTERM and SIGINT are taken by the server's sigwait, in no other thread */
     sigset_t set;
@@ -80,6 +115,7 @@ int cmd_serve(cli_args *a)
     }
     cli_model_close(&m);
     pd_schema_free(schema);
+    cli_reviews_free(&reviews);
     free(key_buf);
     return rc;
 }

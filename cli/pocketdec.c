@@ -104,8 +104,18 @@ static const cli_command commands[] = {
      "labels when none is given. --jsonl reads {\"text\",\"question\",\"candidates\"} per stdin line (a repeated\n"
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
+    {"rank",
+     "--model PATH --schema FILE --input FILE --order confidence|entropy|complaint|random [--seed N] [--output FILE] [--input-format csv|jsonl] [--head DIR] [--threads N] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "Orders the reviews of --input (read as extract reads them) most useful to label first, and writes one\n"
+     "JSON line a review, {\"id\": ..., \"score\": ...}, the highest score first (ties in input order), to\n"
+     "--output (default stdout). The orderings (docs/serve.md, \"Teach it\"): confidence, 1 - the lowest\n"
+     "record confidence (1 for a review with no record; any head); entropy, the mean entropy of the tag\n"
+     "marginals of a tagger head's pass; complaint, the largest probability a candidate record gives to a\n"
+     "complaint label (负面, 差评 or negative; a tagger head); random, a draw from --seed N (default 0) and\n"
+     "the id. `pocketdec serve --teach` asks its reviews in the same order.",
+     cmd_rank},
     {"serve",
-     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--teach REVIEWS --labels FILE [--order confidence|entropy|complaint|random] [--seed N] [--input-format csv|jsonl]]",
      "Serves extraction over HTTP/1.1 + JSON until SIGTERM or SIGINT (docs/serve.md):\n"
      "  POST /v1/extract {\"text\": T} -> {\"records\": [...]}, or {\"texts\": [T, ...]} -> {\"results\": [{\"records\": [...]}, ...]}:\n"
      "       each record as `pocketdec extract --format jsonl` writes it for that text;\n"
@@ -128,7 +138,12 @@ static const cli_command commands[] = {
      "{\"error\": \"...\"} naming what is wrong. --api-key KEY or --api-key-file FILE (its first line): every\n"
      "endpoint but /health then needs Authorization: Bearer KEY (401). On SIGTERM or SIGINT it stops\n"
      "accepting, answers every request already accepted, and exits 0. --ctx, --min-confidence, --max-chars,\n"
-     "the adapter and weight options are those of extract.",
+     "the adapter and weight options are those of extract.\n"
+     "--teach REVIEWS --labels FILE: annotation at /teach (docs/serve.md, \"Teach it\"): the reviews of REVIEWS\n"
+     "(read as extract reads them) asked one at a time, most useful first by --order (default confidence;\n"
+     "as `pocketdec rank` orders them, --seed N for random), with the model's records to accept or fix; each\n"
+     "answer is a line of FILE (JSONL as train/ reads it; FILE.progress beside it), fsync'ed before it is\n"
+     "answered; a restart continues at the next review FILE does not hold. Skips are not written.",
      cmd_serve},
     {"quantize", "--model HFDIR --type q4_0|q4_1|q8_0 [--out FILE.gguf]",
      "Writes the HF model as one GGUF v3 file that pocketdec and llama.cpp load: matrices and the\n"

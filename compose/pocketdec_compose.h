@@ -283,6 +283,50 @@ PD_API pd_status pd_tag_extract_trace(pd_context *ctx, const pd_tag_extractor *t
 PD_API pd_status pd_tag_explain(pd_context *ctx, const pd_tag_extractor *tx, const char *text, size_t len,
                                 char **json, size_t *json_len, pd_error *err);
 
+/* ------------------------------------------------ ranking reviews to label */
+
+/* Which reviews a person should label first, by the model's own
+ * uncertainty (docs/serve.md, "Teach it"): each review's usefulness is a
+ * score, higher first.
+ *   PD_RANK_CONFIDENCE  1 - the lowest confidence of the records the
+ *                       pipeline writes (1 for a review with none): any head;
+ *   PD_RANK_ENTROPY     the mean over the review's tokens of the entropy
+ *                       (nats) of their tag marginals under a tagger head's
+ *                       CRF (pd_tag_trace.tag_marginals);
+ *   PD_RANK_COMPLAINT   the likeliest complaint: the largest probability any
+ *                       candidate record of a tagger pass gives to the label
+ *                       classes holding 负面, 差评 or negative;
+ *   PD_RANK_RANDOM      a uniform draw from the seed and the review's id alone. */
+typedef enum pd_rank_order {
+    PD_RANK_CONFIDENCE = 0,
+    PD_RANK_ENTROPY = 1,
+    PD_RANK_COMPLAINT = 2,
+    PD_RANK_RANDOM = 3
+} pd_rank_order;
+
+/* "confidence", "entropy", "complaint", "random"; NULL for another value. */
+PD_API const char *pd_rank_order_name(pd_rank_order order);
+/* The ordering of that name into *order; PD_ERR_ARG naming the four otherwise. */
+PD_API pd_status pd_rank_order_parse(const char *name, pd_rank_order *order, pd_error *err);
+
+typedef struct pd_ranker pd_ranker;
+/* A ranker over a pipeline of model, schema and head (params as
+ * pd_pipeline_new; NULL: the defaults). Refused: what pd_pipeline_new
+ * refuses; entropy or complaint without a tagger head, or complaint with a
+ * head that has no complaint label (PD_ERR_ARG). Use it from one thread at a
+ * time; model, schema and head must outlive it. */
+PD_API pd_ranker *pd_ranker_new(const pd_model *model, const pd_schema *schema, const pd_head *head,
+                                pd_rank_order order, uint64_t seed, const pd_pipeline_params *params, pd_error *err);
+PD_API void pd_ranker_free(pd_ranker *r);
+/* The usefulness of labelling the review id / text (len bytes of UTF-8) into
+ * *score, and when records is not NULL the pipeline's records of it (what a
+ * person is shown; free with pd_extraction_free). */
+PD_API pd_status pd_ranker_score(pd_ranker *r, const char *id, const char *text, size_t len, double *score,
+                                 pd_extraction **records, pd_error *err);
+/* order[0..n) = the indices of scores, the highest score first, equal scores
+ * in input order (NaN last). */
+PD_API pd_status pd_rank_sort(const double *scores, size_t n, size_t *order, pd_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -435,6 +435,31 @@ pd_status pd_output_commit(pd_output *o, const void *bytes, size_t len, const ch
     return s == PD_OK ? PD_OK : fail_output(o, s);
 }
 
+pd_status pd_output_rewind(pd_output *o, int64_t bytes, const char *state, pd_error *err)
+{
+    if (!o || !state || !one_line(state) || strlen(state) > MAX_STATE)
+        return pdi_set_error(err, PD_ERR_ARG, "pd_output_rewind: no output, or a state that is not one short line");
+    if (o->failed) return pdi_set_error(err, PD_ERR_ARG, "%s: the output failed before; resume it", o->path);
+    if (bytes < 0 || bytes > o->bytes)
+        return pdi_set_error(err, PD_ERR_ARG, "%s: cannot take back to byte %lld of %lld", o->path, (long long)bytes,
+                             (long long)o->bytes);
+    if (set_state(&o->state, state)) return pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
+    o->bytes = bytes;
+    if (o->synced_bytes > bytes) {
+        o->synced_bytes = bytes;
+        if (set_state(&o->synced_state, state)) return fail_output(o, pdi_set_error(err, PD_ERR_NOMEM, "out of memory"));
+    }
+    pd_status s = write_progress(o, false, true, err); /* first: it names the shorter output */
+    if (s == PD_OK && (ftruncate(o->fd, (off_t)bytes) != 0 || lseek(o->fd, (off_t)bytes, SEEK_SET) < 0 ||
+                       (fsync(o->fd) != 0 && errno != EINVAL)))
+        s = pdi_set_error(err, PD_ERR_IO, "%s: cannot cut the output: %s", o->path, strerror(errno));
+    if (s == PD_OK) {
+        o->synced_bytes = bytes;
+        s = set_state(&o->synced_state, state) ? pdi_set_error(err, PD_ERR_NOMEM, "out of memory") : PD_OK;
+    }
+    return s == PD_OK ? PD_OK : fail_output(o, s);
+}
+
 pd_status pd_output_finish(pd_output *o, pd_error *err)
 {
     if (!o) return pdi_set_error(err, PD_ERR_ARG, "pd_output_finish: NULL output");

@@ -458,6 +458,14 @@ PD_API pd_output *pd_output_open(const char *path, const char *run, const pd_out
  * resume later. */
 PD_API pd_status pd_output_commit(pd_output *o, const void *bytes, size_t len, const char *state, pd_error *err);
 
+/* Take back the commits after the first `bytes` bytes of the output, which
+ * must end a commit the caller made (e.g. an annotation undone): the output
+ * cut there and state its state, both durable before this returns. The
+ * progress file is replaced first, so a crash in between leaves it naming
+ * the shorter output, which a resume cuts to. PD_ERR_ARG for bytes past the
+ * output's end or an output that failed; PD_ERR_IO as a commit's. */
+PD_API pd_status pd_output_rewind(pd_output *o, int64_t bytes, const char *state, pd_error *err);
+
 /* The run is done: the output and its progress synced (the progress says
  * "complete"), the file closed, o freed (also on failure). */
 PD_API pd_status pd_output_finish(pd_output *o, pd_error *err);

@@ -28,6 +28,16 @@ PD_API pd_schema *pd_schema_parse(const char *yaml, size_t len, const char *name
 PD_API void pd_schema_free(pd_schema *schema);
 PD_API int32_t pd_schema_n_fields(const pd_schema *schema);
 PD_API const char *pd_schema_field_name(const pd_schema *schema, int32_t i); /* NULL when out of range */
+/* What a field holds: a span of the input text, one of a closed set of
+ * values, or text matching a pattern. */
+typedef enum pd_field_kind { PD_FIELD_SPAN = 0, PD_FIELD_ENUM = 1, PD_FIELD_PATTERN = 2 } pd_field_kind;
+/* Field i's kind (PD_FIELD_SPAN when out of range), whether it may be `_`
+ * (0 when out of range), and an enum field's values (0 and NULL for another
+ * field, or out of range): for callers that build forms from a schema. */
+PD_API pd_field_kind pd_schema_field_kind(const pd_schema *schema, int32_t i);
+PD_API int pd_schema_field_empty(const pd_schema *schema, int32_t i);
+PD_API int32_t pd_schema_field_n_values(const pd_schema *schema, int32_t i);
+PD_API const char *pd_schema_field_value(const pd_schema *schema, int32_t i, int32_t k);
        /* Candidates of the schema's decide section (see pd_extraction_decide); 0 when it has none. */
        PD_API int32_t pd_schema_n_candidates(const pd_schema *schema);
 

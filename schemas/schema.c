@@ -382,3 +382,23 @@ const char *pd_schema_field_name(const pd_schema *sc, int32_t i)
 {
     return sc && i >= 0 && i < sc->n_fields ? sc->fields[i].name : NULL;
 }
+
+pd_field_kind pd_schema_field_kind(const pd_schema *sc, int32_t i)
+{
+    return sc && i >= 0 && i < sc->n_fields ? sc->fields[i].kind : PD_FIELD_SPAN;
+}
+
+int pd_schema_field_empty(const pd_schema *sc, int32_t i)
+{
+    return sc && i >= 0 && i < sc->n_fields && sc->fields[i].allow_empty;
+}
+
+int32_t pd_schema_field_n_values(const pd_schema *sc, int32_t i)
+{
+    return sc && i >= 0 && i < sc->n_fields && sc->fields[i].kind == PD_FIELD_ENUM ? sc->fields[i].n_values : 0;
+}
+
+const char *pd_schema_field_value(const pd_schema *sc, int32_t i, int32_t k)
+{
+    return k >= 0 && k < pd_schema_field_n_values(sc, i) ? sc->fields[i].values[k] : NULL;
+}

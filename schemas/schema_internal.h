@@ -37,7 +37,7 @@ void pdi_trie_free(pdi_trie *t);
 /* Child of node on byte b, or -1. */
 int32_t pdi_trie_child(const pdi_trie *t, int32_t node, uint8_t b);
 
-typedef enum pdi_field_kind { PD_FIELD_SPAN = 0, PD_FIELD_ENUM = 1, PD_FIELD_PATTERN = 2 } pdi_field_kind;
+typedef pd_field_kind pdi_field_kind;
 
 #define PD_PATTERN_MAX_BYTES 256 /* longest value a pattern field may produce */
 

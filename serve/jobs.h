@@ -13,9 +13,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-/* The endpoints, by path (server.c ep_names); EP_PAGE: the playground's files (page.c). */
-enum { EP_EXTRACT, EP_SCORE, EP_WHY, EP_INFO, EP_HEALTH, EP_METRICS, EP_PAGE, EP_OTHER, N_EP };
-#define N_STATUS 11 /* the statuses /metrics counts (server.c) */
+/* The endpoints, by path (server.c ep_names); EP_TEACH: /v1/teach/... (teach.c);
+ * EP_PAGE: the playground's files (page.c). */
+enum { EP_EXTRACT, EP_SCORE, EP_WHY, EP_INFO, EP_HEALTH, EP_METRICS, EP_TEACH, EP_PAGE, EP_OTHER, N_EP };
+#define N_STATUS 12 /* the statuses /metrics counts (server.c) */
 #define N_BUCKET 13 /* the latency histogram's bounds (server.c) */
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE, JOB_ABANDONED };
@@ -64,6 +65,7 @@ typedef struct server {
     const serve_config *cfg;
     bool can_score;
     pd_tag_extractor *why;    /* a tagger head's: what /v1/why explains with (NULL: no tagger head) */
+    struct teach *teach;      /* --teach: the annotation queue (teach.c; NULL: none) */
 
     pthread_mutex_t mu;
     pthread_cond_t work;

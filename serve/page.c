@@ -1,5 +1,5 @@
 /* page.c - the playground at / of `pocketdec serve` (web/playground.html,
- * .css, .js) and the why view's renderer (web/why.js, why.css), carried in
+ * .css, .js), the annotation page at /teach (web/teach.*) and the why view's renderer (web/why.js, why.css), carried in
  * the binary and served without the API key (the page asks for the key and
  * its calls carry it). The Content-Security-Policy lets the page load and
  * call this server only: nothing a page shows is sent anywhere else. */
@@ -20,8 +20,12 @@ static const asset assets[] = {
     {"/", "text/html; charset=utf-8", pdw_playground_html, &pdw_playground_html_len},
     {"/playground.css", "text/css; charset=utf-8", pdw_playground_css, &pdw_playground_css_len},
     {"/playground.js", "text/javascript; charset=utf-8", pdw_playground_js, &pdw_playground_js_len},
+    {"/common.js", "text/javascript; charset=utf-8", pdw_common_js, &pdw_common_js_len},
     {"/why.css", "text/css; charset=utf-8", pdw_why_css, &pdw_why_css_len},
     {"/why.js", "text/javascript; charset=utf-8", pdw_why_js, &pdw_why_js_len},
+    {"/teach", "text/html; charset=utf-8", pdw_teach_html, &pdw_teach_html_len},
+    {"/teach.css", "text/css; charset=utf-8", pdw_teach_css, &pdw_teach_css_len},
+    {"/teach.js", "text/javascript; charset=utf-8", pdw_teach_js, &pdw_teach_js_len},
 };
 
 const char serve_page_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "

@@ -11,6 +11,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* --teach: the reviews a person labels in the playground (serve/teach.c). */
+typedef struct serve_teach_config {
+    size_t n;                  /* reviews, each id unique */
+    char *const *ids, *const *texts;
+    const size_t *lens;
+    const char *reviews_name;  /* the file they came from, for messages */
+    const char *labels;        /* the labels file: JSONL as train/dataset.py reads it, resumed */
+    pd_rank_order order;       /* the order they are asked in (pd_ranker) */
+    uint64_t seed;             /* random's */
+} serve_teach_config;
+
 typedef struct serve_config {
     const char *host;      /* address to listen on: IPv4 or IPv6 literal */
     int port;              /* 0: any free port (the one taken is printed) */
@@ -30,6 +41,7 @@ typedef struct serve_config {
     int32_t min_rate;         /* bytes/s a body must average after its first second (408 when not),
                                  and an answer be read at; 0: only the idle timeout */
     size_t max_header;        /* bytes of a request's line and headers (431 or 414 past it) */
+    const serve_teach_config *teach; /* NULL: no /v1/teach endpoints */
     pd_pipeline_params pipeline;  /* each engine's pipeline (n_threads: each engine's threads, 0 = the
                                      cores shared among the engines; parallel is set from the above) */
 } serve_config;

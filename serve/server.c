@@ -10,6 +10,7 @@
  * SIGTERM. */
 #include "jobs.h"
 #include "page.h"
+#include "teach.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,8 +35,8 @@ bool serve_available(void)
 /* ------------------------------------------------------------ metrics */
 
 static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/v1/why", "/v1/info", "/health", "/metrics",
-                                           "page", "other"};
-static const int statuses[] = {200, 400, 401, 404, 405, 408, 413, 422, 500, 503, 504};
+                                           "/v1/teach", "page", "other"};
+static const int statuses[] = {200, 400, 401, 404, 405, 408, 409, 413, 422, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 _Static_assert(sizeof buckets / sizeof buckets[0] == N_BUCKET, "a count a bucket");
@@ -49,6 +50,7 @@ typedef struct request {
     size_t len, cap;
     double t0;
     const char *page, *page_type; /* EP_PAGE: the file's bytes (static) and type */
+    int teach_op;                 /* EP_TEACH: which (teach.h) */
     size_t page_len;
 } request;
 
@@ -80,9 +82,10 @@ static void conn_phase(struct MHD_Connection *c, int phase, size_t bytes)
     k->bytes = bytes;
 }
 
-static bool wants_post(int endpoint)
+static bool wants_post(const request *r)
 {
-    return endpoint == EP_EXTRACT || endpoint == EP_SCORE || endpoint == EP_WHY;
+    if (r->endpoint == EP_TEACH) return serve_teach_wants_post(r->teach_op);
+    return r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE || r->endpoint == EP_WHY;
 }
 
 /* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
@@ -105,7 +108,7 @@ static enum MHD_Result answer(server *s, struct MHD_Connection *c, request *r, i
     pthread_mutex_unlock(&s->mu);
     if (closing) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close"); /* no request after it is lost */
     if (status == 401) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
-    if (status == 405) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, wants_post(r->endpoint) ? "POST" : "GET");
+    if (status == 405) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, wants_post(r) ? "POST" : "GET");
     if (r->endpoint == EP_PAGE) { /* the page reaches this server only, and is not framed elsewhere */
         MHD_add_response_header(resp, "Content-Security-Policy", serve_page_csp);
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -283,6 +286,11 @@ static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
     if (r->endpoint == EP_METRICS) return answer(s, c, r, 200, metrics_text(s), "text/plain; version=0.0.4");
     if (r->endpoint == EP_INFO) return answer(s, c, r, 200, info_text(s), NULL);
     if (r->endpoint == EP_PAGE) return answer(s, c, r, 200, strndup(r->page, r->page_len), r->page_type);
+    if (r->endpoint == EP_TEACH) {
+        char *body = NULL;
+        int st = serve_teach_handle(s->teach, r->teach_op, r->body, r->len, &body);
+        return answer(s, c, r, st, body, NULL);
+    }
     job *j = calloc(1, sizeof *j);
     if (!j) return fail(s, c, r, 500, "out of memory");
     j->endpoint = r->endpoint;
@@ -316,10 +324,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         for (int e = 0; e < EP_PAGE; e++)
             if (strcmp(url, ep_names[e]) == 0) r->endpoint = e;
         if (r->endpoint == EP_OTHER && serve_page_find(url, &r->page, &r->page_len, &r->page_type)) r->endpoint = EP_PAGE;
+        if (r->endpoint == EP_OTHER && (r->teach_op = serve_teach_op(url)) >= 0) r->endpoint = EP_TEACH;
         r->post = strcmp(method, "POST") == 0;
-        bool want_post = wants_post(r->endpoint);
+        bool want_post = wants_post(r);
         /* refusals before the body is read */
         if (r->endpoint == EP_OTHER) return fail(s, c, r, 404, "no such endpoint: %s %s", method, url);
+        if (r->endpoint == EP_TEACH && !s->teach)
+            return fail(s, c, r, 404, "%s: this server was started without --teach REVIEWS --labels FILE", url);
         if (r->post != want_post && !(strcmp(method, "HEAD") == 0 && !want_post))
             return fail(s, c, r, 405, "%s takes %s, not %s", url, want_post ? "POST" : "GET", method);
         if (s->cfg->api_key && r->endpoint != EP_HEALTH && r->endpoint != EP_PAGE &&
@@ -461,6 +472,7 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
         snprintf(msg, msg_size, "%s", err.message);
         rc = 1;
     }
+    if (rc == 0 && cfg->teach && !(s->teach = serve_teach_open(model, schema, head, cfg, msg, msg_size))) rc = 1;
     if (rc == 0) rc = serve_engine_start(s, &w, msg, msg_size);
     struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
     if (d) {
@@ -517,6 +529,7 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     pd_decider_free(w.dec);
     pd_context_free(w.why_ctx);
     pd_tag_extractor_free(s->why);
+    serve_teach_free(s->teach);
     if (rc == 0) fprintf(stderr, "pocketdec serve: stopped; %ld requests answered\n", s->latency_count);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);

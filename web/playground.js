@@ -5,57 +5,10 @@
  * page's memory. */
 "use strict";
 (function () {
-  const $ = (id) => document.getElementById(id);
-  let key = null;       // the API key: memory only, never stored
+  const { $, el, status, api } = window.pdPage; // common.js
   let info = null;      // GET /v1/info: the head, the fields, the limits
   let shown = [];       // the reviews on the page: {id, text, records, problem, el}
   let lines = null;     // the last file's lines as the command writes them: {jsonl: [], tianchi: []}
-
-  function el(tag, cls, text) {
-    const e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-
-  function status(msg, error) {
-    $("status").textContent = msg || "";
-    $("status").className = error ? "error" : "";
-  }
-
-  /* The key, asked for in the page's form (not a prompt(): the form can say why). */
-  function askKey() {
-    return new Promise((resolve) => {
-      const form = $("key");
-      form.hidden = false;
-      $("key-input").focus();
-      form.onsubmit = (ev) => {
-        ev.preventDefault();
-        form.hidden = true;
-        resolve($("key-input").value);
-        $("key-input").value = "";
-      };
-    });
-  }
-
-  /* A call of this server's API; asks for the key on 401 and tries again. */
-  async function api(method, path, body) {
-    for (let tries = 0; ; tries++) {
-      const headers = {};
-      if (key !== null) headers.Authorization = "Bearer " + key;
-      if (body !== undefined) headers["Content-Type"] = "application/json";
-      const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-      if (r.status === 401 && tries < 5) {
-        status(key === null ? "the server needs its API key" : "that key was refused", key !== null);
-        key = await askKey();
-        status("");
-        continue;
-      }
-      const data = await r.json().catch(() => ({ error: "HTTP " + r.status + " (not JSON)" }));
-      if (!r.ok) throw new Error(data.error || "HTTP " + r.status);
-      return data;
-    }
-  }
 
   const POLARITY = { "正面": "pol-pos", "中性": "pol-neu", "负面": "pol-neg" };
 

@@ -125,6 +125,38 @@ static void test_resume_cuts_the_torn_tail(void **unused)
     expect_file(path, "1,a\n3,b\n3,c\n4,d\n");
 }
 
+/* A commit taken back (an annotation undone): the file cut at once, the
+ * progress naming it, the next commit after it, and a resume that agrees. */
+static void test_rewind(void **unused)
+{
+    (void)unused;
+    pd_error err;
+    char *state = NULL;
+    pd_output_params p = pd_output_default_params();
+    p.sync_seconds = 0;
+    pd_output *o = pd_output_open(path, RUN, &p, &state, &err);
+    assert_non_null(o);
+    assert_int_equal(pd_output_commit(o, "1,a\n", 4, "rows=1", &err), PD_OK);
+    assert_int_equal(pd_output_commit(o, "2,b\n", 4, "rows=2", &err), PD_OK);
+    assert_int_equal(pd_output_rewind(o, 9, "rows=1", &err), PD_ERR_ARG); /* past the end */
+    assert_int_equal(pd_output_rewind(o, 4, "rows=1", &err), PD_OK);
+    expect_file(path, "1,a\n");
+    size_t n;
+    char *text = slurp(progress, &n);
+    assert_non_null(strstr(text, "\nbytes 4\nstate rows=1\nsynced-bytes 4\n"));
+    free(text);
+    assert_int_equal(pd_output_commit(o, "3,c\n", 4, "rows=2", &err), PD_OK);
+    expect_file(path, "1,a\n3,c\n");
+    pd_output_free(o);
+    o = resume_open(RUN, &state, &err);
+    assert_non_null(o);
+    assert_string_equal(state, "rows=2");
+    pd_free(state);
+    assert_int_equal(pd_output_rewind(o, 0, "rows=0", &err), PD_OK);
+    pd_output_free(o);
+    expect_file(path, "");
+}
+
 static void test_replace_without_resume(void **unused)
 {
     (void)unused;
@@ -294,6 +326,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_back_to_the_last_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_disk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rewind, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
