@@ -23,6 +23,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -336,10 +337,10 @@ def test_queue_full(texts):
 def test_timeout(texts):
     s = Server("--parallel", "1", "--threads", "1", "--timeout", "1.5", "--max-texts", "4096")
     try:
-        t0 = time.time()
         st, _, body = s.post("/v1/extract", {"texts": texts * 10})
-        dt = time.time() - t0
-        check("past --timeout -> 504 naming it", st == 504 and "--timeout" in body["error"] and dt < 10, (st, body, dt))
+        done = Poller(s.port).get("pocketdec_reviews_extracted_total")
+        check("past --timeout -> 504 naming it, before the request's texts were done",
+              st == 504 and "--timeout" in body["error"] and done < len(texts) * 10, (st, body, done))
         st, _, body = s.post("/v1/extract", {"text": texts[0]})
         check("after a 504 the worker serves the next request", st == 200 and "records" in body, (st, body))
     finally:
@@ -401,9 +402,54 @@ def test_continuous(reviews):
         check("generation server: SIGTERM -> exit 0", s.stop() == 0, s.log)
 
 
+def metric_of(text, name):
+    m = re.search("^" + re.escape(name) + r" (\d+)$", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+class Poller:
+    """/metrics on one kept-alive connection (from src): the server's own
+    counts, which the tests wait on instead of on how fast it works."""
+
+    def __init__(self, port, src="127.0.0.1"):
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=600, source_address=(src, 0))
+
+    def get(self, name=None):
+        self.c.request("GET", "/metrics")
+        text = self.c.getresponse().read().decode()
+        return metric_of(text, name) if name else text
+
+    def wait(self, name, cond):
+        """Poll until cond(the metric) holds; the test's own timeout bounds it."""
+        while not cond(self.get(name)):
+            time.sleep(0.01)
+
+    def close(self):
+        self.c.close()
+
+
+def wait_log(s, what):
+    """Until the server's stderr holds what (the server reports it)."""
+    while not any(what in line for line in s.log):
+        if s.p.poll() is not None and not any(what in line for line in s.log):
+            s.t.join(timeout=5)
+            return any(what in line for line in s.log)
+        time.sleep(0.01)
+    return True
+
+
 def test_sigterm(texts):
-    s = Server("--parallel", "1", "--threads", "1", "--queue", "16", "--max-texts", "4096", "--timeout", "600")
-    batch = texts[:20]  # five requests of 20: the drain must fit a sanitizer build on a loaded machine
+    """SIGTERM with requests accepted: running, queued, and one whose body is
+    still coming, held by the test until the server has said it is draining,
+    so a request is in flight at the signal on a machine of any speed."""
+    s = Server("--parallel", "1", "--threads", "1", "--queue", "16", "--max-texts", "4096", "--timeout", "600",
+               "--min-rate", "0", "--idle-timeout", "3600")
+    batch = texts[:20]
+    poll = Poller(s.port)
+    poll.get()  # its connection: the first accepted
+    body = json.dumps({"text": texts[0]}).encode()
+    held = socket.create_connection(("127.0.0.1", s.port), timeout=600)
+    held.sendall(b"POST /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:10])
     res = {}
 
     def one(k):
@@ -411,27 +457,31 @@ def test_sigterm(texts):
     ts = [threading.Thread(target=one, args=(k,)) for k in range(5)]
     for t in ts:
         t.start()
-    # wait until the server has accepted all five connections (each poll is
-    # one more): a connection the kernel holds but the server has not
-    # accepted is closed by the drain
-    def metric(text, name):
-        m = re.search("^" + re.escape(name) + r" (\d+)$", text, re.M)
-        return int(m.group(1)) if m else 0
-    for polls in range(1, 3001):
-        text = s.request("GET", "/metrics")[2].decode()
-        if metric(text, "pocketdec_connections_accepted_total") - polls >= 5:
-            break
-        time.sleep(0.01)
-    check("SIGTERM test: the five requests accepted before it",
-          metric(text, "pocketdec_connections_accepted_total") - polls >= 5 and
-          metric(text, "pocketdec_queue_depth") >= 2, text)
+    # until the server has accepted all seven connections (a connection the
+    # kernel holds but the server has not accepted is closed by the drain)
+    poll.wait("pocketdec_connections_accepted_total", lambda n: n >= 7)
+    text = poll.get()
+    poll.close()
+    print(f"      at the signal: {metric_of(text, 'pocketdec_queue_depth')} requests queued, "
+          f"{metric_of(text, 'pocketdec_slots_busy')} texts running", flush=True)
     s.p.send_signal(signal.SIGTERM)
+    check("SIGTERM: the server says it drains", wait_log(s, "SIGTERM: no new connections"), s.log)
+    held.sendall(body[10:])
+    got = b""
+    while True:
+        b = held.recv(65536)
+        if not b:
+            break
+        got += b
+    held.close()
     rc = s.p.wait(timeout=600)
     for t in ts:
         t.join()
     codes = [res.get(k, (None,))[0] for k in range(5)]
     check("SIGTERM with requests in flight: every one answered 200", codes == [200] * 5, (codes, s.log))
     check("... with all its results", all(len(res[k][2]["results"]) == len(batch) for k in range(5) if k in res))
+    check("... and the request whose body came after the signal, 200 with its records",
+          got.startswith(b"HTTP/1.1 200") and b'{"records":' in got, got[:300])
     check("... and exit 0", rc == 0, (rc, s.log))
     try:
         s.request("GET", "/health", timeout=2)
@@ -439,6 +489,73 @@ def test_sigterm(texts):
     except OSError:
         refused = True
     check("no connection accepted after it stopped", refused)
+
+
+def test_limits(text):
+    """Over --max-connections a connection waits in the backlog; over
+    --max-per-client it is answered 503 with Retry-After; with no per-client
+    limit (the default, and the setting behind a proxy) 48 connections from
+    one address are all served."""
+    s = Server("--max-connections", "2", "--threads", "1")
+    try:
+        a, b = Poller(s.port), Poller(s.port)
+        a.get()
+        b.get()
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=600)
+        c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        check("--max-connections 2: a third connection is not accepted while two are open (it waits)",
+              a.get("pocketdec_connections_accepted_total") == 2 and a.get("pocketdec_connections") == 2)
+        b.close()
+        got = c.recv(65536)
+        check("... and is answered once one of them closes", got.startswith(b"HTTP/1.1 200"), got[:100])
+        c.close()
+        a.close()
+    finally:
+        check("max-connections server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+    s = Server("--max-per-client", "2", "--max-connections", "8", "--threads", "1")
+    try:
+        a, b, other = Poller(s.port), Poller(s.port), Poller(s.port, "127.0.0.2")
+        a.get()
+        b.get()
+        c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=600)
+        c.request("POST", "/v1/extract", body=json.dumps({"text": text}).encode())
+        r = c.getresponse()
+        data = r.read()
+        check("--max-per-client 2: a third connection from one address -> 503 with Retry-After, not a reset",
+              r.status == 503 and r.getheader("Retry-After") == "1" and r.getheader("Connection") == "close" and
+              "--max-per-client" in json.loads(data)["error"], (r.status, r.getheaders(), data))
+        c.close()
+        check("... counted (pocketdec_connections_refused_total), another address served meanwhile",
+              other.get("pocketdec_connections_refused_total") == 1, other.get())
+        b.close()
+        other.wait("pocketdec_connections", lambda n: n == 2)  # a and other: b's close seen
+        st, _, body = s.post("/v1/extract", {"text": text})
+        check("... and a connection from it served once one of its own closed", st == 200 and "records" in body,
+              (st, body))
+        a.close()
+        other.close()
+    finally:
+        check("per-client server: SIGTERM -> exit 0", s.stop() == 0, s.log)
+    s = Server("--threads", "1")
+    try:
+        conns = [http.client.HTTPConnection("127.0.0.1", s.port, timeout=600) for _ in range(48)]
+        for c in conns:  # all open at once, as a proxy's pool or a client's is
+            c.connect()
+        out = concurrently(lambda c: (c.request("POST", "/v1/extract", body=json.dumps({"text": text}).encode()),
+                                      c.getresponse())[1], [(c,) for c in conns])
+        codes = [o.status if isinstance(o, http.client.HTTPResponse) else repr(o) for o in out]
+        for o in out:
+            if isinstance(o, http.client.HTTPResponse):
+                o.read()
+        peak = Poller(s.port, "127.0.0.2")
+        check("defaults (no per-client limit, as behind a proxy): 48 connections from one address at once, "
+              "each answered 200", codes == [200] * 48 and peak.get("pocketdec_connections_peak") >= 48,
+              (codes, peak.get()))
+        peak.close()
+        for c in conns:
+            c.close()
+    finally:
+        check("proxy-default server: SIGTERM -> exit 0", s.stop() == 0, s.log)
 
 
 def test_score():
@@ -496,6 +613,7 @@ def main():
     test_queue_full(texts)
     test_timeout(texts)
     test_sigterm(texts)
+    test_limits(texts[0])
     test_score()
     test_continuous(reviews)
     rc, _, err = (lambda p: (p.returncode, p.stdout, p.stderr.decode()))(subprocess.run(
