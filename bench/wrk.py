@@ -14,6 +14,8 @@ Usage: bench/wrk.py [--pocketdec build/cli/pocketdec] [--model models/tianchi] [
   the 503s it answered (/metrics);
 - --per-client N (0: none): one more row, 2N connections against `--max-per-client N` (those over
   it answered 503 with Retry-After), what the limit costs a client that ignores it;
+- --rounds R: the rows run in turn R times; each row's figures are its median round's (by
+  requests/s), its errors and non-2xx the sum over the rounds;
 - for each --ab C: `ab -c C -n 4C` (a new connection a request): complete, failed, non-2xx.
 
 wrk and ab are installed here when missing (apt-get install -y wrk apache2-utils).
@@ -141,6 +143,7 @@ def main():
     ap.add_argument("--per-client", type=int, default=32)
     ap.add_argument("--ab", default="100,500")
     ap.add_argument("--texts", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("serve_args", nargs="*")
     a = ap.parse_args()
     setup()
@@ -159,16 +162,24 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         script = os.path.join(d, "bodies.lua")
         lua_script(bodies, script)
-        for conns, extra in rows:
-            s = Server(a.pocketdec, a.model, [*a.serve_args, *extra])
-            try:
-                r = run_wrk(s.port, conns, a.duration, script)
-                busy = s.metric(r'pocketdec_requests_total\{endpoint="/v1/extract",status="503"\}') + \
-                    s.metric("pocketdec_connections_refused_total")
-            finally:
-                s.stop()
+        runs = {k: [] for k in range(len(rows))}
+        for _ in range(a.rounds):  # the rows in turn, each round: a drifting machine moves them alike
+            for k, (conns, extra) in enumerate(rows):
+                s = Server(a.pocketdec, a.model, [*a.serve_args, *extra])
+                try:
+                    r = run_wrk(s.port, conns, a.duration, script)
+                    r["busy"] = s.metric(r'pocketdec_requests_total\{endpoint="/v1/extract",status="503"\}') + \
+                        s.metric("pocketdec_connections_refused_total")
+                finally:
+                    s.stop()
+                runs[k].append(r)
+        for k, (conns, extra) in enumerate(rows):
+            r = sorted(runs[k], key=lambda x: x["rps"])[len(runs[k]) // 2]  # the median round's
+            r["sock"] = tuple(sum(x["sock"][i] for x in runs[k]) for i in range(4))
+            r["non2xx"], busy = sum(x["non2xx"] for x in runs[k]), sum(x["busy"] for x in runs[k])
             f = lambda v: "" if v is None else f"{v:.0f}"  # noqa: E731
-            print(f"| {conns} | {' '.join(['defaults', *extra]) if extra else 'defaults'} | {r['rps']:.1f} | "
+            label = " ".join([*a.serve_args, *extra]) or "defaults"
+            print(f"| {conns} | {label} | {r['rps']:.1f} | "
                   f"{r['rps'] * a.texts:.1f} | {r['rps'] * a.texts / ext:.2f} | {f(r['p50'])} | {f(r['p90'])} | "
                   f"{f(r['p99'])} | {'/'.join(map(str, r['sock']))} | {r['non2xx']} | {busy} |", flush=True)
         body_path = os.path.join(d, "body.json")
