@@ -50,12 +50,26 @@ def records_of(body):
     return [r["records"] for r in body["results"]]
 
 
+def same(a, b):
+    """a and b alike, their numbers within 2e-3: the generative bundle's texts
+    share joint passes with other clients' in the server, which moves its
+    probabilities by float rounding (docs/serve.md, "How it works"); the two
+    bundles' probabilities differ by far more."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= 2e-3
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
 def test_swap(s, texts, want_tag, want_gen):
     st, info = reload(s, {"model": GEN})
     check("POST /v1/reload {model: tianchi-gen} -> 200 with its /v1/info (pointer head, score, generation 2)",
           st == 200 and info["head"] == "pointer" and info["score"] is True and info["generation"] == 2, (st, info))
     st, _, body = extract(s, texts)
-    check("... then /v1/extract gives extract --model tianchi-gen's records", st == 200 and records_of(body) == want_gen,
+    check("... then /v1/extract gives extract --model tianchi-gen's records", st == 200 and same(records_of(body), want_gen),
           (st, str(body)[:300]))
     st, _, body = s.post("/v1/score", {"text": "颜色很正", "question": "属性：颜色；观点：很正", "candidates": ["功效/正面", "整体/正面"]},
                          AUTH)
@@ -162,11 +176,13 @@ def test_concurrent(s, reviews, want_tag, want_gen, n_reloads):
     errors = [o for o in threads_out if isinstance(o, Exception)]
     answers = [a for o in threads_out if isinstance(o, list) for a in o]
     final_gen = n_reloads % 2 == 1  # odd: the last reload was to tianchi-gen
-    whole, on_final = 0, 0
+    whole, on_final, broken = 0, 0, []
     for sent_in, ids, st, body in answers:
         got = [r.get("records") for r in body.get("results", [])] if st == 200 else None
-        tag, gen = got == [want_tag[i] for i in ids], got == [want_gen[i] for i in ids]
+        tag, gen = got == [want_tag[i] for i in ids], same(got, [want_gen[i] for i in ids])
         whole += tag or gen
+        if not (tag or gen):
+            broken.append((ids, st, str(body)[:400], [want_tag[i] for i in ids], [want_gen[i] for i in ids]))
         if sent_in == n_reloads:
             on_final += gen if final_gen else tag
     n_final = sum(a[0] == n_reloads for a in answers)
@@ -175,7 +191,7 @@ def test_concurrent(s, reviews, want_tag, want_gen, n_reloads):
     check(f"{n_reloads} reloads while {clients} clients send requests: every reload 200, every request 200 "
           f"with one bundle's records for all its reviews",
           not errors and statuses == [200] * n_reloads and answers and whole == len(answers),
-          (errors[:2], statuses, whole, len(answers)))
+          (errors[:2], statuses, whole, len(answers), broken[:1]))
     check("... the requests sent after the last reload answered on its bundle", n_final >= clients and
           on_final == n_final, (n_final, on_final))
     while True:  # the old engines end once their requests are answered: waited on, as the server reports it
@@ -192,7 +208,8 @@ def main():
     want_tag, want_gen = ts.extract_cli(reviews), ts.extract_cli(reviews, GEN)
     texts = [t for _, t in reviews[:6]]
     ids = [i for i, _ in reviews[:6]]
-    s = ts.first_server("--api-key", KEY, "--threads", "1", "--parallel", "2")
+    # --timeout: a request never answered 504 for a slow machine (a sanitizer build under load)
+    s = ts.first_server("--api-key", KEY, "--threads", "1", "--parallel", "2", "--timeout", "3600")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             test_swap(s, texts, [want_tag[i] for i in ids], [want_gen[i] for i in ids])

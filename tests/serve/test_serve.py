@@ -44,6 +44,8 @@ def check(name, cond, detail=""):
 
 class Server:
     def __init__(self, *args, model=MODEL):
+        if "--timeout" not in args:  # no request answered 504 for a slow machine, where the timeout is not tested
+            args = (*args, "--timeout", "3600")
         self.err = tempfile.TemporaryFile()
         self.p = subprocess.Popen([PD, "serve", "--model", model, "--schema", SCHEMA, "--port", "0", *args],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
