@@ -118,37 +118,52 @@ int cli_draft_open(cli_args *a, const pd_model *model, pd_draft **out)
     return 0;
 }
 
+int cli_bundle_opts(cli_args *a, bool with_head, cli_bundle_params *o)
+{
+    *o = (cli_bundle_params){.p = pd_bundle_default_params()};
+    if (cli_layout_opt(a, &o->p.model) || adapter_mode_opt(a, &o->p.adapter_mode)) return 2;
+    int n = 0, given = 0;
+    while (cli_opt_nth(a, "--adapter", n)) n++;
+    for (int i = 0; i < a->argc; i++) given += strcmp(a->argv[i], "--adapter") == 0;
+    if (given != n) return cli_usage(a, "--adapter needs DIR[:WEIGHT]");
+    o->dirs = calloc((size_t)n + 1, sizeof *o->dirs);
+    o->weights = calloc((size_t)n + 1, sizeof *o->weights);
+    int rc = o->dirs && o->weights ? 0 : cli_failf("out of memory");
+    for (int i = 0; rc == 0 && i < n; i++, o->n_dirs++)
+        if (!(o->dirs[i] = adapter_spec(cli_opt_nth(a, "--adapter", i), &o->weights[i]))) rc = cli_failf("out of memory");
+    o->p.adapters = (const char *const *)o->dirs;
+    o->p.weights = o->weights;
+    o->p.n_adapters = (size_t)n;
+    o->p.head = with_head ? cli_opt(a, "--head") : NULL;
+    o->p.no_head = !with_head;
+    if (rc) cli_bundle_opts_free(o);
+    return rc;
+}
+
+void cli_bundle_opts_free(cli_bundle_params *o)
+{
+    for (int i = 0; o->dirs && i < o->n_dirs; i++) free(o->dirs[i]);
+    free(o->dirs);
+    free(o->weights);
+    *o = (cli_bundle_params){0};
+}
+
 int cli_model_open(cli_args *a, cli_model *m, bool with_head)
 {
     *m = (cli_model){0};
     const char *path = cli_opt(a, "--model");
     if (!path) return cli_usage(a, "--model PATH is required");
-    pd_bundle_params p = pd_bundle_default_params();
-    if (cli_layout_opt(a, &p.model) || adapter_mode_opt(a, &p.adapter_mode)) return 2;
-    int n = 0, given = 0;
-    while (cli_opt_nth(a, "--adapter", n)) n++;
-    for (int i = 0; i < a->argc; i++) given += strcmp(a->argv[i], "--adapter") == 0;
-    if (given != n) return cli_usage(a, "--adapter needs DIR[:WEIGHT]");
-    char **dirs = calloc((size_t)n + 1, sizeof *dirs);
-    float *weights = calloc((size_t)n + 1, sizeof *weights);
-    int rc = dirs && weights ? 0 : cli_failf("out of memory");
-    for (int i = 0; rc == 0 && i < n; i++)
-        if (!(dirs[i] = adapter_spec(cli_opt_nth(a, "--adapter", i), &weights[i]))) rc = cli_failf("out of memory");
-    p.adapters = (const char *const *)dirs;
-    p.weights = weights;
-    p.n_adapters = (size_t)n;
-    p.head = with_head ? cli_opt(a, "--head") : NULL;
-    p.no_head = !with_head;
+    cli_bundle_params o;
+    int rc = cli_bundle_opts(a, with_head, &o);
+    if (rc) return rc;
     pd_error err;
-    if (rc == 0 && !(m->bundle = pd_bundle_open(path, &p, &err))) rc = cli_fail(&err);
+    if (!(m->bundle = pd_bundle_open(path, &o.p, &err))) rc = cli_fail(&err);
     if (rc == 0) {
         m->model = pd_bundle_model(m->bundle);
         m->head = pd_bundle_head(m->bundle);
         m->head_dir = pd_bundle_head_dir(m->bundle);
     }
-    for (int i = 0; dirs && i < n; i++) free(dirs[i]);
-    free(dirs);
-    free(weights);
+    cli_bundle_opts_free(&o);
     return rc;
 }
 

@@ -67,6 +67,19 @@ typedef struct cli_model {
     const char *head_dir;   /* where head came from */
 } cli_model;
 
+/* The options cli_model_open loads --model with (--weight-layout,
+ * --quantize, --adapter-mode, each --adapter, --head with with_head), for a
+ * command that opens bundles itself (serve's reload). 0, or the exit code
+ * after printing the error (1) or usage (2); free with cli_bundle_opts_free. */
+typedef struct cli_bundle_params {
+    pd_bundle_params p;
+    char **dirs;
+    float *weights;
+    int n_dirs;
+} cli_bundle_params;
+int cli_bundle_opts(cli_args *a, bool with_head, cli_bundle_params *o);
+void cli_bundle_opts_free(cli_bundle_params *o);
+
 /* with_head: the command takes --head (the head is loaded with the model).
  * Returns 0, or the exit code after printing the error (1) or usage (2). */
 int cli_model_open(cli_args *a, cli_model *m, bool with_head);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,35 @@ static int teach_opts(cli_args *a, serve_teach_config *t, cli_reviews *v)
     return 0;
 }
 
+/* The reload's loader (serve_loader): a bundle opened as --model PATH would
+ * be, with the start's other options; PATH NULL: the start's --model. */
+typedef struct loader {
+    const char *start;
+    cli_bundle_params opts;
+} loader;
+
+static int load_bundle(void *user, const char *path, const pd_model **model, const pd_head **head, void **owner,
+                       char *msg, size_t msg_size)
+{
+    loader *l = user;
+    pd_error err;
+    pd_bundle *b = pd_bundle_open(path ? path : l->start, &l->opts.p, &err);
+    if (!b) {
+        snprintf(msg, msg_size, "%s", err.message);
+        return 1;
+    }
+    *model = pd_bundle_model(b);
+    *head = pd_bundle_head(b);
+    *owner = b;
+    return 0;
+}
+
+static void free_bundle(void *user, void *owner)
+{
+    (void)user;
+    pd_bundle_free(owner);
+}
+
 int cmd_serve(cli_args *a)
 {
     serve_config cfg = {.host = cli_opt(a, "--host") ? cli_opt(a, "--host") : "127.0.0.1"};
@@ -66,12 +96,13 @@ int cmd_serve(cli_args *a)
     if (key && !*key) return cli_usage(a, "--api-key must not be empty");
     if ((rc = cli_int_opt(a, "--port", 8080, 0, 65535, &port)) ||
         (rc = cli_int_opt(a, "--parallel", 0, 0, PD_PIPELINE_PARALLEL_MAX, &cfg.parallel)) ||
-        (rc = cli_int_opt(a, "--queue", 64, 0, 1000000, &cfg.queue)) ||
+        (rc = cli_int_opt(a, "--max-connections", 256, 1, 100000, &cfg.max_connections)) ||
+        /* by default every connection's request may wait: none is refused for the queue */
+        (rc = cli_int_opt(a, "--queue", cfg.max_connections, 0, 1000000, &cfg.queue)) ||
         (rc = cli_int_opt(a, "--max-texts", 64, 1, PD_MAX_CANDIDATES, &cfg.max_texts)) ||
         (rc = cli_int_opt(a, "--max-body", 1 << 20, 1, 1 << 30, &max_body)) ||
         (rc = cli_float_opt(a, "--timeout", 60.0, 0.001, 86400.0, &cfg.timeout_s)) ||
-        (rc = cli_int_opt(a, "--max-connections", 256, 1, 100000, &cfg.max_connections)) ||
-        (rc = cli_int_opt(a, "--max-per-client", 32, 1, 100000, &cfg.max_per_client)) ||
+        (rc = cli_int_opt(a, "--max-per-client", 0, 0, 100000, &cfg.max_per_client)) ||
         (rc = cli_int_opt(a, "--idle-timeout", 10, 1, 3600, &cfg.idle_timeout_s)) ||
         (rc = cli_int_opt(a, "--min-rate", 1024, 0, 1 << 30, &cfg.min_rate)) ||
         (rc = cli_int_opt(a, "--max-header", 32768, 4096, 1 << 24, &max_header)) ||
@@ -96,23 +127,30 @@ int cmd_serve(cli_args *a)
     }
     cfg.teach = teach.labels ? &teach : NULL;
 
-    /* SIGTERM and SIGINT are taken by the server's sigwait, in no other thread */
+    /* SIGTERM, SIGINT and SIGHUP are taken by the server's sigwait, in no other thread */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     pd_error err;
     pd_schema *schema = pd_schema_load(schema_path, &err);
     cli_model m = {0};
+    loader l = {.start = cli_opt(a, "--model")};
+    serve_loader reload = {load_bundle, free_bundle, &l, NULL};
     if (!schema) rc = cli_fail(&err);
-    else rc = cli_model_open(a, &m, true);
+    else if ((rc = cli_model_open(a, &m, true)) == 0) rc = cli_bundle_opts(a, true, &l.opts);
     if (rc == 0) {
         char msg[512];
+        reload.first = m.bundle; /* the server's now: freed when a reload replaces it */
+        m.bundle = NULL;
+        cfg.loader = &reload;
         if (serve_run(m.model, schema, m.head, &cfg, msg, sizeof msg)) rc = cli_failf("%s", msg);
     }
+    cli_bundle_opts_free(&l.opts);
     cli_model_close(&m);
     pd_schema_free(schema);
     cli_reviews_free(&reviews);

@@ -19,7 +19,7 @@ packages=(build-essential meson ninja-build pkg-config
           libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev python3)
 case "$what" in
   build) ;;
-  test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-mesonpy python3-venv python3-dask
+  test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-mesonpy python3-venv python3-dask nginx-light
                    python3-distributed parallel python3-torch libopenblas0-pthread strace chromium python3-websocket
                    fonts-wqy-microhei
                    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;

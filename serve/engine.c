@@ -28,6 +28,7 @@ void serve_job_unref(job *j)
     serve_extract_req_free(&j->ex);
     serve_score_req_free(&j->sc);
     free(j->body);
+    if (j->gen) serve_gen_unref(j->gen);
     pthread_cond_destroy(&j->done);
     free(j);
 }
@@ -48,11 +49,13 @@ static void finish(job *j, int status, char *body)
     pthread_cond_signal(&j->done);
 }
 
-/* Take j off the head of the queue (mutex held). */
-static void pop(server *s, job *j)
+/* Take j off the queue, prev the job before it (NULL: j is its head). Mutex held. */
+static void pop(server *s, job *prev, job *j)
 {
-    s->head_job = j->next;
-    if (!s->head_job) s->tail_job = NULL;
+    if (prev) prev->next = j->next;
+    else s->head_job = j->next;
+    if (s->tail_job == j) s->tail_job = prev;
+    j->next = NULL;
     if (j->n_started == 0) s->waiting--;
     serve_job_unref(j); /* the queue's */
 }
@@ -156,7 +159,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
 }
 
 /* A score request, run at once on the engine's decider (mutex not held). */
-static void run_score(server *s, engine *w, job *j, int *status, char **body)
+static void run_score(engine *w, job *j, int *status, char **body)
 {
     serve_score_req *r = &j->sc;
     pd_decision *dec = NULL;
@@ -167,10 +170,11 @@ static void run_score(server *s, engine *w, job *j, int *status, char **body)
         return;
     }
     int32_t n_labels = 0;
-    const char *const *labels = r->n == 0 ? pd_head_labels(s->head, &n_labels) : r->cands;
+    const pd_head *head = w->g->head;
+    const char *const *labels = r->n == 0 ? pd_head_labels(head, &n_labels) : r->cands;
     json_t *cands = json_array();
     for (int32_t i = 0; cands && i < dec->n_candidates; i++) {
-        const char *label = dec->label_index ? pd_head_labels(s->head, &n_labels)[dec->label_index[i]] : labels[i];
+        const char *label = dec->label_index ? pd_head_labels(head, &n_labels)[dec->label_index[i]] : labels[i];
         json_array_append_new(cands, json_pack("{s:s,s:f,s:f}", "label", label, "prob", (double)dec->probs[i], "score",
                                                (double)dec->scores[i]));
     }
@@ -183,17 +187,18 @@ static void run_score(server *s, engine *w, job *j, int *status, char **body)
 
 /* A why request, run at once on the engine's own context for it (mutex not
  * held): pd_tag_explain's document, the one `pocketdec tag --html` draws. */
-static void run_why(server *s, engine *w, job *j, int *status, char **body)
+static void run_why(engine *w, job *j, int *status, char **body)
 {
+    const server *s = w->s;
     pd_error err;
     if (!w->why_ctx) {
         pd_context_params cp = pd_context_default_params();
         cp.n_threads = s->cfg->pipeline.n_threads;
         if (s->cfg->pipeline.n_ctx) cp.n_ctx = s->cfg->pipeline.n_ctx;
-        w->why_ctx = pd_context_new(s->model, &cp, &err);
+        w->why_ctx = pd_context_new(w->g->model, &cp, &err);
     }
     char *json = NULL;
-    if (!w->why_ctx || pd_tag_explain(w->why_ctx, s->why, j->sc.text, strlen(j->sc.text), &json, NULL, &err)) {
+    if (!w->why_ctx || pd_tag_explain(w->why_ctx, w->g->why, j->sc.text, strlen(j->sc.text), &json, NULL, &err)) {
         *status = err.code == PD_ERR_NOMEM || err.code == PD_ERR_INTERNAL ? 500 : 422;
         *body = serve_error_body(err.message);
         return;
@@ -204,37 +209,40 @@ static void run_why(server *s, engine *w, job *j, int *status, char **body)
     if (!*body) *status = 500;
 }
 
-/* The engine's source: the next text of the oldest request (score and why
- * requests are answered on the way); blocks only when the engine holds no
- * text. */
+/* The engine's source: the next text of the oldest request bound to its
+ * generation (score and why requests are answered on the way); blocks only
+ * when the engine holds no text. A retired generation's engine ends when
+ * none is left. */
 static int next_text(void *user, int wait, const char **text, size_t *len, void **tag)
 {
     engine *w = user;
     server *s = w->s;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        job *j = s->head_job;
+        job *prev = NULL, *j = s->head_job;
+        while (j && j->gen != w->g) prev = j, j = j->next;
         if (!j) {
-            if (s->stopping || !wait) {
+            bool end = s->stopping || w->g->retired;
+            if (end || !wait) {
                 pthread_mutex_unlock(&s->mu);
-                return s->stopping ? -1 : 0;
+                return end ? -1 : 0;
             }
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
         if (j->state == JOB_ABANDONED || serve_now() > j->deadline) { /* answered 504: start no more of it */
-            pop(s, j);
+            pop(s, prev, j);
             continue;
         }
         if (j->endpoint == EP_SCORE || j->endpoint == EP_WHY) {
             j->refs++;
-            pop(s, j);
+            pop(s, prev, j);
             j->state = JOB_RUNNING;
             s->in_flight++;
             pthread_mutex_unlock(&s->mu);
             int status;
             char *body;
-            (j->endpoint == EP_SCORE ? run_score : run_why)(s, w, j, &status, &body);
+            (j->endpoint == EP_SCORE ? run_score : run_why)(w, j, &status, &body);
             pthread_mutex_lock(&s->mu);
             s->in_flight--;
             finish(j, status, body);
@@ -249,7 +257,7 @@ static int next_text(void *user, int wait, const char **text, size_t *len, void 
         j->n_started++;
         j->refs++; /* the text's */
         if (++s->in_flight > s->peak) s->peak = s->in_flight;
-        if (j->n_started == j->ex.n) pop(s, j); /* its last text */
+        if (j->n_started == j->ex.n) pop(s, prev, j); /* its last text */
         pthread_mutex_unlock(&s->mu);
         *text = j->ex.texts[i];
         *len = j->ex.lens[i];
@@ -291,36 +299,41 @@ static void *engine_main(void *arg)
     pd_error err;
     if (pd_pipeline_extract_stream(w->pipe, &src, &err))
         fprintf(stderr, "pocketdec serve: an engine stopped: %s\n", err.message);
+    pthread_mutex_lock(&w->s->mu);
+    w->g->ended = true; /* its generation may be freed once retired (serve_gen_reap) */
+    pthread_mutex_unlock(&w->s->mu);
     return NULL;
 }
 
 /* The engine: one pipeline keeps --parallel texts in flight, the pipeline's
  * way (generation: in joint passes, the weights read once a pass for all of
  * them; a tagger head: side by side, a context and a thread each). */
-int serve_engine_start(server *s, engine *w, char *msg, size_t msg_size)
+int serve_engine_start(server *s, generation *g, char *msg, size_t msg_size)
 {
     const serve_config *cfg = s->cfg;
+    engine *w = &g->w;
     pd_pipeline_params pp = cfg->pipeline;
     pp.parallel = cfg->parallel;
     pd_error err;
     w->s = s;
-    if (!(w->pipe = pd_pipeline_new(s->model, s->schema, s->head, &pp, &err))) {
+    w->g = g;
+    if (!(w->pipe = pd_pipeline_new(g->model, s->schema, g->head, &pp, &err))) {
         snprintf(msg, msg_size, "%s", err.message);
         return 1;
     }
-    s->slots = pd_pipeline_parallel(w->pipe);
-    if (s->can_score) {
+    g->slots = pd_pipeline_parallel(w->pipe);
+    if (g->can_score) {
         pd_decider_params dp = pd_decider_default_params();
         dp.n_threads = pp.n_threads;
-        if (!(w->dec = pd_decider_new(s->model, s->head, &dp, &err))) {
+        if (!(w->dec = pd_decider_new(g->model, g->head, &dp, &err))) {
             snprintf(msg, msg_size, "%s", err.message);
             return 1;
         }
     }
-    if (pthread_create(&s->thread, NULL, engine_main, w)) {
+    if (pthread_create(&g->thread, NULL, engine_main, w)) {
         snprintf(msg, msg_size, "cannot start an engine thread");
         return 1;
     }
-    s->engine_running = true;
+    g->running = true;
     return 0;
 }

@@ -18,11 +18,12 @@
 
 #define GRACE_S 1.0 /* a body's first second is not held to --min-rate */
 
-conn *serve_conn_open(server *s, int fd)
+conn *serve_conn_open(server *s, int fd, const struct sockaddr_storage *addr)
 {
     conn *k = calloc(1, sizeof *k);
     if (!k) return NULL;
     k->fd = fd;
+    k->addr = *addr;
     k->phase = CONN_HEADERS;
     k->fresh = true;
     k->since = serve_now();
@@ -35,6 +36,16 @@ conn *serve_conn_open(server *s, int fd)
     return k;
 }
 
+conn *serve_conn_attach(server *s, int fd)
+{
+    for (conn *k = s->conns; k; k = k->next)
+        if (k->fd == fd && !k->attached) {
+            k->attached = true;
+            return k;
+        }
+    return NULL;
+}
+
 void serve_conn_close(server *s, conn *k)
 {
     if (k->fresh) s->fresh--;
@@ -43,6 +54,7 @@ void serve_conn_close(server *s, conn *k)
     if (k->next) k->next->prev = k->prev;
     s->n_conns--;
     free(k);
+    pthread_cond_signal(&s->conn_freed);
 }
 
 /* Whether k is too slow for its phase at time now. Bytes the client has sent
@@ -70,7 +82,12 @@ void serve_sweep(server *s)
                      "Content-Length: %zu\r\n\r\n%s",
                      sizeof body - 1, body);
     double now = serve_now();
-    for (conn *k = s->conns; k; k = k->next) {
+    for (conn *k = s->conns, *next; k; k = next) {
+        next = k->next;
+        if (!k->attached) { /* handed to the library, which has not told of it yet */
+            if (now - k->since > s->cfg->idle_timeout_s) serve_conn_close(s, k); /* it never will: it failed */
+            continue;
+        }
         if (k->dropped || !too_slow(s, k, now)) continue;
         /* the list is under the mutex and the library tells us of a close
          * (serve_conn_close) before it closes the socket: k->fd is still k's */
@@ -85,4 +102,5 @@ void serve_sweep(server *s)
         k->dropped = true;
         s->dropped++;
     }
+    serve_linger_sweep(s, false);
 }

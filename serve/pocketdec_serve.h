@@ -22,6 +22,20 @@ typedef struct serve_teach_config {
     uint64_t seed;             /* random's */
 } serve_teach_config;
 
+/* How the server loads a bundle on POST /v1/reload or SIGHUP (docs/serve.md,
+ * "Reloading"): open the bundle at path (NULL: the path it was started
+ * with) into *model and *head (may be NULL) with *owner what close frees;
+ * 0, or non-zero with msg saying why. Called from any of the server's
+ * threads, one call at a time. */
+typedef struct serve_loader {
+    int (*open)(void *user, const char *path, const pd_model **model, const pd_head **head, void **owner,
+                char *msg, size_t msg_size);
+    void (*close)(void *user, void *owner);
+    void *user;
+    void *first;  /* the owner of the model serve_run is given: freed with close once it is
+                     replaced and its requests answered, or when serve_run returns */
+} serve_loader;
+
 typedef struct serve_config {
     const char *host;      /* address to listen on: IPv4 or IPv6 literal */
     int port;              /* 0: any free port (the one taken is printed) */
@@ -34,14 +48,16 @@ typedef struct serve_config {
     double timeout_s;      /* a request not answered by then is answered 504 */
     const char *api_key;   /* NULL: no key; else every endpoint but /health needs "Bearer KEY" */
     /* what a client may hold of the server (docs/reliability.md, "The server") */
-    int32_t max_connections;  /* connections at once; more are closed on accept */
-    int32_t max_per_client;   /* connections at once from one address; more are closed on accept */
+    int32_t max_connections;  /* connections at once; more wait in the listen backlog */
+    int32_t max_per_client;   /* connections at once from one address (0: no limit); more are
+                                 answered 503 with Retry-After, unread (listen.c) */
     int32_t idle_timeout_s;   /* a connection silent this long is closed; a request's headers must be
                                  complete within it (408 when not) */
     int32_t min_rate;         /* bytes/s a body must average after its first second (408 when not),
                                  and an answer be read at; 0: only the idle timeout */
     size_t max_header;        /* bytes of a request's line and headers (431 or 414 past it) */
     const serve_teach_config *teach; /* NULL: no /v1/teach endpoints */
+    const serve_loader *loader;   /* NULL: no reload (POST /v1/reload answers 422) */
     pd_pipeline_params pipeline;  /* each engine's pipeline (n_threads: each engine's threads, 0 = the
                                      cores shared among the engines; parallel is set from the above) */
 } serve_config;
@@ -50,11 +66,13 @@ typedef struct serve_config {
 bool serve_available(void);
 
 /* Serve until SIGTERM or SIGINT: then stop accepting, answer every request
- * already accepted, and return 0. The caller blocks SIGTERM and SIGINT in
- * every thread (pthread_sigmask) before calling. Prints one line on stderr
+ * already accepted, and return 0. On SIGHUP, reload (cfg->loader, path
+ * NULL). The caller blocks SIGTERM, SIGINT and SIGHUP in every thread
+ * (pthread_sigmask) before calling. Prints one line on stderr
  * when listening ("pocketdec serve: listening on http://HOST:PORT ...").
  * Returns non-zero with msg filled when it cannot start. model, schema and
- * head (may be NULL) are only read. */
+ * head (may be NULL) are only read; with cfg->loader, model and head are
+ * cfg->loader->first's, which serve_run frees (close) on every return. */
 int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
               size_t msg_size);
 

@@ -191,6 +191,25 @@ void serve_score_req_free(serve_score_req *req)
     memset(req, 0, sizeof *req);
 }
 
+int serve_parse_reload(const char *body, size_t len, char **path, char msg[SERVE_MESSAGE_SIZE])
+{
+    static const char *const allowed[] = {"model", NULL};
+    *path = NULL;
+    if (len == 0) return 0; /* the path the server was started with */
+    json_t *root;
+    int st = load_object(body, len, allowed, &root, msg);
+    if (st) return st;
+    const json_t *model = json_object_get(root, "model");
+    if (model && (!json_is_string(model) || json_string_length(model) == 0))
+        st = refuse(msg, 400, "\"model\" must be a bundle's folder: a non-empty string");
+    else if (model && strlen(json_string_value(model)) != json_string_length(model))
+        st = refuse(msg, 400, "\"model\" holds \\u0000");
+    else if (model && !(*path = strdup(json_string_value(model))))
+        st = refuse(msg, 500, "out of memory");
+    json_decref(root);
+    return st;
+}
+
 bool serve_auth_ok(const char *header, const char *key)
 {
     static const char prefix[] = "Bearer ";

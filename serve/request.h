@@ -51,6 +51,11 @@ void serve_extract_req_free(serve_extract_req *req);
 int serve_parse_score(const char *body, size_t len, size_t max_cands, serve_score_req *req, char msg[SERVE_MESSAGE_SIZE]);
 void serve_score_req_free(serve_score_req *req);
 
+/* POST /v1/reload: no body, or {"model": "DIR"}: 0 with *path the folder
+ * (malloc'ed) or NULL (no body, or no "model": the path the server was
+ * started with), or 400 with msg saying what is wrong. */
+int serve_parse_reload(const char *body, size_t len, char **path, char msg[SERVE_MESSAGE_SIZE]);
+
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be
  * NULL (no header). */

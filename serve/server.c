@@ -12,11 +12,9 @@
 #include "page.h"
 #include "teach.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -35,7 +33,7 @@ bool serve_available(void)
 /* ------------------------------------------------------------ metrics */
 
 static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/v1/why", "/v1/info", "/health", "/metrics",
-                                           "/v1/teach", "page", "other"};
+                                           "/v1/reload", "/v1/teach", "page", "other"};
 static const int statuses[] = {200, 400, 401, 404, 405, 408, 409, 413, 422, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -85,7 +83,7 @@ static void conn_phase(struct MHD_Connection *c, int phase, size_t bytes)
 static bool wants_post(const request *r)
 {
     if (r->endpoint == EP_TEACH) return serve_teach_wants_post(r->teach_op);
-    return r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE || r->endpoint == EP_WHY;
+    return r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE || r->endpoint == EP_WHY || r->endpoint == EP_RELOAD;
 }
 
 /* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
@@ -177,18 +175,29 @@ static char *metrics_text(server *s)
         s->peak);
     PUT("# HELP pocketdec_slots Texts the engines hold at once (--parallel).\n# TYPE pocketdec_slots gauge\n"
         "pocketdec_slots %d\n",
-        s->slots);
-    PUT("# HELP pocketdec_engines Engine threads, each with its own pipeline.\n# TYPE pocketdec_engines gauge\n"
+        s->gen->slots);
+    int engines = 0;
+    for (const generation *g = s->gens; g; g = g->next) engines += g->running && !g->ended;
+    PUT("# HELP pocketdec_engines Engine threads, each with its own pipeline (an old model's too, after a reload, "
+        "until its requests are answered).\n# TYPE pocketdec_engines gauge\n"
         "pocketdec_engines %d\n",
-        (int)s->engine_running);
+        engines);
+    PUT("# HELP pocketdec_model_generation The model serving: 1 the one started with, one more each reload.\n"
+        "# TYPE pocketdec_model_generation gauge\npocketdec_model_generation %ld\n"
+        "# HELP pocketdec_reloads_total Reloads (POST /v1/reload, SIGHUP), by result.\n"
+        "# TYPE pocketdec_reloads_total counter\npocketdec_reloads_total{result=\"loaded\"} %ld\n"
+        "pocketdec_reloads_total{result=\"refused\"} %ld\n",
+        s->gen->id, s->reloads, s->reload_failures);
     PUT("# HELP pocketdec_connections Connections open.\n# TYPE pocketdec_connections gauge\n"
         "pocketdec_connections %ld\n# HELP pocketdec_connections_accepted_total Connections accepted.\n"
         "# TYPE pocketdec_connections_accepted_total counter\npocketdec_connections_accepted_total %ld\n"
         "# HELP pocketdec_connections_peak The most connections open at once.\n"
         "# TYPE pocketdec_connections_peak gauge\npocketdec_connections_peak %ld\n"
         "# HELP pocketdec_connections_dropped_total Connections shut for --idle-timeout or --min-rate.\n"
-        "# TYPE pocketdec_connections_dropped_total counter\npocketdec_connections_dropped_total %ld\n",
-        s->n_conns, s->accepted, s->peak_conns, s->dropped);
+        "# TYPE pocketdec_connections_dropped_total counter\npocketdec_connections_dropped_total %ld\n"
+        "# HELP pocketdec_connections_refused_total Connections answered 503 over --max-per-client.\n"
+        "# TYPE pocketdec_connections_refused_total counter\npocketdec_connections_refused_total %ld\n",
+        s->n_conns, s->accepted, s->peak_conns, s->dropped, s->refused);
     PUT("# HELP pocketdec_queue_capacity Requests that may wait (--queue).\n# TYPE pocketdec_queue_capacity gauge\n"
         "pocketdec_queue_capacity %d\n",
         s->cfg->queue);
@@ -203,7 +212,7 @@ static int32_t free_slots(const server *s)
 {
     int32_t partial = 0;
     for (const job *j = s->head_job; j; j = j->next) partial += j->n_started > 0;
-    int32_t n = s->slots - s->in_flight - partial;
+    int32_t n = s->gen->slots - s->in_flight - partial;
     return n > 0 ? n : 0;
 }
 
@@ -225,6 +234,25 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
         for (size_t i = 0; i < j->ex.n; i++) j->tags[i] = (text_tag){j, i};
     }
     pthread_mutex_lock(&s->mu);
+    generation *g = s->gen; /* the model it runs on, whole, whatever reload comes */
+    const char *refusal = j->endpoint == EP_SCORE && !g->can_score
+                              ? (g->head ? "/v1/score needs a decision head (pointer or classifier); this server's head "
+                                           "is a tagger head, which extracts records (use /v1/extract)"
+                                         : "/v1/score needs a decision head (pointer or classifier); this server's "
+                                           "model has no head")
+                          : j->endpoint == EP_WHY && !g->why
+                              ? (g->head ? "/v1/why explains a tagger head's pass; this server's head is a decision "
+                                           "head (use /v1/score)"
+                                         : "/v1/why explains a tagger head's pass; this server's model has no head")
+                              : NULL;
+    if (refusal) {
+        j->refs = 1;
+        serve_job_unref(j);
+        pthread_mutex_unlock(&s->mu);
+        return fail(s, c, r, 422, "%s", refusal);
+    }
+    j->gen = g;
+    g->refs++;
     /* full: more requests waiting than free slots will take, plus --queue */
     if (s->waiting - free_slots(s) >= s->cfg->queue) {
         j->refs = 1;
@@ -266,15 +294,26 @@ static enum MHD_Result submit(server *s, struct MHD_Connection *c, request *r, j
 
 /* GET /v1/info: what this server runs, for the playground (and any client):
  * its head, the schema's fields, what it answers and its limits. */
-static char *info_text(const server *s)
+static char *info_text(server *s)
 {
-    json_t *fields = json_array();
-    for (int32_t i = 0; fields && i < pd_schema_n_fields(s->schema); i++)
-        json_array_append_new(fields, json_string(pd_schema_field_name(s->schema, i)));
-    return serve_dump(json_pack("{s:s,s:s,s:o*,s:b,s:b,s:i,s:I,s:b}", "version", PD_VERSION, "head",
-                                s->head ? pd_head_type_name(pd_head_get_type(s->head)) : "none", "fields", fields,
-                                "score", s->can_score, "why", s->why != NULL, "max_texts", s->cfg->max_texts, "max_body",
-                                (json_int_t)s->cfg->max_body, "api_key", s->cfg->api_key != NULL));
+    pthread_mutex_lock(&s->mu);
+    char *text = serve_info_text(s, s->gen);
+    pthread_mutex_unlock(&s->mu);
+    return text;
+}
+
+/* POST /v1/reload: {"model": DIR} or no body (the path started with). */
+static enum MHD_Result reload(server *s, struct MHD_Connection *c, request *r)
+{
+    char msg[SERVE_MESSAGE_SIZE], *path = NULL, *body = NULL;
+    int st = serve_parse_reload(r->body, r->len, &path, msg);
+    if (st) return fail(s, c, r, st, "%s", msg);
+    st = serve_reload(s, path, &body);
+    fprintf(stderr, "pocketdec serve: reload of %s: %s\n", path ? path : "the model started with",
+            st == 200 ? "loaded" : body ? body : "failed");
+    fflush(stderr);
+    free(path);
+    return answer(s, c, r, st, body, NULL);
 }
 
 static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
@@ -286,6 +325,7 @@ static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
     if (r->endpoint == EP_METRICS) return answer(s, c, r, 200, metrics_text(s), "text/plain; version=0.0.4");
     if (r->endpoint == EP_INFO) return answer(s, c, r, 200, info_text(s), NULL);
     if (r->endpoint == EP_PAGE) return answer(s, c, r, 200, strndup(r->page, r->page_len), r->page_type);
+    if (r->endpoint == EP_RELOAD) return reload(s, c, r);
     if (r->endpoint == EP_TEACH) {
         char *body = NULL;
         int st = serve_teach_handle(s->teach, r->teach_op, r->body, r->len, &body);
@@ -321,8 +361,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         conn_phase(c, CONN_BODY, 0);
         pthread_mutex_unlock(&s->mu);
         r->endpoint = EP_OTHER;
-        for (int e = 0; e < EP_PAGE; e++)
-            if (strcmp(url, ep_names[e]) == 0) r->endpoint = e;
+        for (int e = 0; e < EP_PAGE; e++) /* /v1/teach/... by serve_teach_op, below */
+            if (e != EP_TEACH && strcmp(url, ep_names[e]) == 0) r->endpoint = e;
         if (r->endpoint == EP_OTHER && serve_page_find(url, &r->page, &r->page_len, &r->page_type)) r->endpoint = EP_PAGE;
         if (r->endpoint == EP_OTHER && (r->teach_op = serve_teach_op(url)) >= 0) r->endpoint = EP_TEACH;
         r->post = strcmp(method, "POST") == 0;
@@ -336,12 +376,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (s->cfg->api_key && r->endpoint != EP_HEALTH && r->endpoint != EP_PAGE &&
             !serve_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), s->cfg->api_key))
             return fail(s, c, r, 401, "missing or wrong API key: send Authorization: Bearer KEY");
-        if (r->endpoint == EP_SCORE && !s->can_score)
-            return fail(s, c, r, 422, "/v1/score needs a decision head (pointer or classifier); this server's %s",
-                        s->head ? "head is a tagger head, which extracts records (use /v1/extract)" : "model has no head");
-        if (r->endpoint == EP_WHY && !s->why)
-            return fail(s, c, r, 422, "/v1/why explains a tagger head's pass; this server's %s",
-                        s->head ? "head is a decision head (use /v1/score)" : "model has no head");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->cfg->max_body)
             return fail(s, c, r, 413, "the body is larger than %zu bytes (--max-body)", s->cfg->max_body);
@@ -388,7 +422,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     pthread_mutex_lock(&s->mu);
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_context = ci ? serve_conn_open(s, ci->connect_fd) : NULL;
+        *socket_context = ci ? serve_conn_attach(s, ci->connect_fd) : NULL;
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
         serve_conn_close(s, *socket_context);
         *socket_context = NULL;
@@ -414,90 +448,96 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* ------------------------------------------------------------ the server */
 
-static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size, int *port)
+/* libmicrohttpd without a listening socket of its own: the acceptor
+ * (listen.c) hands it the connections within the limits. Its own connection
+ * limit stays above --max-connections: it closes a connection over it. */
+static struct MHD_Daemon *start_daemon(server *s, char *msg, size_t msg_size)
 {
     const serve_config *cfg = s->cfg;
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC;
-    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, cfg->host, &v4->sin_addr) == 1) {
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons((uint16_t)cfg->port);
-    } else if (inet_pton(AF_INET6, cfg->host, &v6->sin6_addr) == 1) {
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons((uint16_t)cfg->port);
-        flags |= MHD_USE_IPv6;
-    } else {
-        snprintf(msg, msg_size, "--host %s: not an IPv4 or IPv6 address", cfg->host);
-        return NULL;
-    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
+                     MHD_USE_NO_LISTEN_SOCKET;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_client,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, cfg->max_header, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)256,
-        MHD_OPTION_END);
-    if (!d) {
-        snprintf(msg, msg_size, "cannot listen on %s port %d (in use, or not an address of this machine?)", cfg->host,
-                 cfg->port);
-        return NULL;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = info ? info->port : cfg->port;
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections * 2 + 16, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        cfg->max_header, MHD_OPTION_END);
+    if (!d) snprintf(msg, msg_size, "cannot start the HTTP daemon (libmicrohttpd)");
     return d;
+}
+
+/* The signal loop: the guard's sweep and the reaping of old models every
+ * tick, a reload on SIGHUP, until SIGTERM or SIGINT (returned). */
+static int wait_for_signal(server *s)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    struct timespec tick = {0, 100 * 1000 * 1000};
+    for (;;) {
+        int sig = sigtimedwait(&set, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) return sig;
+        if (sig == SIGHUP) {
+            char *body = NULL;
+            int st = serve_reload(s, NULL, &body);
+            fprintf(stderr, "pocketdec serve: SIGHUP: reload %s: %s\n", st == 200 ? "loaded" : "refused",
+                    body ? body : "out of memory");
+            fflush(stderr);
+            free(body);
+        }
+        pthread_mutex_lock(&s->mu);
+        serve_sweep(s);
+        pthread_mutex_unlock(&s->mu);
+        serve_gen_reap(s);
+    }
 }
 
 int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg, char *msg,
               size_t msg_size)
 {
+    void *first = cfg->loader ? cfg->loader->first : NULL;
     server *s = calloc(1, sizeof *s);
-    engine w = {0}; /* one: the pipeline runs its texts in parallel itself */
     if (!s) {
         snprintf(msg, msg_size, "out of memory");
+        if (first) cfg->loader->close(cfg->loader->user, first);
         return 1;
     }
-    s->model = model;
     s->schema = schema;
-    s->head = head;
     s->cfg = cfg;
-    s->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->work, NULL);
-    pd_error err;
+    pthread_cond_init(&s->conn_freed, NULL);
+    s->listen_fd = -1;
     int rc = 0, port = 0;
-    if (head && pd_head_get_type(head) == PD_HEAD_TAGGER && !(s->why = pd_tag_extractor_new(model, schema, head, &err))) {
-        snprintf(msg, msg_size, "%s", err.message);
+    s->gen = s->gens = serve_gen_new(s, model, head, first, NULL, msg, msg_size);
+    if (!s->gen) {
+        if (first) cfg->loader->close(cfg->loader->user, first);
         rc = 1;
+    } else {
+        s->gen->id = 1;
     }
-    if (rc == 0 && cfg->teach && !(s->teach = serve_teach_open(model, schema, head, cfg, msg, msg_size))) rc = 1;
-    if (rc == 0) rc = serve_engine_start(s, &w, msg, msg_size);
-    struct MHD_Daemon *d = rc ? NULL : start_daemon(s, msg, msg_size, &port);
+    /* the annotation queue ranks and proposes with the model started with: that
+     * generation is kept (a reference of its own) until the queue is freed */
+    if (rc == 0 && cfg->teach) {
+        if (!(s->teach = serve_teach_open(s->gen->model, schema, s->gen->head, cfg, msg, msg_size))) rc = 1;
+        else s->gen->refs++;
+    }
+    s->listen_fd = rc ? -1 : serve_listen_open(cfg, &port, msg, msg_size);
+    struct MHD_Daemon *d = s->listen_fd < 0 ? NULL : start_daemon(s, msg, msg_size);
+    s->daemon = d;
+    if (d && serve_acceptor_start(s)) {
+        snprintf(msg, msg_size, "cannot start the acceptor thread");
+        MHD_stop_daemon(d);
+        d = NULL;
+    }
     if (d) {
         fprintf(stderr, "pocketdec serve: listening on http://%s%s%s:%d (1 engine x %d text%s in flight, queue %d)\n",
-                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, s->slots,
-                s->slots == 1 ? "" : "s", cfg->queue);
+                strchr(cfg->host, ':') ? "[" : "", cfg->host, strchr(cfg->host, ':') ? "]" : "", port, s->gen->slots,
+                s->gen->slots == 1 ? "" : "s", cfg->queue);
         fflush(stderr);
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        int sig = -1;
-        struct timespec tick = {0, 100 * 1000 * 1000};
-        while (sig < 0) { /* the guard's sweep every tick until a signal */
-            sig = sigtimedwait(&set, NULL, &tick);
-            pthread_mutex_lock(&s->mu);
-            serve_sweep(s);
-            pthread_mutex_unlock(&s->mu);
-        }
-        /* stop accepting; answer what was accepted */
-        pthread_mutex_lock(&s->mu);
-        s->draining = true;
-        pthread_mutex_unlock(&s->mu);
-        MHD_socket ls = MHD_quiesce_daemon(d);
-        if (ls != MHD_INVALID_SOCKET) close(ls);
+        int sig = wait_for_signal(s);
+        serve_acceptor_stop(s); /* stop accepting; answer what was accepted */
         fprintf(stderr, "pocketdec serve: %s: no new connections; answering the requests accepted\n",
                 sig == SIGTERM ? "SIGTERM" : "SIGINT");
         fflush(stderr);
@@ -519,18 +559,21 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     s->stopping = true;
     pthread_cond_broadcast(&s->work);
     pthread_mutex_unlock(&s->mu);
-    if (s->engine_running) pthread_join(s->thread, NULL);
-    while (s->head_job) { /* none: every connection waited for its job */
+    serve_teach_free(s->teach); /* before the generation whose model it holds */
+    while (s->gens) { /* every engine ends: no request is left (every connection waited for its job) */
+        generation *g = s->gens;
+        s->gens = g->next;
+        serve_gen_free(s, g);
+    }
+    while (s->head_job) {
         job *j = s->head_job;
         s->head_job = j->next;
         serve_job_unref(j);
     }
-    pd_pipeline_free(w.pipe);
-    pd_decider_free(w.dec);
-    pd_context_free(w.why_ctx);
-    pd_tag_extractor_free(s->why);
-    serve_teach_free(s->teach);
     if (rc == 0) fprintf(stderr, "pocketdec serve: stopped; %ld requests answered\n", s->latency_count);
+    if (s->listen_fd >= 0) close(s->listen_fd);
+    serve_linger_sweep(s, true);
+    pthread_cond_destroy(&s->conn_freed);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -53,6 +53,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         check_refusal(st, msg);
     }
+    char *path = NULL;
+    msg[0] = 0;
+    st = serve_parse_reload(body, size, &path, msg);
+    if (st == 0 && path) check_text(path, strlen(path));
+    else if (st) check_refusal(st, msg);
+    free(path);
     /* the key comparison on the same bytes as a header */
     char *header = malloc(size + 1);
     if (!header) return 0;

@@ -113,6 +113,32 @@ static void test_auth(void **state)
     assert_false(serve_auth_ok("Bearer k3z", "k3y"));
 }
 
+/* POST /v1/reload: no body or {"model": DIR}; anything else 400 naming it. */
+static void test_reload(void **state)
+{
+    (void)state;
+    char msg[SERVE_MESSAGE_SIZE], *path = (char *)"x";
+    assert_int_equal(serve_parse_reload("", 0, &path, msg), 0);
+    assert_null(path);
+    assert_int_equal(serve_parse_reload("{}", 2, &path, msg), 0);
+    assert_null(path);
+    const char *ok = "{\"model\": \"models/tianchi-gen\"}";
+    assert_int_equal(serve_parse_reload(ok, strlen(ok), &path, msg), 0);
+    assert_string_equal(path, "models/tianchi-gen");
+    free(path);
+    static const struct {
+        const char *body, *says;
+    } bad[] = {{"{\"model\": 3}", "\"model\" must be"},     {"{\"model\": \"\"}", "non-empty"},
+               {"{\"model\": \"a\\u0000b\"}", "\\u0000"}, {"{\"head\": \"x\"}", "head"},
+               {"[1]", "object"},                             {"{", "line 1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        path = (char *)"x";
+        assert_int_equal(serve_parse_reload(bad[i].body, strlen(bad[i].body), &path, msg), 400);
+        assert_null(path);
+        if (!strstr(msg, bad[i].says)) fail_msg("%s: got \"%s\", wanted it to say \"%s\"", bad[i].body, msg, bad[i].says);
+    }
+}
+
 static void test_error_body(void **state)
 {
     (void)state;
@@ -128,7 +154,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_extract_ok), cmocka_unit_test(test_extract_refused), cmocka_unit_test(test_score),
-        cmocka_unit_test(test_auth),            cmocka_unit_test(test_error_body),
+        cmocka_unit_test(test_auth),            cmocka_unit_test(test_error_body), cmocka_unit_test(test_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
