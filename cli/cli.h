@@ -120,5 +120,6 @@ int cmd_tag(cli_args *a);
 int cmd_score(cli_args *a);
 int cmd_quantize(cli_args *a);
 int cmd_serve(cli_args *a);
+int cmd_summarize(cli_args *a);
 
 #endif

@@ -3,8 +3,7 @@
  * memory (one review at a time, or a batch of them with --parallel, written
  * in input order), so batch engines can shard a corpus through it. */
 #include "cli.h"
-#include "jsonl.h"
-#include "te_csv.h"
+#include "reviews.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -15,97 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------ the input */
-
-typedef struct reader {
-    FILE *f;
-    const char *name;
-    bool jsonl;
-    cli_jsonl jl;   /* the JSONL reader (over f) */
-    te_csv *csv;    /* the CSV reader (over f): the one tianchi-eval reads with */
-    bool first;     /* no record read yet (a CSV header is the first record) */
-    bool failed;    /* the input cannot be read further (fail says why) */
-    long rows;      /* rows read (a CSV header and broken rows count): where a resume starts */
-    char fail[TE_ERROR_MESSAGE_SIZE];
-} reader;
-
-typedef struct row {
-    long line;          /* where the row starts */
-    long ordinal;       /* the reader's rows up to this one */
-    const char *id, *text; /* into the reader's record (CSV) or owned by json (JSONL) */
-    size_t text_len;
-    char problem[TE_ERROR_MESSAGE_SIZE + 64]; /* non-empty: a broken row, "FILE:LINE: what" */
-    bool keep_id;       /* a broken row whose id is still written, with no records */
-    bool header;
-    json_t *json;
-    char id_buf[24];    /* an integer id as text */
-} row;
-
-/* A CSV record as a row: `id,Reviews`. A broken record (te_csv.h says which)
- * keeps its id when it has one, so that the output still lists it. */
-static void csv_row(reader *r, row *w, te_csv_result res, const te_error *err)
-{
-    size_t n = te_csv_n_fields(r->csv);
-    w->line = te_csv_line(r->csv);
-    w->id = n ? te_csv_field(r->csv, 0, NULL) : NULL;
-    w->header = r->first && w->id && strcmp(w->id, "id") == 0;
-    r->first = false;
-    if (res == TE_CSV_BROKEN)
-        snprintf(w->problem, sizeof w->problem, "%s", err->message);
-    else if (n != 2)
-        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: expected 2 fields (id,Reviews), got %zu",
-                 r->name, w->line, n);
-    else if (!*w->id)
-        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: the id is empty", r->name, w->line);
-    else {
-        w->text = te_csv_field(r->csv, 1, &w->text_len);
-        return;
-    }
-    w->keep_id = w->id && *w->id && !w->header;
-}
-
-/* The next row; false at the end of input. A broken row comes back with
- * w->problem set. */
-static bool read_row(reader *r, row *w);
-
-static bool next_row(reader *r, row *w)
-{
-    if (!read_row(r, w)) return false;
-    w->ordinal = ++r->rows;
-    return true;
-}
-
-static bool read_row(reader *r, row *w)
-{
-    memset(w, 0, sizeof *w);
-    if (r->jsonl) {
-        const char *id = NULL, *text = NULL;
-        size_t len = 0;
-        cli_jsonl_status st = cli_jsonl_next(&r->jl, &w->json);
-        if (st == CLI_JSONL_END) return false;
-        w->line = r->jl.line;
-        if (st == CLI_JSONL_FAIL) r->failed = true;
-        if (st == CLI_JSONL_OK && cli_jsonl_object(&r->jl, w->json) && cli_jsonl_id(&r->jl, w->json, "id", w->id_buf, &id) &&
-            cli_jsonl_string(&r->jl, w->json, "text", true, &text, &len)) {
-            w->id = id;
-            w->text = text;
-            w->text_len = len;
-        } else {
-            snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row skipped: %s", r->name, w->line, r->jl.what);
-        }
-        return true;
-    }
-    te_error err;
-    te_csv_result res = te_csv_next(r->csv, &err);
-    if (res == TE_CSV_END) return false;
-    if (res == TE_CSV_FAIL) {
-        r->failed = true;
-        snprintf(r->fail, sizeof r->fail, "%s", err.message);
-        return true;
-    }
-    csv_row(r, w, res, &err);
-    return true;
-}
+/* The input: the reviews' reader (reviews.h). */
+typedef cli_reviews reader;
+typedef cli_review row;
 
 /* ------------------------------------------------------------ the command */
 
@@ -349,9 +260,9 @@ static void progress(run_state *s, reader *r)
 static int skip_rows(reader *r, long rows)
 {
     row w;
-    while (r->rows < rows && next_row(r, &w)) {
+    while (r->rows < rows && cli_reviews_next(r, &w)) {
         json_decref(w.json);
-        if (r->failed) return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
+        if (r->failed) return cli_reviews_fail(r);
     }
     if (r->rows < rows)
         return cli_failf("%s: cannot resume: the input has %ld rows, fewer than the %ld the output holds", r->name, r->rows,
@@ -367,12 +278,12 @@ static int stream(run_state *s, reader *r)
     batch b = {0};
     bool many = pd_pipeline_read_ahead(s->pipe) > 1;
     if (many && !batch_init(&b, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
-    while (rc == 0 && next_row(r, &w)) {
+    while (rc == 0 && cli_reviews_next(r, &w)) {
         if (r->failed) {
             json_decref(w.json);
             if (many) rc = batch_flush(s, r, &b); /* what was read before is still written */
             batch_free(&b);
-            return rc ? rc : r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
+            return rc ? rc : cli_reviews_fail(r);
         }
         if (many && (!w.header || w.problem[0])) {
             if (!batch_add(&b, &w)) rc = cli_failf("out of memory");
@@ -410,22 +321,9 @@ static int stream(run_state *s, reader *r)
 
 static int open_files(cli_args *a, reader *r, FILE **out)
 {
-    const char *in = cli_opt(a, "--input"), *outp = cli_opt(a, "--output"), *ifmt = cli_opt(a, "--input-format");
-    size_t n = strlen(in);
-    r->name = strcmp(in, "-") ? in : "stdin";
-    r->jsonl = ifmt ? strcmp(ifmt, "jsonl") == 0 : (n > 6 && strcmp(in + n - 6, ".jsonl") == 0);
-    if (ifmt && strcmp(ifmt, "jsonl") && strcmp(ifmt, "csv")) return cli_usage(a, "--input-format must be csv or jsonl");
-    r->first = true;
-    r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
-    if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
-    te_error err;
-    if (r->jsonl)
-        cli_jsonl_init(&r->jl, r->f, r->name);
-    else if (!(r->csv = te_csv_open(r->name, r->f, &err)) && r->f != stdin)
-        fclose(r->f);
-    if (!r->jsonl && !r->csv) return cli_failf("%s", err.message);
-    if (r->csv) te_csv_expect_fields(r->csv, 2); /* id,Reviews: what a row looks like when resynchronising */
-    if (strcmp(outp, "-") == 0) *out = stdout;
+    int rc = cli_reviews_open(a, r, cli_opt(a, "--input"), cli_opt(a, "--input-format"));
+    if (rc) return rc;
+    if (strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
     return 0;
 }
 
@@ -512,7 +410,7 @@ int cmd_extract(cli_args *a)
     if (!out && (rc = open_output(&s, &rows)) == 0) rc = skip_rows(&r, rows);
     s.bar = s.every < 0 && isatty(STDERR_FILENO);
     if (rc == 0) rc = stream(&s, &r);
-    if (r.f != stdin) fclose(r.f);
+    cli_reviews_close(&r);
     if (s.o && s.done) {
         int fin = pd_output_finish(s.o, &err) ? cli_fail(&err) : 0;
         rc = rc ? rc : fin;
@@ -520,8 +418,7 @@ int cmd_extract(cli_args *a)
         pd_output_free(s.o); /* the progress says what is whole, for --resume */
     }
 done:
-    te_csv_free(r.csv);
-    cli_jsonl_free(&r.jl);
+    cli_reviews_close(&r);
     pd_pipeline_free(s.pipe);
     pd_draft_free(draft);
     cli_model_close(&m);

@@ -78,6 +78,21 @@ static const cli_command commands[] = {
      "and --progress may change). The output is fsync'ed every 5 s (what a power loss may cost) and at the\n"
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
+    {"summarize",
+     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--json FILE] [--csv DIR] [--model DIR]"
+     " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
+     " [--min-support N] [--top N] [--examples N]",
+     "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
+     "the records found, the reviews with one and their share, the count corrected by the model's measured\n"
+     "precision and recall with its 90% interval, the top aspects and opinions and example reviews with\n"
+     "their spans. --records: what extract wrote (JSONL or Tianchi rows), read a review at a time in\n"
+     "constant memory; --input: the reviews they came from (as extract reads them), in the same order, for\n"
+     "the examples' text and the reviews with no record. JSON on stdout (or --json FILE), --csv DIR writes\n"
+     "polarity.csv and cells.csv. The rates: --calibration FILE, else --model DIR's calibration.json,\n"
+     "or measured with --calibrate LABELS (train/dataset.py's JSONL or the Tianchi labels CSV) against\n"
+     "--calibrate-records (the model's records over those reviews), kept with --save-calibration FILE.\n"
+     "A cell with fewer than --min-support gold records (default 20) uses its polarity's rates.",
+     cmd_summarize},
     {"tag",
      "--model PATH [--head DIR] --schema FILE --text T [--html FILE] [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Runs a tagger head (extraction by decisions) on one text and prints one JSON object:\n"

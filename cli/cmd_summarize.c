@@ -1,0 +1,310 @@
+/* cmd_summarize.c - `pocketdec summarize`: the summary of a corpus's records
+ * (summary/pocketdec_summary.h holds the rule), read a review at a time:
+ * the records `extract` wrote, beside the reviews they came from, in their
+ * order; the rates from a calibration file, or measured on labelled reviews. */
+#include "cli.h"
+#include "pocketdec_summary.h"
+#include "records.h"
+#include "reviews.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int summary_fail(const pds_error *err)
+{
+    return cli_failf("%s", err->message);
+}
+
+/* The labelled reviews of a file, in memory (a calibration's few thousand):
+ * each one's id, line, records and whether the model's records met it. */
+typedef struct gold {
+    char *id;
+    long line;
+    pds_record *recs;
+    size_t n;
+    char **strs; /* the records' strings */
+    bool seen;
+} gold;
+
+static void gold_free(gold *g, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; g[i].strs && g[i].strs[k]; k++) free(g[i].strs[k]);
+        free(g[i].strs);
+        free(g[i].recs);
+        free(g[i].id);
+    }
+    free(g);
+}
+
+/* r's review copied into g. */
+static bool gold_copy(gold *g, const cli_records *r)
+{
+    memset(g, 0, sizeof *g);
+    g->line = r->line;
+    g->id = strdup(r->id);
+    g->recs = malloc((r->n ? r->n : 1) * sizeof *g->recs);
+    g->strs = calloc(4 * r->n + 1, sizeof *g->strs);
+    if (!g->id || !g->recs || !g->strs) return false;
+    for (size_t i = 0; i < r->n; i++) {
+        const pds_record *x = &r->recs[i];
+        char **s = &g->strs[4 * i];
+        if (!(s[0] = strdup(x->aspect)) || !(s[1] = strdup(x->opinion)) || !(s[2] = strdup(x->category)) ||
+            !(s[3] = strdup(x->polarity)))
+            return false;
+        g->recs[i] = *x;
+        g->recs[i].aspect = s[0], g->recs[i].opinion = s[1], g->recs[i].category = s[2], g->recs[i].polarity = s[3];
+    }
+    g->n = r->n;
+    return true;
+}
+
+static int gold_load(const char *path, gold **out, size_t *n)
+{
+    cli_records r;
+    size_t cap = 0;
+    int rc = cli_records_open(&r, path), got = 0;
+    *out = NULL;
+    *n = 0;
+    while (rc == 0 && (got = cli_records_next(&r)) == 1) {
+        if (*n == cap) {
+            gold *p = realloc(*out, (cap = cap ? 2 * cap : 64) * sizeof *p);
+            if (!p) {
+                rc = cli_failf("out of memory");
+                break;
+            }
+            *out = p;
+        }
+        if (!gold_copy(&(*out)[(*n)++], &r)) rc = cli_failf("out of memory");
+    }
+    cli_records_close(&r);
+    return rc ? rc : got < 0 ? 1 : 0;
+}
+
+/* The labelled review of id, looked for from *cursor on (the files are
+ * usually in one order); NULL when the labels do not have it. */
+static gold *gold_find(gold *g, size_t n, size_t *cursor, const char *id)
+{
+    for (size_t k = 0; k < n; k++) {
+        size_t i = (*cursor + k) % n;
+        if (strcmp(g[i].id, id) == 0) {
+            *cursor = i + 1;
+            return &g[i];
+        }
+    }
+    return NULL;
+}
+
+/* --calibrate LABELS with --calibrate-records RECS: the rates of the records
+ * RECS holds (the model's, over the labelled reviews, in any order) against
+ * the gold records of LABELS. A review absent from LABELS has no gold record
+ * (the Tianchi labels CSV lists only reviews with one); a labelled review
+ * absent from RECS is an error (the model did not see it). */
+static int calibrate(const char *labels, const char *recs, pds_calibration *cal)
+{
+    gold *g;
+    size_t n, cursor = 0;
+    int rc = gold_load(labels, &g, &n), got = 0;
+    cli_records p;
+    if (rc || (rc = cli_records_open(&p, recs))) {
+        gold_free(g, n);
+        return rc;
+    }
+    pds_error err;
+    while (rc == 0 && (got = cli_records_next(&p)) == 1) {
+        gold *x = gold_find(g, n, &cursor, p.id);
+        if (x && x->seen)
+            rc = cli_failf("%s:%ld: id %s a second time", recs, p.line, p.id);
+        else if (pds_calibration_add(cal, x ? x->recs : NULL, x ? x->n : 0, p.recs, p.n, &err))
+            rc = summary_fail(&err);
+        if (x) x->seen = true;
+    }
+    if (rc == 0 && got < 0) rc = 1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!g[i].seen)
+            rc = cli_failf("%s:%ld: id %s has no records in %s (they must be the model's records over the labelled "
+                           "reviews)", labels, g[i].line, g[i].id, recs);
+    if (rc == 0 && pds_calibration_reviews(cal) == 0) rc = cli_failf("%s: no reviews", recs);
+    gold_free(g, n);
+    cli_records_close(&p);
+    return rc;
+}
+
+/* The rates: measured (--calibrate), a file (--calibration), or the bundle's
+ * (--model DIR's calibration.json); NULL in *out when none. */
+static int rates(cli_args *a, pds_calibration **out)
+{
+    const char *labels = cli_opt(a, "--calibrate"), *recs = cli_opt(a, "--calibrate-records");
+    const char *file = cli_opt(a, "--calibration"), *save = cli_opt(a, "--save-calibration"), *model = cli_opt(a, "--model");
+    pds_error err;
+    *out = NULL;
+    if (!labels != !recs) return cli_usage(a, "--calibrate LABELS and --calibrate-records RECORDS go together");
+    if (labels && file) return cli_usage(a, "--calibrate measures the rates; --calibration reads them: one of them");
+    if (save && !labels) return cli_usage(a, "--save-calibration FILE needs --calibrate");
+    char bundled[4096];
+    struct stat st;
+    if (!labels && !file && model) {
+        snprintf(bundled, sizeof bundled, "%s/calibration.json", model);
+        if (stat(bundled, &st) == 0) file = bundled;
+    }
+    if (file) {
+        if (!(*out = pds_calibration_load(file, &err))) return summary_fail(&err);
+        return 0;
+    }
+    if (!labels) return 0;
+    if (!(*out = pds_calibration_new())) return cli_failf("out of memory");
+    int rc = calibrate(labels, recs, *out);
+    if (rc || !save) return rc;
+    json_t *j = pds_calibration_json(*out, labels);
+    if (!j || json_dump_file(j, save, JSON_INDENT(1) | JSON_PRESERVE_ORDER))
+        rc = cli_failf("%s: cannot write: %s", save, strerror(errno));
+    json_decref(j);
+    return rc;
+}
+
+/* Every record's polarity among the calibration's (a category it never saw
+ * has its polarity's rates; a polarity it never saw: rates of another schema). */
+static int check_labels(const pds_calibration *cal, const char *cal_name, const cli_records *r)
+{
+    for (size_t i = 0; cal && i < r->n; i++)
+        if (strcmp(r->recs[i].polarity, "_") && !pds_calibration_knows(cal, false, r->recs[i].polarity))
+            return cli_failf("%s:%ld: id %s: polarity '%s' is not among the labels of the calibration %s (rates "
+                             "measured for another schema?)", r->name, r->line, r->id, r->recs[i].polarity, cal_name);
+    return 0;
+}
+
+typedef struct run {
+    pds_summary *sum;
+    const pds_calibration *cal;
+    const char *cal_name;
+    long unmatched;   /* reviews of --input with no line in the records */
+    cli_reviews in;
+    bool has_input;
+} run;
+
+/* A review of --input with no records line: counted with none. */
+static int review_alone(run *s, const cli_review *w)
+{
+    pds_error err;
+    s->unmatched++;
+    return pds_summary_add(s->sum, w->id, NULL, NULL, 0, &err) ? summary_fail(&err) : 0;
+}
+
+/* The review of --input whose id is the records' r->id (the reviews before
+ * it have no records); its text into *text (malloc'ed; NULL when broken). */
+static int find_review(run *s, const cli_records *r, char **text)
+{
+    cli_review w;
+    *text = NULL;
+    while (cli_reviews_next(&s->in, &w)) {
+        int rc = 0;
+        bool found = false;
+        if (s->in.failed) rc = cli_reviews_fail(&s->in);
+        else if (w.problem[0] && !w.keep_id) fprintf(stderr, "pocketdec: %s; not counted\n", w.problem);
+        else if (!w.header && strcmp(w.id, r->id) == 0) {
+            found = true;
+            if (!w.problem[0] && !(*text = strndup(w.text, w.text_len))) rc = cli_failf("out of memory");
+        } else if (!w.header) {
+            rc = review_alone(s, &w);
+        }
+        json_decref(w.json);
+        if (rc || found) return rc;
+    }
+    return cli_failf("%s:%ld: id %s is not among the reviews of %s (or not in their order: the records must come in "
+                     "the reviews' order, as extract writes them)", r->name, r->line, r->id, s->in.name);
+}
+
+static int gather(run *s, const char *records)
+{
+    cli_records r;
+    int rc = cli_records_open(&r, records), got;
+    pds_error err;
+    while (rc == 0 && (got = cli_records_next(&r)) == 1) {
+        char *text = NULL;
+        if (!(rc = check_labels(s->cal, s->cal_name, &r)) && (!s->has_input || !(rc = find_review(s, &r, &text))) &&
+            pds_summary_add(s->sum, r.id, s->has_input ? text : r.text, r.recs, r.n, &err))
+            rc = summary_fail(&err);
+        free(text);
+    }
+    if (rc == 0 && got < 0) rc = 1;
+    cli_review w;
+    while (rc == 0 && s->has_input && cli_reviews_next(&s->in, &w)) {
+        if (s->in.failed) rc = cli_reviews_fail(&s->in);
+        else if (!w.header && (!w.problem[0] || w.keep_id)) rc = review_alone(s, &w);
+        json_decref(w.json);
+    }
+    if (rc == 0 && pds_summary_reviews(s->sum) == 0) rc = cli_failf("%s: no reviews", records);
+    if (rc == 0 && s->unmatched)
+        fprintf(stderr, "pocketdec summarize: %ld reviews of %s have no line in %s: counted with no records\n",
+                s->unmatched, s->in.name, records);
+    cli_records_close(&r);
+    return rc;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fputs(text, f) < 0 || fclose(f)) {
+        int e = errno;
+        return cli_failf("%s: cannot write: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+static int write_outputs(cli_args *a, const json_t *j)
+{
+    const char *json = cli_opt(a, "--json"), *dir = cli_opt(a, "--csv");
+    size_t flags = JSON_INDENT(1) | JSON_PRESERVE_ORDER;
+    int rc = 0;
+    if (!dir && !json) json = "-";
+    if (json && strcmp(json, "-") == 0) {
+        if (json_dumpf(j, stdout, flags) || fputc('\n', stdout) == EOF) rc = cli_failf("stdout: cannot write");
+    } else if (json && json_dump_file(j, json, flags)) {
+        rc = cli_failf("%s: cannot write: %s", json, strerror(errno));
+    }
+    if (rc || !dir) return rc;
+    if (mkdir(dir, 0777) && errno != EEXIST) return cli_failf("%s: cannot make the folder: %s", dir, strerror(errno));
+    static const char *const names[2] = {"polarity.csv", "cells.csv"};
+    for (int k = 0; k < 2 && !rc; k++) {
+        char path[4096], *text = pds_summary_csv(j, k == 1);
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        rc = text ? write_text(path, text) : cli_failf("out of memory");
+        free(text);
+    }
+    return rc;
+}
+
+int cmd_summarize(cli_args *a)
+{
+    pds_params pp = pds_default_params();
+    const char *records = cli_opt(a, "--records"), *input = cli_opt(a, "--input");
+    int rc;
+    if (!records) return cli_usage(a, "--records FILE is required (what pocketdec extract wrote)");
+    if ((rc = cli_int_opt(a, "--min-support", pp.min_support, 1, 1000000, &pp.min_support)) ||
+        (rc = cli_int_opt(a, "--top", pp.top, 0, 1000, &pp.top)) ||
+        (rc = cli_int_opt(a, "--examples", pp.examples, 0, 100, &pp.examples)))
+        return rc;
+    run s = {0};
+    pds_calibration *cal = NULL;
+    if ((rc = rates(a, &cal))) goto done;
+    s.cal = cal;
+    s.cal_name = cli_opt(a, "--calibration") ? cli_opt(a, "--calibration") : cli_opt(a, "--calibrate");
+    if (!s.cal_name) s.cal_name = "of the bundle";
+    if (input && (rc = cli_reviews_open(a, &s.in, input, cli_opt(a, "--input-format")))) goto done;
+    s.has_input = input != NULL;
+    if (!(s.sum = pds_summary_new(&pp))) {
+        rc = cli_failf("out of memory");
+        goto done;
+    }
+    if ((rc = gather(&s, records))) goto done;
+    json_t *j = pds_summary_json(s.sum, cal);
+    rc = j ? write_outputs(a, j) : cli_failf("out of memory");
+    json_decref(j);
+done:
+    cli_reviews_close(&s.in);
+    pds_summary_free(s.sum);
+    pds_calibration_free(cal);
+    return rc;
+}

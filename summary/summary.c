@@ -1,0 +1,299 @@
+/* summary.c - the summary of a corpus: counts per polarity and per
+ * (category, polarity), their top aspects, opinions and examples, gathered a
+ * review at a time, merged exactly, written as JSON with the estimates of a
+ * calibration. */
+#include "pds_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cell {
+    char *category, *polarity; /* category NULL: a polarity's entry */
+    long records, reviews;
+    pds_counts aspects, opinions;
+    json_t *examples; /* [{"id","text","marks"}], at most params.examples */
+} cell;
+
+struct pds_summary {
+    pds_params params;
+    cell *cells;
+    size_t n, cap;
+    long reviews, records;
+};
+
+pds_params pds_default_params(void)
+{
+    return (pds_params){.top = 10, .examples = 3, .min_support = 20};
+}
+
+pds_summary *pds_summary_new(const pds_params *p)
+{
+    pds_summary *s = calloc(1, sizeof *s);
+    if (s) s->params = p ? *p : pds_default_params();
+    return s;
+}
+
+void pds_summary_free(pds_summary *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->cells[i].category);
+        free(s->cells[i].polarity);
+        pds_counts_free(&s->cells[i].aspects);
+        pds_counts_free(&s->cells[i].opinions);
+        json_decref(s->cells[i].examples);
+    }
+    free(s->cells);
+    free(s);
+}
+
+long pds_summary_reviews(const pds_summary *s)
+{
+    return s->reviews;
+}
+
+/* The cell of a key (its index), made when new; -1 when out of memory. */
+static long cell_index(pds_summary *s, const char *category, const char *polarity)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (pds_same_key(s->cells[i].category, s->cells[i].polarity, category, polarity)) return (long)i;
+    if (pds_grow((void **)&s->cells, &s->cap, s->n + 1, sizeof *s->cells)) return -1;
+    cell *c = &s->cells[s->n];
+    memset(c, 0, sizeof *c);
+    bool ok = true;
+    c->category = pds_strdup(category, &ok);
+    c->polarity = pds_strdup(polarity, &ok);
+    c->examples = json_array();
+    if (!ok || !c->examples) {
+        free(c->category);
+        free(c->polarity);
+        json_decref(c->examples);
+        return -1;
+    }
+    return (long)s->n++;
+}
+
+/* A review as an example of cell k: its id, text and the spans of the cell's
+ * records (recs[i] belongs to it when key[2 i] or key[2 i + 1] is k). */
+static json_t *example(const char *id, const char *text, const pds_record *recs, size_t n, const long *key, long k)
+{
+    json_t *marks = json_array();
+    json_t *e = json_pack("{s:s,s:o}", "id", id, "marks", marks);
+    if (!e) return NULL;
+    if (text && json_object_set_new(e, "text", json_string(text))) goto fail;
+    for (size_t i = 0; i < n; i++) {
+        if (key[2 * i] != k && key[2 * i + 1] != k) continue;
+        const long span[2][2] = {{recs[i].a_start, recs[i].a_end}, {recs[i].o_start, recs[i].o_end}};
+        for (int f = 0; f < 2; f++)
+            if (span[f][0] >= 0 && span[f][1] > span[f][0] &&
+                json_array_append_new(marks, json_pack("{s:I,s:I,s:s}", "start", (json_int_t)span[f][0], "end",
+                                                       (json_int_t)span[f][1], "field", f ? "opinion" : "aspect")))
+                goto fail;
+    }
+    return e;
+fail:
+    json_decref(e);
+    return NULL;
+}
+
+int pds_summary_add(pds_summary *s, const char *id, const char *text, const pds_record *recs, size_t n,
+                    pds_error *err)
+{
+    long *key = n ? malloc(2 * n * sizeof *key) : NULL; /* each record's cell and polarity entry */
+    if (n && !key) return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        const char *pol = pds_field(recs[i].polarity);
+        key[2 * i] = cell_index(s, pds_field(recs[i].category), pol);
+        key[2 * i + 1] = key[2 * i] < 0 ? -1 : cell_index(s, NULL, pol);
+        if (key[2 * i + 1] < 0) {
+            rc = -1;
+            break;
+        }
+        for (int k = 0; k < 2 && !rc; k++) {
+            cell *c = &s->cells[key[2 * i + k]];
+            c->records++;
+            rc = pds_counts_add(&c->aspects, pds_field(recs[i].aspect), 1) ||
+                 pds_counts_add(&c->opinions, pds_field(recs[i].opinion), 1);
+        }
+    }
+    /* each cell the review touches, once: its reviews, maybe an example */
+    for (size_t i = 0; !rc && i < 2 * n; i++) {
+        bool first = true;
+        for (size_t j = 0; j < i && first; j++) first = key[j] != key[i];
+        cell *c = &s->cells[key[i]];
+        if (!first) continue;
+        c->reviews++;
+        if ((int)json_array_size(c->examples) < s->params.examples)
+            rc = json_array_append_new(c->examples, example(id, text, recs, n, key, key[i]));
+    }
+    free(key);
+    if (rc) return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+    s->reviews++;
+    s->records += (long)n;
+    return 0;
+}
+
+static int merge_counts(pds_counts *dst, const pds_counts *src)
+{
+    for (size_t i = 0; i < src->cap; i++)
+        if (src->keys[i] && pds_counts_add(dst, src->keys[i], src->counts[i])) return -1;
+    return 0;
+}
+
+int pds_summary_merge(pds_summary *dst, const pds_summary *src, pds_error *err)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        const cell *a = &src->cells[i];
+        long k = cell_index(dst, a->category, a->polarity);
+        if (k < 0) return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+        cell *d = &dst->cells[k];
+        d->records += a->records;
+        d->reviews += a->reviews;
+        if (merge_counts(&d->aspects, &a->aspects) || merge_counts(&d->opinions, &a->opinions))
+            return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+        for (size_t j = 0; j < json_array_size(a->examples) && (int)json_array_size(d->examples) < dst->params.examples;
+             j++)
+            if (json_array_append_new(d->examples, json_deep_copy(json_array_get(a->examples, j))))
+                return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+    }
+    dst->reviews += src->reviews;
+    dst->records += src->records;
+    return 0;
+}
+
+/* Cells by records found, then by name: the same order however they came. */
+static int cell_order(const void *a, const void *b)
+{
+    const cell *x = *(const cell *const *)a, *y = *(const cell *const *)b;
+    if (x->records != y->records) return x->records > y->records ? -1 : 1;
+    int c = strcmp(x->category ? x->category : "", y->category ? y->category : "");
+    return c ? c : strcmp(x->polarity, y->polarity);
+}
+
+/* A count as the JSON holds it: 2 decimals. */
+static json_t *amount(double v)
+{
+    return v < 0 ? json_null() : json_real(round(v * 100) / 100);
+}
+
+/* A rate: 4 decimals; null when unknown. */
+static json_t *rate(double v)
+{
+    return v < 0 ? json_null() : json_real(round(v * 1e4) / 1e4);
+}
+
+static json_t *entry(const pds_summary *s, const cell *c, const pds_calibration *cal)
+{
+    const char *which;
+    pds_rates r = pds_calibration_rates(cal, c->category, c->polarity, s->params.min_support, &which);
+    pds_estimate e;
+    pds_estimate_count(&r, c->records, &e);
+    json_t *o = json_pack("{s:s,s:I,s:I,s:f,s:o,s:o,s:o,s:I,s:s,s:o,s:o,s:o,s:o,s:o}", "polarity", c->polarity,
+                          "records", (json_int_t)c->records, "reviews", (json_int_t)c->reviews, "share",
+                          s->reviews ? round(1e4 * (double)c->reviews / (double)s->reviews) / 1e4 : 0.0, "estimate",
+                          amount(e.estimate), "low", amount(e.low), "high", amount(e.high), "support", (json_int_t)llround(e.support),
+                          "rates", which, "precision", rate(e.precision), "recall", rate(e.recall), "top_aspects", pds_counts_top(&c->aspects, s->params.top),
+                          "top_opinions", pds_counts_top(&c->opinions, s->params.top), "examples", json_deep_copy(c->examples));
+    json_t *out = c->category ? json_pack("{s:s}", "category", c->category) : json_object(); /* category first */
+    if (!o || !out || json_object_update(out, o)) {
+        json_decref(out);
+        out = NULL;
+    }
+    json_decref(o);
+    return out;
+}
+
+json_t *pds_summary_json(const pds_summary *s, const pds_calibration *cal)
+{
+    json_t *pol = json_object(), *cells = json_array();
+    json_t *root = json_pack("{s:I,s:I,s:o,s:o}", "reviews", (json_int_t)s->reviews, "records",
+                             (json_int_t)s->records, "polarity", pol, "cells", cells);
+    const cell **order = s->n ? malloc(s->n * sizeof *order) : NULL;
+    if (!root || (s->n && !order)) goto fail;
+    for (size_t i = 0; i < s->n; i++) order[i] = &s->cells[i];
+    qsort(order, s->n, sizeof *order, cell_order);
+    for (size_t i = 0; i < s->n; i++) {
+        json_t *e = entry(s, order[i], cal);
+        if (!e || (order[i]->category ? json_array_append_new(cells, e)
+                                      : json_object_set_new(pol, order[i]->polarity, e)))
+            goto fail;
+    }
+    free(order);
+    return root;
+fail:
+    free(order);
+    json_decref(root);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ CSV tables */
+
+typedef struct text {
+    char *s;
+    size_t n, cap;
+    bool oom;
+} text;
+
+static void put(text *t, const char *s, size_t n)
+{
+    if (t->oom || pds_grow((void **)&t->s, &t->cap, t->n + n + 1, 1)) {
+        t->oom = true;
+        return;
+    }
+    memcpy(t->s + t->n, s, n);
+    t->n += n;
+    t->s[t->n] = 0;
+}
+
+/* A CSV field: quoted when it holds a comma, quote or line break. */
+static void field(text *t, const char *s, bool last)
+{
+    if (strpbrk(s, ",\"\r\n")) {
+        put(t, "\"", 1);
+        for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+            put(t, s, (size_t)(q - s));
+            put(t, "\"\"", 2);
+        }
+        put(t, s, strlen(s));
+        put(t, "\"", 1);
+    } else {
+        put(t, s, strlen(s));
+    }
+    put(t, last ? "\n" : ",", 1);
+}
+
+static const char *const columns[] = {"category", "polarity", "records", "reviews", "share", "estimate",
+                                      "low", "high", "support", "rates", "precision", "recall", NULL};
+
+static void csv_row(text *t, json_t *e, bool cells)
+{
+    for (int k = cells ? 0 : 1; columns[k]; k++) {
+        json_t *v = json_object_get(e, columns[k]);
+        char buf[64] = "";
+        if (json_is_integer(v)) snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v)) snprintf(buf, sizeof buf, "%.10g", json_real_value(v));
+        field(t, json_is_string(v) ? json_string_value(v) : buf, !columns[k + 1]);
+    }
+}
+
+char *pds_summary_csv(const json_t *summary, bool cells)
+{
+    text t = {0};
+    for (int k = cells ? 0 : 1; columns[k]; k++) field(&t, columns[k], !columns[k + 1]);
+    json_t *e;
+    size_t i;
+    const char *key;
+    if (cells) {
+        json_array_foreach(json_object_get(summary, "cells"), i, e) csv_row(&t, e, true);
+    } else {
+        json_object_foreach(json_object_get(summary, "polarity"), key, e) csv_row(&t, e, false);
+    }
+    if (t.oom) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""`pocketdec summarize` on small files: the hand-worked estimate of tests/summary/test_summary.c
+reached through the command's readers (labels CSV and JSONL, records JSONL and Tianchi rows), the
+JSON's shape, the CSV tables, and each bad input stopped with its file and line.
+
+  test_summarize_cli.py POCKETDEC SOURCE_ROOT"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+EXE = sys.argv[1]
+ENTRY_KEYS = {"polarity", "records", "reviews", "share", "estimate", "low", "high", "support", "rates",
+              "precision", "recall", "top_aspects", "top_opinions", "examples"}
+
+
+def run(*args, ok=True):
+    p = subprocess.run([EXE, "summarize", *args], capture_output=True, text=True)
+    if ok and p.returncode != 0:
+        raise SystemExit(f"summarize {args} failed ({p.returncode}): {p.stderr}")
+    return p
+
+
+def write(d, name, text):
+    path = os.path.join(d, name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def rec(a, o, c="价格", p="负面", spans=None):
+    r = {"aspect": a, "opinion": o, "category": c, "polarity": p}
+    if spans:
+        r["spans"] = spans
+    return r
+
+
+def jsonl(rows):
+    return "".join(json.dumps({"id": i, "records": rs}, ensure_ascii=False) + "\n" for i, rs in rows)
+
+
+def tianchi(rows):
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    for i, rs in rows:
+        for r in rs or [{"aspect": "_", "opinion": "_", "category": "_", "polarity": "_"}]:
+            w.writerow([i, r["aspect"], r["opinion"], r["category"], r["polarity"]])
+    return out.getvalue()
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="summarize-")
+    # the calibration of test_summary.c: G 5, Pr 4, TP 2 over 4 labelled reviews
+    labels = write(d, "labels.csv", "id,AspectTerms,A_start,A_end,OpinionTerms,O_start,O_end,Categories,Polarities\n"
+                   "1,价格,0,2,贵,2,3,价格,负面\n1,_, , ,太贵,3,5,价格,负面\n2,_, , ,不值,0,2,价格,负面\n"
+                   "3,价格,0,2,高,2,3,价格,负面\n3,_, , ,坑,3,4,价格,负面\n")
+    cal_recs = write(d, "cal.jsonl", jsonl([(1, [rec("价格", "贵")]), (2, [rec("_", "不值"), rec("_", "贵")]),
+                                            (3, []), (4, [rec("_", "小贵")])]))
+    # the same labels in train/dataset.py's JSONL
+    lab = [(1, [("价格", 0, 2, "贵", 2, 3), ("_", None, None, "太贵", 3, 5)]), (2, [("_", None, None, "不值", 0, 2)]),
+           (3, [("价格", 0, 2, "高", 2, 3), ("_", None, None, "坑", 3, 4)]), (4, [])]
+    def span(t, s, e):
+        return None if t == "_" else {"text": t, "start": s, "end": e}
+    labels_jsonl = write(d, "labels.jsonl", "".join(json.dumps({"id": i, "text": "价格贵太贵", "records": [
+        {"aspect": span(a, s1, e1), "opinion": span(o, s2, e2), "category": "价格", "polarity": "负面"}
+        for a, s1, e1, o, s2, e2 in rs]}, ensure_ascii=False) + "\n" for i, rs in lab))
+    reviews = write(d, "reviews.csv", "id,Reviews\n1,价格贵贵\n2,太贵\n3,价格贵，不值\n4,很好\n5,还行\n")
+    corpus = [(1, [rec("价格", "贵", spans={"aspect": [0, 2], "opinion": [2, 3]}), rec("价格", "贵"), rec("_", "不值")]),
+              (2, [rec("价格", "贵")]), (3, [rec("价格", "贵"), rec("价格", "贵"), rec("_", "不值"), rec("价格", "贵")]),
+              (4, []), (5, [])]
+    records = write(d, "records.jsonl", jsonl(corpus))
+    out = os.path.join(d, "s.json")
+    run("--input", reviews, "--records", records, "--calibrate", labels, "--calibrate-records", cal_recs,
+        "--min-support", "5", "--json", out, "--csv", os.path.join(d, "csv"), "--save-calibration",
+        os.path.join(d, "calibration.json"))
+    s = json.load(open(out, encoding="utf-8"))
+    assert s["reviews"] == 5 and s["records"] == 8, s
+    assert set(s["polarity"]) == {"负面"}, s["polarity"].keys()
+    cell = next(c for c in s["cells"] if c["category"] == "价格" and c["polarity"] == "负面")
+    assert set(cell) == ENTRY_KEYS | {"category"}, set(cell)
+    assert set(s["polarity"]["负面"]) == ENTRY_KEYS, s["polarity"]["负面"].keys()
+    want = {"records": 8, "reviews": 3, "share": 0.6, "estimate": 10.0, "low": 2.96, "high": 33.74, "support": 5,
+            "rates": "cell", "precision": 0.5, "recall": 0.4}
+    assert {k: cell[k] for k in want} == want, cell
+    assert cell["top_aspects"][0] == {"value": "价格", "count": 6}, cell["top_aspects"]
+    assert cell["top_opinions"][0] == {"value": "贵", "count": 6}, cell["top_opinions"]
+    ex = cell["examples"][0]
+    assert ex["id"] == "1" and ex["text"] == "价格贵贵", ex
+    assert ex["marks"] == [{"start": 0, "end": 2, "field": "aspect"}, {"start": 2, "end": 3, "field": "opinion"}], ex
+    rows = list(csv.DictReader(open(os.path.join(d, "csv", "cells.csv"), encoding="utf-8")))
+    assert any(r["category"] == "价格" and r["estimate"] == "10" and r["low"] == "2.96" for r in rows), rows
+
+    # the same through the saved calibration, the labels JSONL, and Tianchi rows for the records
+    # (no spans there: the examples' marks differ, nothing else)
+    s2 = json.loads(run("--input", reviews, "--records", records, "--calibration", os.path.join(d, "calibration.json"),
+                        "--min-support", "5").stdout)
+    assert s2 == s, "a saved calibration gives other figures"
+    s3 = json.loads(run("--input", reviews, "--records", records, "--calibrate", labels_jsonl, "--calibrate-records",
+                        cal_recs, "--min-support", "5").stdout)
+    assert s3 == s, "the labels JSONL gives other figures than the labels CSV"
+    rows_csv = write(d, "Result.csv", tianchi(corpus))
+    s4 = json.loads(run("--input", reviews, "--records", rows_csv, "--calibration", os.path.join(d, "calibration.json"),
+                        "--min-support", "5").stdout)
+    for c in s4["cells"] + s["cells"] + list(s4["polarity"].values()) + list(s["polarity"].values()):
+        for e in c["examples"]:
+            e["marks"] = []
+    assert s4 == s, "Tianchi rows give other figures than the JSONL"
+
+    # bad inputs: each stopped, naming the file and line
+    def refused(args, *words):
+        p = run(*args, ok=False)
+        assert p.returncode == 1 and p.stdout == "", (args, p.returncode, p.stdout)
+        for w in words:
+            assert w in p.stderr, (args, w, p.stderr)
+    stray = write(d, "stray.jsonl", jsonl(corpus[:2] + [(99, [rec("价格", "贵")])] + corpus[2:]))
+    refused(["--input", reviews, "--records", stray], f"{stray}:3: id 99 is not among the reviews of {reviews}")
+    other = write(d, "other.jsonl", jsonl([(1, [rec("price", "high", "Price", "negative")])]))
+    refused(["--records", other, "--calibration", os.path.join(d, "calibration.json")],
+            f"{other}:1: id 1: polarity 'negative' is not among the labels of the calibration")
+    bad_cal = write(d, "bad_cal.json", '{"format": "something else"}')
+    refused(["--records", records, "--calibration", bad_cal], f"{bad_cal}: not a calibration file")
+    short = write(d, "short.jsonl", jsonl([(1, [rec("价格", "贵")])]))
+    refused(["--records", records, "--calibrate", labels, "--calibrate-records", short],
+            f"{labels}:4: id 2 has no records in {short}")
+    broken = write(d, "broken.jsonl", jsonl(corpus[:1]) + '{"id": 2, "records": {}}\n')
+    refused(["--records", broken], f"{broken}:2:", "\"records\" must be a list")
+    refused(["--records", write(d, "four.csv", "1,a,b,c\n")], "four.csv:1: expected 5 fields")
+    print("ok")
+
+
+main()
