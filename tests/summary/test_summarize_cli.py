@@ -109,6 +109,28 @@ def main():
             e["marks"] = []
     assert s4 == s, "Tianchi rows give other figures than the JSONL"
 
+    # the bundle's calibration.json (--model DIR): 4 complaints x G / Pr of its 负面 entry
+    root = sys.argv[2]
+    bundled = json.load(open(os.path.join(root, "models", "tianchi", "calibration.json"), encoding="utf-8"))
+    neg = next(c for c in bundled["cells"] if "category" not in c and c["polarity"] == "负面")
+    four = write(d, "four.jsonl", jsonl([(1, [rec("_", "差", "整体")] * 3), (2, [rec("_", "慢", "物流")])]))
+    sb = json.loads(run("--records", four, "--model", os.path.join(root, "models", "tianchi")).stdout)
+    e = sb["polarity"]["负面"]
+    assert e["rates"] == "polarity" and e["support"] == neg["gold"], e
+    assert abs(e["estimate"] - round(4 * neg["gold"] / neg["predicted"], 2)) < 1e-9, (e, neg)
+
+    # train/calibration.py: kfold.py's pooled files into a bundle's calibration.json
+    kdir = os.path.join(d, "kfold")
+    os.makedirs(kdir)
+    os.rename(labels, os.path.join(kdir, "pooled_gold.csv"))
+    write(kdir, "pooled_Result.csv", tianchi([(1, [rec("价格", "贵")]), (2, [rec("_", "不值"), rec("_", "贵")]),
+                                              (3, []), (4, [rec("_", "小贵")])]))
+    labels = os.path.join(kdir, "pooled_gold.csv")
+    subprocess.run([sys.executable, os.path.join(root, "train", "calibration.py"), "--kfold", kdir, "--out", kdir,
+                    "--pocketdec", EXE], check=True, capture_output=True)
+    kc = json.load(open(os.path.join(kdir, "calibration.json"), encoding="utf-8"))
+    assert kc["cells"] == json.load(open(os.path.join(d, "calibration.json"), encoding="utf-8"))["cells"], kc
+
     # bad inputs: each stopped, naming the file and line
     def refused(args, *words):
         p = run(*args, ok=False)
