@@ -75,7 +75,22 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
         s->failed++;
         return emit(s, w, NULL, 0);
     }
-    int rc = emit(s, w, text, len);
+    char *joined = NULL;
+    if (w->extra && s->fmt == PD_FORMAT_JSONL && len >= 2) {
+        /* the input's other columns carried into the line: {"id":..,"records":[..],"rating":"5"} */
+        size_t n = strlen(w->extra);
+        if (!(joined = malloc(len + n + 2))) {
+            pd_free(text);
+            return cli_failf("out of memory");
+        }
+        memcpy(joined, text, len - 2);
+        joined[len - 2] = ',';
+        memcpy(joined + len - 1, w->extra, n);
+        memcpy(joined + len - 1 + n, "}\n", 2);
+        len += n + 1;
+    }
+    int rc = emit(s, w, joined ? joined : text, len);
+    free(joined);
     pd_free(text);
     return rc;
 }
@@ -164,6 +179,7 @@ static void batch_clear(batch *b)
         free(b->copies[i]);
         b->copies[i] = NULL;
     }
+    for (int32_t i = 0; i < b->n; i++) cli_review_release(&b->rows[i]);
     b->n = 0;
 }
 
@@ -183,7 +199,7 @@ static bool batch_add(batch *b, const row *w)
 {
     row *c = &b->rows[b->n];
     *c = *w;
-    c->json = NULL;
+    c->json = NULL; /* the extra moves to the batch (stream() leaves it) */
     char **id = &b->copies[2 * b->n], **text = id + 1;
     b->n++;
     if (w->id && !(*id = strdup(w->id))) return false;
@@ -261,7 +277,7 @@ static int skip_rows(reader *r, long rows)
 {
     row w;
     while (r->rows < rows && cli_reviews_next(r, &w)) {
-        json_decref(w.json);
+        cli_review_release(&w);
         if (r->failed) return cli_reviews_fail(r);
     }
     if (r->rows < rows)
@@ -280,7 +296,7 @@ static int stream(run_state *s, reader *r)
     if (many && !batch_init(&b, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
     while (rc == 0 && cli_reviews_next(r, &w)) {
         if (r->failed) {
-            json_decref(w.json);
+            cli_review_release(&w);
             if (many) rc = batch_flush(s, r, &b); /* what was read before is still written */
             batch_free(&b);
             return rc ? rc : cli_reviews_fail(r);
@@ -288,10 +304,11 @@ static int stream(run_state *s, reader *r)
         if (many && (!w.header || w.problem[0])) {
             if (!batch_add(&b, &w)) rc = cli_failf("out of memory");
             else if (b.n == b.cap) rc = batch_flush(s, r, &b);
+            w.extra = NULL;
         } else if (!w.header || w.problem[0]) {
             rc = one_row(s, r, &w);
         }
-        json_decref(w.json);
+        cli_review_release(&w);
     }
     if (many && rc == 0) rc = batch_flush(s, r, &b);
     batch_free(&b);
@@ -323,6 +340,7 @@ static int open_files(cli_args *a, reader *r, FILE **out)
 {
     int rc = cli_reviews_open(a, r, cli_opt(a, "--input"), cli_opt(a, "--input-format"));
     if (rc) return rc;
+    r->keep_extra = cli_opt(a, "--format") && strcmp(cli_opt(a, "--format"), "jsonl") == 0; /* carried into JSONL */
     if (strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
     return 0;
 }

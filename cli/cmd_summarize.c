@@ -8,6 +8,7 @@
 #include "reviews.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -175,65 +176,165 @@ static int check_labels(const pds_calibration *cal, const char *cal_name, const 
     return 0;
 }
 
+/* A group of --by: its value (a period for a date) and its summary. */
+typedef struct group {
+    char *value;
+    pds_summary *sum;
+} group;
+
 typedef struct run {
     pds_summary *sum;
+    pds_params params;
     const pds_calibration *cal;
     const char *cal_name;
     long unmatched;   /* reviews of --input with no line in the records */
     cli_reviews in;
     bool has_input;
+    char by[256];     /* --by COLUMN ("" without) */
+    int period;       /* 0: its values; 1: by month; 2: by ISO week */
+    group *groups;
+    size_t n_groups, cap_groups;
 } run;
+
+static int64_t days_from_civil(int y, int m, int d) /* days since 1970-01-01 (proleptic Gregorian) */
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400, doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+/* The period of a date (YYYY-MM-DD, / or . between, a time after a space
+ * or T allowed): "YYYY-MM", or the ISO week "YYYY-Www"; false when it does
+ * not parse. */
+static bool period_of(const char *date, int period, char out[16])
+{
+    int y, m, d, n = 0;
+    char s1, s2;
+    if (sscanf(date, "%4d%c%2d%c%2d%n", &y, &s1, &m, &s2, &d, &n) != 5 || s1 != s2 || !strchr("-/.", s1) ||
+        (date[n] && date[n] != ' ' && date[n] != 'T') || y < 1000 || m < 1 || m > 12 || d < 1 || d > 31)
+        return false;
+    static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100) || y % 400 == 0;
+    if (d > mdays[m - 1] || (m == 2 && d == 29 && !leap)) return false;
+    if (period == 1) {
+        snprintf(out, 16, "%04d-%02d", y, m);
+        return true;
+    }
+    int64_t days = days_from_civil(y, m, d), wd = ((days % 7) + 7 + 3) % 7; /* 0: Monday */
+    int64_t thursday = days - wd + 3;
+    int wy = y + 1;
+    while (days_from_civil(wy, 1, 1) > thursday) wy--;
+    snprintf(out, 16, "%04d-W%02d", wy, (int)((thursday - days_from_civil(wy, 1, 1)) / 7 + 1));
+    return true;
+}
+
+/* The summary of a --by group value, made when new (NULL: out of memory). */
+static pds_summary *group_of(run *s, const char *value)
+{
+    for (size_t i = 0; i < s->n_groups; i++)
+        if (strcmp(s->groups[i].value, value) == 0) return s->groups[i].sum;
+    if (s->n_groups == s->cap_groups) {
+        group *g = realloc(s->groups, (s->cap_groups = s->cap_groups ? 2 * s->cap_groups : 16) * sizeof *g);
+        if (!g) return NULL;
+        s->groups = g;
+    }
+    group *g = &s->groups[s->n_groups];
+    g->value = strdup(value);
+    g->sum = pds_summary_new(&s->params);
+    if (!g->value || !g->sum) {
+        free(g->value);
+        pds_summary_free(g->sum);
+        return NULL;
+    }
+    s->n_groups++;
+    return g->sum;
+}
+
+/* A review into the whole and, with --by, its group: value is its --by
+ * column (NULL when it has none: an error naming file and line). */
+static int add(run *s, const char *file, long line, const char *id, const char *text, const pds_record *recs, size_t n,
+               const char *value)
+{
+    pds_error err;
+    pds_summary *g = NULL;
+    char period[16];
+    if (s->by[0] && !value)
+        return cli_failf("%s:%ld: id %s has no column '%s' (--by)", file, line, id, s->by);
+    if (s->by[0] && s->period && !period_of(value, s->period, period))
+        return cli_failf("%s:%ld: id %s: '%s' in column %s is not a date (YYYY-MM-DD)", file, line, id, value, s->by);
+    if (s->by[0] && !(g = group_of(s, s->period ? period : value))) return cli_failf("out of memory");
+    if (pds_summary_add(s->sum, id, text, recs, n, &err) || (g && pds_summary_add(g, id, text, recs, n, &err)))
+        return summary_fail(&err);
+    return 0;
+}
+
+/* Row w's --by value (NULL without --by or when it has none). */
+static const char *by_value(run *s, const cli_review *w, char *buf)
+{
+    return s->by[0] ? cli_reviews_column(&s->in, w, s->by, buf) : NULL;
+}
 
 /* A review of --input with no records line: counted with none. */
 static int review_alone(run *s, const cli_review *w)
 {
-    pds_error err;
+    char buf[32];
     s->unmatched++;
-    return pds_summary_add(s->sum, w->id, NULL, NULL, 0, &err) ? summary_fail(&err) : 0;
+    return add(s, s->in.name, w->line, w->id, NULL, NULL, 0, by_value(s, w, buf));
 }
 
 /* The review of --input whose id is the records' r->id (the reviews before
- * it have no records); its text into *text (malloc'ed; NULL when broken). */
-static int find_review(run *s, const cli_records *r, char **text)
+ * it have no records), added with its text and group. */
+static int find_review(run *s, const cli_records *r)
 {
     cli_review w;
-    *text = NULL;
     while (cli_reviews_next(&s->in, &w)) {
         int rc = 0;
         bool found = false;
+        char buf[32];
         if (s->in.failed) rc = cli_reviews_fail(&s->in);
         else if (w.problem[0] && !w.keep_id) fprintf(stderr, "pocketdec: %s; not counted\n", w.problem);
         else if (!w.header && strcmp(w.id, r->id) == 0) {
             found = true;
-            if (!w.problem[0] && !(*text = strndup(w.text, w.text_len))) rc = cli_failf("out of memory");
+            char *text = w.problem[0] ? NULL : strndup(w.text, w.text_len);
+            if (!w.problem[0] && !text) rc = cli_failf("out of memory");
+            else rc = add(s, s->in.name, w.line, r->id, text, r->recs, r->n, by_value(s, &w, buf));
+            free(text);
         } else if (!w.header) {
             rc = review_alone(s, &w);
         }
-        json_decref(w.json);
+        cli_review_release(&w);
         if (rc || found) return rc;
     }
     return cli_failf("%s:%ld: id %s is not among the reviews of %s (or not in their order: the records must come in "
                      "the reviews' order, as extract writes them)", r->name, r->line, r->id, s->in.name);
 }
 
+/* A records line's --by value: a column extract carried into its JSONL. */
+static const char *record_value(run *s, const cli_records *r, char *buf)
+{
+    json_t *v = json_object_get(r->value, s->by);
+    if (json_is_integer(v)) snprintf(buf, 32, "%lld", (long long)json_integer_value(v));
+    return json_is_string(v) ? json_string_value(v) : json_is_integer(v) ? buf : NULL;
+}
+
 static int gather(run *s, const char *records)
 {
     cli_records r;
-    int rc = cli_records_open(&r, records), got;
-    pds_error err;
+    int rc = cli_records_open(&r, records), got = 0;
+    if (rc == 0 && s->by[0] && !s->has_input && !r.jsonl)
+        rc = cli_failf("%s: --by %s needs --input REVIEWS (Tianchi rows carry no other column)", records, s->by);
     while (rc == 0 && (got = cli_records_next(&r)) == 1) {
-        char *text = NULL;
-        if (!(rc = check_labels(s->cal, s->cal_name, &r)) && (!s->has_input || !(rc = find_review(s, &r, &text))) &&
-            pds_summary_add(s->sum, r.id, s->has_input ? text : r.text, r.recs, r.n, &err))
-            rc = summary_fail(&err);
-        free(text);
+        char buf[32];
+        if (!(rc = check_labels(s->cal, s->cal_name, &r)))
+            rc = s->has_input ? find_review(s, &r) : add(s, r.name, r.line, r.id, r.text, r.recs, r.n, record_value(s, &r, buf));
     }
     if (rc == 0 && got < 0) rc = 1;
     cli_review w;
     while (rc == 0 && s->has_input && cli_reviews_next(&s->in, &w)) {
         if (s->in.failed) rc = cli_reviews_fail(&s->in);
         else if (!w.header && (!w.problem[0] || w.keep_id)) rc = review_alone(s, &w);
-        json_decref(w.json);
+        cli_review_release(&w);
     }
     if (rc == 0 && pds_summary_reviews(s->sum) == 0) rc = cli_failf("%s: no reviews", records);
     if (rc == 0 && s->unmatched)
@@ -241,6 +342,34 @@ static int gather(run *s, const char *records)
                 s->unmatched, s->in.name, records);
     cli_records_close(&r);
     return rc;
+}
+
+static int group_order(const void *a, const void *b)
+{
+    return strcmp(((const group *)a)->value, ((const group *)b)->value);
+}
+
+/* "groups" and "by" of j: each group's summary by value, and with a
+ * period the largest changes between the last two. */
+static int add_groups(run *s, json_t *j)
+{
+    json_t *groups = json_array(), *by = json_pack("{s:s,s:s*}", "column", s->by, "period",
+                                                   s->period == 1 ? "month" : s->period == 2 ? "week" : NULL);
+    if (json_object_set_new(j, "groups", groups) || json_object_set_new(j, "by", by)) return cli_failf("out of memory");
+    qsort(s->groups, s->n_groups, sizeof *s->groups, group_order);
+    for (size_t i = 0; i < s->n_groups; i++) {
+        json_t *g = pds_summary_json(s->groups[i].sum, s->cal), *e = json_pack("{s:s}", "group", s->groups[i].value);
+        if (!g || !e || json_object_update(e, g) || json_array_append_new(groups, e)) {
+            json_decref(g);
+            return cli_failf("out of memory");
+        }
+        json_decref(g);
+    }
+    if (s->period && s->n_groups >= 2) {
+        json_t *c = pds_summary_changes(json_array_get(groups, s->n_groups - 2), json_array_get(groups, s->n_groups - 1), 5);
+        if (!c || json_object_set_new(by, "changes", c)) return cli_failf("out of memory");
+    }
+    return 0;
 }
 
 static int write_text(const char *path, const char *text)
@@ -286,7 +415,14 @@ int cmd_summarize(cli_args *a)
         (rc = cli_int_opt(a, "--top", pp.top, 0, 1000, &pp.top)) ||
         (rc = cli_int_opt(a, "--examples", pp.examples, 0, 100, &pp.examples)))
         return rc;
-    run s = {0};
+    run s = {.params = pp};
+    const char *by = cli_opt(a, "--by"), *colon = by ? strrchr(by, ':') : NULL;
+    if (by) {
+        s.period = colon && strcmp(colon, ":month") == 0 ? 1 : colon && strcmp(colon, ":week") == 0 ? 2 : 0;
+        size_t n = s.period ? (size_t)(colon - by) : strlen(by);
+        if (n == 0 || n >= sizeof s.by) return cli_usage(a, "--by COLUMN[:month|:week] names a column");
+        memcpy(s.by, by, n);
+    }
     pds_calibration *cal = NULL;
     if ((rc = rates(a, &cal))) goto done;
     s.cal = cal;
@@ -300,11 +436,17 @@ int cmd_summarize(cli_args *a)
     }
     if ((rc = gather(&s, records))) goto done;
     json_t *j = pds_summary_json(s.sum, cal);
-    rc = j ? write_outputs(a, j) : cli_failf("out of memory");
+    rc = !j ? cli_failf("out of memory") : s.by[0] ? add_groups(&s, j) : 0;
+    if (rc == 0) rc = write_outputs(a, j);
     json_decref(j);
 done:
     cli_reviews_close(&s.in);
     pds_summary_free(s.sum);
+    for (size_t i = 0; i < s.n_groups; i++) {
+        free(s.groups[i].value);
+        pds_summary_free(s.groups[i].sum);
+    }
+    free(s.groups);
     pds_calibration_free(cal);
     return rc;
 }

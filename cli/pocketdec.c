@@ -32,11 +32,14 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
-     "memory. CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
+     "memory. --id-column NAME, --text-column NAME: a CSV with a header (or JSONL keys) of other names, e.g. a\n"
+     "shop's export review_id,rating,content,date,sku (default: id and Reviews, or id and the one column\n"
+     "named Reviews, text, review, content or comment); the other columns are carried into the JSONL output.\n"
+     "CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
      "is a character); a broken row is reported with its line and its id still written as id,_,_,_,_, and\n"
      "reading resumes at the next well-formed row. A summary line ends stderr; the exit status is 1 when a\n"
      "row was broken or failed (after all others were written) or when the input holds no review.\n"
@@ -79,7 +82,7 @@ static const cli_command commands[] = {
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
     {"summarize",
-     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--json FILE] [--csv DIR] [--model DIR]"
+     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--by COLUMN[:month|:week]] [--json FILE] [--csv DIR] [--model DIR]"
      " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
      " [--min-support N] [--top N] [--examples N]",
      "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"

@@ -120,6 +120,13 @@ long pds_summary_reviews(const pds_summary *s);
  * NULL when out of memory. */
 json_t *pds_summary_json(const pds_summary *s, const pds_calibration *cal);
 
+/* The largest changes from one summary's JSON to the next's (two periods of
+ * --by DATE:month): every polarity and cell of either, by the change of its
+ * share of reviews, the top largest in absolute value, as [{"category" (a
+ * cell's), "polarity", "before", "after" (shares), "change" (after - before),
+ * "estimate_before", "estimate_after"}]. NULL when out of memory. */
+json_t *pds_summary_changes(const json_t *before, const json_t *after, int top);
+
 /* The summary's tables as CSV text: polarity (the polarity entries) or
  * cells, one row an entry, header first. malloc'ed; NULL when out of memory. */
 char *pds_summary_csv(const json_t *summary, bool cells);

@@ -229,6 +229,81 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------ changes */
+
+/* The entry of the same key in a summary's JSON (NULL: none). */
+static json_t *same_entry(const json_t *s, json_t *e)
+{
+    json_t *cat = json_object_get(e, "category"), *x;
+    const char *pol = json_string_value(json_object_get(e, "polarity"));
+    size_t i;
+    if (!cat) return json_object_get(json_object_get(s, "polarity"), pol);
+    json_array_foreach(json_object_get(s, "cells"), i, x) {
+        if (json_equal(json_object_get(x, "category"), cat) &&
+            strcmp(json_string_value(json_object_get(x, "polarity")), pol) == 0)
+            return x;
+    }
+    return NULL;
+}
+
+static double change_of(json_t *c)
+{
+    return fabs(json_real_value(json_object_get(c, "change")));
+}
+
+/* e's change from before to after (either may be NULL: none), into list. */
+static int add_change(json_t *list, json_t *e, json_t *before, json_t *after)
+{
+    double b = before ? json_number_value(json_object_get(before, "share")) : 0;
+    double a = after ? json_number_value(json_object_get(after, "share")) : 0;
+    json_t *c = json_pack("{s:O,s:f,s:f,s:f,s:f,s:f}", "polarity", json_object_get(e, "polarity"), "before", b, "after",
+                          a, "change", round((a - b) * 1e4) / 1e4, "estimate_before",
+                          before ? json_number_value(json_object_get(before, "estimate")) : 0.0, "estimate_after",
+                          after ? json_number_value(json_object_get(after, "estimate")) : 0.0);
+    if (c && json_object_get(e, "category") && json_object_set(c, "category", json_object_get(e, "category"))) {
+        json_decref(c);
+        c = NULL;
+    }
+    return json_array_append_new(list, c);
+}
+
+json_t *pds_summary_changes(const json_t *before, const json_t *after, int top)
+{
+    json_t *all = json_array(), *e, *out = json_array();
+    const json_t *side[2] = {after, before};
+    size_t i;
+    const char *key;
+    int rc = !all || !out;
+    for (int k = 0; k < 2 && !rc; k++) { /* after's entries, then before's that after lacks */
+        json_object_foreach(json_object_get(side[k], "polarity"), key, e) {
+            json_t *other = same_entry(side[1 - k], e);
+            if (k == 0 || !other) rc |= add_change(all, e, k ? e : other, k ? other : e);
+        }
+        json_array_foreach(json_object_get(side[k], "cells"), i, e) {
+            json_t *other = same_entry(side[1 - k], e);
+            if (k == 0 || !other) rc |= add_change(all, e, k ? e : other, k ? other : e);
+        }
+    }
+    size_t n = json_array_size(all);
+    json_t **v = n ? malloc(n * sizeof *v) : NULL;
+    if (n && !v) rc = 1;
+    for (i = 0; !rc && i < n; i++) v[i] = json_array_get(all, i);
+    for (i = 1; !rc && i < n; i++) /* by |change|, ties in the order above (stable) */
+        for (size_t j = i; j > 0 && change_of(v[j]) > change_of(v[j - 1]); j--) {
+            json_t *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    for (i = 0; !rc && i < n && (int)i < top; i++) rc = json_array_append(out, v[i]);
+    free(v);
+    json_decref(all);
+    if (rc) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* ------------------------------------------------------------ CSV tables */
 
 typedef struct text {

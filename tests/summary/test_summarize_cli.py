@@ -150,7 +150,51 @@ def main():
     broken = write(d, "broken.jsonl", jsonl(corpus[:1]) + '{"id": 2, "records": {}}\n')
     refused(["--records", broken], f"{broken}:2:", "\"records\" must be a list")
     refused(["--records", write(d, "four.csv", "1,a,b,c\n")], "four.csv:1: expected 5 fields")
+    shop_export(d, refused)
     print("ok")
+
+
+def shop_export(d, refused):
+    """A shop's export: its own columns named (extract and summarize), kept into the JSONL, grouped by."""
+    root = sys.argv[2]
+    model, schema = os.path.join(root, "models", "tianchi"), os.path.join(root, "schemas", "tianchi-makeup.yaml")
+    shop = write(d, "shop.csv", "review_id,rating,content,date,sku\nr1,5,很好用，物流很快,2026-01-03,A1\n"
+                 "r2,1,味道太难闻了，不喜欢,2026-02-10,B2\nr3,4,\"包装不错,价格便宜\",2026-02-11,A1\n"
+                 "r4,2,太贵了,2027-01-01,B2\n")
+    cols = ["--id-column", "review_id", "--text-column", "content"]
+
+    def extract(*args):
+        return subprocess.run([EXE, "extract", "--model", model, "--schema", schema, "--input", shop, "--output", "-",
+                               *args], capture_output=True, text=True)
+    p = extract("--format", "jsonl", *cols)
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [x["id"] for x in lines] == ["r1", "r2", "r3", "r4"], lines
+    assert [(x["rating"], x["date"], x["sku"]) for x in lines][2] == ("4", "2026-02-11", "A1"), lines
+    assert all(x["records"] for x in lines), lines
+    p2 = extract("--format", "jsonl", "--parallel", "2", *cols)
+    assert p2.stdout == p.stdout, "--parallel writes other lines"
+    p = extract("--format", "jsonl")
+    assert p.returncode == 1 and p.stdout == "", p
+    assert f"{shop}:1: which columns hold the id and the review? the header has review_id,rating,content,date,sku" \
+        in p.stderr, p.stderr
+    records = write(d, "shop.jsonl", p2.stdout)
+    # by month, from the columns the JSONL carries; the groups add up to the whole
+    s = json.loads(run("--records", records, "--by", "date:month", "--model", model).stdout)
+    assert [(g["group"], g["reviews"]) for g in s["groups"]] == [("2026-01", 1), ("2026-02", 2), ("2027-01", 1)], s
+    assert sum(g["records"] for g in s["groups"]) == s["records"] == sum(len(x["records"]) for x in lines)
+    assert s["by"]["column"] == "date" and s["by"]["period"] == "month" and s["by"]["changes"], s["by"]
+    # ISO weeks: 2026-01-03 is W01's Saturday, 2027-01-01 a Friday of 2026's week 53
+    s = json.loads(run("--records", records, "--by", "date:week").stdout)
+    assert [g["group"] for g in s["groups"]] == ["2026-W01", "2026-W07", "2026-W53"], s["groups"]
+    # by a column of the reviews themselves
+    s = json.loads(run("--records", records, "--input", shop, *cols, "--by", "sku").stdout)
+    assert [(g["group"], g["reviews"]) for g in s["groups"]] == [("A1", 2), ("B2", 2)], s["groups"]
+    assert "changes" not in s["by"], s["by"]
+    refused(["--records", records, "--input", shop, *cols, "--by", "rating:month"],
+            f"{shop}:2: id r1: '5' in column rating is not a date")
+    refused(["--records", records, "--by", "shop"], f"{records}:1: id r1 has no column 'shop'")
+    refused(["--records", records, "--input", shop, *cols, "--by", "shop"], f"{shop}:2: id r1 has no column 'shop'")
 
 
 main()
