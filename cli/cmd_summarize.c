@@ -384,10 +384,16 @@ static int write_text(const char *path, const char *text)
 
 static int write_outputs(cli_args *a, const json_t *j)
 {
-    const char *json = cli_opt(a, "--json"), *dir = cli_opt(a, "--csv");
+    const char *json = cli_opt(a, "--json"), *dir = cli_opt(a, "--csv"), *html = cli_opt(a, "--html");
     size_t flags = JSON_INDENT(1) | JSON_PRESERVE_ORDER;
     int rc = 0;
-    if (!dir && !json) json = "-";
+    if (!dir && !json && !html) json = "-";
+    if (html) {
+        char *page = pds_summary_html(j, cli_opt(a, "--records"));
+        rc = page ? write_text(html, page) : cli_failf("out of memory");
+        free(page);
+        if (rc) return rc;
+    }
     if (json && strcmp(json, "-") == 0) {
         if (json_dumpf(j, stdout, flags) || fputc('\n', stdout) == EOF) rc = cli_failf("stdout: cannot write");
     } else if (json && json_dump_file(j, json, flags)) {

@@ -82,7 +82,7 @@ static const cli_command commands[] = {
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
     {"summarize",
-     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--by COLUMN[:month|:week]] [--json FILE] [--csv DIR] [--model DIR]"
+     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR] [--model DIR]"
      " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
      " [--min-support N] [--top N] [--examples N]",
      "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
@@ -90,8 +90,12 @@ static const cli_command commands[] = {
      "precision and recall with its 90% interval, the top aspects and opinions and example reviews with\n"
      "their spans. --records: what extract wrote (JSONL or Tianchi rows), read a review at a time in\n"
      "constant memory; --input: the reviews they came from (as extract reads them), in the same order, for\n"
-     "the examples' text and the reviews with no record. JSON on stdout (or --json FILE), --csv DIR writes\n"
-     "polarity.csv and cells.csv. The rates: --calibration FILE, else --model DIR's calibration.json,\n"
+     "the examples' text and the reviews with no record. JSON on stdout (or --json FILE), --html FILE one\n"
+     "self-contained page (tables, charts, complaints, examples), --csv DIR writes polarity.csv and cells.csv.\n"
+     "--id-column, --text-column: as extract. --by COLUMN: the summary again per value of a column of the\n"
+     "reviews (or of the records' JSONL lines); COLUMN:month or COLUMN:week groups a date by period and names\n"
+     "the largest changes between the last two.\n"
+     "The rates: --calibration FILE, else --model DIR's calibration.json,\n"
      "or measured with --calibrate LABELS (train/dataset.py's JSONL or the Tianchi labels CSV) against\n"
      "--calibrate-records (the model's records over those reviews), kept with --save-calibration FILE.\n"
      "A cell with fewer than --min-support gold records (default 20) uses its polarity's rates.",

@@ -127,6 +127,15 @@ json_t *pds_summary_json(const pds_summary *s, const pds_calibration *cal);
  * "estimate_before", "estimate_after"}]. NULL when out of memory. */
 json_t *pds_summary_changes(const json_t *before, const json_t *after, int top);
 
+/* The summary's JSON (with its groups, if any) as one self-contained HTML
+ * page titled title: the polarity and cell tables, a chart of the cells'
+ * estimates with their intervals, the complaints (negative cells by
+ * estimate), the groups with a trend chart of a period, examples with their
+ * spans marked. Every number shown is the JSON's (integers as they are,
+ * others with 2 decimals); nothing is loaded from elsewhere. malloc'ed;
+ * NULL when out of memory. */
+char *pds_summary_html(const json_t *summary, const char *title);
+
 /* The summary's tables as CSV text: polarity (the polarity entries) or
  * cells, one row an entry, header first. malloc'ed; NULL when out of memory. */
 char *pds_summary_csv(const json_t *summary, bool cells);
