@@ -32,13 +32,16 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
      "memory. --id-column NAME, --text-column NAME: a CSV with a header (or JSONL keys) of other names, e.g. a\n"
      "shop's export review_id,rating,content,date,sku (default: id and Reviews, or id and the one column\n"
      "named Reviews, text, review, content or comment); the other columns are carried into the JSONL output.\n"
+     "--encoding NAME: the reviews' encoding when not UTF-8 (gb18030, gbk, utf-16 with its byte order mark:\n"
+     "any iconv name); a file that is not UTF-8 but reads as GB18030 or starts with UTF-16's mark is refused\n"
+     "at once, naming the option.\n"
      "CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
      "is a character); a broken row is reported with its line and its id still written as id,_,_,_,_, and\n"
      "reading resumes at the next well-formed row. A summary line ends stderr; the exit status is 1 when a\n"
@@ -82,7 +85,7 @@ static const cli_command commands[] = {
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
     {"summarize",
-     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR] [--model DIR]"
+     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR] [--model DIR]"
      " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
      " [--min-support N] [--top N] [--examples N]",
      "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
@@ -92,7 +95,7 @@ static const cli_command commands[] = {
      "constant memory; --input: the reviews they came from (as extract reads them), in the same order, for\n"
      "the examples' text and the reviews with no record. JSON on stdout (or --json FILE), --html FILE one\n"
      "self-contained page (tables, charts, complaints, examples), --csv DIR writes polarity.csv and cells.csv.\n"
-     "--id-column, --text-column: as extract. --by COLUMN: the summary again per value of a column of the\n"
+     "--id-column, --text-column, --encoding: as extract. --by COLUMN: the summary again per value of a column of the\n"
      "reviews (or of the records' JSONL lines); COLUMN:month or COLUMN:week groups a date by period and names\n"
      "the largest changes between the last two.\n"
      "The rates: --calibration FILE, else --model DIR's calibration.json,\n"

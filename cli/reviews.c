@@ -1,6 +1,7 @@
 /* reviews.c - the one reader of reviews (reviews.h): extract and summarize
  * read their --input through it. */
 #include "reviews.h"
+#include "encoding.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -160,6 +161,15 @@ int cli_reviews_open(cli_args *a, cli_reviews *r, const char *in, const char *if
     r->text_col = 1;
     r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
     if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
+    const char *enc = cli_opt(a, "--encoding");
+    char msg[512];
+    FILE *dec = enc ? cli_decoded(r->f, enc, msg, sizeof msg) : NULL;
+    if (enc ? !dec : !cli_encoding_check(r->f, r->name, msg, sizeof msg)) {
+        if (r->f != stdin) fclose(r->f);
+        r->f = NULL;
+        return cli_failf("%s", msg);
+    }
+    if (dec) r->f = dec; /* closing it closes the file */
     te_error err;
     if (r->jsonl)
         cli_jsonl_init(&r->jl, r->f, r->name);

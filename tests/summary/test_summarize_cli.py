@@ -196,5 +196,23 @@ def shop_export(d, refused):
     refused(["--records", records, "--by", "shop"], f"{records}:1: id r1 has no column 'shop'")
     refused(["--records", records, "--input", shop, *cols, "--by", "shop"], f"{shop}:2: id r1 has no column 'shop'")
 
+    # the same export saved as GB18030 (Excel on a Chinese Windows) and as UTF-16 with its mark
+    text = open(shop, encoding="utf-8").read()
+    for enc, name, opt in (("gb18030", "GB18030", "gb18030"), ("utf-16", "UTF-16", "utf-16")):
+        other = os.path.join(d, f"shop-{enc}.csv")
+        with open(other, "wb") as f:
+            f.write(text.encode(enc))
+        p = subprocess.run([EXE, "extract", "--model", model, "--schema", schema, "--input", other, "--output", "-",
+                            "--format", "jsonl", *cols], capture_output=True, text=True)
+        assert p.returncode == 1 and p.stdout == "" and name in p.stderr and f"--encoding {opt}" in p.stderr, p
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr  # one message, at once
+        p = subprocess.run([EXE, "extract", "--model", model, "--schema", schema, "--input", other, "--output", "-",
+                            "--format", "jsonl", "--encoding", opt, *cols], capture_output=True, text=True)
+        assert p.returncode == 0 and p.stdout == p2.stdout, (enc, p.stderr)
+        refused(["--records", records, "--input", other, *cols], f"--encoding {opt}")
+        s1 = json.loads(run("--records", records, "--input", other, "--encoding", opt, *cols, "--by", "sku").stdout)
+        s2 = json.loads(run("--records", records, "--input", shop, *cols, "--by", "sku").stdout)
+        assert s1 == s2, enc
+
 
 main()
