@@ -187,12 +187,49 @@ static void test_merge_exact(void **state)
     pds_summary_free(b);
 }
 
+/* Two periods: January 4 reviews, 1 with a complaint about 价格 (share
+ * 0.25) and 3 with praise of 整体 (0.75); February 2 reviews, both with a
+ * complaint about 价格 (1.0) and no praise (0). By |change|, ties in the
+ * order of the later period's polarities, its cells, then what only the
+ * earlier one has: 负面 +0.75, 价格/负面 +0.75, 正面 -0.75. */
+static void test_changes(void **state)
+{
+    (void)state;
+    static const pds_record neg = REC("价格", "贵", "价格", "负面"), pos = REC("_", "好", "整体", "正面");
+    pds_summary *jan = pds_summary_new(NULL), *feb = pds_summary_new(NULL);
+    pds_error err;
+    assert_int_equal(pds_summary_add(jan, "1", NULL, &neg, 1, &err), 0);
+    for (int i = 0; i < 3; i++) assert_int_equal(pds_summary_add(jan, "2", NULL, &pos, 1, &err), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(pds_summary_add(feb, "3", NULL, &neg, 1, &err), 0);
+    json_t *a = pds_summary_json(jan, NULL), *b = pds_summary_json(feb, NULL);
+    json_t *c = pds_summary_changes(a, b, 3);
+    assert_int_equal(json_array_size(c), 3);
+    json_t *first = json_array_get(c, 0), *third = json_array_get(c, 2);
+    /* 负面 (the polarity entry of February, listed first), +0.75: 0.25 -> 1 */
+    assert_null(json_object_get(first, "category"));
+    assert_string_equal(json_string_value(json_object_get(first, "polarity")), "负面");
+    assert_true(fabs(json_real_value(json_object_get(first, "before")) - 0.25) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(first, "after")) - 1.0) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(first, "change")) - 0.75) < 1e-9);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "category")), "价格");
+    /* then 正面, in January only: 0.75 -> 0 */
+    assert_string_equal(json_string_value(json_object_get(third, "polarity")), "正面");
+    assert_true(fabs(json_real_value(json_object_get(third, "change")) + 0.75) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(third, "estimate_before")) - 3) < 1e-9);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    pds_summary_free(jan);
+    pds_summary_free(feb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_estimate),
         cmocka_unit_test(test_none_found),
         cmocka_unit_test(test_merge_exact),
+        cmocka_unit_test(test_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
