@@ -344,6 +344,55 @@ static int gather(run *s, const char *records)
     return rc;
 }
 
+static int pds_grow_records(pds_record **recs, size_t *cap, size_t n);
+
+/* --model with --schema and no --records: each review of --input extracted
+ * here (the bundle's head and defaults, as extract's) and added. */
+static int extract_all(run *s, pd_pipeline *pipe, const pd_schema *schema)
+{
+    static const char *const names[4] = {"aspect", "opinion", "category", "polarity"};
+    int32_t col[4];
+    for (int k = 0; k < 4; k++) {
+        col[k] = -1;
+        for (int32_t i = 0; i < pd_schema_n_fields(schema); i++)
+            if (strcmp(pd_schema_field_name(schema, i), names[k]) == 0) col[k] = i;
+    }
+    if (col[3] < 0) return cli_failf("%s: the schema has no field 'polarity' to summarize by", "--schema");
+    pds_record *recs = NULL;
+    size_t cap = 0;
+    cli_review w;
+    int rc = 0;
+    while (rc == 0 && cli_reviews_next(&s->in, &w)) {
+        pd_extraction *x = NULL;
+        pd_error err;
+        char buf[32];
+        if (s->in.failed) {
+            rc = cli_reviews_fail(&s->in);
+        } else if (w.problem[0]) {
+            fprintf(stderr, "pocketdec: %s; not counted\n", w.problem);
+        } else if (!w.header && pd_pipeline_extract(pipe, w.text, w.text_len, &x, &err)) {
+            rc = cli_failf("%s:%ld: id %s: %s", s->in.name, w.line, w.id, err.message);
+        } else if (!w.header) {
+            size_t n = (size_t)x->n_records;
+            if (n > cap && pds_grow_records(&recs, &cap, n)) rc = cli_failf("out of memory");
+            for (size_t i = 0; rc == 0 && i < n; i++) {
+                const pd_record *r = &x->records[i];
+                const char *v[4];
+                for (int k = 0; k < 4; k++) v[k] = col[k] >= 0 ? r->values[col[k]] : "_";
+                recs[i] = (pds_record){v[0], v[1], v[2], v[3], col[0] >= 0 ? r->start[col[0]] : -1,
+                                       col[0] >= 0 ? r->end[col[0]] : -1, col[1] >= 0 ? r->start[col[1]] : -1,
+                                       col[1] >= 0 ? r->end[col[1]] : -1};
+            }
+            if (rc == 0) rc = add(s, s->in.name, w.line, w.id, w.text, recs, n, by_value(s, &w, buf));
+        }
+        pd_extraction_free(x);
+        cli_review_release(&w);
+    }
+    free(recs);
+    if (rc == 0 && pds_summary_reviews(s->sum) == 0) rc = cli_failf("%s: no reviews", s->in.name);
+    return rc;
+}
+
 static int group_order(const void *a, const void *b)
 {
     return strcmp(((const group *)a)->value, ((const group *)b)->value);
@@ -369,6 +418,38 @@ static int add_groups(run *s, json_t *j)
         json_t *c = pds_summary_changes(json_array_get(groups, s->n_groups - 2), json_array_get(groups, s->n_groups - 1), 5);
         if (!c || json_object_set_new(by, "changes", c)) return cli_failf("out of memory");
     }
+    return 0;
+}
+
+/* The model (--model, its head, --threads) and schema_path's schema over
+ * --input, then extract_all. */
+static int extract_here(cli_args *a, run *s, const char *schema_path)
+{
+    pd_pipeline_params pp = pd_pipeline_default_params();
+    int rc = cli_threads_opt(a, &pp.n_threads);
+    if (rc) return rc;
+    pd_error err;
+    pd_schema *schema = pd_schema_load(schema_path, &err);
+    if (!schema) return cli_fail(&err);
+    cli_model m;
+    pd_pipeline *pipe = NULL;
+    if ((rc = cli_model_open(a, &m, true)) == 0) {
+        if (!(pipe = pd_pipeline_new(m.model, schema, m.head, &pp, &err))) rc = cli_fail(&err);
+        else rc = extract_all(s, pipe, schema);
+        pd_pipeline_free(pipe);
+        cli_model_close(&m);
+    }
+    pd_schema_free(schema);
+    return rc;
+}
+
+/* Room for n records in *recs. */
+static int pds_grow_records(pds_record **recs, size_t *cap, size_t n)
+{
+    pds_record *p = realloc(*recs, n * sizeof *p);
+    if (!p) return -1;
+    *recs = p;
+    *cap = n;
     return 0;
 }
 
@@ -416,7 +497,11 @@ int cmd_summarize(cli_args *a)
     pds_params pp = pds_default_params();
     const char *records = cli_opt(a, "--records"), *input = cli_opt(a, "--input");
     int rc;
-    if (!records) return cli_usage(a, "--records FILE is required (what pocketdec extract wrote)");
+    const char *schema_path = cli_opt(a, "--schema");
+    if (!records == !schema_path)
+        return cli_usage(a, "--records FILE (what pocketdec extract wrote), or --model and --schema to extract here");
+    if (schema_path && (!input || !cli_opt(a, "--model")))
+        return cli_usage(a, "--schema extracts the reviews of --input with --model: give both");
     if ((rc = cli_int_opt(a, "--min-support", pp.min_support, 1, 1000000, &pp.min_support)) ||
         (rc = cli_int_opt(a, "--top", pp.top, 0, 1000, &pp.top)) ||
         (rc = cli_int_opt(a, "--examples", pp.examples, 0, 100, &pp.examples)))
@@ -440,7 +525,7 @@ int cmd_summarize(cli_args *a)
         rc = cli_failf("out of memory");
         goto done;
     }
-    if ((rc = gather(&s, records))) goto done;
+    if ((rc = records ? gather(&s, records) : extract_here(a, &s, schema_path))) goto done;
     json_t *j = pds_summary_json(s.sum, cal);
     rc = !j ? cli_failf("out of memory") : s.by[0] ? add_groups(&s, j) : 0;
     if (rc == 0) rc = write_outputs(a, j);

@@ -85,7 +85,7 @@ static const cli_command commands[] = {
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
     {"summarize",
-     "--records FILE [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR] [--model DIR]"
+     "[--records FILE] [--model PATH] [--schema FILE] [--threads N] [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR]"
      " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
      " [--min-support N] [--top N] [--examples N]",
      "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
@@ -93,7 +93,8 @@ static const cli_command commands[] = {
      "precision and recall with its 90% interval, the top aspects and opinions and example reviews with\n"
      "their spans. --records: what extract wrote (JSONL or Tianchi rows), read a review at a time in\n"
      "constant memory; --input: the reviews they came from (as extract reads them), in the same order, for\n"
-     "the examples' text and the reviews with no record. JSON on stdout (or --json FILE), --html FILE one\n"
+     "the examples' text and the reviews with no record; or --model with --schema and no --records: the\n"
+     "reviews of --input extracted here first (the bundle's head and extract's defaults). JSON on stdout (or --json FILE), --html FILE one\n"
      "self-contained page (tables, charts, complaints, examples), --csv DIR writes polarity.csv and cells.csv.\n"
      "--id-column, --text-column, --encoding: as extract. --by COLUMN: the summary again per value of a column of the\n"
      "reviews (or of the records' JSONL lines); COLUMN:month or COLUMN:week groups a date by period and names\n"

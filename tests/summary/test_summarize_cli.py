@@ -191,6 +191,11 @@ def shop_export(d, refused):
     s = json.loads(run("--records", records, "--input", shop, *cols, "--by", "sku").stdout)
     assert [(g["group"], g["reviews"]) for g in s["groups"]] == [("A1", 2), ("B2", 2)], s["groups"]
     assert "changes" not in s["by"], s["by"]
+    # extracted here (--model and --schema, no --records): the same summary as from extract's records
+    here = json.loads(run("--model", model, "--schema", schema, "--threads", "1", "--input", shop, *cols,
+                          "--by", "sku").stdout)
+    assert here == json.loads(run("--model", model, "--records", records, "--input", shop, *cols, "--by",
+                                  "sku").stdout), here
     refused(["--records", records, "--input", shop, *cols, "--by", "rating:month"],
             f"{shop}:2: id r1: '5' in column rating is not a date")
     refused(["--records", records, "--by", "shop"], f"{records}:1: id r1 has no column 'shop'")
