@@ -197,6 +197,15 @@ def main():
         pooled.append(f"{p} gold {g}, raw {r} ({(r - g) / g:+.0%}), corrected {e:.1f} ({(e - g) / g:+.0%})")
     result["pooled"] = pooled
     print("the folds' sums: " + "; ".join(pooled))
+    cat = [c for c in result["cells"] if c["category"] is not None]
+    raw_err = sum(abs(c["raw"] - c["gold"]) / c["gold"] for c in cat) / len(cat)
+    est_err = sum(abs(c["estimate"] - c["gold"]) / c["gold"] for c in cat) / len(cat)
+    print(f"(category, polarity) entries with >= {MIN_GOLD} gold in their fold: {len(cat)}; mean |error| raw "
+          f"{raw_err:.0%}, corrected {est_err:.0%}; intervals holding the gold "
+          f"{sum(c['held'] for c in cat)} of {len(cat)}")
+    for c in cat:
+        print(f"  fold {c['fold']} {c['category']}/{c['polarity']}: gold {c['gold']}, raw {c['raw']}, "
+              f"corrected {c['estimate']} [{c['low']}, {c['high']}] ({c['rates']})")
     held = [c["held"] for c in result["cells"]]
     print(f"90% intervals holding the gold count: {sum(held)} of {len(held)} cells with >= {MIN_GOLD} gold "
           f"({sum(held) / len(held):.0%})")
