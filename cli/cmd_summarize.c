@@ -344,7 +344,7 @@ static int gather(run *s, const char *records)
     return rc;
 }
 
-static int pds_grow_records(pds_record **recs, size_t *cap, size_t n);
+static int grow_records(pds_record **recs, size_t *cap, size_t n);
 
 /* --model with --schema and no --records: each review of --input extracted
  * here (the bundle's head and defaults, as extract's) and added. */
@@ -374,7 +374,7 @@ static int extract_all(run *s, pd_pipeline *pipe, const pd_schema *schema)
             rc = cli_failf("%s:%ld: id %s: %s", s->in.name, w.line, w.id, err.message);
         } else if (!w.header) {
             size_t n = (size_t)x->n_records;
-            if (n > cap && pds_grow_records(&recs, &cap, n)) rc = cli_failf("out of memory");
+            if (n > cap && grow_records(&recs, &cap, n)) rc = cli_failf("out of memory");
             for (size_t i = 0; rc == 0 && i < n; i++) {
                 const pd_record *r = &x->records[i];
                 const char *v[4];
@@ -444,7 +444,7 @@ static int extract_here(cli_args *a, run *s, const char *schema_path)
 }
 
 /* Room for n records in *recs. */
-static int pds_grow_records(pds_record **recs, size_t *cap, size_t n)
+static int grow_records(pds_record **recs, size_t *cap, size_t n)
 {
     pds_record *p = realloc(*recs, n * sizeof *p);
     if (!p) return -1;
