@@ -340,7 +340,9 @@ static int open_files(cli_args *a, reader *r, FILE **out)
 {
     int rc = cli_reviews_open(a, r, cli_opt(a, "--input"), cli_opt(a, "--input-format"));
     if (rc) return rc;
-    r->keep_extra = cli_opt(a, "--format") && strcmp(cli_opt(a, "--format"), "jsonl") == 0; /* carried into JSONL */
+    /* a CSV's other columns carried into JSONL lines (a JSONL input's other keys are not, as Python's
+     * Extractor.extract_file writes the same lines) */
+    r->keep_extra = !r->jsonl && cli_opt(a, "--format") && strcmp(cli_opt(a, "--format"), "jsonl") == 0;
     if (strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
     return 0;
 }
