@@ -443,6 +443,34 @@ static int extract_here(cli_args *a, run *s, const char *schema_path)
     return rc;
 }
 
+/* --merge STATE (repeated): partitions summarized apart (--save-state),
+ * merged in order: the summary of one pass over them. */
+static int merge_states(cli_args *a, run *s)
+{
+    const char *path;
+    for (int n = 0; (path = cli_opt_nth(a, "--merge", n)); n++) {
+        json_error_t je;
+        pds_error err;
+        json_t *j = json_load_file(path, 0, &je);
+        if (!j) return cli_failf("%s:%d: cannot read the summary state: %s", path, je.line, je.text);
+        pds_summary *part = pds_summary_from_state(j, &s->params, path, &err);
+        json_decref(j);
+        int rc = !part || pds_summary_merge(s->sum, part, &err) ? summary_fail(&err) : 0;
+        pds_summary_free(part);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int save_state(const pds_summary *sum, const char *path)
+{
+    json_t *j = pds_summary_state(sum);
+    int rc = !j ? cli_failf("out of memory")
+                : json_dump_file(j, path, JSON_COMPACT) ? cli_failf("%s: cannot write: %s", path, strerror(errno)) : 0;
+    json_decref(j);
+    return rc;
+}
+
 /* Room for n records in *recs. */
 static int grow_records(pds_record **recs, size_t *cap, size_t n)
 {
@@ -497,9 +525,12 @@ int cmd_summarize(cli_args *a)
     pds_params pp = pds_default_params();
     const char *records = cli_opt(a, "--records"), *input = cli_opt(a, "--input");
     int rc;
-    const char *schema_path = cli_opt(a, "--schema");
-    if (!records == !schema_path)
-        return cli_usage(a, "--records FILE (what pocketdec extract wrote), or --model and --schema to extract here");
+    const char *schema_path = cli_opt(a, "--schema"), *merge = cli_opt(a, "--merge"), *save = cli_opt(a, "--save-state");
+    if (!!records + !!schema_path + !!merge != 1)
+        return cli_usage(a, "--records FILE (what pocketdec extract wrote), --model and --schema to extract here, or "
+                            "--merge STATE ...: one of them");
+    if ((merge || save) && cli_opt(a, "--by")) return cli_usage(a, "--by does not go with --merge or --save-state");
+    if (merge && input) return cli_usage(a, "--input goes with --records or --schema, not --merge");
     if (schema_path && (!input || !cli_opt(a, "--model")))
         return cli_usage(a, "--schema extracts the reviews of --input with --model: give both");
     if ((rc = cli_int_opt(a, "--min-support", pp.min_support, 1, 1000000, &pp.min_support)) ||
@@ -525,7 +556,9 @@ int cmd_summarize(cli_args *a)
         rc = cli_failf("out of memory");
         goto done;
     }
-    if ((rc = records ? gather(&s, records) : extract_here(a, &s, schema_path))) goto done;
+    if ((rc = records ? gather(&s, records) : schema_path ? extract_here(a, &s, schema_path) : merge_states(a, &s)))
+        goto done;
+    if (save && (rc = save_state(s.sum, save))) goto done;
     json_t *j = pds_summary_json(s.sum, cal);
     rc = !j ? cli_failf("out of memory") : s.by[0] ? add_groups(&s, j) : 0;
     if (rc == 0) rc = write_outputs(a, j);

@@ -87,7 +87,7 @@ static const cli_command commands[] = {
     {"summarize",
      "[--records FILE] [--model PATH] [--schema FILE] [--threads N] [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR]"
      " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
-     " [--min-support N] [--top N] [--examples N]",
+     " [--min-support N] [--top N] [--examples N] [--save-state FILE] [--merge STATE]",
      "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
      "the records found, the reviews with one and their share, the count corrected by the model's measured\n"
      "precision and recall with its 90% interval, the top aspects and opinions and example reviews with\n"
@@ -102,7 +102,9 @@ static const cli_command commands[] = {
      "The rates: --calibration FILE, else --model DIR's calibration.json,\n"
      "or measured with --calibrate LABELS (train/dataset.py's JSONL or the Tianchi labels CSV) against\n"
      "--calibrate-records (the model's records over those reviews), kept with --save-calibration FILE.\n"
-     "A cell with fewer than --min-support gold records (default 20) uses its polarity's rates.",
+     "A cell with fewer than --min-support gold records (default 20) uses its polarity's rates.\n"
+     "--save-state FILE keeps the whole summary (every aspect and opinion counted) of a partition; --merge STATE\n"
+     "(repeated, instead of --records) merges partitions' states in order: the same summary as one pass.",
      cmd_summarize},
     {"tag",
      "--model PATH [--head DIR] --schema FILE --text T [--html FILE] [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",

@@ -114,6 +114,17 @@ int pds_summary_add(pds_summary *s, const char *id, const char *text, const pds_
 int pds_summary_merge(pds_summary *dst, const pds_summary *src, pds_error *err);
 long pds_summary_reviews(const pds_summary *s);
 
+/* The whole state of a summary (every distinct aspect and opinion with its
+ * count, not only the top), for partitions summarized apart and merged later
+ * (pds_summary_from_state, pds_summary_merge): {"format":
+ * "pocketdec-summary-state", "version": 1, "reviews", "records", "cells":
+ * [{"category" (absent for a polarity), "polarity", "records", "reviews",
+ * "aspects": {value: count}, "opinions": {...}, "examples": [...]}]}. NULL
+ * when out of memory. */
+json_t *pds_summary_state(const pds_summary *s);
+/* A summary from its state (the file path, for messages); NULL with err. */
+pds_summary *pds_summary_from_state(const json_t *state, const pds_params *p, const char *path, pds_error *err);
+
 /* The summary as JSON (docs/summarize.md, "The JSON"): "reviews",
  * "records", "polarity" {label: entry}, "cells" [entry], each entry with its
  * estimate under the rates of cal (NULL: none, estimates equal the counts).

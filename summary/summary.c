@@ -164,6 +164,108 @@ int pds_summary_merge(pds_summary *dst, const pds_summary *src, pds_error *err)
     return 0;
 }
 
+/* ------------------------------------------------------------ state */
+
+static json_t *counts_object(const pds_counts *c)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < c->cap; i++)
+        if (c->keys[i] && json_object_set_new(o, c->keys[i], json_integer(c->counts[i]))) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
+json_t *pds_summary_state(const pds_summary *s)
+{
+    json_t *cells = json_array();
+    json_t *root = json_pack("{s:s,s:i,s:I,s:I,s:o}", "format", "pocketdec-summary-state", "version", 1, "reviews",
+                             (json_int_t)s->reviews, "records", (json_int_t)s->records, "cells", cells);
+    for (size_t i = 0; root && i < s->n; i++) {
+        const cell *c = &s->cells[i];
+        json_t *e = json_pack("{s:s,s:I,s:I,s:o,s:o,s:O}", "polarity", c->polarity, "records", (json_int_t)c->records,
+                              "reviews", (json_int_t)c->reviews, "aspects", counts_object(&c->aspects), "opinions",
+                              counts_object(&c->opinions), "examples", c->examples);
+        if (!e || (c->category && json_object_set_new(e, "category", json_string(c->category))) ||
+            json_array_append_new(cells, e)) {
+            json_decref(root);
+            return NULL;
+        }
+    }
+    return root;
+}
+
+/* obj's {value: count} into c; false when it is not one. */
+static bool counts_from(pds_counts *c, const json_t *obj, bool *oom)
+{
+    const char *key;
+    json_t *v;
+    if (!json_is_object(obj)) return false;
+    json_object_foreach((json_t *)obj, key, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+        if (pds_counts_add(c, key, (long)json_integer_value(v))) return !(*oom = true);
+    }
+    return true;
+}
+
+static bool whole_number(const json_t *e, const char *key, long *out)
+{
+    json_t *v = json_object_get(e, key);
+    *out = (long)json_integer_value(v);
+    return json_is_integer(v) && *out >= 0;
+}
+
+pds_summary *pds_summary_from_state(const json_t *state, const pds_params *p, const char *path, pds_error *err)
+{
+    pds_summary *s = pds_summary_new(p);
+    json_t *cells = json_object_get(state, "cells"), *e;
+    const char *fmt = json_string_value(json_object_get(state, "format"));
+    size_t i;
+    bool oom = !s;
+    if (oom) goto fail;
+    if (!fmt || strcmp(fmt, "pocketdec-summary-state") || json_integer_value(json_object_get(state, "version")) != 1 ||
+        !whole_number(state, "reviews", &s->reviews) || !whole_number(state, "records", &s->records) ||
+        !json_is_array(cells)) {
+        pds_fail(err, PDS_ERR_FORMAT, "%s: not a summary state (pocketdec summarize --save-state writes one)", path);
+        goto fail;
+    }
+    json_array_foreach(cells, i, e) {
+        json_t *cat = json_object_get(e, "category"), *pol = json_object_get(e, "polarity");
+        json_t *ex = json_object_get(e, "examples");
+        long records, reviews;
+        if (!json_is_string(pol) || (cat && !json_is_string(cat)) || !whole_number(e, "records", &records) ||
+            !whole_number(e, "reviews", &reviews) || !json_is_array(ex)) {
+            pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: needs polarity, records, reviews, aspects, opinions and "
+                     "examples", path, i);
+            goto fail;
+        }
+        long k = cell_index(s, cat ? json_string_value(cat) : NULL, json_string_value(pol));
+        if (k < 0) {
+            oom = true;
+            goto fail;
+        }
+        cell *c = &s->cells[k];
+        c->records += records;
+        c->reviews += reviews;
+        if (!counts_from(&c->aspects, json_object_get(e, "aspects"), &oom) ||
+            !counts_from(&c->opinions, json_object_get(e, "opinions"), &oom)) {
+            if (!oom) pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: aspects and opinions are {value: count}", path, i);
+            goto fail;
+        }
+        for (size_t j = 0; j < json_array_size(ex) && (int)json_array_size(c->examples) < s->params.examples; j++)
+            if (json_array_append_new(c->examples, json_deep_copy(json_array_get(ex, j)))) {
+                oom = true;
+                goto fail;
+            }
+    }
+    return s;
+fail:
+    if (oom) pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+    pds_summary_free(s);
+    return NULL;
+}
+
 /* Cells by records found, then by name: the same order however they came. */
 static int cell_order(const void *a, const void *b)
 {

@@ -131,6 +131,22 @@ def main():
     kc = json.load(open(os.path.join(kdir, "calibration.json"), encoding="utf-8"))
     assert kc["cells"] == json.load(open(os.path.join(d, "calibration.json"), encoding="utf-8"))["cells"], kc
 
+    # partitions summarized apart (--save-state) and merged (--merge): the one pass's summary, exactly
+    parts = []
+    for k, rows in enumerate((corpus[:2], corpus[2:])):
+        part, state = write(d, f"part{k}.jsonl", jsonl(rows)), os.path.join(d, f"part{k}.state")
+        run("--records", part, "--save-state", state, "--json", os.devnull)
+        parts += ["--merge", state]
+    cal = os.path.join(d, "calibration.json")
+    merged = json.loads(run(*parts, "--calibration", cal, "--min-support", "5").stdout)
+    whole = json.loads(run("--records", records, "--calibration", cal, "--min-support", "5").stdout)
+    assert merged == whole and merged["records"] == 8, (merged, whole)
+    bad_state = write(d, "bad.state", '{"format": "pocketdec-summary-state", "version": 1, "reviews": 1, "records": 0, '
+                      '"cells": [{"polarity": "负面", "records": 1, "reviews": 1, "aspects": [], "opinions": {}, '
+                      '"examples": []}]}')
+    p = run("--merge", bad_state, ok=False)
+    assert p.returncode == 1 and f"{bad_state}: cells[0]: aspects and opinions are {{value: count}}" in p.stderr, p
+
     # bad inputs: each stopped, naming the file and line
     def refused(args, *words):
         p = run(*args, ok=False)
