@@ -27,27 +27,38 @@ def _frame(entries, group=None):
     return pandas.DataFrame(rows, columns=(["group"] if group is not None else []) + COLUMNS)
 
 
-def summarize(records=None, *, reviews=None, model=None, schema=None, by=None, calibration=None, min_support=None,
-              id_column=None, text_column=None, encoding=None, command=None):
-    """The summary's tables: {"polarity", "cells", "groups" (with by), "json"}. records: what `pocketdec
-    extract` wrote; or model with schema (and reviews) to extract them first. Other arguments are the
-    command's options of the same name. Raises Error with the command's message when it fails."""
+def command_path(command=None):
+    """The pocketdec command: command, else $POCKETDEC_COMMAND, else `pocketdec` on PATH."""
     exe = command or os.environ.get("POCKETDEC_COMMAND") or shutil.which("pocketdec")
     if not exe:
         raise arg_error("pocketdec.summarize runs the pocketdec command: put it on PATH, set POCKETDEC_COMMAND "
                         "or pass command=")
-    args = [exe, "summarize"]
+    return os.fspath(exe)
+
+
+def run(args, command=None):
+    """`pocketdec summarize ARGS`'s stdout; Error with its message when it fails."""
+    p = subprocess.run([command_path(command), "summarize", *map(os.fspath, args)], capture_output=True, text=True)
+    if p.returncode:
+        lines = p.stderr.strip().splitlines()
+        message = next((x[len("pocketdec: "):] for x in lines if x.startswith("pocketdec: ")), p.stderr.strip())
+        raise Error("invalid argument" if p.returncode == 2 else "command failed", message, p.returncode)
+    return p.stdout
+
+
+def summarize(records=None, *, reviews=None, model=None, schema=None, by=None, calibration=None, min_support=None,
+              id_column=None, text_column=None, encoding=None, merge=(), command=None):
+    """The summary's tables: {"polarity", "cells", "groups" (with by), "json"}. records: what `pocketdec
+    extract` wrote; or model with schema (and reviews) to extract them first; or merge: partitions'
+    states (--save-state files), merged in order. Other arguments are the command's options of the same
+    name. Raises Error with the command's message when it fails."""
+    args = [a for m in merge for a in ("--merge", m)]
     for opt, value in (("--records", records), ("--input", reviews), ("--model", model), ("--schema", schema),
                        ("--by", by), ("--calibration", calibration), ("--min-support", min_support),
                        ("--id-column", id_column), ("--text-column", text_column), ("--encoding", encoding)):
         if value is not None:
             args += [opt, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode:
-        lines = p.stderr.strip().splitlines()
-        message = next((x[len("pocketdec: "):] for x in lines if x.startswith("pocketdec: ")), p.stderr.strip())
-        raise Error("invalid argument" if p.returncode == 2 else "command failed", message, p.returncode)
-    s = json.loads(p.stdout)
+    s = json.loads(run(args, command))
     import pandas
     tables = {"json": s, "polarity": _frame(s["polarity"].values()), "cells": _frame(s["cells"])}
     if "groups" in s:
