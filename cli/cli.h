@@ -134,5 +134,6 @@ int cmd_score(cli_args *a);
 int cmd_quantize(cli_args *a);
 int cmd_serve(cli_args *a);
 int cmd_rank(cli_args *a);
+int cmd_summarize(cli_args *a);
 
 #endif

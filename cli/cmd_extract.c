@@ -3,7 +3,6 @@
  * memory (one review at a time, or a batch of them with --parallel, written
  * in input order), so batch engines can shard a corpus through it. */
 #include "cli.h"
-#include "jsonl.h"
 #include "reviews.h"
 
 #include <errno.h>
@@ -14,6 +13,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The input: the reviews' reader (reviews.h). */
+typedef cli_reviews reader;
+typedef cli_review row;
 
 /* ------------------------------------------------------------ the command */
 
@@ -34,11 +37,11 @@ typedef struct run_state {
     double t0, shown;  /* when the run started; when progress was last drawn */
 } run_state;
 
-static void progress(run_state *s, cli_reader *r);
+static void progress(run_state *s, reader *r);
 
 /* Row w's lines (len bytes, maybe none) written whole: to the resumable
  * output as one commit, with the counts a resume starts from. */
-static int emit(run_state *s, const cli_row *w, const char *text, size_t len)
+static int emit(run_state *s, const row *w, const char *text, size_t len)
 {
     if (!s->o) {
         if ((len && fwrite(text, 1, len, s->out) != len) || fflush(s->out))
@@ -62,7 +65,7 @@ static bool restore(run_state *s, const char *state, long *rows)
                   &s->broken, &s->failed, &end) == 5 && state[end] == 0 && *rows >= 0;
 }
 
-static int write_result(run_state *s, const cli_row *w, const pd_extraction *x)
+static int write_result(run_state *s, const row *w, const pd_extraction *x)
 {
     char *text = NULL;
     size_t len = 0;
@@ -72,13 +75,28 @@ static int write_result(run_state *s, const cli_row *w, const pd_extraction *x)
         s->failed++;
         return emit(s, w, NULL, 0);
     }
-    int rc = emit(s, w, text, len);
+    char *joined = NULL;
+    if (w->extra && s->fmt == PD_FORMAT_JSONL && len >= 2) {
+        /* the input's other columns carried into the line: {"id":..,"records":[..],"rating":"5"} */
+        size_t n = strlen(w->extra);
+        if (!(joined = malloc(len + n + 2))) {
+            pd_free(text);
+            return cli_failf("out of memory");
+        }
+        memcpy(joined, text, len - 2);
+        joined[len - 2] = ',';
+        memcpy(joined + len - 1, w->extra, n);
+        memcpy(joined + len - 1 + n, "}\n", 2);
+        len += n + 1;
+    }
+    int rc = emit(s, w, joined ? joined : text, len);
+    free(joined);
     pd_free(text);
     return rc;
 }
 
 /* A broken row: reported, and its id written with no records when it has one. */
-static int broken_row(run_state *s, cli_reader *r, cli_row *w)
+static int broken_row(run_state *s, reader *r, row *w)
 {
     s->broken++;
     if (!w->keep_id) {
@@ -94,7 +112,7 @@ static int broken_row(run_state *s, cli_reader *r, cli_row *w)
 
 /* A review's extraction x (NULL when it failed: err says why), counted and
  * written; takes x. */
-static int finish_row(run_state *s, cli_reader *r, const cli_row *w, pd_extraction *x, pd_error *err)
+static int finish_row(run_state *s, reader *r, const row *w, pd_extraction *x, pd_error *err)
 {
     if (!x) {
         /* the id stays in the output (no quadruple), so nothing is lost */
@@ -121,7 +139,7 @@ static int finish_row(run_state *s, cli_reader *r, const cli_row *w, pd_extracti
     return rc;
 }
 
-static int one_row(run_state *s, cli_reader *r, cli_row *w)
+static int one_row(run_state *s, reader *r, row *w)
 {
     if (w->problem[0]) return broken_row(s, r, w);
     pd_extraction *x = NULL;
@@ -134,7 +152,7 @@ static int one_row(run_state *s, cli_reader *r, cli_row *w)
  * (pd_pipeline_read_ahead; their id and text copied), extracted together, then
  * written in input order. */
 typedef struct batch {
-    cli_row *rows;
+    row *rows;
     char **copies; /* [2 n]: each row's id and text */
     const char **texts;
     size_t *lens;
@@ -161,6 +179,7 @@ static void batch_clear(batch *b)
         free(b->copies[i]);
         b->copies[i] = NULL;
     }
+    for (int32_t i = 0; i < b->n; i++) cli_review_release(&b->rows[i]);
     b->n = 0;
 }
 
@@ -176,11 +195,11 @@ static void batch_free(batch *b)
 }
 
 /* Row w into the batch, its id and text copied (the reader reuses its record). */
-static bool batch_add(batch *b, const cli_row *w)
+static bool batch_add(batch *b, const row *w)
 {
-    cli_row *c = &b->rows[b->n];
+    row *c = &b->rows[b->n];
     *c = *w;
-    c->json = NULL;
+    c->json = NULL; /* the extra moves to the batch (stream() leaves it) */
     char **id = &b->copies[2 * b->n], **text = id + 1;
     b->n++;
     if (w->id && !(*id = strdup(w->id))) return false;
@@ -195,7 +214,7 @@ static bool batch_add(batch *b, const cli_row *w)
 }
 
 /* The batch's reviews extracted together and written in order. */
-static int batch_flush(run_state *s, cli_reader *r, batch *b)
+static int batch_flush(run_state *s, reader *r, batch *b)
 {
     int32_t n = 0;
     for (int32_t i = 0; i < b->n; i++)
@@ -207,7 +226,7 @@ static int batch_flush(run_state *s, cli_reader *r, batch *b)
     pd_pipeline_extract_many(s->pipe, b->texts, b->lens, n, b->outs, b->errs, &err);
     int rc = 0;
     for (int32_t i = 0, k = 0; i < b->n; i++) {
-        cli_row *w = &b->rows[i];
+        row *w = &b->rows[i];
         if (w->problem[0]) {
             if (!rc) rc = broken_row(s, r, w);
             continue;
@@ -223,7 +242,7 @@ static int batch_flush(run_state *s, cli_reader *r, batch *b)
 /* The share of the input read when it is a regular file (its size is
  * known), a count alone otherwise: as a bar redrawn in place on a terminal,
  * as one line for --progress (logs and pipes keep every line). */
-static void draw_progress(const run_state *s, cli_reader *r, double elapsed)
+static void draw_progress(const run_state *s, reader *r, double elapsed)
 {
     struct stat st;
     long pos = ftell(r->f);
@@ -244,7 +263,7 @@ static void draw_progress(const run_state *s, cli_reader *r, double elapsed)
 }
 
 /* Progress after a row is written (a batch's rows as the batch is written). */
-static void progress(run_state *s, cli_reader *r)
+static void progress(run_state *s, reader *r)
 {
     double now = s->bar || s->every >= 0 ? cli_seconds() : 0;
     if (s->bar ? (s->reviews + s->broken) % 8 == 0 : s->every >= 0 && now - s->shown >= s->every) {
@@ -254,12 +273,12 @@ static void progress(run_state *s, cli_reader *r)
 }
 
 /* A resumed run: the rows its output holds read again, not extracted. */
-static int skip_rows(cli_reader *r, long rows)
+static int skip_rows(reader *r, long rows)
 {
-    cli_row w;
-    while (r->rows < rows && cli_reader_next(r, &w)) {
-        json_decref(w.json);
-        if (r->failed) return cli_reader_fail(r);
+    row w;
+    while (r->rows < rows && cli_reviews_next(r, &w)) {
+        cli_review_release(&w);
+        if (r->failed) return cli_reviews_fail(r);
     }
     if (r->rows < rows)
         return cli_failf("%s: cannot resume: the input has %ld rows, fewer than the %ld the output holds", r->name, r->rows,
@@ -267,28 +286,29 @@ static int skip_rows(cli_reader *r, long rows)
     return 0;
 }
 
-static int stream(run_state *s, cli_reader *r)
+static int stream(run_state *s, reader *r)
 {
     double t0 = s->t0 = s->shown = cli_seconds();
-    cli_row w;
+    row w;
     int rc = 0;
     batch b = {0};
     bool many = pd_pipeline_read_ahead(s->pipe) > 1;
     if (many && !batch_init(&b, pd_pipeline_read_ahead(s->pipe))) rc = cli_failf("out of memory");
-    while (rc == 0 && cli_reader_next(r, &w)) {
+    while (rc == 0 && cli_reviews_next(r, &w)) {
         if (r->failed) {
-            json_decref(w.json);
+            cli_review_release(&w);
             if (many) rc = batch_flush(s, r, &b); /* what was read before is still written */
             batch_free(&b);
-            return rc ? rc : cli_reader_fail(r);
+            return rc ? rc : cli_reviews_fail(r);
         }
         if (many && (!w.header || w.problem[0])) {
             if (!batch_add(&b, &w)) rc = cli_failf("out of memory");
             else if (b.n == b.cap) rc = batch_flush(s, r, &b);
+            w.extra = NULL;
         } else if (!w.header || w.problem[0]) {
             rc = one_row(s, r, &w);
         }
-        json_decref(w.json);
+        cli_review_release(&w);
     }
     if (many && rc == 0) rc = batch_flush(s, r, &b);
     batch_free(&b);
@@ -316,11 +336,15 @@ static int stream(run_state *s, cli_reader *r)
     return (s->broken || s->failed) ? 1 : 0;
 }
 
-static int open_files(cli_args *a, cli_reader *r, FILE **out)
+static int open_files(cli_args *a, reader *r, FILE **out)
 {
-    int rc = cli_reader_open(a, "--input", r);
-    if (rc == 0 && strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
-    return rc;
+    int rc = cli_reviews_open(a, r, cli_opt(a, "--input"), cli_opt(a, "--input-format"));
+    if (rc) return rc;
+    /* a CSV's other columns carried into JSONL lines (a JSONL input's other keys are not, as Python's
+     * Extractor.extract_file writes the same lines) */
+    r->keep_extra = !r->jsonl && cli_opt(a, "--format") && strcmp(cli_opt(a, "--format"), "jsonl") == 0;
+    if (strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
+    return 0;
 }
 
 /* The options that do not change the output: a resume may change them. */
@@ -390,7 +414,7 @@ int cmd_extract(cli_args *a)
     if (!schema) return cli_fail(&err);
     s.schema = schema;
     cli_model m;
-    cli_reader r = {0};
+    reader r = {0};
     FILE *out = NULL;
     pd_draft *draft = NULL;
     if ((rc = cli_model_open(a, &m, true))) goto done_schema;
@@ -406,6 +430,7 @@ int cmd_extract(cli_args *a)
     if (!out && (rc = open_output(&s, &rows)) == 0) rc = skip_rows(&r, rows);
     s.bar = s.every < 0 && isatty(STDERR_FILENO);
     if (rc == 0) rc = stream(&s, &r);
+    cli_reviews_close(&r);
     if (s.o && s.done) {
         int fin = pd_output_finish(s.o, &err) ? cli_fail(&err) : 0;
         rc = rc ? rc : fin;
@@ -413,7 +438,7 @@ int cmd_extract(cli_args *a)
         pd_output_free(s.o); /* the progress says what is whole, for --resume */
     }
 done:
-    cli_reader_close(&r);
+    cli_reviews_close(&r);
     pd_pipeline_free(s.pipe);
     pd_draft_free(draft);
     cli_model_close(&m);

@@ -27,12 +27,12 @@ int cmd_rank(cli_args *a)
     pd_schema *schema = pd_schema_load(schema_path, &err);
     if (!schema) return cli_fail(&err);
     cli_model m = {0};
-    cli_reviews v = {0};
+    cli_review_list v = {0};
     pd_ranker *rk = NULL;
     double *scores = NULL;
     size_t *idx = NULL;
     FILE *out = NULL;
-    if ((rc = cli_reviews_load(a, "--input", &v)) || (rc = cli_model_open(a, &m, true))) goto done;
+    if ((rc = cli_review_list_load(a, "--input", &v)) || (rc = cli_model_open(a, &m, true))) goto done;
     if (!(rk = pd_ranker_new(m.model, schema, m.head, order, (uint64_t)seed, &pp, &err))) {
         rc = cli_fail(&err);
         goto done;
@@ -74,7 +74,7 @@ done:
     free(idx);
     pd_ranker_free(rk);
     cli_model_close(&m);
-    cli_reviews_free(&v);
+    cli_review_list_free(&v);
     pd_schema_free(schema);
     return rc;
 }

@@ -29,7 +29,7 @@ static int read_key_file(const char *path, char **key)
 
 /* --teach REVIEWS --labels FILE [--order NAME] [--seed N]: the reviews read
  * as extract reads them, into t (t->labels NULL without --teach). */
-static int teach_opts(cli_args *a, serve_teach_config *t, cli_reviews *v)
+static int teach_opts(cli_args *a, serve_teach_config *t, cli_review_list *v)
 {
     const char *labels = cli_opt(a, "--labels"), *order = cli_opt(a, "--order");
     int32_t seed;
@@ -43,7 +43,7 @@ static int teach_opts(cli_args *a, serve_teach_config *t, cli_reviews *v)
     if ((rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed))) return rc;
     t->order = PD_RANK_CONFIDENCE;
     if (order && pd_rank_order_parse(order, &t->order, &err)) return cli_usage(a, err.message);
-    if ((rc = cli_reviews_load(a, "--teach", v))) return rc;
+    if ((rc = cli_review_list_load(a, "--teach", v))) return rc;
     t->n = v->n;
     t->ids = v->ids;
     t->texts = v->texts;
@@ -119,7 +119,7 @@ int cmd_serve(cli_args *a)
     char *key_buf = NULL;
     if (key_file && (rc = read_key_file(key_file, &key_buf))) return rc;
     cfg.api_key = key_buf ? key_buf : key;
-    cli_reviews reviews = {0};
+    cli_review_list reviews = {0};
     serve_teach_config teach = {0};
     if ((rc = teach_opts(a, &teach, &reviews))) {
         free(key_buf);
@@ -153,7 +153,7 @@ int cmd_serve(cli_args *a)
     cli_bundle_opts_free(&l.opts);
     cli_model_close(&m);
     pd_schema_free(schema);
-    cli_reviews_free(&reviews);
+    cli_review_list_free(&reviews);
     free(key_buf);
     return rc;
 }

@@ -32,11 +32,17 @@ static const cli_command commands[] = {
      "--weight-layout file keeps every weight in the file's layout (auto: the kernels' faster layout where they have one).",
      cmd_bench},
     {"extract",
-     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
+     "--model PATH --schema FILE --input FILE --output FILE [--format tianchi|jsonl] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--threads N] [--max-records N] [--max-tokens N] [--speculate K] [--parallel N] [--ctx N] [--temperature T] [--seed S] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--head DIR] [--min-confidence P] [--max-chars N] [--progress S] [--resume] [--sync] [--draft DIR [--draft-block N] [--draft-quantize none|q8_0|q4_0]]",
      "Extracts schema-bound records (e.g. Tianchi quadruples) from each review of --input: Tianchi CSV\n"
      "(id,Reviews) or JSONL ({\"id\",\"text\"}; by the .jsonl extension or --input-format). Writes Tianchi\n"
      "submission rows (every id in order, id,_,_,_,_ for none) or JSONL. '-' is stdin/stdout; constant\n"
-     "memory. CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
+     "memory. --id-column NAME, --text-column NAME: a CSV with a header (or JSONL keys) of other names, e.g. a\n"
+     "shop's export review_id,rating,content,date,sku (default: id and Reviews, or id and the one column\n"
+     "named Reviews, text, review, content or comment); the other columns are carried into the JSONL output.\n"
+     "--encoding NAME: the reviews' encoding when not UTF-8 (gb18030, gbk, utf-16 with its byte order mark:\n"
+     "any iconv name); a file that is not UTF-8 but reads as GB18030 or starts with UTF-16's mark is refused\n"
+     "at once, naming the option.\n"
+     "CSV is read as Python's csv reads it (a quote inside an unquoted field\n"
      "is a character); a broken row is reported with its line and its id still written as id,_,_,_,_, and\n"
      "reading resumes at the next well-formed row. A summary line ends stderr; the exit status is 1 when a\n"
      "row was broken or failed (after all others were written) or when the input holds no review.\n"
@@ -78,6 +84,28 @@ static const cli_command commands[] = {
      "and --progress may change). The output is fsync'ed every 5 s (what a power loss may cost) and at the\n"
      "end; --sync after every review instead (slower). Both need --input FILE and --output FILE.",
      cmd_extract},
+    {"summarize",
+     "[--records FILE] [--model PATH] [--schema FILE] [--threads N] [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR]"
+     " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
+     " [--min-support N] [--top N] [--examples N] [--save-state FILE] [--merge STATE]",
+     "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
+     "the records found, the reviews with one and their share, the count corrected by the model's measured\n"
+     "precision and recall with its 90% interval, the top aspects and opinions and example reviews with\n"
+     "their spans. --records: what extract wrote (JSONL or Tianchi rows), read a review at a time in\n"
+     "constant memory; --input: the reviews they came from (as extract reads them), in the same order, for\n"
+     "the examples' text and the reviews with no record; or --model with --schema and no --records: the\n"
+     "reviews of --input extracted here first (the bundle's head and extract's defaults). JSON on stdout (or --json FILE), --html FILE one\n"
+     "self-contained page (tables, charts, complaints, examples), --csv DIR writes polarity.csv and cells.csv.\n"
+     "--id-column, --text-column, --encoding: as extract. --by COLUMN: the summary again per value of a column of the\n"
+     "reviews (or of the records' JSONL lines); COLUMN:month or COLUMN:week groups a date by period and names\n"
+     "the largest changes between the last two.\n"
+     "The rates: --calibration FILE, else --model DIR's calibration.json,\n"
+     "or measured with --calibrate LABELS (train/dataset.py's JSONL or the Tianchi labels CSV) against\n"
+     "--calibrate-records (the model's records over those reviews), kept with --save-calibration FILE.\n"
+     "A cell with fewer than --min-support gold records (default 20) uses its polarity's rates.\n"
+     "--save-state FILE keeps the whole summary (every aspect and opinion counted) of a partition; --merge STATE\n"
+     "(repeated, instead of --records) merges partitions' states in order: the same summary as one pass.",
+     cmd_summarize},
     {"tag",
      "--model PATH [--head DIR] --schema FILE --text T [--html FILE] [--threads N] [--ctx N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Runs a tagger head (extraction by decisions) on one text and prints one JSON object:\n"
@@ -105,7 +133,7 @@ static const cli_command commands[] = {
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
     {"rank",
-     "--model PATH --schema FILE --input FILE --order confidence|entropy|complaint|random [--seed N] [--output FILE] [--input-format csv|jsonl] [--head DIR] [--threads N] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH --schema FILE --input FILE --order confidence|entropy|complaint|random [--seed N] [--output FILE] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--head DIR] [--threads N] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Orders the reviews of --input (read as extract reads them) most useful to label first, and writes one\n"
      "JSON line a review, {\"id\": ..., \"score\": ...}, the highest score first (ties in input order), to\n"
      "--output (default stdout). The orderings (docs/serve.md, \"Teach it\"): confidence, 1 - the lowest\n"
@@ -115,7 +143,7 @@ static const cli_command commands[] = {
      "the id. `pocketdec serve --teach` asks its reviews in the same order.",
      cmd_rank},
     {"serve",
-     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--teach REVIEWS --labels FILE [--order confidence|entropy|complaint|random] [--seed N] [--input-format csv|jsonl]]",
+     "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--teach REVIEWS --labels FILE [--order confidence|entropy|complaint|random] [--seed N] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME]]",
      "Serves extraction over HTTP/1.1 + JSON until SIGTERM or SIGINT (docs/serve.md):\n"
      "  POST /v1/extract {\"text\": T} -> {\"records\": [...]}, or {\"texts\": [T, ...]} -> {\"results\": [{\"records\": [...]}, ...]}:\n"
      "       each record as `pocketdec extract --format jsonl` writes it for that text;\n"

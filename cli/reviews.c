@@ -1,46 +1,123 @@
-/* reviews.c - the reviews a command reads (reviews.h): one row at a time
- * (extract, in constant memory) or all of them (rank, serve --teach). */
+/* reviews.c - the one reader of reviews (reviews.h): extract and summarize
+ * read their --input through it. */
 #include "reviews.h"
+#include "encoding.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A CSV record as a row: `id,Reviews`. A broken record (te_csv.h says which)
- * keeps its id when it has one, so that the output still lists it. */
-static void csv_row(cli_reader *r, cli_row *w, te_csv_result res, const te_error *err)
+/* A text column's usual names, when the file does not name it. */
+static const char *const text_names[] = {"Reviews", "text", "review", "content", "comment", NULL};
+
+static size_t column_index(const cli_reviews *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_columns; i++)
+        if (strcmp(r->columns[i], name) == 0) return i;
+    return (size_t)-1;
+}
+
+/* The columns a row may be, listed for messages. */
+static void list_columns(const cli_reviews *r, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < r->n_columns && used + 1 < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "", r->columns[i]);
+}
+
+/* The first CSV row as a header, when it is one: the columns kept, the id's
+ * and text's found (false with r->fail set when they cannot be). */
+static bool csv_header(cli_reviews *r, cli_review *w)
 {
     size_t n = te_csv_n_fields(r->csv);
+    bool tianchi = n == 2 && !r->id_name && !r->text_name;
+    if (tianchi && strcmp(te_csv_field(r->csv, 0, NULL), "id")) return true; /* id,Reviews without its header */
+    w->header = true;
+    if (!(r->columns = calloc(n ? n : 1, sizeof *r->columns))) {
+        snprintf(r->fail, sizeof r->fail, "out of memory");
+        return false;
+    }
+    for (r->n_columns = 0; r->n_columns < n; r->n_columns++)
+        if (!(r->columns[r->n_columns] = strdup(te_csv_field(r->csv, r->n_columns, NULL)))) {
+            snprintf(r->fail, sizeof r->fail, "out of memory");
+            return false;
+        }
+    if (tianchi) return true;
+    r->id_col = column_index(r, r->id_name ? r->id_name : "id");
+    r->text_col = r->text_name ? column_index(r, r->text_name) : (size_t)-1;
+    for (int k = 0; !r->text_name && text_names[k]; k++) {
+        size_t i = column_index(r, text_names[k]);
+        if (i != (size_t)-1 && r->text_col != (size_t)-1) r->text_col = (size_t)-2; /* two: not obvious */
+        else if (i != (size_t)-1) r->text_col = i;
+    }
+    if (r->id_col < n && r->text_col < n && r->id_col != r->text_col) {
+        te_csv_expect_fields(r->csv, n);
+        return true;
+    }
+    char cols[256];
+    list_columns(r, cols, sizeof cols);
+    snprintf(r->fail, sizeof r->fail, "%s:%ld: which columns hold the id and the review? the header has %s: name them "
+             "with --id-column NAME and --text-column NAME", r->name, w->line, cols);
+    return false;
+}
+
+/* A CSV record as a row. A broken record (te_csv.h says which) keeps its id
+ * when it has one, so that the output still lists it. */
+static void csv_row(cli_reviews *r, cli_review *w, te_csv_result res, const te_error *err)
+{
+    size_t n = te_csv_n_fields(r->csv), want = r->n_columns ? r->n_columns : 2;
     w->line = te_csv_line(r->csv);
-    w->id = n ? te_csv_field(r->csv, 0, NULL) : NULL;
-    w->header = r->first && w->id && strcmp(w->id, "id") == 0;
+    if (r->first && res == TE_CSV_ROW && !csv_header(r, w)) {
+        r->failed = true;
+        return;
+    }
     r->first = false;
+    w->id = n > r->id_col ? te_csv_field(r->csv, r->id_col, NULL) : NULL;
+    if (w->header) return;
+    char cols[256] = "id,Reviews";
+    if (r->n_columns) list_columns(r, cols, sizeof cols);
     if (res == TE_CSV_BROKEN)
         snprintf(w->problem, sizeof w->problem, "%s", err->message);
-    else if (n != 2)
-        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: expected 2 fields (id,Reviews), got %zu",
-                 r->name, w->line, n);
+    else if (n != want)
+        snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: expected %zu fields (%s), got %zu", r->name,
+                 w->line, want, cols, n);
     else if (!*w->id)
         snprintf(w->problem, sizeof w->problem, "%s:%ld: broken row: the id is empty", r->name, w->line);
     else {
-        w->text = te_csv_field(r->csv, 1, &w->text_len);
+        w->text = te_csv_field(r->csv, r->text_col, &w->text_len);
         return;
     }
-    w->keep_id = w->id && *w->id && !w->header;
+    w->keep_id = w->id && *w->id;
 }
 
 /* The next row; false at the end of input. A broken row comes back with
  * w->problem set. */
-static bool read_row(cli_reader *r, cli_row *w);
+static bool read_row(cli_reviews *r, cli_review *w);
 
-bool cli_reader_next(cli_reader *r, cli_row *w)
+bool cli_reviews_next(cli_reviews *r, cli_review *w)
 {
     if (!read_row(r, w)) return false;
     w->ordinal = ++r->rows;
+    if (r->keep_extra && !r->failed && !w->problem[0] && !w->header) {
+        json_t *o = cli_reviews_extra(r, w);
+        char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        if (t && strlen(t) > 2) w->extra = strndup(t + 1, strlen(t) - 2); /* without the braces */
+        free(t);
+    }
     return true;
 }
 
-static bool read_row(cli_reader *r, cli_row *w)
+void cli_review_release(cli_review *w)
+{
+    json_decref(w->json);
+    w->json = NULL;
+    free(w->extra);
+    w->extra = NULL;
+}
+
+static bool read_row(cli_reviews *r, cli_review *w)
 {
     memset(w, 0, sizeof *w);
     if (r->jsonl) {
@@ -50,8 +127,8 @@ static bool read_row(cli_reader *r, cli_row *w)
         if (st == CLI_JSONL_END) return false;
         w->line = r->jl.line;
         if (st == CLI_JSONL_FAIL) r->failed = true;
-        if (st == CLI_JSONL_OK && cli_jsonl_object(&r->jl, w->json) && cli_jsonl_id(&r->jl, w->json, "id", w->id_buf, &id) &&
-            cli_jsonl_string(&r->jl, w->json, "text", true, &text, &len)) {
+        if (st == CLI_JSONL_OK && cli_jsonl_object(&r->jl, w->json) && cli_jsonl_id(&r->jl, w->json, r->id_name ? r->id_name : "id", w->id_buf, &id) &&
+            cli_jsonl_string(&r->jl, w->json, r->text_name ? r->text_name : "text", true, &text, &len)) {
             w->id = id;
             w->text = text;
             w->text_len = len;
@@ -72,23 +149,27 @@ static bool read_row(cli_reader *r, cli_row *w)
     return true;
 }
 
-
-int cli_reader_open(cli_args *a, const char *option, cli_reader *r)
+int cli_reviews_open(cli_args *a, cli_reviews *r, const char *in, const char *ifmt)
 {
-    const char *in = cli_opt(a, option), *ifmt = cli_opt(a, "--input-format");
-    if (!in) {
-        char what[64];
-        snprintf(what, sizeof what, "%s FILE is required ('-' for stdin)", option);
-        return cli_usage(a, what);
-    }
     size_t n = strlen(in);
-    *r = (cli_reader){0};
     r->name = strcmp(in, "-") ? in : "stdin";
     r->jsonl = ifmt ? strcmp(ifmt, "jsonl") == 0 : (n > 6 && strcmp(in + n - 6, ".jsonl") == 0);
     if (ifmt && strcmp(ifmt, "jsonl") && strcmp(ifmt, "csv")) return cli_usage(a, "--input-format must be csv or jsonl");
     r->first = true;
+    r->id_name = cli_opt(a, "--id-column");
+    r->text_name = cli_opt(a, "--text-column");
+    r->text_col = 1;
     r->f = strcmp(in, "-") ? fopen(in, "rb") : stdin;
     if (!r->f) return cli_failf("%s: cannot open: %s", in, strerror(errno));
+    const char *enc = cli_opt(a, "--encoding");
+    char msg[512];
+    FILE *dec = enc ? cli_decoded(r->f, enc, msg, sizeof msg) : NULL;
+    if (enc ? !dec : !cli_encoding_check(r->f, r->name, msg, sizeof msg)) {
+        if (r->f != stdin) fclose(r->f);
+        r->f = NULL;
+        return cli_failf("%s", msg);
+    }
+    if (dec) r->f = dec; /* closing it closes the file */
     te_error err;
     if (r->jsonl)
         cli_jsonl_init(&r->jl, r->f, r->name);
@@ -102,97 +183,54 @@ int cli_reader_open(cli_args *a, const char *option, cli_reader *r)
     return 0;
 }
 
-int cli_reader_fail(const cli_reader *r)
+int cli_reviews_fail(const cli_reviews *r)
 {
     return r->jsonl ? cli_jsonl_fail(&r->jl) : cli_failf("%s", r->fail);
 }
 
-void cli_reader_close(cli_reader *r)
+void cli_reviews_close(cli_reviews *r)
 {
     if (r->f && r->f != stdin) fclose(r->f);
     r->f = NULL;
     te_csv_free(r->csv);
     r->csv = NULL;
     cli_jsonl_free(&r->jl);
+    for (size_t i = 0; i < r->n_columns; i++) free(r->columns[i]);
+    free(r->columns);
+    r->columns = NULL;
+    r->n_columns = 0;
 }
 
-void cli_reviews_free(cli_reviews *v)
+const char *cli_reviews_column(const cli_reviews *r, const cli_review *w, const char *name, char *buf)
 {
-    for (size_t i = 0; i < v->n; i++) {
-        free(v->ids[i]);
-        free(v->texts[i]);
+    if (r->jsonl) {
+        json_t *v = json_object_get(w->json, name);
+        if (json_is_string(v)) return json_string_value(v);
+        if (json_is_integer(v)) snprintf(buf, 32, "%lld", (long long)json_integer_value(v));
+        else if (json_is_real(v)) snprintf(buf, 32, "%.17g", json_real_value(v));
+        return json_is_number(v) ? buf : NULL;
     }
-    free(v->ids);
-    free(v->texts);
-    free(v->lens);
-    *v = (cli_reviews){0};
+    size_t i = column_index(r, name);
+    return i < te_csv_n_fields(r->csv) && !w->problem[0] ? te_csv_field(r->csv, i, NULL) : NULL;
 }
 
-static int by_id(const void *a, const void *b)
+json_t *cli_reviews_extra(const cli_reviews *r, const cli_review *w)
 {
-    return strcmp(**(char *const *const *)a, **(char *const *const *)b);
-}
-
-/* A repeated id: named with the line of its second row. */
-static int repeated_id(const cli_reviews *v, const long *lines, const char *name)
-{
-    char ***by = malloc((v->n ? v->n : 1) * sizeof *by);
-    if (!by) return cli_failf("out of memory");
-    for (size_t i = 0; i < v->n; i++) by[i] = &v->ids[i];
-    qsort(by, v->n, sizeof *by, by_id);
-    int rc = 0;
-    for (size_t i = 1; rc == 0 && i < v->n; i++)
-        if (strcmp(*by[i - 1], *by[i]) == 0) {
-            size_t k = (size_t)(by[i] - v->ids), j = (size_t)(by[i - 1] - v->ids);
-            rc = cli_failf("%s:%ld: the id %s is also the id of line %ld: each review needs an id of its own", name,
-                           lines[k > j ? k : j], *by[i], lines[k > j ? j : k]);
-        }
-    free(by);
-    return rc;
-}
-
-int cli_reviews_load(cli_args *a, const char *option, cli_reviews *out)
-{
-    *out = (cli_reviews){0};
-    cli_reader r;
-    int rc = cli_reader_open(a, option, &r);
-    size_t cap = 0;
-    long *lines = NULL;
-    cli_row w;
-    while (rc == 0 && cli_reader_next(&r, &w)) {
-        if (r.failed) rc = cli_reader_fail(&r);
-        else if (w.header) ;
-        else if (w.problem[0]) rc = cli_failf("%s", w.problem);
-        else if (out->n == cap) {
-            cap = cap ? 2 * cap : 256;
-            char **ids = realloc(out->ids, cap * sizeof *ids), **texts = ids ? realloc(out->texts, cap * sizeof *texts) : NULL;
-            if (ids) out->ids = ids;
-            if (texts) out->texts = texts;
-            size_t *lens = texts ? realloc(out->lens, cap * sizeof *lens) : NULL;
-            if (lens) out->lens = lens;
-            long *l = lens ? realloc(lines, cap * sizeof *l) : NULL;
-            if (l) lines = l;
-            if (!l) rc = cli_failf("out of memory reading %s", r.name);
-        }
-        if (rc == 0 && !w.header && !w.problem[0]) {
-            out->ids[out->n] = strdup(w.id);
-            out->texts[out->n] = strndup(w.text, w.text_len);
-            out->lens[out->n] = w.text_len;
-            lines[out->n] = w.line;
-            if (!out->ids[out->n] | !out->texts[out->n]) {
-                free(out->ids[out->n]);
-                free(out->texts[out->n]);
-                rc = cli_failf("out of memory reading %s", r.name);
-            } else {
-                out->n++;
-            }
-        }
-        json_decref(w.json);
+    json_t *o = json_object();
+    const char *id = r->id_name ? r->id_name : "id", *text = r->text_name ? r->text_name : "text", *key;
+    json_t *v;
+    if (!o) return NULL;
+    if (r->jsonl) {
+        json_object_foreach(w->json, key, v)
+            if (strcmp(key, id) && strcmp(key, text) && json_object_set(o, key, v)) goto fail;
+        return o;
     }
-    if (rc == 0 && out->n == 0) rc = cli_failf("%s: no reviews found (the input is empty, or holds only a header)", r.name);
-    if (rc == 0) rc = repeated_id(out, lines, r.name);
-    free(lines);
-    cli_reader_close(&r);
-    if (rc) cli_reviews_free(out);
-    return rc;
+    for (size_t i = 0; !w->problem[0] && i < r->n_columns && i < te_csv_n_fields(r->csv); i++)
+        if (i != r->id_col && i != r->text_col &&
+            json_object_set_new(o, r->columns[i], json_string(te_csv_field(r->csv, i, NULL))))
+            goto fail;
+    return o;
+fail:
+    json_decref(o);
+    return NULL;
 }

@@ -6,6 +6,7 @@
 #   scripts/setup.sh [test]  that and what the tests need (scripts/test.sh, .ci/run): cmocka,
 #                            numpy and PyYAML for the fixtures, pytest for the Python package,
 #                            meson-python and venv for its `pip install` test (tests/python/check_wheel.py),
+#                            pandas for pocketdec.summarize (tests/python/test_summarize.py),
 #                            dask, distributed and GNU parallel for the sharding tests
 #                            (tests/python/test_dask.py), PyTorch and OpenBLAS for the training
 #                            tests, the aarch64 cross compiler and qemu-user for the NEON kernels,
@@ -19,7 +20,7 @@ packages=(build-essential meson ninja-build pkg-config
           libyaml-dev libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev python3)
 case "$what" in
   build) ;;
-  test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-mesonpy python3-venv python3-dask nginx-light
+  test) packages+=(libcmocka-dev python3-numpy python3-yaml python3-pytest python3-mesonpy python3-venv python3-pandas python3-dask nginx-light
                    python3-distributed parallel python3-torch libopenblas0-pthread strace chromium python3-websocket
                    fonts-wqy-microhei
                    gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user) ;;

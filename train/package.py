@@ -4,6 +4,7 @@ pocketdec's agreement test compares against.
 
   package.py --run DIR --out models/tianchi          # copy, base in BF16, expected.json
   package.py --check models/tianchi                  # recompute expected.json with torch, compare
+  package.py --run DIR --out models/tianchi --kfold KDIR   # and calibration.json from kfold.py's folds
 
 The base is stored in BF16 (half the bytes; the adapter and head stay F32, as PEFT writes them).
 expected.json holds, for an extraction prompt and plain text, the token ids, the final-norm
@@ -25,6 +26,7 @@ import numpy as np
 import torch
 
 import bpe
+import calibration
 import lora
 import qwen3
 import tasks
@@ -187,6 +189,9 @@ def main():
     ap.add_argument("--check", metavar="DIR", help="recompute DIR/expected.json and compare")
     ap.add_argument("--rewrite", metavar="DIR", help="recompute DIR/expected.json and write it (after an edit "
                     "of the packaged files, e.g. a head.json decision rule)")
+    ap.add_argument("--kfold", metavar="KDIR", help="kfold.py's folds of this recipe: their out-of-fold records "
+                    "and gold become the bundle's calibration.json (the rates pocketdec summarize corrects with)")
+    ap.add_argument("--pocketdec", default="build/cli/pocketdec", help="the command that measures the rates")
     a = ap.parse_args()
     torch.set_num_threads(1)
     if a.check:
@@ -195,6 +200,8 @@ def main():
         write_expected(a.rewrite)
     elif a.run and a.out:
         package(a.run, a.out)
+        if a.kfold:
+            calibration.main(["--kfold", a.kfold, "--out", a.out, "--pocketdec", a.pocketdec])
     else:
         ap.error("give --run and --out, or --check")
 

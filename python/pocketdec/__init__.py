@@ -9,6 +9,7 @@
     d = pocketdec.Decider(pocketdec.Model("models/tianchi-gen"))
     d.decide("物流很快", "属性：物流；观点：很快", ["物流/正面", "物流/负面"])
     pocketdec.tianchi_eval.score("dev_labels.csv", "Result.csv")["overall"]["f1"]
+    pocketdec.summarize("records.jsonl", model="models/tianchi")["cells"]  # pandas DataFrames
 
 Every failure raises pocketdec.Error (.status, .message). Objects free their C memory on
 close(), at the end of a with block, or when collected. A Model is shared by threads;
@@ -21,6 +22,7 @@ from ._lib import Error
 from .decide import Decider, Decision
 from .extract import Extractor, Record
 from .model import Model, Tokenizer
+from .summary import summarize
 
 __version__ = "0.1.0"
 
@@ -34,4 +36,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Model", "Tokenizer", "Decider", "Decision", "Extractor", "Record", "Error", "tianchi_eval", "library_path"]
+__all__ = ["Model", "Tokenizer", "Decider", "Decision", "Extractor", "Record", "Error", "tianchi_eval", "library_path",
+           "summarize"]

@@ -27,7 +27,7 @@ from ._lib import Error
 from .extract import Extractor
 from .model import Model
 
-__all__ = ["Line", "Output", "read_jsonl", "extract_bag", "extract_jsonl", "extract_rows"]
+__all__ = ["Line", "Output", "read_jsonl", "extract_bag", "extract_jsonl", "extract_rows", "summarize_jsonl"]
 
 # The longest JSONL line the command reads (cli/jsonl.h, CLI_JSONL_MAX_LINE).
 MAX_LINE = 16 << 20
@@ -388,3 +388,49 @@ def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=
             f.commit_counts("".join(o.line for o in part if o.line is not None).encode("utf-8"), stats)
         f.finish()
     return {**{k: stats[k] for k in ("reviews", "records", "broken", "failed")}, "problems": problems}
+
+
+# ------------------------------------------------------------ summaries of partitions
+
+
+def _summarize_block(path, start, end, first, command):
+    """A block of a records file summarized by the command in a worker: its whole state (JSON text)."""
+    import tempfile
+    from . import summary
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    with tempfile.TemporaryDirectory() as d:
+        part, state = os.path.join(d, "part.jsonl"), os.path.join(d, "part.state")
+        with open(part, "wb") as f:
+            f.write(data)
+        try:
+            summary.run(["--records", part, "--save-state", state, "--json", os.devnull], command)
+        except Error as e:  # name the file and its line, not the block's copy
+            raise Error(e.status, e.message.replace(part + ":", f"{path}: the block from line {first}, its line "),
+                        e.code) from None
+        with open(state, encoding="utf-8") as f:
+            return f.read()
+
+
+def summarize_jsonl(records, *, blocksize=None, npartitions=None, model=None, calibration=None, min_support=None,
+                    command=None):
+    """pocketdec.summarize over a Dask cluster: the records files (what `pocketdec extract --format jsonl`
+    wrote; a path or a list) cut into blocks at line breaks as read_jsonl cuts them, each summarized by a
+    worker (`pocketdec summarize --save-state`), the states merged in order by the client (`--merge`):
+    the same tables as one summarize over the files. model, calibration, min_support: the rates, applied
+    once to the merged counts. The command (pocketdec.summary.command_path) must run on the workers."""
+    import tempfile
+    import dask
+    from . import summary
+    exe = summary.command_path(command)
+    blocks = _blocks(records, blocksize, npartitions)
+    states = dask.compute(*[dask.delayed(_summarize_block, pure=True)(*b, exe) for b in blocks])
+    with tempfile.TemporaryDirectory() as d:
+        paths = []
+        for i, text in enumerate(states):
+            paths.append(os.path.join(d, f"{i}.state"))
+            with open(paths[-1], "w", encoding="utf-8") as f:
+                f.write(text)
+        return summary.summarize(merge=paths, model=model, calibration=calibration, min_support=min_support,
+                                 command=exe)

@@ -3,12 +3,13 @@ generation under the schema's constraints (with a decision head relabelling the 
 
 import ctypes
 import itertools
+import os
 import threading
 
 from . import _lib
 from ._lib import Handle, Owner, arg_error, byref, check, cpath, cstr, pd
 from .decide import head_dir, load_head
-from .model import check_model
+from .model import Model, check_model
 
 _PATHS = ("tagger", "generate", "decide")  # pd_pipeline_path
 
@@ -33,6 +34,7 @@ class Extractor(Owner):
     polarity) from texts:
 
         ex = Extractor(Model("models/tianchi"), "schemas/tianchi-makeup.yaml")
+        ex = Extractor("models/tianchi", "schemas/tianchi-makeup.yaml")   # a path: its own Model
         ex.extract("物流很快，包装也很好")   # [{"aspect": "物流", "opinion": "很快", ...}, ...]
 
     head: None takes the bundle's head/ when the model is a bundle folder; False, or no
@@ -44,7 +46,8 @@ class Extractor(Owner):
     def __init__(self, model, schema, head=None, *, threads=None, ctx=0, max_records=0, max_tokens=0,
                  temperature=0.0, seed=0, speculate=None, min_confidence=None, max_chars=None, draft=None,
                  draft_block=0, draft_quantize=None):
-        """schema: a YAML schema file. threads: of each forward pass (default: the
+        """model: a Model, or a model's path (a Model of its own is opened with threads, and
+        closed with the Extractor). schema: a YAML schema file. threads: of each forward pass (default: the
         model's). ctx: the context length (0: min(model's, 4096)). max_records,
         max_tokens (0: the schema's limits), temperature (0: greedy), seed and speculate
         (draft tokens of copy speculation a pass verifies, 0-16; None: the library's
@@ -61,6 +64,9 @@ class Extractor(Owner):
         draft_quantize None, "q8_0" or "q4_0" quantizes its matrices at load (fewer bytes a
         draft pass, other proposals, the same records). A draft of another model, or one
         with a tagger head, raises Error."""
+        owned = None
+        if isinstance(model, (str, os.PathLike)):  # a path, as spacy.load takes one: the Extractor's own Model
+            owned = model = Model(model, threads=threads)
         self.model = check_model(model)
         # what makes the records what they are, for a resumable output's run (extract_file)
         self._described = dict(schema=schema, head=head_dir(model, head), ctx=ctx, max_records=max_records,
@@ -87,6 +93,8 @@ class Extractor(Owner):
         path = cpath(schema, "schema")
         self._schema = Handle.make("Extractor", pd.pd_schema_free, lambda err: pd.pd_schema_load(path, err))
         self._own(self._schema)
+        if owned:
+            self._handles.insert(0, owned)  # closed last, after what uses it
         self._draft_block = _lib.positive(draft_block, "draft_block", 0)
         self._draft = None
         dquant = _lib.quant_type(draft_quantize, "draft_quantize")  # the draft's loader says which it takes

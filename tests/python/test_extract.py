@@ -104,6 +104,16 @@ def test_generation_options_equal_the_command(tmp_path):
             assert ex.extract("") == []
 
 
+def test_a_path_for_the_model(tagger):
+    """Extractor("models/tianchi", ...): a Model of its own, the same records, closed with it."""
+    texts = [t for _, t in helpers.dev_reviews(10)]
+    with pocketdec.Extractor(TIANCHI, SCHEMA, threads=1) as ex:
+        assert [ex.extract(t) for t in texts] == [tagger.extract(t) for t in texts]
+        model = ex.model
+        assert isinstance(model, pocketdec.Model) and not model.closed
+    assert model.closed and not tagger.model.closed
+
+
 def test_bad_input(tagger, tmp_path):
     bad, lines = tmp_path / "bad.yaml", open(SCHEMA, encoding="utf-8").read().split("\n")
     line = next(i for i, x in enumerate(lines) if "kind: enum" in x)
@@ -113,7 +123,7 @@ def test_bad_input(tagger, tmp_path):
     e = error(pocketdec.Extractor, model, bad)
     assert e.status == "format error" and f"bad.yaml:{line + 1}:" in e.message and "sometimes" in e.message
     assert error(pocketdec.Extractor, model, tmp_path / "none.yaml").status == "i/o error"
-    assert error(pocketdec.Extractor, TIANCHI, SCHEMA).status == "invalid argument"  # a path, not a Model
+    assert error(pocketdec.Extractor, 42, SCHEMA).status == "invalid argument"  # neither a Model nor a path
     e = error(pocketdec.Extractor, model, SCHEMA, max_records=3)
     assert e.status == "invalid argument" and "tagger" in e.message
     with pocketdec.Model(TIANCHI_GEN) as gen:

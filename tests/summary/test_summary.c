@@ -1,0 +1,235 @@
+/* The summary module (summary/pocketdec_summary.h) against counts,
+ * estimates and intervals worked by hand, and merges against one pass. */
+#include "pocketdec_summary.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define REC(a, o, c, p) {a, o, c, p, -1, -1, -1, -1}
+
+/* Four labelled reviews of one cell (价格/负面), gold g_i, predicted p_i and
+ * correct t_i records each:
+ *   review 1: g 2, p 1, t 1     review 2: g 1, p 2, t 1
+ *   review 3: g 2, p 0, t 0     review 4: g 0, p 1, t 0
+ * G = 5, Pr = 4, TP = 2: P = 0.5, R = 0.4;
+ * sum g^2 = 9, sum p^2 = 6, sum g p = 4. */
+static pds_calibration *hand_calibration(void)
+{
+    static const pds_record g1[] = {REC("价格", "贵", "价格", "负面"), REC("_", "太贵", "价格", "负面")};
+    static const pds_record p1[] = {REC("价格", "贵", "价格", "负面")};
+    static const pds_record g2[] = {REC("_", "不值", "价格", "负面")};
+    static const pds_record p2[] = {REC("_", "不值", "价格", "负面"), REC("_", "贵", "价格", "负面")};
+    static const pds_record g3[] = {REC("价格", "高", "价格", "负面"), REC("_", "坑", "价格", "负面")};
+    static const pds_record p4[] = {REC("_", "小贵", "价格", "负面")};
+    pds_calibration *c = pds_calibration_new();
+    pds_error err;
+    assert_non_null(c);
+    assert_int_equal(pds_calibration_add(c, g1, 2, p1, 1, &err), 0);
+    assert_int_equal(pds_calibration_add(c, g2, 1, p2, 2, &err), 0);
+    assert_int_equal(pds_calibration_add(c, g3, 2, NULL, 0, &err), 0);
+    assert_int_equal(pds_calibration_add(c, NULL, 0, p4, 1, &err), 0);
+    return c;
+}
+
+static json_t *find_cell(json_t *s, const char *category, const char *polarity)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(s, "cells"), i, e) {
+        if (strcmp(json_string_value(json_object_get(e, "category")), category) == 0 &&
+            strcmp(json_string_value(json_object_get(e, "polarity")), polarity) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static double num(json_t *e, const char *key)
+{
+    json_t *v = json_object_get(e, key);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+/* 8 records found in a corpus: estimate = 8 x G / Pr = 8 x 5 / 4 = 10.
+ * The rates' variance of log(G / Pr): sum_i (g_i / G - p_i / Pr)^2 =
+ * 9/25 - 2 x 4/20 + 6/16 = 0.335, x n / (n - 1) = 4/3: 0.446667; finding:
+ * (1 - P R) / 8 = 0.8 / 8 = 0.1. sd = sqrt(0.546667) = 0.739369;
+ * 90%: 10 x exp(-+1.644854 x 0.739369) = [2.96, 33.74]. */
+static void test_hand_estimate(void **state)
+{
+    (void)state;
+    pds_calibration *c = hand_calibration();
+    pds_params p = pds_default_params();
+    p.min_support = 5;
+    pds_summary *s = pds_summary_new(&p);
+    pds_error err;
+    static const pds_record r[] = {REC("价格", "贵", "价格", "负面"), REC("价格", "贵", "价格", "负面"),
+                                   REC("_", "不值", "价格", "负面"), REC("价格", "贵", "价格", "负面")};
+    /* 3 reviews with records (3 + 1 + 4 = 8), 1 without */
+    assert_int_equal(pds_summary_add(s, "1", "价格贵贵", r, 3, &err), 0);
+    assert_int_equal(pds_summary_add(s, "2", NULL, r + 3, 1, &err), 0);
+    assert_int_equal(pds_summary_add(s, "3", NULL, r, 4, &err), 0);
+    assert_int_equal(pds_summary_add(s, "4", "好", NULL, 0, &err), 0);
+    json_t *j = pds_summary_json(s, c);
+    json_t *e = find_cell(j, "价格", "负面");
+    assert_non_null(e);
+    assert_int_equal(num(j, "reviews"), 4);
+    assert_int_equal(num(e, "records"), 8);
+    assert_int_equal(num(e, "reviews"), 3);
+    assert_true(fabs(num(e, "share") - 0.75) < 1e-9);
+    assert_true(fabs(num(e, "estimate") - 10.0) < 1e-9);
+    assert_true(fabs(num(e, "low") - 2.96) < 1e-9);
+    assert_true(fabs(num(e, "high") - 33.74) < 1e-9);
+    assert_true(fabs(num(e, "support") - 5) < 1e-9);
+    assert_true(fabs(num(e, "precision") - 0.5) < 1e-9);
+    assert_true(fabs(num(e, "recall") - 0.4) < 1e-9);
+    assert_string_equal(json_string_value(json_object_get(e, "rates")), "cell");
+    /* top aspects: 价格 6, _ 2 */
+    json_t *top = json_object_get(e, "top_aspects");
+    assert_int_equal(json_array_size(top), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(top, 0), "value")), "价格");
+    assert_int_equal(num(json_array_get(top, 0), "count"), 6);
+    /* the first example: review 1, no spans known, its text */
+    json_t *ex = json_array_get(json_object_get(e, "examples"), 0);
+    assert_string_equal(json_string_value(json_object_get(ex, "id")), "1");
+    assert_string_equal(json_string_value(json_object_get(ex, "text")), "价格贵贵");
+    /* the polarity's entry has the same rates (one cell) */
+    json_t *pol = json_object_get(json_object_get(j, "polarity"), "负面");
+    assert_null(json_object_get(pol, "category"));
+    assert_true(fabs(num(pol, "estimate") - 10.0) < 1e-9);
+    assert_string_equal(json_string_value(json_object_get(pol, "rates")), "polarity");
+    json_decref(j);
+
+    /* too little support for the cell (5 < 6): its polarity's rates, said so */
+    p.min_support = 6;
+    pds_summary *s2 = pds_summary_new(&p);
+    assert_int_equal(pds_summary_merge(s2, s, &err), 0);
+    j = pds_summary_json(s2, c);
+    assert_string_equal(json_string_value(json_object_get(find_cell(j, "价格", "负面"), "rates")), "polarity");
+    json_decref(j);
+    pds_summary_free(s2);
+    pds_summary_free(s);
+    pds_calibration_free(c);
+}
+
+/* Nothing found: estimate 0, interval [0, N] with (1 - R)^N = 0.05:
+ * ln 0.05 / ln 0.6 = 5.86. No rates: the count itself, no interval claimed. */
+static void test_none_found(void **state)
+{
+    (void)state;
+    pds_calibration *c = hand_calibration();
+    pds_rates r = {.gold = 5, .predicted = 4, .correct = 2, .var_log_ratio = 0.1, .known = true};
+    pds_estimate e;
+    pds_estimate_count(&r, 0, &e);
+    assert_true(e.estimate == 0 && e.low == 0);
+    assert_true(fabs(e.high - 5.864491) < 1e-6);
+    pds_rates none = {0};
+    pds_estimate_count(&none, 7, &e);
+    assert_true(e.estimate == 7 && e.precision < 0);
+    assert_string_equal(e.rates, "none");
+    /* a label the calibration never saw: another schema */
+    assert_true(pds_calibration_knows(c, true, "价格"));
+    assert_false(pds_calibration_knows(c, true, "Price"));
+    assert_false(pds_calibration_knows(c, false, "negative"));
+    pds_calibration_free(c);
+}
+
+/* Partitions merged equal one pass: summaries and calibrations. */
+static void test_merge_exact(void **state)
+{
+    (void)state;
+    static const pds_record r[] = {REC("味道", "香", "气味", "正面"), REC("_", "差", "整体", "负面"),
+                                   REC("包装", "破", "包装", "负面"), REC("味道", "香", "气味", "正面")};
+    pds_params p = pds_default_params();
+    p.examples = 2;
+    pds_summary *one = pds_summary_new(&p), *a = pds_summary_new(&p), *b = pds_summary_new(&p);
+    pds_error err;
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", i);
+        size_t n = (size_t)(i % 4) + 1;
+        assert_int_equal(pds_summary_add(one, id, "t", r, n, &err), 0);
+        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, "t", r, n, &err), 0);
+    }
+    assert_int_equal(pds_summary_merge(a, b, &err), 0);
+    pds_calibration *c1 = hand_calibration(), *c2 = hand_calibration(), *c12 = hand_calibration();
+    assert_int_equal(pds_calibration_merge(c12, c2, &err), 0);
+    json_t *x = pds_summary_json(one, c12), *y = pds_summary_json(a, c12);
+    assert_true(json_equal(x, y));
+    /* a calibration saved and loaded gives the same estimates */
+    json_t *cj = pds_calibration_json(c12, "test");
+    char path[] = "/tmp/pds-cal-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(json_dump_file(cj, path, 0), 0);
+    pds_calibration *loaded = pds_calibration_load(path, &err);
+    assert_non_null(loaded);
+    json_t *z = pds_summary_json(one, loaded);
+    assert_true(json_equal(x, z));
+    remove(path);
+    json_decref(cj);
+    json_decref(x);
+    json_decref(y);
+    json_decref(z);
+    pds_calibration_free(loaded);
+    pds_calibration_free(c1);
+    pds_calibration_free(c2);
+    pds_calibration_free(c12);
+    pds_summary_free(one);
+    pds_summary_free(a);
+    pds_summary_free(b);
+}
+
+/* Two periods: January 4 reviews, 1 with a complaint about 价格 (share
+ * 0.25) and 3 with praise of 整体 (0.75); February 2 reviews, both with a
+ * complaint about 价格 (1.0) and no praise (0). By |change|, ties in the
+ * order of the later period's polarities, its cells, then what only the
+ * earlier one has: 负面 +0.75, 价格/负面 +0.75, 正面 -0.75. */
+static void test_changes(void **state)
+{
+    (void)state;
+    static const pds_record neg = REC("价格", "贵", "价格", "负面"), pos = REC("_", "好", "整体", "正面");
+    pds_summary *jan = pds_summary_new(NULL), *feb = pds_summary_new(NULL);
+    pds_error err;
+    assert_int_equal(pds_summary_add(jan, "1", NULL, &neg, 1, &err), 0);
+    for (int i = 0; i < 3; i++) assert_int_equal(pds_summary_add(jan, "2", NULL, &pos, 1, &err), 0);
+    for (int i = 0; i < 2; i++) assert_int_equal(pds_summary_add(feb, "3", NULL, &neg, 1, &err), 0);
+    json_t *a = pds_summary_json(jan, NULL), *b = pds_summary_json(feb, NULL);
+    json_t *c = pds_summary_changes(a, b, 3);
+    assert_int_equal(json_array_size(c), 3);
+    json_t *first = json_array_get(c, 0), *third = json_array_get(c, 2);
+    /* 负面 (the polarity entry of February, listed first), +0.75: 0.25 -> 1 */
+    assert_null(json_object_get(first, "category"));
+    assert_string_equal(json_string_value(json_object_get(first, "polarity")), "负面");
+    assert_true(fabs(json_real_value(json_object_get(first, "before")) - 0.25) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(first, "after")) - 1.0) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(first, "change")) - 0.75) < 1e-9);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(c, 1), "category")), "价格");
+    /* then 正面, in January only: 0.75 -> 0 */
+    assert_string_equal(json_string_value(json_object_get(third, "polarity")), "正面");
+    assert_true(fabs(json_real_value(json_object_get(third, "change")) + 0.75) < 1e-9);
+    assert_true(fabs(json_real_value(json_object_get(third, "estimate_before")) - 3) < 1e-9);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    pds_summary_free(jan);
+    pds_summary_free(feb);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_estimate),
+        cmocka_unit_test(test_none_found),
+        cmocka_unit_test(test_merge_exact),
+        cmocka_unit_test(test_changes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
