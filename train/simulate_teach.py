@@ -15,14 +15,12 @@ initial base and adapter, as `teach.py --adapter keep` does: the head alone, on 
 the held-out fold is decoded (tagging.decode: pocketdec's rules in Python) and scored (F1, and the F1
 of the 负面 quadruples alone), and the pool left is ranked again for the next step.
 
-Orderings (most useful first), from the current model's decode of each pool review:
+Orderings (most useful first), from the current model's decode of each pool review, as `pocketdec
+rank` defines them (pd_rank_order), computed here in Python from tagging.decode:
   random      a seeded shuffle;
-  confidence  the lowest confidence of the review's candidate records (written or below the floor;
-              docs/extraction.md's confidence), a review with no candidate last;
-  entropy     the sum over its tokens of the entropy of the CRF's tag marginals;
-  complaint   the highest probability of a 负面 label among its candidate records.
-These are this script's own definitions, in Python; `pocketdec rank` (the command that orders reviews
-for annotation) may define them otherwise.
+  confidence  1 - the lowest confidence of the records written (1 for a review with none);
+  entropy     the mean over its tokens of the entropy (nats) of the CRF's tag marginals;
+  complaint   the largest probability any candidate record gives to the 负面 labels.
 
 Every step's figures (and the labelled ids, and the ranking of the pool left) are saved as
 DIR/fold<k>/<order>_<n>.json as soon as they are known: a rerun continues where a run stopped. The
@@ -80,7 +78,7 @@ def review_scores(model, head, meta, tok, labels, reviews):
     with torch.no_grad():
         for i, text in reviews:
             recs, trace, _, ranges = tagging.decode_review(model, head, meta, tok, text, labels)
-            conf = [c["confidence"] for c in trace["candidates"] if "confidence" in c]
+            conf = trace["confidences"]  # of the records written
             complaint = 0.0
             for lg in trace["labels"]:
                 p = torch.softmax(torch.tensor(lg["logits"], dtype=torch.float64), 0)
@@ -94,7 +92,8 @@ def review_scores(model, head, meta, tok, labels, reviews):
                         entropy -= m * math.log(m)
             fields = meta["spans"] + meta["label_fields"]
             out[i] = ([tuple(r[f] for f in fields) for r in recs],
-                      {"confidence": 1.0 - min(conf) if conf else -1.0, "entropy": entropy, "complaint": complaint})
+                      {"confidence": 1.0 - min(conf) if conf else 1.0, "entropy": entropy / max(lat.n, 1),
+                       "complaint": complaint})
     return out
 
 

@@ -9,8 +9,9 @@ Without torch the torch-free checks run and the test exits 77 (meson: skipped). 
   - a tiny retrain (12 reviews, one epoch, the bundled default's trunk kept) writes a bundle: base/
     and adapter/ the bundle's bytes, a new head whose memory.tsv holds the new labels' pairs and
     nothing else, teach_log.json with the counts;
-  - pocketdec extract opens the new bundle and runs it: every line a review of the input, every
-    label one of the schema, every span text of its review.
+  - pocketdec extract opens the new bundle as a bundle (--model NEW: its base, adapter and head) and
+    runs it: every line a review of the input, every label one of the schema, every span text of its
+    review.
 """
 
 import filecmp
@@ -86,8 +87,9 @@ def main():
         inp, got = os.path.join(tmp, "in.csv"), os.path.join(tmp, "out.jsonl")
         with open(inp, "w", encoding="utf-8") as f:
             f.write("id,Reviews\n" + "".join(f"{r.id},{r.text}\n" for r in reviews if "," not in r.text))
-        r = subprocess.run([POCKETDEC, "extract", "--model", out, "--head", os.path.join(out, "head"),
-                            "--schema", SCHEMA, "--input", inp, "--output", got, "--format", "jsonl",
+        # --model NEW alone: the bundle's base, adapter and head
+        r = subprocess.run([POCKETDEC, "extract", "--model", out, "--schema", SCHEMA,
+                            "--input", inp, "--output", got, "--format", "jsonl",
                             "--min-confidence", "0", "--threads", "1"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         text = {str(x.id): x.text for x in reviews}
