@@ -1,7 +1,10 @@
-/* predictions_jsonl.c - predictions from pocketdec's JSONL extraction output, one line a
- * review: {"id": "3", "records": [{"aspect": ..., "opinion": ..., "category":
- * ..., "polarity": ..., "spans": {"aspect": [0, 2]}, "probs": {...},
- * "confidence": 0.81}]}. The format and its errors: docs/tianchi-eval.md. */
+/* predictions_jsonl.c - JSONL input, one line a review, in either of two forms:
+ *   pocketdec's extraction output (predictions): {"id": "3", "records": [{"aspect":
+ *     "包装", ..., "spans": {"aspect": [0, 2]}, "probs": {...}, "confidence": 0.81}]}
+ *   a labels file (gold or predictions), as train/dataset.py reads it: {"id": 3,
+ *     "text": "包装很好", "records": [{"aspect": {"text": "包装", "start": 0, "end": 2},
+ *     "opinion": ..., "category": ..., "polarity": ...}]}, null for an implicit term.
+ * The forms and their errors: docs/tianchi-eval.md. */
 #include "te_internal.h"
 
 #include <jansson.h>
@@ -23,8 +26,11 @@ int te_is_jsonl(const char *data, size_t len)
 /* Where one line is read: its file, number and the record being read. */
 typedef struct line_ctx {
     te_eval *ev;
+    te_input kind; /* TE_INPUT_GOLD or TE_INPUT_PREDICTIONS */
     const char *file;
     long line;
+    const char *text; /* the line's review text ("text"), NULL when it has none */
+    size_t text_len;
     const char *const *fields;
     te_error *err;
 } line_ctx;
@@ -78,23 +84,86 @@ static int is_probability(json_t *v)
     return json_is_number(v) && json_number_value(v) >= 0.0 && json_number_value(v) <= 1.0;
 }
 
+/* Append a row read from the line; rows of a labels line (one with "text") are
+ * marked so, for the checks a submission's order does not bind them to. */
+static te_status add_row(const line_ctx *c, long id, const char *const f[TE_N_FIELDS],
+                         const long offsets[4])
+{
+    te_status st = te_eval_add_row(c->ev, c->kind, id, f, offsets, c->file, c->line, c->err);
+    if (st == TE_OK) {
+        te_row *r = &c->ev->rows[c->kind].v[c->ev->rows[c->kind].n - 1];
+        r->jsonl = 1;
+        r->labels = c->text != NULL;
+    }
+    return st;
+}
+
+/* The byte offset of character `chars` of the line's text, or -1 past its end. */
+static long byte_of_char(const line_ctx *c, long chars)
+{
+    size_t b = 0;
+    for (long i = 0; i < chars; i++) {
+        if (b >= c->text_len)
+            return -1;
+        uint32_t cp;
+        b += te_utf8_next(c->text + b, &cp);
+    }
+    return (long)b;
+}
+
+/* A labels file's term: null (an implicit term, "_") or {"text", "start",
+ * "end"}, whose characters [start, end) of the line's text must be its text. */
+static te_status read_term(const line_ctx *c, size_t k, const char *name, json_t *v,
+                           const char **term, long offsets[2])
+{
+    char what[320];
+    if (json_is_null(v)) {
+        *term = TE_PLACEHOLDER;
+        return TE_OK;
+    }
+    json_t *t = json_object_get(v, "text"), *s = json_object_get(v, "start"),
+           *e = json_object_get(v, "end");
+    if (!json_is_string(t) || !json_is_integer(s) || !json_is_integer(e) ||
+        json_integer_value(s) < 0 || json_integer_value(e) < json_integer_value(s)) {
+        snprintf(what, sizeof what,
+                 "\"%.60s\" must be {\"text\": a string, \"start\", \"end\": integers, "
+                 "0 <= start <= end}", name);
+        return bad(c, k, what);
+    }
+    *term = json_string_value(t);
+    if (strlen(*term) != json_string_length(t))
+        return bad(c, k, "a NUL character in a field");
+    long start = (long)json_integer_value(s), end = (long)json_integer_value(e);
+    if (!c->text) {
+        snprintf(what, sizeof what,
+                 "\"%.60s\" has offsets but the line has no \"text\" to read them in", name);
+        return bad(c, k, what);
+    }
+    long bs = byte_of_char(c, start), be = bs < 0 ? -1 : byte_of_char(c, end);
+    if (be < 0) {
+        snprintf(what, sizeof what, "\"%.60s\" [%ld, %ld] runs past the text", name, start, end);
+        return bad(c, k, what);
+    }
+    size_t n = (size_t)(be - bs);
+    if (n != json_string_length(t) || memcmp(c->text + bs, *term, n) != 0) {
+        char got[64], want[64];
+        te_snippet(c->text + bs, n, got, sizeof got, 40);
+        te_snippet(*term, json_string_length(t), want, sizeof want, 40);
+        snprintf(what, sizeof what, "\"%.60s\" [%ld, %ld] is \"%s\" in the text, not \"%s\"",
+                 name, start, end, got, want);
+        return bad(c, k, what);
+    }
+    offsets[0] = start;
+    offsets[1] = end;
+    return TE_OK;
+}
+
 static te_status read_record(const line_ctx *c, long id, size_t k, json_t *rec)
 {
     if (!json_is_object(rec))
         return bad(c, k, "a record must be a JSON object");
     const char *f[TE_N_FIELDS];
     char what[160];
-    for (int i = 0; i < TE_N_FIELDS; i++) {
-        json_t *v = json_object_get(rec, c->fields[i]);
-        if (!json_is_string(v)) {
-            snprintf(what, sizeof what, "\"%.60s\" %s", c->fields[i],
-                     v ? "must be a string (\"_\" for an implicit term)" : "is missing");
-            return bad(c, k, what);
-        }
-        f[i] = json_string_value(v);
-        if (strlen(f[i]) != json_string_length(v))
-            return bad(c, k, "a NUL character in a field");
-    }
     long offsets[4] = {-1, -1, -1, -1};
     json_t *spans = json_object_get(rec, "spans");
     if (spans && !json_is_object(spans))
@@ -103,6 +172,26 @@ static te_status read_record(const line_ctx *c, long id, size_t k, json_t *rec)
     if (spans && ((st = read_span(c, k, spans, c->fields[TE_ASPECT], offsets)) != TE_OK ||
                   (st = read_span(c, k, spans, c->fields[TE_OPINION], offsets + 2)) != TE_OK))
         return st;
+    for (int i = 0; i < TE_N_FIELDS; i++) {
+        json_t *v = json_object_get(rec, c->fields[i]);
+        int is_term = i == TE_ASPECT || i == TE_OPINION;
+        if (is_term && (json_is_null(v) || json_is_object(v))) {
+            if ((st = read_term(c, k, c->fields[i], v, &f[i], offsets + 2 * i)) != TE_OK)
+                return st;
+            continue;
+        }
+        if (!json_is_string(v)) {
+            snprintf(what, sizeof what, "\"%.60s\" %s", c->fields[i],
+                     !v       ? "is missing"
+                     : is_term ? "must be a string (\"_\" for an implicit term), null or "
+                                 "{\"text\", \"start\", \"end\"}"
+                               : "must be a string");
+            return bad(c, k, what);
+        }
+        f[i] = json_string_value(v);
+        if (strlen(f[i]) != json_string_length(v))
+            return bad(c, k, "a NUL character in a field");
+    }
     json_t *probs = json_object_get(rec, "probs"), *v;
     const char *key;
     if (probs && !json_is_object(probs))
@@ -116,12 +205,10 @@ static te_status read_record(const line_ctx *c, long id, size_t k, json_t *rec)
     json_t *conf = json_object_get(rec, "confidence");
     if (conf && !is_probability(conf))
         return bad(c, k, "\"confidence\" must be a number in [0, 1]");
-    if ((st = te_eval_add_row(c->ev, TE_INPUT_PREDICTIONS, id, f, offsets, c->file, c->line,
-                              c->err)) != TE_OK)
+    if ((st = add_row(c, id, f, offsets)) != TE_OK)
         return st;
-    te_row *r = &c->ev->rows[TE_INPUT_PREDICTIONS].v[c->ev->rows[TE_INPUT_PREDICTIONS].n - 1];
-    r->jsonl = 1;
-    r->confidence = conf ? json_number_value(conf) : -1;
+    c->ev->rows[c->kind].v[c->ev->rows[c->kind].n - 1].confidence =
+        conf ? json_number_value(conf) : -1;
     return TE_OK;
 }
 
@@ -141,9 +228,15 @@ static te_status read_line(const line_ctx *c, const char *text, size_t len, long
     if (!obj)
         return te_fail(c->err, TE_ERR_FORMAT, c->file, c->line, "not JSON: %s (column %d)",
                        jerr.text, jerr.column);
-    json_t *records = json_object_get(obj, "records");
+    json_t *records = json_object_get(obj, "records"), *review = json_object_get(obj, "text");
+    line_ctx lc = *c;
+    lc.text = json_is_string(review) ? json_string_value(review) : NULL;
+    lc.text_len = lc.text ? json_string_length(review) : 0;
+    c = &lc;
     te_status st = json_is_object(obj) ? read_id(c, obj, id)
                                        : bad(c, 0, "a line must be a JSON object");
+    if (st == TE_OK && review && !json_is_string(review))
+        st = bad(c, 0, "\"text\" must be a string (the review)");
     if (st == TE_OK && !records)
         st = bad(c, 0, "no \"records\" ([] for a review without quadruples)");
     else if (st == TE_OK && !json_is_array(records))
@@ -154,10 +247,7 @@ static te_status read_line(const line_ctx *c, const char *text, size_t len, long
         static const char *const none[TE_N_FIELDS] = {TE_PLACEHOLDER, TE_PLACEHOLDER,
                                                       TE_PLACEHOLDER, TE_PLACEHOLDER};
         static const long no_offsets[4] = {-1, -1, -1, -1};
-        st = te_eval_add_row(c->ev, TE_INPUT_PREDICTIONS, *id, none, no_offsets, c->file,
-                             c->line, c->err);
-        if (st == TE_OK)
-            c->ev->rows[TE_INPUT_PREDICTIONS].v[c->ev->rows[TE_INPUT_PREDICTIONS].n - 1].jsonl = 1;
+        st = add_row(c, *id, none, no_offsets);
     }
     json_decref(obj);
     return st;
@@ -187,15 +277,16 @@ static te_status check_ids(seen_id *seen, size_t n, const char *file, te_error *
     return TE_OK;
 }
 
-te_status te_jsonl_parse(te_eval *ev, const char *file, const char *data, size_t len,
-                         te_error *err)
+te_status te_jsonl_parse(te_eval *ev, te_input kind, const char *file, const char *data,
+                         size_t len, te_error *err)
 {
-    line_ctx c = {ev, file, 0, ev->jsonl_fields[0] ? ev->jsonl_fields : default_fields, err};
+    line_ctx c = {ev,   kind, file, 0, NULL, 0, ev->jsonl_fields[0] ? ev->jsonl_fields : default_fields,
+                  err};
     te_status st = TE_OK;
     size_t pos = 0;
     if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
         pos = 3;
-        if ((st = te_eval_add_note(ev, TE_ISSUE_BOM, TE_INPUT_PREDICTIONS, file, 1, err)) != TE_OK)
+        if ((st = te_eval_add_note(ev, TE_ISSUE_BOM, kind, file, 1, err)) != TE_OK)
             return st;
     }
     seen_id *seen = NULL;

@@ -81,6 +81,7 @@ typedef struct te_row {
     long a_start, a_end, o_start, o_end; /* gold character offsets, -1 when blank */
     int placeholder;                     /* all four fields are `_` */
     int jsonl;         /* from a JSONL file: a record, or the placeholder of a line without one */
+    int labels;        /* from a JSONL line with the review's "text": a labels file's */
     double confidence; /* a JSONL record's "confidence", -1 when it has none */
 } te_row;
 
@@ -135,10 +136,11 @@ int te_parse_id(const char *s, size_t len, long *out);
  * not a blank or a line break (after a BOM) is '{'. A CSV submission starts
  * with an id, so it never does. */
 int te_is_jsonl(const char *data, size_t len);
-/* Add the records of JSONL text as predictions (predictions_jsonl.c); on failure the
- * caller rolls back. */
-te_status te_jsonl_parse(te_eval *ev, const char *file, const char *data, size_t len,
-                         te_error *err);
+/* Add the records of JSONL text (extraction output or a labels file) as rows of
+ * kind (TE_INPUT_GOLD or TE_INPUT_PREDICTIONS) (predictions_jsonl.c); on failure
+ * the caller rolls back. */
+te_status te_jsonl_parse(te_eval *ev, te_input kind, const char *file, const char *data,
+                         size_t len, te_error *err);
 
 /* ------------------------------------------------------------- matching */
 

@@ -313,8 +313,8 @@ te_status te_eval_load_buffer(te_eval *ev, te_input kind, const char *name, cons
         return te_fail(err, TE_ERR_NOMEM, name, 0, "out of memory");
     load_mark mark = mark_of(ev, kind);
     te_status st;
-    if (kind == TE_INPUT_PREDICTIONS && te_is_jsonl(data, len)) {
-        st = te_jsonl_parse(ev, file, data, len, err);
+    if (kind != TE_INPUT_REVIEWS && te_is_jsonl(data, len)) {
+        st = te_jsonl_parse(ev, kind, file, data, len, err);
     } else {
         te_csv *csv = te_csv_new(file, data, len, err);
         if (!csv)

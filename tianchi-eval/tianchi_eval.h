@@ -62,7 +62,11 @@ void te_free(void *ptr);
  *                        id,AspectTerms,A_start,A_end,OpinionTerms,O_start,O_end,Categories,Polarities
  *   TE_INPUT_PREDICTIONS Result.csv form: no header, 5 fields
  *                        id,AspectTerm,OpinionTerm,Category,Polarity
- *   TE_INPUT_REVIEWS     a header, then 2 fields id,Reviews */
+ *   TE_INPUT_REVIEWS     a header, then 2 fields id,Reviews
+ * Gold and predictions may also be JSONL (recognised by a first byte '{'):
+ * pocketdec's extraction output, or a labels file as train/dataset.py reads it
+ * ({"id", "text", "records": [{"aspect": {"text", "start", "end"} or null,
+ * ...}]}, offsets checked against the text); docs/tianchi-eval.md. */
 typedef enum te_input {
     TE_INPUT_GOLD = 0,
     TE_INPUT_PREDICTIONS = 1,

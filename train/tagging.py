@@ -557,6 +557,14 @@ def decode(head, meta, h, text, byte_ranges, labels):
     return uniq, trace, quads
 
 
+def decode_review(model, head, meta, tok, text, labels):
+    """decode() of one review's text through the model's trunk (under torch.no_grad()): (records,
+    trace, quadruples, the prompt's byte ranges of the read copy)."""
+    ids, read, ranges = prompt(tok, meta, text)
+    h = model.hidden(torch.tensor([ids]))[0, read:read + len(ranges)]
+    return (*decode(head, meta, h, text, ranges, labels), ranges)
+
+
 def save(head, meta, labels, path, terms=None):
     """head.json + head.safetensors in heads/' tagger format, and the gazetteer file head.json names."""
     os.makedirs(path, exist_ok=True)

@@ -341,6 +341,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     tok = bpe.load(os.path.join(base_dir, "tokenizer.json"))
     meta["prompt"] = tagging.read_copy(meta, tok, a.read_copy)["prompt"]
     model = qwen3.load_hf(base_dir)
+    if getattr(a, "trunk_adapter", None):  # teach.py: a trained adapter kept as part of the trunk
+        model = lora.load_peft(model, a.trunk_adapter)
     copies = augment.prepare(a, meta, train, random.Random(a.seed + 5), log)
     spec = make_spec(meta, list(train) + list(silver) + copies, polarity) if a.features else None
     weights = {i: (a.silver_weight, True) for i, _, _ in silver}
@@ -376,6 +378,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     opt_sparse = torch.optim.Adagrad(sparse, lr=a.sparse_lr) if sparse else None
     frozen = {}
     if not lora_params:
+        log(f"{name}: the trunk's states of {len(exs)} reviews (computed once)")
         with torch.no_grad():
             model.eval()
             for x in exs:
@@ -427,8 +430,10 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
                         m += (p - m) / k
             tokens += sum(len(x.ids) for x in batch)
             recent.append(loss.item())
+        left = (time.time() - t_epoch) * (a.epochs - epoch - 1)
         log(f"{name} epoch {epoch + 1}/{a.epochs} loss {sum(recent) / len(recent):.4f} "
-            f"{tokens / (time.time() - t0):.0f} tok/s, {(time.time() - t_epoch) / (step - step_epoch):.2f} s a step")
+            f"{tokens / (time.time() - t0):.0f} tok/s, {(time.time() - t_epoch) / (step - step_epoch):.2f} s a step, "
+            f"about {left:.0f} s left")
         recent = []
     with torch.no_grad():
         for m, p in zip(avg, params):

@@ -206,7 +206,8 @@ static void test_errors(void **state)
          "x.jsonl:1: record 1: \"confidence\" must be a number in [0, 1]"},
         {"{\"id\": 1, \"records\": [" REC("a", "b", "整体", "正面", "") ", {\"aspect\": 3, "
          "\"opinion\": \"b\", \"category\": \"c\", \"polarity\": \"d\"}]}\n",
-         "x.jsonl:1: record 2: \"aspect\" must be a string (\"_\" for an implicit term)"},
+         "x.jsonl:1: record 2: \"aspect\" must be a string (\"_\" for an implicit term), null or "
+         "{\"text\", \"start\", \"end\"}"},
         {"{\"id\": 1, \"records\": [{\"aspect\": \"a\", \"category\": \"c\", \"polarity\": \"d\"}]}\n",
          "x.jsonl:1: record 1: \"opinion\" is missing"},
         {"{\"id\": 1, \"records\": [" REC("a", "b", "整体", "正面", ", \"spans\": [0, 1]") "]}\n",

@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""A simulated annotator on the folds: which order of asking for labels teaches the model fastest.
+
+  simulate_teach.py --out DIR [--folds 0,1,2] [--orders random,confidence,entropy,complaint]
+                    [--steps 100,200,400,800] [--seed-size 500] [--threads 1]
+  simulate_teach.py --out DIR --summary [--chart docs/images/teach_curve.svg]
+
+For each fold k of kfold.py's folds of the labelled training reviews (the 2,546 outside dev): a model
+is trained on --seed-size reviews of the fold's training part (the full label stage: adapter and head,
+over the bundled base, which was pre-trained without labels); the rest of the training part is the
+pool, whose gold labels are revealed as they are asked for. For each ordering, the annotator labels
+the pool's reviews in the order the current model gives, up to each of --steps in all; at each step
+the label stage is retrained on the seed and the reviews labelled so far with the trunk kept (the
+initial base and adapter, as `teach.py --adapter keep` does: the head alone, on the trunk's states),
+the held-out fold is decoded (tagging.decode: pocketdec's rules in Python) and scored (F1, and the F1
+of the 负面 quadruples alone), and the pool left is ranked again for the next step.
+
+Orderings (most useful first), from the current model's decode of each pool review, as `pocketdec
+rank` defines them (pd_rank_order), computed here in Python from tagging.decode:
+  random      a seeded shuffle;
+  confidence  1 - the lowest confidence of the records written (1 for a review with none);
+  entropy     the mean over its tokens of the entropy (nats) of the CRF's tag marginals;
+  complaint   the largest probability any candidate record gives to the 负面 labels.
+
+Every step's figures (and the labelled ids, and the ranking of the pool left) are saved as
+DIR/fold<k>/<order>_<n>.json as soon as they are known: a rerun continues where a run stopped. The
+trunk's states are computed once a fold and kept in memory (the trunk does not change).
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import dataset as DS  # noqa: E402
+
+ORDERS = ("random", "confidence", "entropy", "complaint")
+NEGATIVE = "负面"
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def cache_states():
+    """Memoise the trunk's states of a prompt (no gradient, one review): the trunk is the same for
+    every step of a fold. Returns the cache (clear it when the trunk changes)."""
+    import torch
+    import qwen3
+    if hasattr(qwen3.Qwen3.hidden, "cache"):  # installed already
+        return qwen3.Qwen3.hidden.cache
+    cache, plain = {}, qwen3.Qwen3.hidden
+
+    def hidden(self, ids, *args, **kw):
+        if args or kw or torch.is_grad_enabled() or ids.shape[0] != 1 or self.training:
+            return plain(self, ids, *args, **kw)
+        key = tuple(ids[0].tolist())
+        if key not in cache:
+            cache[key] = plain(self, ids)
+        return cache[key]
+    hidden.cache = cache
+    qwen3.Qwen3.hidden = hidden
+    return cache
+
+
+def review_scores(model, head, meta, tok, labels, reviews):
+    """For each (id, text): (records as field tuples, {order: usefulness, higher first})."""
+    import torch
+    import tagging
+    neg = [j for j, lab in enumerate(labels) if lab[-1] == NEGATIVE]
+    out = {}
+    with torch.no_grad():
+        for i, text in reviews:
+            recs, trace, _, ranges = tagging.decode_review(model, head, meta, tok, text, labels)
+            conf = trace["confidences"]  # of the records written
+            complaint = 0.0
+            for lg in trace["labels"]:
+                p = torch.softmax(torch.tensor(lg["logits"], dtype=torch.float64), 0)
+                complaint = max(complaint, float(p[neg].sum()))
+            lat = tagging.Lattice(head, torch.tensor(trace["emissions"]), tagging.midchar(text, ranges))
+            entropy = 0.0
+            for a, b in zip(lat.alpha, lat.beta):
+                for k in range(lat.T):
+                    m = math.exp(a[k] + b[k] - lat.log_z)
+                    if m > 0:
+                        entropy -= m * math.log(m)
+            fields = meta["spans"] + meta["label_fields"]
+            out[i] = ([tuple(r[f] for f in fields) for r in recs],
+                      {"confidence": 1.0 - min(conf) if conf else 1.0, "entropy": entropy / max(lat.n, 1),
+                       "complaint": complaint})
+    return out
+
+
+def figures(gold, pred):
+    """F1 of every quadruple and of the 负面 ones alone: gold and pred {id: [tuples]}."""
+    only = lambda d: {i: [q for q in v if q[-1] == NEGATIVE] for i, v in d.items()}  # noqa: E731
+    s, n = DS.f1(gold, pred), DS.f1(only(gold), only(pred))
+    return {"f1": s["f1"], "precision": s["precision"], "recall": s["recall"], "S": s["S"], "P": s["P"],
+            "G": s["G"], "neg_f1": n["f1"], "neg_S": n["S"], "neg_P": n["P"], "neg_G": n["G"]}
+
+
+class Fold:
+    """One fold's data, trunk and steps."""
+
+    def __init__(self, a, k, parts, train, schema):
+        self.a, self.k, self.schema = a, k, schema
+        self.dir = os.path.join(a.out, f"fold{k}")
+        os.makedirs(self.dir, exist_ok=True)
+        held = set(parts[k])
+        self.by_id = {i: (t, q) for i, t, q in train}
+        self.test = [i for i, _, _ in train if i in held]
+        rest = [i for i, _, _ in train if i not in held]
+        random.Random(1000 + k).shuffle(rest)
+        self.seed, self.pool = rest[:a.seed_size], rest[a.seed_size:]
+        self.gold = {i: [schema.values_of(q) for q in self.by_id[i][1]] for i in self.test}
+        self.model = None
+
+    def labelled(self, ids):
+        return [(i, self.by_id[i][0], self.by_id[i][1]) for i in ids]
+
+    def args(self, trunk):
+        import train_tagger as TT
+        ap = argparse.ArgumentParser()
+        TT.common_args(ap, data=False)
+        DS.add_args(ap)
+        TT.label_args(ap)
+        TT.sentiment.polarity_args(ap)
+        a = ap.parse_args(["--out", self.dir, "--threads", str(self.a.threads)])
+        if self.a.epochs:
+            a.epochs = self.a.epochs
+        if trunk == "none":  # the base alone is the trunk
+            a.lora_r = 0
+        elif trunk:
+            a.lora_r, a.trunk_adapter = 0, trunk
+        return a
+
+    def train(self, ids, trunk, name):
+        """The label stage on ids: with trunk (an adapter folder) the head alone on its states."""
+        import train_tagger as TT
+        import tagging
+        meta = TT.schema_template(tagging.load_template(), self.schema)
+        record = {}
+        model, head = TT.label_stage(self.args(trunk), self.a.base, meta, self.schema.labels(),
+                                     self.labelled(ids), record, name=name)
+        return model, head, meta, record[name]
+
+    def decode(self, model, head, meta, tok, ids):
+        return review_scores(model, head, meta, tok, self.schema.labels(), [(i, self.by_id[i][0]) for i in ids])
+
+    def candidates(self, picked, n):
+        """The pool left, in a seeded order; --rank-sample of them when set (the reviews ranked)."""
+        taken = set(picked)
+        left = [i for i in self.pool if i not in taken]
+        random.Random(2000 + self.k + n).shuffle(left)
+        return left[:self.a.rank_sample] if self.a.rank_sample else left
+
+    def run_step(self, order, n, model, head, meta, tok, picked, record, test=None, pool=None):
+        """Score the held-out fold and rank the pool left (decodes given are reused); save the step."""
+        t0 = time.time()
+        test = test or self.decode(model, head, meta, tok, self.test)
+        fig = figures(self.gold, {i: v[0] for i, v in test.items()})
+        left = self.candidates(picked, n)
+        if order == "random":
+            ranked = left
+        else:
+            sc = pool or self.decode(model, head, meta, tok, left)
+            ranked = sorted(left, key=lambda i: -sc[i][1][order])
+        out = {"fold": self.k, "order": order, "labels": n, "picked": picked, "next": ranked,
+               "train": record, "score_seconds": round(time.time() - t0, 1), **fig}
+        path = os.path.join(self.dir, f"{order}_{n}.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(out, f)
+        os.replace(path + ".tmp", path)
+        log(f"fold {self.k} {order} {n}: F1 {fig['f1']:.4f}, 负面 F1 {fig['neg_f1']:.4f} "
+            f"({record.get('seconds', 0)} s training, {out['score_seconds']} s scoring)")
+        return out
+
+
+def load_step(d, order, n):
+    path = os.path.join(d, f"{order}_{n}.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    return None
+
+
+def run_fold(a, fold, tok):
+    import lora
+    import qwen3
+    import train_tagger as TT
+    cache = cache_states()
+    cache.clear()
+    trunk = os.path.join(fold.dir, "init", "adapter")
+    init = load_step(fold.dir, "init", 0)
+    if init is None:
+        model, head, meta, record = fold.train(fold.seed, None if a.seed_adapter else "none", f"fold{fold.k} seed")
+        TT.save_stage(model, head, meta, fold.schema.labels(), os.path.join(fold.dir, "init"), "../../base")
+        model.eval()
+        init = {}
+        test = fold.decode(model, head, meta, tok, fold.test)
+        pool = fold.decode(model, head, meta, tok, fold.candidates([], 0))
+        for order in a.orders:  # every ordering starts from the same model and its own ranking
+            init[order] = fold.run_step(order, 0, model, head, meta, tok, [], record, test, pool)["next"]
+        with open(os.path.join(fold.dir, "init_0.json"), "w", encoding="utf-8") as f:
+            json.dump(init, f)
+    model = qwen3.load_hf(a.base)
+    if a.seed_adapter:
+        model = lora.load_peft(model, trunk)
+    else:
+        trunk = "none"
+    model.eval()
+    prev = {order: load_step(fold.dir, order, 0) for order in a.orders}
+    for n in a.steps:  # every ordering a step before the next step: a stopped run is even
+        for order in a.orders:
+            got = load_step(fold.dir, order, n)
+            if got is None:
+                picked = prev[order]["picked"] + prev[order]["next"][:n - len(prev[order]["picked"])]
+                _, head, meta, record = fold.train(fold.seed + picked, trunk, f"fold{fold.k} {order} {n}")
+                head.eval()
+                got = fold.run_step(order, n, model, head, meta, tok, picked, record)
+            prev[order] = got
+
+
+def summarise(a):
+    """mean +- SE over the folds of every (order, labels); the chart."""
+    rows = {}
+    for k in a.folds:
+        d = os.path.join(a.out, f"fold{k}")
+        for order in a.orders:
+            for n in [0] + a.steps:
+                s = load_step(d, order, n)
+                if s is not None:
+                    rows.setdefault((order, n), []).append(s)
+    out = []
+    for (order, n), ss in sorted(rows.items(), key=lambda x: (a.orders.index(x[0][0]), x[0][1])):
+        row = {"order": order, "labels": n, "folds": [s["fold"] for s in ss]}
+        for key in ("f1", "neg_f1"):
+            v = [s[key] for s in ss]
+            m = sum(v) / len(v)
+            se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else float("nan")
+            row[key], row[key + "_se"] = m, se
+        out.append(row)
+        print(f"{order:10s} {n:4d} labels: F1 {row['f1']:.4f} +- {row['f1_se']:.4f}, 负面 F1 "
+              f"{row['neg_f1']:.4f} +- {row['neg_f1_se']:.4f} (folds {row['folds']})")
+    with open(os.path.join(a.out, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=2)
+    if a.chart:
+        import teach_chart
+        with open(a.chart, "w", encoding="utf-8") as f:
+            f.write(teach_chart.svg(out, a.orders, [0] + a.steps, a.seed_size))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--base", default=os.path.join(os.path.dirname(HERE), "models", "tianchi", "base"),
+                    help="a base pre-trained without labels (the bundled default's)")
+    ap.add_argument("--folds", type=lambda v: [int(x) for x in v.split(",")], default=[0, 1, 2])
+    ap.add_argument("--orders", type=lambda v: v.split(","), default=list(ORDERS))
+    ap.add_argument("--steps", type=lambda v: [int(x) for x in v.split(",")], default=[100, 200, 400, 800])
+    ap.add_argument("--seed-size", type=int, default=500)
+    ap.add_argument("--epochs", type=int, default=0, help="0: train_tagger.py's (5)")
+    ap.add_argument("--seed-adapter", type=int, default=1,
+                    help="1: the seed model's label stage trains an adapter, kept as the trunk after; 0: the base "
+                         "alone is the trunk throughout (cheaper)")
+    ap.add_argument("--rank-sample", type=int, default=0,
+                    help="rank a seeded sample of this many reviews of the pool left at each step (0: all of it)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=0, help="the first N labelled reviews only (a smoke run)")
+    ap.add_argument("--summary", action="store_true", help="sum up the steps saved; train nothing")
+    ap.add_argument("--chart", help="with --summary: write the SVG chart here")
+    a = ap.parse_args(argv)
+    bad = [o for o in a.orders if o not in ORDERS]
+    if bad:
+        raise SystemExit(f"simulate_teach.py: unknown order {bad[0]} (one of {', '.join(ORDERS)})")
+    if a.summary:
+        summarise(a)
+        return
+    import torch
+    import bpe
+    import kfold
+    torch.set_num_threads(a.threads)
+    ns = argparse.Namespace(data=[DS.TIANCHI], schema=DS.SCHEMA, strict=False, dev=None,
+                            dev_fraction=DS.DEV_FRACTION, dev_seed=DS.DEV_SEED)
+    data = DS.load(ns)
+    train = data.labelled("train")
+    if a.limit:
+        train = train[:a.limit]
+    parts = kfold.folds([i for i, _, _ in train], 5)
+    tok = bpe.load(os.path.join(a.base, "tokenizer.json"))
+    os.makedirs(a.out, exist_ok=True)
+    for k in a.folds:
+        run_fold(a, Fold(a, k, parts, train, data.schema), tok)
+    summarise(a)
+
+
+if __name__ == "__main__":
+    main()
