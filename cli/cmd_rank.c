@@ -18,8 +18,7 @@ int cmd_rank(cli_args *a)
     int32_t seed;
     int rc;
     if (!schema_path) return cli_usage(a, "--schema FILE is required");
-    if (!order_name) return cli_usage(a, "--order confidence|entropy|complaint|random is required");
-    if (pd_rank_order_parse(order_name, &order, &err)) return cli_usage(a, err.message);
+    if (order_name && pd_rank_order_parse(order_name, &order, &err)) return cli_usage(a, err.message);
     if ((rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed)) || (rc = cli_threads_opt(a, &pp.n_threads)) ||
         (rc = cli_pipeline_opts(a, &pp)))
         return rc;
@@ -33,6 +32,7 @@ int cmd_rank(cli_args *a)
     size_t *idx = NULL;
     FILE *out = NULL;
     if ((rc = cli_review_list_load(a, "--input", &v)) || (rc = cli_model_open(a, &m, true))) goto done;
+    if (!order_name) order = pd_rank_default_order(m.head);
     if (!(rk = pd_ranker_new(m.model, schema, m.head, order, (uint64_t)seed, &pp, &err))) {
         rc = cli_fail(&err);
         goto done;

@@ -41,7 +41,6 @@ static int teach_opts(cli_args *a, serve_teach_config *t, cli_review_list *v)
     }
     if (!labels) return cli_usage(a, "--teach REVIEWS needs --labels FILE (where the answers are written)");
     if ((rc = cli_int_opt(a, "--seed", 0, 0, INT32_MAX, &seed))) return rc;
-    t->order = PD_RANK_CONFIDENCE;
     if (order && pd_rank_order_parse(order, &t->order, &err)) return cli_usage(a, err.message);
     if ((rc = cli_review_list_load(a, "--teach", v))) return rc;
     t->n = v->n;
@@ -143,6 +142,7 @@ int cmd_serve(cli_args *a)
     serve_loader reload = {load_bundle, free_bundle, &l, NULL};
     if (!schema) rc = cli_fail(&err);
     else if ((rc = cli_model_open(a, &m, true)) == 0) rc = cli_bundle_opts(a, true, &l.opts);
+    if (rc == 0 && !cli_opt(a, "--order")) teach.order = pd_rank_default_order(m.head);
     if (rc == 0) {
         char msg[512];
         reload.first = m.bundle; /* the server's now: freed when a reload replaces it */

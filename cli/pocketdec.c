@@ -133,14 +133,15 @@ static const cli_command commands[] = {
      "text reuses its cache). --bench N prints the best time of N decisions and of N prefills of the same prompt.",
      cmd_score},
     {"rank",
-     "--model PATH --schema FILE --input FILE --order confidence|entropy|complaint|random [--seed N] [--output FILE] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--head DIR] [--threads N] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
+     "--model PATH --schema FILE --input FILE [--order confidence|entropy|complaint|random] [--seed N] [--output FILE] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--head DIR] [--threads N] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime]",
      "Orders the reviews of --input (read as extract reads them) most useful to label first, and writes one\n"
      "JSON line a review, {\"id\": ..., \"score\": ...}, the highest score first (ties in input order), to\n"
      "--output (default stdout). The orderings (docs/serve.md, \"Teach it\"): confidence, 1 - the lowest\n"
      "record confidence (1 for a review with no record; any head); entropy, the mean entropy of the tag\n"
      "marginals of a tagger head's pass; complaint, the largest probability a candidate record gives to a\n"
      "complaint label (负面, 差评 or negative; a tagger head); random, a draw from --seed N (default 0) and\n"
-     "the id. `pocketdec serve --teach` asks its reviews in the same order.",
+     "the id. Default: entropy for a tagger head, else confidence (the folds' choice: train/README.md).\n"
+     "`pocketdec serve --teach` asks its reviews in the same order.",
      cmd_rank},
     {"serve",
      "--model PATH --schema FILE [--head DIR] [--threads N] [--parallel N] [--host ADDR] [--port P] [--api-key KEY] [--api-key-file FILE] [--max-body BYTES] [--max-texts N] [--queue N] [--timeout S] [--max-connections N] [--max-per-client N] [--idle-timeout S] [--min-rate BYTES] [--max-header BYTES] [--ctx N] [--min-confidence P] [--max-chars N] [--weight-layout auto|file] [--quantize q8_0|q4_0|q4_1|q4_64] [--adapter DIR[:WEIGHT]] [--adapter-mode auto|merge|runtime] [--teach REVIEWS --labels FILE [--order confidence|entropy|complaint|random] [--seed N] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME]]",
@@ -171,8 +172,9 @@ static const cli_command commands[] = {
      "accepting, answers every request already accepted, and exits 0. --ctx, --min-confidence, --max-chars,\n"
      "the adapter and weight options are those of extract.\n"
      "--teach REVIEWS --labels FILE: annotation at /teach (docs/serve.md, \"Teach it\"): the reviews of REVIEWS\n"
-     "(read as extract reads them) asked one at a time, most useful first by --order (default confidence;\n"
-     "as `pocketdec rank` orders them, --seed N for random), with the model's records to accept or fix; each\n"
+     "(read as extract reads them) asked one at a time, most useful first by --order (as `pocketdec rank`\n"
+     "orders them; default entropy for a tagger head, else confidence; --seed N for random), with the\n"
+     "model's records to accept or fix; each\n"
      "answer is a line of FILE (JSONL as train/ reads it; FILE.progress beside it), fsync'ed before it is\n"
      "answered; a restart continues at the next review FILE does not hold. Skips are not written.",
      cmd_serve},

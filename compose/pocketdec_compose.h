@@ -308,6 +308,11 @@ typedef enum pd_rank_order {
 PD_API const char *pd_rank_order_name(pd_rank_order order);
 /* The ordering of that name into *order; PD_ERR_ARG naming the four otherwise. */
 PD_API pd_status pd_rank_order_parse(const char *name, pd_rank_order *order, pd_error *err);
+/* The ordering to use when none is asked for: entropy for a tagger head
+ * (on the folds it reached random's 800-label F1 with the fewest labels:
+ * train/README.md, "The simulated annotator"), else confidence, which every
+ * head supports. */
+PD_API pd_rank_order pd_rank_default_order(const pd_head *head);
 
 typedef struct pd_ranker pd_ranker;
 /* A ranker over a pipeline of model, schema and head (params as

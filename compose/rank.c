@@ -41,6 +41,11 @@ pd_status pd_rank_order_parse(const char *name, pd_rank_order *order, pd_error *
                          name ? name : "(none)");
 }
 
+pd_rank_order pd_rank_default_order(const pd_head *head)
+{
+    return head && pd_head_get_type(head) == PD_HEAD_TAGGER ? PD_RANK_ENTROPY : PD_RANK_CONFIDENCE;
+}
+
 /* Which of the tagger's label classes are complaints: those whose value of
  * some label field is a negative value. Fails when none is. */
 static pd_status complaint_classes(pd_ranker *r, pd_error *err)

@@ -88,8 +88,8 @@ def test_teach_loop(tmp_path):
     texts = {ln.split(",", 1)[0]: ln.split(",", 1)[1] for ln in reviews.read_text(encoding="utf-8").splitlines()[1:]}
     labels = tmp_path / "labels.jsonl"
     args = ["--model", MODEL, "--schema", SCHEMA, "--teach", str(reviews), "--labels", str(labels)]
-    rank = subprocess.run([PD, "rank", "--model", MODEL, "--schema", SCHEMA, "--input", str(reviews), "--order",
-                           "confidence", "--threads", "1"], capture_output=True, text=True, timeout=WAIT)
+    rank = subprocess.run([PD, "rank", "--model", MODEL, "--schema", SCHEMA, "--input", str(reviews),
+                           "--threads", "1"], capture_output=True, text=True, timeout=WAIT)
     order = [json.loads(x)["id"] for x in rank.stdout.splitlines()]
     assert rank.returncode == 0 and len(order) == 15, rank.stderr
 

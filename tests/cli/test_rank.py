@@ -33,8 +33,8 @@ def check(name, cond, detail=""):
 
 
 def rank(path, order, *more, model=M):
-    rc, out, err = run("rank", "--model", model, "--schema", SCHEMA, "--input", path, "--order", order,
-                       "--threads", "1", *more)
+    rc, out, err = run("rank", "--model", model, "--schema", SCHEMA, "--input", path,
+                       *(["--order", order] if order else []), "--threads", "1", *more)
     return rc, [json.loads(x) for x in out.splitlines()] if rc == 0 else [], err
 
 
@@ -84,6 +84,14 @@ def main():
                      "--output", out)
     with open(out, encoding="utf-8") as f:
         check("--output FILE holds what stdout would", rc == 0 and [json.loads(x) for x in f] == a[1], err)
+
+    default, entropy = rank(path, None), rank(path, "entropy")
+    check("no --order: entropy for a tagger head", default[0] == 0 and default[1] == entropy[1], default[2])
+    few = os.path.join(tmp, "few.csv")  # generation is slower: 5 reviews
+    with open(DEV, encoding="utf-8") as f, open(few, "w", encoding="utf-8") as out:
+        out.write("".join(line for _, line in zip(range(6), f)))
+    default, confidence = rank(few, None, model=GEN), rank(few, "confidence", model=GEN)
+    check("no --order: confidence for another head", default[0] == 0 and default[1] == confidence[1], default[2])
 
     rc, _, err = rank(path, "loudest")
     check("an unknown ordering is a usage error naming the four", rc == 2 and "confidence, entropy, complaint or random" in err, err)

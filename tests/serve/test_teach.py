@@ -92,8 +92,7 @@ def main():
         out.write("".join(line for _, line in zip(range(13), f)))
     labels = os.path.join(tmp, "labels.jsonl")
     teach = ["--teach", reviews, "--labels", labels]
-    p = subprocess.run([PD, "rank", "--model", M, "--schema", SCHEMA, "--input", reviews, "--order", "confidence",
-                        "--threads", "1"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run([PD, "rank", "--model", M, "--schema", SCHEMA, "--input", reviews, "--threads", "1"], capture_output=True, text=True, timeout=300)
     order = [json.loads(x)["id"] for x in p.stdout.splitlines()]
     check("rank orders the 12 reviews", p.returncode == 0 and len(order) == 12, p.stderr)
 
