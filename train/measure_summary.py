@@ -97,7 +97,10 @@ def counts(recs, ids):
 
 def summarize(a, records, labels, cal_records):
     cmd = [a.pocketdec, "summarize", "--records", records, "--calibrate", labels, "--calibrate-records", cal_records]
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"measure_summary.py: {' '.join(cmd)}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
 
 
 def entries(s):
@@ -139,6 +142,14 @@ def bootstrap_sd(recs, gold, ids, polarity, n=2000):
             logs.append(math.log(gs / ps))
     m = sum(logs) / len(logs)
     return delta, math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1))
+
+
+def sds(recs, gold, ids):
+    """{polarity: {"delta", "bootstrap"}} of the polarities with gold and predicted records among ids."""
+    def some(d, p):
+        return any(q[3] == p for i in ids for q in d.get(i, []))
+    return {p: dict(zip(("delta", "bootstrap"), bootstrap_sd(recs, gold, ids, p)))
+            for p in ("负面", "正面", "中性") if some(recs, p) and some(gold, p)}
 
 
 def read_rows(path):
@@ -186,8 +197,7 @@ def measure_kfold(a, extract):
     pol, cells = compare(summarize(a, records, cl, cr), counts(read_gold(a.labels), [i for i, _ in order]))
     result["dev"] = {"reviews": len(order), "polarity": pol, "cells": cells}
     recs, g = read_rows(cr), read_gold(cl)
-    result["sd"] = {p: dict(zip(("delta", "bootstrap"), bootstrap_sd(recs, g, list(recs), p)))
-                    for p in ("负面", "正面", "中性")}
+    result["sd"] = sds(recs, g, list(recs))
     result["sd_of"] = f"the out-of-fold records of {len(recs)} reviews"
     return result
 
@@ -212,8 +222,7 @@ def measure_dev(a, extract):
         tr = extract(a.train_reviews, os.path.join(a.out, "train_records.jsonl"))
         pol, cells = compare(summarize(a, records, a.train_labels, tr), counts(gold, [i for i, _ in order]))
         result["in_sample"] = {"polarity": pol, "cells": cells}
-    result["sd"] = {p: dict(zip(("delta", "bootstrap"), bootstrap_sd(recs, gold, [i for i, _ in order], p)))
-                    for p in ("负面", "正面", "中性")}
+    result["sd"] = sds(recs, gold, [i for i, _ in order])
     result["sd_of"] = "all of " + a.reviews
     return result
 
@@ -270,12 +279,13 @@ def report(result):
         g = sum(fo["polarity"][p]["gold"] for fo in folds_ if p in fo["polarity"])
         r = sum(fo["polarity"][p]["raw"] for fo in folds_ if p in fo["polarity"])
         e = sum(fo["polarity"][p]["estimate"] for fo in folds_ if p in fo["polarity"])
-        pooled.append(f"{p} gold {g}, raw {r} ({(r - g) / g:+.0%}), corrected {e:.1f} ({(e - g) / g:+.0%})")
+        if g:
+            pooled.append(f"{p} gold {g}, raw {r} ({(r - g) / g:+.0%}), corrected {e:.1f} ({(e - g) / g:+.0%})")
     result["pooled"] = pooled
     print("the folds' sums: " + "; ".join(pooled))
     cat = [c for c in result["cells"] if c["category"] is not None]
-    raw_err = sum(abs(c["raw"] - c["gold"]) / c["gold"] for c in cat) / len(cat)
-    est_err = sum(abs(c["estimate"] - c["gold"]) / c["gold"] for c in cat) / len(cat)
+    raw_err = sum(abs(c["raw"] - c["gold"]) / c["gold"] for c in cat) / max(len(cat), 1)
+    est_err = sum(abs(c["estimate"] - c["gold"]) / c["gold"] for c in cat) / max(len(cat), 1)
     print(f"(category, polarity) entries with >= {MIN_GOLD} gold in their fold: {len(cat)}; mean |error| raw "
           f"{raw_err:.0%}, corrected {est_err:.0%}; intervals holding the gold {held(cat)}")
     cell_table(result["cells"], True)
