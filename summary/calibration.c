@@ -270,6 +270,34 @@ static pds_rates rates_of(const cal_cell *x, long reviews)
     return r;
 }
 
+/* How far a category's log(G / Pr) strays from its polarity's, beyond its
+ * own sampling variance: DerSimonian and Laird's moment estimate of the
+ * between-cell variance, over the cells with rates of their own (at least
+ * min_support gold records), each against its polarity's weighted mean,
+ * pooled over the polarities. 0 when no polarity has two such cells. */
+static double between_cells(const pds_calibration *c, int min_support)
+{
+    double q = 0, df = 0, scale = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const cal_cell *pol = &c->cells[i];
+        double sw = 0, sw2 = 0, swy = 0, swyy = 0;
+        int k = 0;
+        for (size_t j = 0; !pol->category && j < c->n; j++) {
+            const cal_cell *x = &c->cells[j];
+            if (!x->category || strcmp(x->polarity, pol->polarity) || x->g < min_support) continue;
+            pds_rates r = rates_of(x, c->reviews);
+            if (!r.known || r.var_log_ratio <= 0) continue;
+            double w = 1 / r.var_log_ratio, y = log(x->g / x->p);
+            sw += w, sw2 += w * w, swy += w * y, swyy += w * y * y, k++;
+        }
+        if (k < 2) continue;
+        q += swyy - swy * swy / sw;
+        df += k - 1;
+        scale += sw - sw2 / sw;
+    }
+    return scale > 0 && q > df ? (q - df) / scale : 0;
+}
+
 pds_rates pds_calibration_rates(const pds_calibration *c, const char *category, const char *polarity, int min_support,
                                 const char **which)
 {
@@ -285,6 +313,10 @@ pds_rates pds_calibration_rates(const pds_calibration *c, const char *category, 
     }
     r = rates_of(find(c, NULL, polarity), c->reviews);
     if (r.known) *which = "polarity";
+    /* a category on its polarity's rates: its own ratio is one cell's of
+     * that polarity, not the polarity's, so the spread between cells joins
+     * the rates' variance (the polarity's figures claim no cell's precision) */
+    if (r.known && category) r.var_log_ratio += between_cells(c, min_support);
     return r;
 }
 

@@ -34,13 +34,8 @@ void pds_counts_free(pds_counts *c);
 json_t *pds_counts_top(const pds_counts *c, int top);
 
 /* A cell's rates (c may be NULL: none): its own with at least min_support
- * gold records, else its polarity's; *which says whose ("cell", "polarity",
- * "none"). category NULL: the polarity's entry. */
-pds_rates pds_calibration_rates(const pds_calibration *c, const char *category, const char *polarity, int min_support,
-                                const char **which);
-
-/* A cell's rates (c may be NULL: none): its own with at least min_support
- * gold records, else its polarity's; *which says whose ("cell", "polarity",
+ * gold records, else its polarity's with the spread between the polarity's
+ * cells added to their variance; *which says whose ("cell", "polarity",
  * "none"). category NULL: the polarity's entry. */
 pds_rates pds_calibration_rates(const pds_calibration *c, const char *category, const char *polarity, int min_support,
                                 const char **which);

@@ -69,7 +69,9 @@ bool pds_calibration_knows(const pds_calibration *c, bool category, const char *
 /* A cell's rates, as the estimate uses them. */
 typedef struct pds_rates {
     double gold, predicted, correct;  /* G, Pr, TP */
-    double var_log_ratio;             /* Var(log(G / Pr)) over the labelled reviews */
+    double var_log_ratio;             /* Var(log(G / Pr)) over the labelled reviews (a category on its
+                                         polarity's rates: plus the spread between that polarity's
+                                         categories, docs/summarize.md) */
     bool known;                       /* G >= 1 and Pr >= 1 */
 } pds_rates;
 

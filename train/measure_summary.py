@@ -2,9 +2,17 @@
 """How honest are `pocketdec summarize`'s corrected counts? Measured on labelled reviews the model did not
 train on, against their gold counts (docs/summarize.md, "Measured").
 
+  measure_summary.py --pocketdec build/cli/pocketdec --model models/tianchi --out DIR --kfold KDIR
   measure_summary.py --pocketdec build/cli/pocketdec --model models/tianchi --out DIR
       [--reviews data/tianchi/dev_reviews.csv --labels data/tianchi/dev_labels.csv] [--folds 5]
       [--train-reviews data/tianchi/train_reviews.csv --train-labels data/tianchi/train_labels.csv]
+
+With --kfold (kfold.py's --out for the bundle's recipe: KDIR/fold<k>/Result.csv, each fold's reviews
+extracted by the fold model that did not train on them, and gold.csv): each fold is summarized with rates
+measured on the OTHER folds' out-of-fold records only (no fold corrected by rates it helped measure), and
+the reviews of --reviews (dev, extracted by --model) with rates from every fold's; each against its gold
+counts, as below. The rates' sd of log(G / Pr) by the delta method beside the bootstrap is then computed
+over the out-of-fold records of all the folds. Without --kfold:
 
 The reviews are extracted once by `pocketdec extract` (JSONL), then cut into --folds folds (the sorted ids
 shuffled with kfold.py's seed and dealt round robin, as kfold.py cuts the training reviews). For each fold,
@@ -89,7 +97,10 @@ def counts(recs, ids):
 
 def summarize(a, records, labels, cal_records):
     cmd = [a.pocketdec, "summarize", "--records", records, "--calibrate", labels, "--calibrate-records", cal_records]
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"measure_summary.py: {' '.join(cmd)}: {p.stderr.strip()}")
+    return json.loads(p.stdout)
 
 
 def entries(s):
@@ -133,27 +144,66 @@ def bootstrap_sd(recs, gold, ids, polarity, n=2000):
     return delta, math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    ap.add_argument("--pocketdec", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--schema", default="schemas/tianchi-makeup.yaml")
-    ap.add_argument("--reviews", default="data/tianchi/dev_reviews.csv")
-    ap.add_argument("--labels", default="data/tianchi/dev_labels.csv")
-    ap.add_argument("--train-reviews")
-    ap.add_argument("--train-labels")
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+def sds(recs, gold, ids):
+    """{polarity: {"delta", "bootstrap"}} of the polarities with gold and predicted records among ids."""
+    def some(d, p):
+        return any(q[3] == p for i in ids for q in d.get(i, []))
+    return {p: dict(zip(("delta", "bootstrap"), bootstrap_sd(recs, gold, ids, p)))
+            for p in ("负面", "正面", "中性") if some(recs, p) and some(gold, p)}
 
-    def extract(reviews, out):
-        if not os.path.exists(out):
-            subprocess.run([a.pocketdec, "extract", "--model", a.model, "--schema", a.schema, "--input", reviews,
-                            "--output", out, "--format", "jsonl", "--threads", "1"], check=True,
-                           stderr=subprocess.DEVNULL)
-        return out
 
+def read_rows(path):
+    """{id: [(aspect, opinion, category, polarity)]} of Tianchi rows (Result.csv; `id,_,_,_,_`: none)."""
+    recs = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for r in csv.reader(f):
+            rows = recs.setdefault(r[0], [])
+            if any(x != "_" for x in r[1:]):
+                rows.append(tuple(r[1:5]))
+    return recs
+
+
+def concat(out, paths, header):
+    """The files at paths one after another in out (a labels CSV's header once when header)."""
+    with open(out, "w", encoding="utf-8", newline="") as f:
+        for k, path in enumerate(paths):
+            with open(path, encoding="utf-8", newline="") as g:
+                lines = g.readlines()
+            f.writelines(lines[1 if header and k else 0:])
+    return out
+
+
+def measure_kfold(a, extract):
+    """Each fold with the other folds' out-of-fold rates; dev with all of them."""
+    dirs = []
+    while os.path.exists(os.path.join(a.kfold, f"fold{len(dirs)}", "Result.csv")):
+        dirs.append(os.path.join(a.kfold, f"fold{len(dirs)}"))
+    if len(dirs) < 2:
+        sys.exit(f"measure_summary.py: {a.kfold} has no fold0/Result.csv, fold1/Result.csv ... (kfold.py's --out)")
+    res, gold = [os.path.join(d, "Result.csv") for d in dirs], [os.path.join(d, "gold.csv") for d in dirs]
+    result = {"folds": [], "cells": []}
+    for k, d in enumerate(dirs):
+        others = [j for j in range(len(dirs)) if j != k]
+        cr = concat(os.path.join(a.out, f"rest{k}_Result.csv"), [res[j] for j in others], False)
+        cl = concat(os.path.join(a.out, f"rest{k}_gold.csv"), [gold[j] for j in others], True)
+        recs = read_rows(res[k])
+        pol, cells = compare(summarize(a, res[k], cl, cr), counts(read_gold(gold[k]), recs))
+        result["folds"].append({"fold": k, "reviews": len(recs), "polarity": pol})
+        result["cells"] += [dict(c, fold=k) for c in cells]
+    cr = concat(os.path.join(a.out, "oof_Result.csv"), res, False)
+    cl = concat(os.path.join(a.out, "oof_gold.csv"), gold, True)
+    records = extract(a.reviews, os.path.join(a.out, "records.jsonl"))
+    order, _ = read_records(records)
+    pol, cells = compare(summarize(a, records, cl, cr), counts(read_gold(a.labels), [i for i, _ in order]))
+    result["dev"] = {"reviews": len(order), "polarity": pol, "cells": cells}
+    recs, g = read_rows(cr), read_gold(cl)
+    result["sd"] = sds(recs, g, list(recs))
+    result["sd_of"] = f"the out-of-fold records of {len(recs)} reviews"
+    return result
+
+
+def measure_dev(a, extract):
+    """The reviews of --reviews cut into folds, each with rates measured on the others."""
     records = extract(a.reviews, os.path.join(a.out, "records.jsonl"))
     order, recs = read_records(records)
     gold = read_gold(a.labels)
@@ -172,55 +222,117 @@ def main():
         tr = extract(a.train_reviews, os.path.join(a.out, "train_records.jsonl"))
         pol, cells = compare(summarize(a, records, a.train_labels, tr), counts(gold, [i for i, _ in order]))
         result["in_sample"] = {"polarity": pol, "cells": cells}
-    result["sd"] = {p: dict(zip(("delta", "bootstrap"), bootstrap_sd(recs, gold, [i for i, _ in order], p)))
-                    for p in ("负面", "正面", "中性")}
+    result["sd"] = sds(recs, gold, [i for i, _ in order])
+    result["sd_of"] = "all of " + a.reviews
+    return result
+
+
+def held(cells):
+    return f"{sum(c['held'] for c in cells)} of {len(cells)} ({sum(c['held'] for c in cells) / max(len(cells), 1):.0%})"
+
+
+def cell_table(cells, by_fold):
+    """Per (category, polarity): the raw and corrected errors and the intervals (over the folds it reaches
+    MIN_GOLD in, when by_fold)."""
+    keys = sorted({(c["category"], c["polarity"]) for c in cells}, key=lambda k: (k[1], k[0] or ""))
+    print(("cell | folds | gold | raw error | corrected error | intervals holding the gold" if by_fold else
+           "cell | gold | raw | corrected [90% interval] | raw error | corrected error"))
+    for key in keys:
+        cs = [c for c in cells if (c["category"], c["polarity"]) == key]
+        name = f"{key[0] or '(all)'} / {key[1]}"
+        err = lambda c, v: (c[v] - c["gold"]) / c["gold"]
+        if by_fold:
+            n = len(cs)
+            print(f"{name} | {n} | {sum(c['gold'] for c in cs) / n:.1f} | "
+                  f"{sum(err(c, 'raw') for c in cs) / n:+.0%} (|{sum(abs(err(c, 'raw')) for c in cs) / n:.0%}|) | "
+                  f"{sum(err(c, 'estimate') for c in cs) / n:+.0%} (|{sum(abs(err(c, 'estimate')) for c in cs) / n:.0%}|)"
+                  f" | {sum(c['held'] for c in cs)} of {n}" + (f" ({cs[0]['rates']} rates)" if key[0] else ""))
+        else:
+            c = cs[0]
+            print(f"{name} | {c['gold']} | {c['raw']} | {c['estimate']:.1f} [{c['low']}, {c['high']}] | "
+                  f"{err(c, 'raw'):+.0%} | {err(c, 'estimate'):+.0%}" + (f" ({c['rates']} rates)" if key[0] else "")
+                  + ("" if c["held"] else " MISSED"))
+
+
+def report(result):
     pols = ["负面", "正面", "中性"]
+    folds_ = result["folds"]
     print("fold | reviews | " + " | ".join(f"{p} gold, raw, corrected" for p in pols))
-    mean = {p: [0.0, 0.0] for p in pols}
-    for fo in result["folds"]:
+    mean = {p: [0.0, 0.0, 0.0, 0.0] for p in pols}
+    for fo in folds_:
         row = []
         for p in pols:
             e = fo["polarity"].get(p)
             if not e:
                 row.append("-")
                 continue
-            mean[p][0] += abs(e["raw_error"]) / len(parts)
-            mean[p][1] += abs(e["error"]) / len(parts)
+            for j, v in enumerate((e["raw_error"], e["error"])):
+                mean[p][j] += v / len(folds_)
+                mean[p][2 + j] += abs(v) / len(folds_)
             row.append(f"{e['gold']}, {e['raw']} ({e['raw_error']:+.0%}), {e['estimate']:.1f} ({e['error']:+.0%})")
         print(f"{fo['fold']} | {fo['reviews']} | " + " | ".join(row))
-    print("mean |error| | | " + " | ".join(f"raw {m[0]:.0%}, corrected {m[1]:.0%}" for m in mean.values()))
+    print("mean over the folds | | " + " | ".join(
+        f"raw {m[0]:+.1%} (|{m[2]:.1%}|), corrected {m[1]:+.1%} (|{m[3]:.1%}|)" for m in mean.values()))
+    result["mean"] = {p: dict(zip(("raw_error", "error", "raw_abs_error", "abs_error"), m)) for p, m in mean.items()}
     pooled = []
     for p in pols:
-        g = sum(fo["polarity"][p]["gold"] for fo in result["folds"] if p in fo["polarity"])
-        r = sum(fo["polarity"][p]["raw"] for fo in result["folds"] if p in fo["polarity"])
-        e = sum(fo["polarity"][p]["estimate"] for fo in result["folds"] if p in fo["polarity"])
-        pooled.append(f"{p} gold {g}, raw {r} ({(r - g) / g:+.0%}), corrected {e:.1f} ({(e - g) / g:+.0%})")
+        g = sum(fo["polarity"][p]["gold"] for fo in folds_ if p in fo["polarity"])
+        r = sum(fo["polarity"][p]["raw"] for fo in folds_ if p in fo["polarity"])
+        e = sum(fo["polarity"][p]["estimate"] for fo in folds_ if p in fo["polarity"])
+        if g:
+            pooled.append(f"{p} gold {g}, raw {r} ({(r - g) / g:+.0%}), corrected {e:.1f} ({(e - g) / g:+.0%})")
     result["pooled"] = pooled
     print("the folds' sums: " + "; ".join(pooled))
     cat = [c for c in result["cells"] if c["category"] is not None]
-    raw_err = sum(abs(c["raw"] - c["gold"]) / c["gold"] for c in cat) / len(cat)
-    est_err = sum(abs(c["estimate"] - c["gold"]) / c["gold"] for c in cat) / len(cat)
+    raw_err = sum(abs(c["raw"] - c["gold"]) / c["gold"] for c in cat) / max(len(cat), 1)
+    est_err = sum(abs(c["estimate"] - c["gold"]) / c["gold"] for c in cat) / max(len(cat), 1)
     print(f"(category, polarity) entries with >= {MIN_GOLD} gold in their fold: {len(cat)}; mean |error| raw "
-          f"{raw_err:.0%}, corrected {est_err:.0%}; intervals holding the gold "
-          f"{sum(c['held'] for c in cat)} of {len(cat)}")
-    for c in cat:
-        print(f"  fold {c['fold']} {c['category']}/{c['polarity']}: gold {c['gold']}, raw {c['raw']}, "
-              f"corrected {c['estimate']} [{c['low']}, {c['high']}] ({c['rates']})")
-    held = [c["held"] for c in result["cells"]]
-    print(f"90% intervals holding the gold count: {sum(held)} of {len(held)} cells with >= {MIN_GOLD} gold "
-          f"({sum(held) / len(held):.0%})")
+          f"{raw_err:.0%}, corrected {est_err:.0%}; intervals holding the gold {held(cat)}")
+    cell_table(result["cells"], True)
+    print(f"folds: 90% intervals holding the gold count: {held(result['cells'])} of the polarity and (category, "
+          f"polarity) entries with >= {MIN_GOLD} gold in their fold")
     for c in result["cells"]:
         if not c["held"]:
             print(f"  missed: fold {c['fold']} {c['category'] or ''}/{c['polarity']}: gold {c['gold']}, "
                   f"raw {c['raw']}, {c['estimate']} [{c['low']}, {c['high']}] ({c['rates']})")
+    if "dev" in result:
+        d = result["dev"]
+        print(f"dev ({d['reviews']} reviews), rates from every fold's out-of-fold records:")
+        cell_table(d["cells"], False)
+        print(f"dev: 90% intervals holding the gold count: {held(d['cells'])}")
     if "in_sample" in result:
         s = result["in_sample"]
         print("in-sample rates (training reviews) on all of dev: " + ", ".join(
             f"{p} gold {e['gold']} raw {e['raw']} ({e['raw_error']:+.0%}) corrected {e['estimate']:.1f} "
-            f"({e['error']:+.0%})" for p, e in s["polarity"].items()) +
-              f"; intervals {sum(c['held'] for c in s['cells'])} of {len(s['cells'])}")
+            f"({e['error']:+.0%})" for p, e in s["polarity"].items()) + f"; intervals {held(s['cells'])}")
     for p, v in result["sd"].items():
-        print(f"sd of log(G/Pr) on all of dev, {p}: delta {v['delta']:.4f}, bootstrap {v['bootstrap']:.4f}")
+        print(f"sd of log(G/Pr) over {result['sd_of']}, {p}: delta {v['delta']:.4f}, bootstrap {v['bootstrap']:.4f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--pocketdec", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--schema", default="schemas/tianchi-makeup.yaml")
+    ap.add_argument("--reviews", default="data/tianchi/dev_reviews.csv")
+    ap.add_argument("--labels", default="data/tianchi/dev_labels.csv")
+    ap.add_argument("--kfold", help="kfold.py's --out for the model's recipe: its folds' out-of-fold records")
+    ap.add_argument("--train-reviews")
+    ap.add_argument("--train-labels")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+
+    def extract(reviews, out):
+        if not os.path.exists(out):
+            subprocess.run([a.pocketdec, "extract", "--model", a.model, "--schema", a.schema, "--input", reviews,
+                            "--output", out, "--format", "jsonl", "--threads", "1"], check=True,
+                           stderr=subprocess.DEVNULL)
+        return out
+
+    result = measure_kfold(a, extract) if a.kfold else measure_dev(a, extract)
+    report(result)
     with open(os.path.join(a.out, "measure.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, ensure_ascii=False, indent=1)
 

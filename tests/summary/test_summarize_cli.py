@@ -126,10 +126,16 @@ def main():
     write(kdir, "pooled_Result.csv", tianchi([(1, [rec("价格", "贵")]), (2, [rec("_", "不值"), rec("_", "贵")]),
                                               (3, []), (4, [rec("_", "小贵")])]))
     labels = os.path.join(kdir, "pooled_gold.csv")
-    subprocess.run([sys.executable, os.path.join(root, "train", "calibration.py"), "--kfold", kdir, "--out", kdir,
-                    "--pocketdec", EXE], check=True, capture_output=True)
+    p = subprocess.run([sys.executable, os.path.join(root, "train", "calibration.py"), "--kfold", kdir, "--out", kdir,
+                        "--pocketdec", EXE], check=True, capture_output=True, text=True)
     kc = json.load(open(os.path.join(kdir, "calibration.json"), encoding="utf-8"))
     assert kc["cells"] == json.load(open(os.path.join(d, "calibration.json"), encoding="utf-8"))["cells"], kc
+    assert kc["source"].startswith("train/kfold.py's out-of-fold records"), kc["source"]
+    # its table: each entry's own support (5 gold) and, under the default --min-support 20, the cell on its
+    # polarity's rates (P 2/4, R 2/5)
+    lines = p.stdout.splitlines()
+    assert "(all) / 负面 | 5 | polarity | 0.500 | 0.400" in lines, p.stdout
+    assert "价格 / 负面 | 5 | polarity | 0.500 | 0.400" in lines, p.stdout
 
     # partitions summarized apart (--save-state) and merged (--merge): the one pass's summary, exactly
     parts = []

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -116,6 +117,70 @@ static void test_hand_estimate(void **state)
     json_decref(j);
     pds_summary_free(s2);
     pds_summary_free(s);
+    pds_calibration_free(c);
+}
+
+/* A category too little supported for rates of its own takes its polarity's,
+ * plus the spread between that polarity's categories (DerSimonian-Laird).
+ * 11 labelled reviews (n / (n - 1) = 1.1); polarity 负面: G 45, Pr 35, TP 21,
+ * sums 90, 70, 50; its cells:
+ *   A: G 20, Pr 10, sums 40, 20, 20: 0.1 - 0.2 + 0.2 = 0.1, v 0.11, y ln 2
+ *   B: G 20, Pr 20, sums 40, 40, 20: 0.1 - 0.1 + 0.1 = 0.1, v 0.11, y 0
+ *   C: G 5, Pr 5 (under min_support 20: the polarity's rates)
+ * w = 1 / 0.11 each; Q = w (2 (ln 2 / 2)^2) = 2.183877, df 1;
+ * tau^2 = (Q - 1) / (2w - 2w^2 / 2w) = 1.183877 / 9.090909 = 0.130227.
+ * The polarity's variance: (90/2025 - 100/1575 + 70/1225) x 1.1 = 0.041905.
+ * 7 records of C: estimate 7 x 45 / 35 = 9, P 0.6, R 21/45; var = 0.041905
+ * + 0.130227 + (1 - 0.28) / 7 = 0.274988, sd 0.524393: [3.80, 21.32].
+ * Without the spread (min_support 21: no category has rates of its own, so
+ * none to measure it by): var 0.144762: [4.81, 16.83]. A's 5 records on its
+ * own rates (P 0.8, R 0.4): 10, var 0.11 + 0.68 / 5: [4.42, 22.61]. */
+static void test_fallback_spread(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "{\"format\": \"pocketdec-calibration\", \"version\": 1, \"reviews\": 11, \"cells\": ["
+        "{\"polarity\": \"负面\", \"gold\": 45, \"predicted\": 35, \"correct\": 21, \"sum_gg\": 90, \"sum_pp\": 70, "
+        "\"sum_gp\": 50},"
+        "{\"category\": \"A\", \"polarity\": \"负面\", \"gold\": 20, \"predicted\": 10, \"correct\": 8, \"sum_gg\": 40, "
+        "\"sum_pp\": 20, \"sum_gp\": 20},"
+        "{\"category\": \"B\", \"polarity\": \"负面\", \"gold\": 20, \"predicted\": 20, \"correct\": 12, \"sum_gg\": 40, "
+        "\"sum_pp\": 40, \"sum_gp\": 20},"
+        "{\"category\": \"C\", \"polarity\": \"负面\", \"gold\": 5, \"predicted\": 5, \"correct\": 1, \"sum_gg\": 5, "
+        "\"sum_pp\": 5, \"sum_gp\": 5}]}";
+    char path[] = "/tmp/pds-spread-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    pds_error err;
+    pds_calibration *c = pds_calibration_load(path, &err);
+    unlink(path);
+    assert_non_null(c);
+    static const pds_record r[] = {REC("_", "差", "C", "负面"), REC("_", "差", "A", "负面")};
+    pds_params p = pds_default_params();
+    assert_int_equal(p.min_support, 20);
+    for (int pass = 0; pass < 2; pass++) {
+        p.min_support = pass ? 21 : 20;
+        pds_summary *s = pds_summary_new(&p);
+        for (int i = 0; i < 7; i++) assert_int_equal(pds_summary_add(s, "1", NULL, r, 1, &err), 0);
+        for (int i = 0; i < 5; i++) assert_int_equal(pds_summary_add(s, "2", NULL, r + 1, 1, &err), 0);
+        json_t *j = pds_summary_json(s, c);
+        json_t *e = find_cell(j, "C", "负面");
+        assert_string_equal(json_string_value(json_object_get(e, "rates")), "polarity");
+        assert_true(fabs(num(e, "estimate") - 9.0) < 1e-9);
+        assert_true(fabs(num(e, "low") - (pass ? 4.81 : 3.80)) < 1e-9);
+        assert_true(fabs(num(e, "high") - (pass ? 16.83 : 21.32)) < 1e-9);
+        if (!pass) {
+            e = find_cell(j, "A", "负面");
+            assert_string_equal(json_string_value(json_object_get(e, "rates")), "cell");
+            assert_true(fabs(num(e, "estimate") - 10.0) < 1e-9);
+            assert_true(fabs(num(e, "low") - 4.42) < 1e-9);
+            assert_true(fabs(num(e, "high") - 22.61) < 1e-9);
+        }
+        json_decref(j);
+        pds_summary_free(s);
+    }
     pds_calibration_free(c);
 }
 
@@ -227,6 +292,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_estimate),
+        cmocka_unit_test(test_fallback_spread),
         cmocka_unit_test(test_none_found),
         cmocka_unit_test(test_merge_exact),
         cmocka_unit_test(test_changes),
