@@ -44,7 +44,9 @@ struct teach {
     pthread_mutex_t mu;
     const pd_schema *schema;
     const serve_teach_config *cfg;
-    pd_ranker *ranker;
+    pd_pipeline_params pp;  /* the ranker's pipeline: one review at a time */
+    struct generation *gen; /* the model it ranks and proposes with (a reference; reload.c moves it) */
+    pd_ranker *ranker;      /* over gen's model */
     pd_output *out;
     int lock;               /* the labels file, flock'ed: one server a labels file */
     size_t n;
@@ -63,8 +65,8 @@ struct teach {
     json_t *undone_records;
 };
 
-static const char *const op_paths[N_TEACH_OPS] = {"/v1/teach/next", "/v1/teach/progress", "/v1/teach/answer",
-                                                  "/v1/teach/skip", "/v1/teach/undo"};
+static const char *const op_paths[N_TEACH_OPS] = {"/v1/teach/next",   "/v1/teach/progress", "/v1/teach/changes",
+                                                  "/v1/teach/answer", "/v1/teach/skip",     "/v1/teach/undo"};
 
 /* msg (size bytes) set from fmt; returns rc (an HTTP status, or 1). */
 static int say(char *msg, size_t size, int rc, const char *fmt, ...)
@@ -292,10 +294,10 @@ static json_t *fields_json(const pd_schema *sc)
 static json_t *progress_json(const teach *t)
 {
     size_t left = t->n - t->labelled - t->skipped;
-    return json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:o,s:o}", "labelled", (json_int_t)t->labelled, "left", (json_int_t)left,
-                     "skipped", (json_int_t)t->skipped, "total", (json_int_t)t->n, "order",
+    return json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:o,s:o,s:I}", "labelled", (json_int_t)t->labelled, "left",
+                     (json_int_t)left, "skipped", (json_int_t)t->skipped, "total", (json_int_t)t->n, "order",
                      pd_rank_order_name(t->cfg->order), "labels", t->cfg->labels, "model_on_labels", labels_f1(t),
-                     "fields", fields_json(t->schema));
+                     "fields", fields_json(t->schema), "generation", (json_int_t)t->gen->id);
 }
 
 /* ------------------------------------------------------------ the stack */
@@ -598,9 +600,10 @@ static int read_back(teach *t, char *msg, size_t msg_size)
     return rc;
 }
 
-/* The reviews not labelled, scored and ordered most useful first (the
- * labelled ones after them, never asked). */
-static int rank_reviews(teach *t, char *msg, size_t msg_size)
+/* The reviews open in state, scored by ranker and ordered most useful first
+ * into order (the others after them, never asked). */
+static int rank_reviews(const teach *t, pd_ranker *ranker, const unsigned char *state, size_t *order, char *msg,
+                        size_t msg_size)
 {
     double *scores = malloc(t->n * sizeof *scores);
     if (!scores) return say(msg, msg_size, 1, "out of memory");
@@ -608,17 +611,55 @@ static int rank_reviews(teach *t, char *msg, size_t msg_size)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < t->n; i++) {
         scores[i] = -1;
-        if (t->state[i] == OPEN &&
-            pd_ranker_score(t->ranker, t->cfg->ids[i], t->cfg->texts[i], t->cfg->lens[i], &scores[i], NULL, &err))
+        if (state[i] == OPEN &&
+            pd_ranker_score(ranker, t->cfg->ids[i], t->cfg->texts[i], t->cfg->lens[i], &scores[i], NULL, &err))
             rc = say(msg, msg_size, 1, "%s: review %s: %s", t->cfg->reviews_name, t->cfg->ids[i], err.message);
     }
-    if (rc == 0 && pd_rank_sort(scores, t->n, t->order, &err)) rc = say(msg, msg_size, 1, "%s", err.message);
+    if (rc == 0 && pd_rank_sort(scores, t->n, order, &err)) rc = say(msg, msg_size, 1, "%s", err.message);
     free(scores);
     return rc;
 }
 
-teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg,
-                        char *msg, size_t msg_size)
+int serve_teach_follow(teach *t, generation *g, generation **old, char *msg, size_t msg_size)
+{
+    pd_error err;
+    size_t *order = malloc(t->n * sizeof *order + 1);
+    unsigned char *state = malloc(t->n + 1);
+    pd_ranker *ranker = order && state ? pd_ranker_new(g->model, t->schema, g->head, t->cfg->order, t->cfg->seed,
+                                                       &t->pp, &err)
+                                       : NULL;
+    int rc = !order || !state ? say(msg, msg_size, 1, "out of memory")
+             : !ranker        ? say(msg, msg_size, 1, "the review queue cannot be ranked by the new bundle: %s",
+                                    err.message)
+                              : 0;
+    if (rc == 0) { /* ranked outside the mutex: the page is answered by the old model meanwhile */
+        pthread_mutex_lock(&t->mu);
+        memcpy(state, t->state, t->n);
+        pthread_mutex_unlock(&t->mu);
+        rc = rank_reviews(t, ranker, state, order, msg, msg_size);
+    }
+    if (rc) {
+        pd_ranker_free(ranker);
+        free(order);
+        free(state);
+        return rc;
+    }
+    pthread_mutex_lock(&t->mu); /* after the request being answered, on the old model */
+    pd_ranker *was = t->ranker;
+    size_t *was_order = t->order;
+    *old = t->gen;
+    t->gen = g;
+    t->ranker = ranker;
+    t->order = order;
+    t->shown = SIZE_MAX; /* the next review's records are the new model's */
+    pthread_mutex_unlock(&t->mu);
+    pd_ranker_free(was);
+    free(was_order);
+    free(state);
+    return 0;
+}
+
+teach *serve_teach_open(generation *g, const pd_schema *schema, const serve_config *cfg, char *msg, size_t msg_size)
 {
     const serve_teach_config *tc = cfg->teach;
     teach *t = calloc(1, sizeof *t);
@@ -630,6 +671,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     t->lock = -1;
     t->schema = schema;
     t->cfg = tc;
+    t->gen = g;
     t->n = tc->n;
     t->shown = t->undone = SIZE_MAX;
     t->order = malloc(t->n * sizeof *t->order);
@@ -644,8 +686,8 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     }
     for (size_t i = 0; i < t->n; i++) t->by_id[i] = (id_entry){tc->ids[i], i};
     qsort(t->by_id, t->n, sizeof *t->by_id, cmp_id);
-    pd_pipeline_params pp = cfg->pipeline;
-    pp.parallel = 1; /* one review at a time: one context */
+    t->pp = cfg->pipeline;
+    t->pp.parallel = 1; /* one review at a time: one context */
     pd_error err;
     char *state = NULL;
     pd_output_params op = pd_output_default_params();
@@ -657,7 +699,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     else if (flock(t->lock, LOCK_EX | LOCK_NB) != 0)
         rc = say(msg, msg_size, 1, "%s: %s", tc->labels,
                  errno == EWOULDBLOCK ? "another pocketdec serve --teach is writing these labels" : strerror(errno));
-    if (rc == 0 && (!(t->ranker = pd_ranker_new(model, schema, head, tc->order, tc->seed, &pp, &err)) ||
+    if (rc == 0 && (!(t->ranker = pd_ranker_new(g->model, schema, g->head, tc->order, tc->seed, &t->pp, &err)) ||
                     !(t->out = pd_output_open(tc->labels, "labels: pocketdec serve --teach (train/dataset.py JSONL)\n",
                                               &op, &state, &err))))
         rc = say(msg, msg_size, 1, "%s", err.message);
@@ -667,7 +709,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
         fprintf(stderr, "pocketdec serve: --teach: %zu reviews, %zu labelled in %s; ordering the rest by %s\n", t->n,
                 t->labelled, tc->labels, pd_rank_order_name(tc->order));
         fflush(stderr);
-        rc = rank_reviews(t, msg, msg_size);
+        rc = rank_reviews(t, t->ranker, t->state, t->order, msg, msg_size);
     }
     if (rc) {
         serve_teach_free(t);
