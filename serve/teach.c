@@ -14,6 +14,7 @@
 #include "teach.h"
 
 #include "jobs.h"
+#include "teach_changes.h"
 #include "tianchi_eval.h"
 
 #include <errno.h>
@@ -63,6 +64,7 @@ struct teach {
     json_t *shown_records, *shown_conf;
     size_t undone;          /* the review an undo gave back (SIZE_MAX: none), and its answer */
     json_t *undone_records;
+    json_t *now;            /* the current model's records of a labelled text (text -> records), for changes */
 };
 
 static const char *const op_paths[N_TEACH_OPS] = {"/v1/teach/next",   "/v1/teach/progress", "/v1/teach/changes",
@@ -132,22 +134,8 @@ static json_t *id_json(const char *id)
     return digits ? json_integer(strtoll(id, NULL, 10)) : json_string(id);
 }
 
-/* Characters (code points) of UTF-8 text. */
-static size_t n_chars(const char *s, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return n;
-}
-
-/* The byte offset of character c. */
-static size_t byte_of(const char *s, size_t len, size_t c)
-{
-    size_t i = 0;
-    for (; i < len; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && c-- == 0) break;
-    return i;
-}
+#define n_chars serve_utf8_chars
+#define byte_of serve_utf8_byte_of
 
 static json_t *span_json(const char *text, size_t len, size_t start, size_t end)
 {
@@ -531,6 +519,68 @@ static int op_undo(teach *t, json_t **out, char *msg)
     return 0;
 }
 
+/* The current model's records of text (cached until a reload), or NULL
+ * with the status to answer. */
+static json_t *now_records(teach *t, const char *id, const char *text, size_t len, int *st, char *msg)
+{
+    json_t *recs = json_object_get(t->now, text);
+    if (recs) return recs;
+    pd_extraction *x = NULL;
+    pd_error err;
+    double score;
+    if (pd_ranker_score(t->ranker, id, text, len, &score, &x, &err)) {
+        *st = bad(msg, err.code == PD_ERR_NOMEM || err.code == PD_ERR_INTERNAL ? 500 : 422, "review %.40s: %.200s",
+                  id, err.message);
+        return NULL;
+    }
+    recs = records_json(t, text, len, x, NULL);
+    pd_extraction_free(x);
+    if (!recs || json_object_set_new(t->now, text, recs)) {
+        *st = bad(msg, 500, "out of memory");
+        return NULL;
+    }
+    return recs;
+}
+
+/* GET /v1/teach/changes: every labelled line, its "model" records against
+ * the current model's, judged by its "records" (teach_changes.c). A line
+ * that cannot be compared (its text is not its review's any more, a record
+ * not of the schema) is listed with the errors. */
+static int op_changes(teach *t, json_t **out, char *msg)
+{
+    teach_changes *c = serve_changes_new(t->schema);
+    if (!c) return bad(msg, 500, "out of memory");
+    int st = 0;
+    size_t other = 0;
+    for (size_t k = 0; !st && k < t->n_stack; k++) {
+        if (t->stack[k].skip) continue;
+        size_t i = t->stack[k].review;
+        const json_t *line = i == SIZE_MAX ? json_array_get(t->other_lines, other++) : t->lines[i];
+        const json_t *id = json_object_get(line, "id"), *text = json_object_get(line, "text");
+        char buf[32], why[160];
+        const char *id_s = id_text(id, buf);
+        if (!json_is_string(text)) {
+            snprintf(why, sizeof why, "%s, line %zu: no \"text\"", t->cfg->labels, k + 1);
+            st = serve_changes_error(c, id, why);
+        } else if (i != SIZE_MAX && (json_string_length(text) != t->cfg->lens[i] ||
+                                     memcmp(json_string_value(text), t->cfg->texts[i], t->cfg->lens[i]) != 0)) {
+            snprintf(why, sizeof why, "%s, line %zu: its text is not review %.40s's text in %s", t->cfg->labels,
+                     k + 1, id_s, t->cfg->reviews_name);
+            st = serve_changes_error(c, id, why);
+        } else {
+            json_t *now = now_records(t, id_s, json_string_value(text), json_string_length(text), &st, msg);
+            if (now) st = serve_changes_add(c, id, json_string_value(text), json_string_length(text),
+                                            json_object_get(line, "records"), json_object_get(line, "model"), now);
+        }
+        if (st == 1) st = bad(msg, 500, "out of memory");
+    }
+    json_t *o = st ? NULL : serve_changes_json(c);
+    serve_changes_free(c);
+    if (o && json_object_set_new(o, "generation", json_integer(t->gen->id))) o = (json_decref(o), NULL);
+    *out = o;
+    return st;
+}
+
 int serve_teach_handle(teach *t, int op, const char *body, size_t len, char **out)
 {
     char msg[SERVE_MESSAGE_SIZE];
@@ -546,6 +596,7 @@ int serve_teach_handle(teach *t, int op, const char *body, size_t len, char **ou
     if (!st) switch (op) {
         case TEACH_NEXT: st = op_next(t, &ans, msg); break;
         case TEACH_PROGRESS: st = (ans = progress_json(t)) ? 0 : bad(msg, 500, "out of memory"); break;
+        case TEACH_CHANGES: st = op_changes(t, &ans, msg); break;
         case TEACH_ANSWER: st = op_answer(t, root, &ans, msg); break;
         case TEACH_SKIP: st = op_skip(t, root, &ans, msg); break;
         default: st = op_undo(t, &ans, msg); break;
@@ -652,6 +703,7 @@ int serve_teach_follow(teach *t, generation *g, generation **old, char *msg, siz
     t->ranker = ranker;
     t->order = order;
     t->shown = SIZE_MAX; /* the next review's records are the new model's */
+    json_object_clear(t->now);
     pthread_mutex_unlock(&t->mu);
     pd_ranker_free(was);
     free(was_order);
@@ -679,7 +731,8 @@ teach *serve_teach_open(generation *g, const pd_schema *schema, const serve_conf
     t->state = calloc(t->n, 1);
     t->lines = calloc(t->n, sizeof *t->lines);
     t->other_lines = json_array();
-    if (!t->order || !t->by_id || !t->state || !t->lines || !t->other_lines) {
+    t->now = json_object();
+    if (!t->order || !t->by_id || !t->state || !t->lines || !t->other_lines || !t->now) {
         snprintf(msg, msg_size, "out of memory");
         serve_teach_free(t);
         return NULL;
@@ -729,6 +782,7 @@ void serve_teach_free(teach *t)
     json_decref(t->shown_records);
     json_decref(t->shown_conf);
     json_decref(t->undone_records);
+    json_decref(t->now);
     free(t->lines);
     free(t->order);
     free(t->by_id);

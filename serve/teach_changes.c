@@ -204,12 +204,12 @@ int serve_changes_add(teach_changes *c, const json_t *id, const char *text, size
                 removed++;
                 rc = mark(recs, json_array_get(before, j), "removed", count(g, ng, b[j]) > 0);
             }
-        json_t *item = rc ? NULL : json_pack("{s:O,s:s%,s:O,s:b,s:b,s:I,s:I,s:o}", "id", id, "text", text, len,
+        json_t *item = rc ? NULL : json_pack("{s:O,s:s%,s:O,s:b,s:b,s:I,s:I,s:O}", "id", id, "text", text, len,
                                              "answer", gold, "exact_before", (int)exact_b, "exact_after",
                                              (int)exact_a, "fixed", (json_int_t)fixed, "broken",
                                              (json_int_t)broken, "records", recs);
+        json_decref(recs);
         if (!item || json_array_append_new(c->items, item)) {
-            if (!item && rc == 0) json_decref(recs);
             rc = 1;
         } else {
             c->reviews++;
@@ -227,7 +227,6 @@ int serve_changes_add(teach_changes *c, const json_t *id, const char *text, size
             c->unchanged += (long)na - added;
             c->changed += added || removed;
         }
-        if (rc && recs && !item) json_decref(recs);
         free(used);
     }
     free_keys(g, ng);

@@ -13,6 +13,10 @@
 
 typedef struct teach_changes teach_changes;
 
+/* Characters (code points) of UTF-8 text; the byte offset of character c. */
+size_t serve_utf8_chars(const char *s, size_t len);
+size_t serve_utf8_byte_of(const char *s, size_t len, size_t c);
+
 /* An empty comparison over schema's fields (NULL when out of memory). */
 teach_changes *serve_changes_new(const pd_schema *schema);
 void serve_changes_free(teach_changes *c);
