@@ -519,22 +519,30 @@ static int op_undo(teach *t, json_t **out, char *msg)
     return 0;
 }
 
+/* ranker's records of text in the labels file's form, or NULL with err. */
+static json_t *ranker_records(const teach *t, pd_ranker *ranker, const char *id, const char *text, size_t len,
+                              pd_error *err)
+{
+    pd_extraction *x = NULL;
+    double score;
+    if (pd_ranker_score(ranker, id, text, len, &score, &x, err)) return NULL;
+    json_t *recs = records_json(t, text, len, x, NULL);
+    pd_extraction_free(x);
+    if (!recs) err->code = PD_ERR_NOMEM;
+    return recs;
+}
+
 /* The current model's records of text (cached until a reload), or NULL
  * with the status to answer. */
 static json_t *now_records(teach *t, const char *id, const char *text, size_t len, int *st, char *msg)
 {
     json_t *recs = json_object_get(t->now, text);
     if (recs) return recs;
-    pd_extraction *x = NULL;
     pd_error err;
-    double score;
-    if (pd_ranker_score(t->ranker, id, text, len, &score, &x, &err)) {
-        *st = bad(msg, err.code == PD_ERR_NOMEM || err.code == PD_ERR_INTERNAL ? 500 : 422, "review %.40s: %.200s",
-                  id, err.message);
+    if (!(recs = ranker_records(t, t->ranker, id, text, len, &err)) && err.code != PD_ERR_NOMEM) {
+        *st = bad(msg, err.code == PD_ERR_INTERNAL ? 500 : 422, "review %.40s: %.200s", id, err.message);
         return NULL;
     }
-    recs = records_json(t, text, len, x, NULL);
-    pd_extraction_free(x);
     if (!recs || json_object_set_new(t->now, text, recs)) {
         *st = bad(msg, 500, "out of memory");
         return NULL;
@@ -683,13 +691,27 @@ int serve_teach_follow(teach *t, generation *g, generation **old, char *msg, siz
              : !ranker        ? say(msg, msg_size, 1, "the review queue cannot be ranked by the new bundle: %s",
                                     err.message)
                               : 0;
+    json_t *texts = json_array(), *now = json_object();
+    if (rc == 0 && (!texts || !now)) rc = say(msg, msg_size, 1, "out of memory");
     if (rc == 0) { /* ranked outside the mutex: the page is answered by the old model meanwhile */
         pthread_mutex_lock(&t->mu);
         memcpy(state, t->state, t->n);
+        for (size_t k = 0; k < t->n; k++)
+            if (t->lines[k]) json_array_append(texts, json_object_get(t->lines[k], "text"));
+        for (size_t k = 0; k < json_array_size(t->other_lines); k++)
+            json_array_append(texts, json_object_get(json_array_get(t->other_lines, k), "text"));
         pthread_mutex_unlock(&t->mu);
         rc = rank_reviews(t, ranker, state, order, msg, msg_size);
     }
+    /* and the labelled reviews' records by it, for /v1/teach/changes (one that fails is tried there again) */
+    for (size_t k = 0; rc == 0 && k < json_array_size(texts); k++) {
+        const json_t *text = json_array_get(texts, k);
+        json_t *recs = ranker_records(t, ranker, "", json_string_value(text), json_string_length(text), &err);
+        if (recs) json_object_set_new(now, json_string_value(text), recs);
+    }
+    json_decref(texts);
     if (rc) {
+        json_decref(now);
         pd_ranker_free(ranker);
         free(order);
         free(state);
@@ -703,9 +725,11 @@ int serve_teach_follow(teach *t, generation *g, generation **old, char *msg, siz
     t->ranker = ranker;
     t->order = order;
     t->shown = SIZE_MAX; /* the next review's records are the new model's */
-    json_object_clear(t->now);
+    json_t *was_now = t->now;
+    t->now = now;
     pthread_mutex_unlock(&t->mu);
     pd_ranker_free(was);
+    json_decref(was_now);
     free(was_order);
     free(state);
     return 0;
