@@ -10,7 +10,9 @@ those 12 reviews, one epoch), POSTs /v1/reload with the new bundle, and checks:
 - the generation the queue held is released (the server says so) once nothing uses it;
 - GET /v1/teach/changes: its counts and each review's added/removed/unchanged records equal those computed
   here from the labels file's "model" and "records" and the new bundle's extract output;
-- a labels line whose text is no longer its review's is reported as an error, not compared.
+- a labels line whose text is no longer its review's is reported as an error, not compared;
+- (without torch too) a bundle that cannot rank the queue (--order entropy, a bundle without a tagger head)
+  is refused 422, and the queue goes on with the old model.
 Waits on what the server prints and answers, never on time. Exits 77 (skipped) without torch or without
 libmicrohttpd.
 
@@ -101,13 +103,38 @@ def extract(model, reviews, tmp):
     return {str(x["id"]): x["records"] for x in map(json.loads, open(out, encoding="utf-8"))}
 
 
+def refused(tmp):
+    """A reload whose bundle cannot rank the queue changes nothing."""
+    csv = os.path.join(tmp, "few.csv")
+    with open(os.path.join(ROOT, "data", "tianchi", "dev_reviews.csv"), encoding="utf-8") as f, \
+            open(csv, "w", encoding="utf-8") as out:
+        out.write("".join(line for _, line in zip(range(4), f)))
+    s = Server("--teach", csv, "--labels", os.path.join(tmp, "few.jsonl"), "--order", "entropy")
+    if not s.url:
+        err = "".join(s.lines)
+        if "without libmicrohttpd" in err:
+            print("skipped: " + err.strip())
+            sys.exit(77)
+        check("the server starts", False, err)
+        return
+    st0, before = s.call("/v1/teach/next")
+    st, body = s.call("/v1/reload", {"model": os.path.join(ROOT, "models", "tianchi-gen")})
+    st1, after = s.call("/v1/teach/next")
+    _, info = s.call("/v1/info")
+    check("a bundle that cannot rank the queue (entropy, no tagger head) is refused 422, nothing changed",
+          st == 422 and "cannot be ranked" in body["error"] and st1 == 200 and after == before and
+          info["generation"] == 1 and info["head"] == "tagger", (st, body, info))
+    s.stop()
+
+
 def main():
+    tmp = tempfile.mkdtemp(prefix="pd-teach-retrain-")
+    refused(tmp)
     try:
         import torch  # noqa: F401
     except ImportError:
         print("SKIP: python3-torch is not installed; the retrain cannot run")
-        return 77
-    tmp = tempfile.mkdtemp(prefix="pd-teach-retrain-")
+        return 77 if all(RESULTS) else 1
     schema = DS.Schema(SCHEMA)
     reviews = [r for r in DS.read([os.path.join(ROOT, "data", "tianchi")], schema, DS.Report(True))
                if "," not in r.text and '"' not in r.text][:20]
