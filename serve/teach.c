@@ -477,27 +477,30 @@ static int op_changes(teach *t, json_t **out, char *msg)
     teach_changes *c = serve_changes_new(t->schema);
     if (!c) return bad(msg, 500, "out of memory");
     int st = 0;
-    size_t other = 0;
+    size_t other = 0, no = 0;
     for (size_t k = 0; !st && k < t->n_stack; k++) {
         if (t->stack[k].skip) continue;
         size_t i = t->stack[k].review;
         const json_t *line = i == SIZE_MAX ? json_array_get(t->other_lines, other++) : t->lines[i];
         const json_t *id = json_object_get(line, "id"), *text = json_object_get(line, "text");
-        char buf[32], why[160];
+        char buf[32], where[200], why[SERVE_MESSAGE_SIZE + 210] = "";
         const char *id_s = id_text(id, buf);
+        snprintf(where, sizeof where, "%.150s, line %zu", t->cfg->labels, ++no);
+        int model_st = 0;
+        json_t *now = NULL;
         if (!json_is_string(text)) {
-            snprintf(why, sizeof why, "%s, line %zu: no \"text\"", t->cfg->labels, k + 1);
-            st = serve_changes_error(c, id, why);
+            snprintf(why, sizeof why, "%s: no \"text\"", where);
         } else if (i != SIZE_MAX && (json_string_length(text) != t->cfg->lens[i] ||
                                      memcmp(json_string_value(text), t->cfg->texts[i], t->cfg->lens[i]) != 0)) {
-            snprintf(why, sizeof why, "%s, line %zu: its text is not review %.40s's text in %s", t->cfg->labels,
-                     k + 1, id_s, t->cfg->reviews_name);
-            st = serve_changes_error(c, id, why);
-        } else {
-            json_t *now = now_records(t, id_s, json_string_value(text), json_string_length(text), &st, msg);
-            if (now) st = serve_changes_add(c, id, json_string_value(text), json_string_length(text),
-                                            json_object_get(line, "records"), json_object_get(line, "model"), now);
+            snprintf(why, sizeof why, "%s: its text is not review %.40s's text in %.100s", where, id_s,
+                     t->cfg->reviews_name);
+        } else if (!(now = now_records(t, id_s, json_string_value(text), json_string_length(text), &model_st, msg)) &&
+                   model_st == 422) {
+            snprintf(why, sizeof why, "%s: %s", where, msg); /* the model cannot read it: this review alone */
         }
+        if (now) st = serve_changes_add(c, id, where, json_string_value(text), json_string_length(text),
+                                        json_object_get(line, "records"), json_object_get(line, "model"), now);
+        else st = model_st && model_st != 422 ? model_st : serve_changes_error(c, id, why);
         if (st == 1) st = bad(msg, 500, "out of memory");
     }
     json_t *o = st ? NULL : serve_changes_json(c);

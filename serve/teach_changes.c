@@ -166,17 +166,18 @@ static int mark(json_t *out, const json_t *rec, const char *change, bool right)
     return 0;
 }
 
-int serve_changes_add(teach_changes *c, const json_t *id, const char *text, size_t len, const json_t *gold,
-                      const json_t *before, const json_t *after)
+int serve_changes_add(teach_changes *c, const json_t *id, const char *where, const char *text, size_t len,
+                      const json_t *gold, const json_t *before, const json_t *after)
 {
-    char why[256];
+    char why[256], said[512];
     size_t ng = json_array_size(gold), nb = json_array_size(before), na = json_array_size(after);
     char **g = keys_of(c, text, len, gold, "records", why, sizeof why), **b = NULL, **a = NULL;
     if (g) b = keys_of(c, text, len, before, "model", why, sizeof why);
     if (b) a = keys_of(c, text, len, after, "now", why, sizeof why);
     int rc = 0;
     if (!a) {
-        rc = why[0] ? serve_changes_error(c, id, why) : 1;
+        snprintf(said, sizeof said, "%s: %s", where, why);
+        rc = why[0] ? serve_changes_error(c, id, said) : 1;
     } else {
         long exact_b = (long)nb == (long)ng && common(b, nb, g, ng) == (long)ng,
              exact_a = (long)na == (long)ng && common(a, na, g, ng) == (long)ng, fixed = 0, broken = 0;

@@ -21,15 +21,16 @@ size_t serve_utf8_byte_of(const char *s, size_t len, size_t c);
 teach_changes *serve_changes_new(const pd_schema *schema);
 void serve_changes_free(teach_changes *c);
 
-/* One labelled review of text (len bytes): gold, the person's answer
+/* One labelled review of text (len bytes), where (file and line) saying
+ * where it came from in an error: gold, the person's answer
  * ("records"); before, the model's records when it was labelled ("model");
  * after, the current model's. A record that is not of the labels file's
  * form over text (a field missing, a value outside the schema, a span off
  * the text or whose text is not the review's) makes the review an error
  * entry, named by where, and leaves the counts as they were. 0, or 1 when
  * out of memory. */
-int serve_changes_add(teach_changes *c, const json_t *id, const char *text, size_t len, const json_t *gold,
-                      const json_t *before, const json_t *after);
+int serve_changes_add(teach_changes *c, const json_t *id, const char *where, const char *text, size_t len,
+                      const json_t *gold, const json_t *before, const json_t *after);
 /* A review that cannot be compared (why), listed with the errors. */
 int serve_changes_error(teach_changes *c, const json_t *id, const char *why);
 

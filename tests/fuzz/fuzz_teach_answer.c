@@ -51,7 +51,7 @@ static void check_taken(const char *text, size_t len, const json_t *recs)
     }
     teach_changes *c = serve_changes_new(schema);
     json_t *id = json_integer(1);
-    if (!c || !id || serve_changes_add(c, id, text, len, recs, recs, recs)) abort();
+    if (!c || !id || serve_changes_add(c, id, "fuzz", text, len, recs, recs, recs)) abort();
     json_t *doc = serve_changes_json(c);
     if (!doc || json_array_size(json_object_get(doc, "errors")) != 0 ||
         json_integer_value(json_object_get(doc, "changed")) != 0 ||

@@ -217,7 +217,7 @@ def main():
     st, ch = s.call("/v1/teach/changes")
     check("a line whose text changed is reported, the others compared",
           st == 200 and ch["reviews"] == 11 and len(ch["errors"]) == 1 and
-          str(ch["errors"][0]["id"]) == first and "not review" in ch["errors"][0]["error"], ch.get("errors", ch))
+          str(ch["errors"][0]["id"]) == first and "labels.jsonl, line 1: its text is not review" in ch["errors"][0]["error"], ch.get("errors", ch))
     s.stop()
     print("%d passed, %d failed" % (RESULTS.count(True), RESULTS.count(False)))
     return 0 if all(RESULTS) else 1
