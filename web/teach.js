@@ -24,7 +24,7 @@
   function showProgress(p) {
     const m = p.model_on_labels;
     $("progress").textContent = p.labelled + " labelled, " + p.left + " left" + (p.skipped ? ", " + p.skipped + " skipped" : "") +
-      " · asked by " + p.order + (m ? " · the model on your " + m.reviews + " labels: F1 " + m.f1.toFixed(3) +
+      " · asked by " + p.order + (m ? " · the model, as it was when each was labelled, on your " + m.reviews + " labels: F1 " + m.f1.toFixed(3) +
       " (P " + m.precision.toFixed(3) + ", R " + m.recall.toFixed(3) + ")" : "");
     document.body.dataset.labelled = p.labelled;
     if (generation !== null && p.generation > generation) showChanges();
