@@ -6,8 +6,12 @@
  * answers the requests already bound to it and ends; the old one is freed
  * when its last request is answered. A request is bound to one generation
  * when it is queued, so it never sees two models, nor a model half loaded;
- * a bundle that fails to load changes nothing. */
+ * a bundle that fails to load changes nothing. With --teach, the review
+ * queue moves onto the new model before the swap (teach.c), its reference
+ * on the old one dropped with the server's. A generation freed prints a
+ * line on stderr. */
 #include "jobs.h"
+#include "teach.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +79,10 @@ void serve_gen_reap(server *s)
             }
         pthread_mutex_unlock(&s->mu);
         if (!dead) return;
+        long id = dead->id;
         serve_gen_free(s, dead);
+        fprintf(stderr, "pocketdec serve: generation %ld released\n", id);
+        fflush(stderr);
     }
 }
 
@@ -110,17 +117,30 @@ int serve_reload(server *s, const char *path, char **body)
     const pd_model *model = NULL;
     const pd_head *head = NULL;
     void *owner = NULL;
-    generation *g = NULL;
+    generation *g = NULL, *taught = NULL;
     int status = 200;
     if (l->open(l->user, path, &model, &head, &owner, msg, sizeof msg)) status = 422;
     else if (!(g = serve_gen_new(s, model, head, owner, path, msg, sizeof msg))) {
         l->close(l->user, owner);
         status = 422;
     }
+    if (g) {
+        pthread_mutex_lock(&s->mu);
+        g->id = s->gen->id + 1; /* one reload at a time: s->gen stays until the swap */
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (g && s->teach && serve_teach_follow(s->teach, g, &taught, msg, sizeof msg)) {
+        serve_gen_free(s, g); /* its engine has no request: nothing was bound to it */
+        g = NULL;
+        status = 422;
+    }
     pthread_mutex_lock(&s->mu);
     if (g) { /* the swap: requests queued from now on run on g */
         generation *old = s->gen;
-        g->id = old->id + 1;
+        if (taught) { /* the review queue's reference moved onto g */
+            g->refs++;
+            serve_gen_unref(taught);
+        }
         *body = serve_info_text(s, g); /* now: once another reload retires g, it may be freed */
         g->next = s->gens;
         s->gens = g;

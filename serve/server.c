@@ -517,10 +517,10 @@ int serve_run(const pd_model *model, const pd_schema *schema, const pd_head *hea
     } else {
         s->gen->id = 1;
     }
-    /* the annotation queue ranks and proposes with the model started with: that
-     * generation is kept (a reference of its own) until the queue is freed */
+    /* the annotation queue ranks and proposes with the current model: it holds
+     * a reference on its generation, which a reload moves (reload.c) */
     if (rc == 0 && cfg->teach) {
-        if (!(s->teach = serve_teach_open(s->gen->model, schema, s->gen->head, cfg, msg, msg_size))) rc = 1;
+        if (!(s->teach = serve_teach_open(s->gen, schema, cfg, msg, msg_size))) rc = 1;
         else s->gen->refs++;
     }
     s->listen_fd = rc ? -1 : serve_listen_open(cfg, &port, msg, msg_size);

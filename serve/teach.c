@@ -14,6 +14,8 @@
 #include "teach.h"
 
 #include "jobs.h"
+#include "teach_changes.h"
+#include "teach_check.h"
 #include "tianchi_eval.h"
 
 #include <errno.h>
@@ -44,7 +46,9 @@ struct teach {
     pthread_mutex_t mu;
     const pd_schema *schema;
     const serve_teach_config *cfg;
-    pd_ranker *ranker;
+    pd_pipeline_params pp;  /* the ranker's pipeline: one review at a time */
+    struct generation *gen; /* the model it ranks and proposes with (a reference; reload.c moves it) */
+    pd_ranker *ranker;      /* over gen's model */
     pd_output *out;
     int lock;               /* the labels file, flock'ed: one server a labels file */
     size_t n;
@@ -61,10 +65,11 @@ struct teach {
     json_t *shown_records, *shown_conf;
     size_t undone;          /* the review an undo gave back (SIZE_MAX: none), and its answer */
     json_t *undone_records;
+    json_t *now;            /* the current model's records of a labelled text (text -> records), for changes */
 };
 
-static const char *const op_paths[N_TEACH_OPS] = {"/v1/teach/next", "/v1/teach/progress", "/v1/teach/answer",
-                                                  "/v1/teach/skip", "/v1/teach/undo"};
+static const char *const op_paths[N_TEACH_OPS] = {"/v1/teach/next",   "/v1/teach/progress", "/v1/teach/changes",
+                                                  "/v1/teach/answer", "/v1/teach/skip",     "/v1/teach/undo"};
 
 /* msg (size bytes) set from fmt; returns rc (an HTTP status, or 1). */
 static int say(char *msg, size_t size, int rc, const char *fmt, ...)
@@ -130,29 +135,6 @@ static json_t *id_json(const char *id)
     return digits ? json_integer(strtoll(id, NULL, 10)) : json_string(id);
 }
 
-/* Characters (code points) of UTF-8 text. */
-static size_t n_chars(const char *s, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) n += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return n;
-}
-
-/* The byte offset of character c. */
-static size_t byte_of(const char *s, size_t len, size_t c)
-{
-    size_t i = 0;
-    for (; i < len; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80 && c-- == 0) break;
-    return i;
-}
-
-static json_t *span_json(const char *text, size_t len, size_t start, size_t end)
-{
-    size_t a = byte_of(text, len, start), b = byte_of(text, len, end);
-    return json_pack("{s:s%,s:I,s:I}", "text", text + a, b - a, "start", (json_int_t)start, "end", (json_int_t)end);
-}
-
 /* ------------------------------------------------------------ the model's records */
 
 /* x's records in the labels file's form (every field; a span as {text,
@@ -168,7 +150,7 @@ static json_t *records_json(const teach *t, const char *text, size_t len, const 
             json_t *val;
             if (pd_schema_field_kind(t->schema, f) != PD_FIELD_SPAN) val = json_string(v);
             else if (!strcmp(v, "_") || !rec->start || rec->start[f] < 0) val = json_null();
-            else val = span_json(text, len, (size_t)rec->start[f], (size_t)rec->end[f]);
+            else val = serve_span_json(text, len, (size_t)rec->start[f], (size_t)rec->end[f]);
             if (!val || json_object_set_new(o, name, val)) o = (json_decref(o), NULL);
         }
         if (!o || json_array_append_new(recs, o)) recs = (json_decref(recs), NULL);
@@ -292,10 +274,10 @@ static json_t *fields_json(const pd_schema *sc)
 static json_t *progress_json(const teach *t)
 {
     size_t left = t->n - t->labelled - t->skipped;
-    return json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:o,s:o}", "labelled", (json_int_t)t->labelled, "left", (json_int_t)left,
-                     "skipped", (json_int_t)t->skipped, "total", (json_int_t)t->n, "order",
+    return json_pack("{s:I,s:I,s:I,s:I,s:s,s:s,s:o,s:o,s:I}", "labelled", (json_int_t)t->labelled, "left",
+                     (json_int_t)left, "skipped", (json_int_t)t->skipped, "total", (json_int_t)t->n, "order",
                      pd_rank_order_name(t->cfg->order), "labels", t->cfg->labels, "model_on_labels", labels_f1(t),
-                     "fields", fields_json(t->schema));
+                     "fields", fields_json(t->schema), "generation", (json_int_t)t->gen->id);
 }
 
 /* ------------------------------------------------------------ the stack */
@@ -346,75 +328,6 @@ static int body_review(teach *t, const json_t *root, size_t *i, char *msg)
     return 0;
 }
 
-/* One answered record checked against the schema and the text, into the
- * labels file's form (spans' text taken from the review). */
-static int check_record(teach *t, size_t i, const json_t *rec, size_t r, json_t **out, char *msg)
-{
-    const char *text = t->cfg->texts[i];
-    size_t len = t->cfg->lens[i], chars = n_chars(text, len);
-    if (!json_is_object(rec)) return bad(msg, 400, "records[%zu] must be an object", r);
-    json_t *o = json_object();
-    for (int32_t f = 0; o && f < pd_schema_n_fields(t->schema); f++) {
-        const char *name = pd_schema_field_name(t->schema, f);
-        const json_t *v = json_object_get(rec, name);
-        json_t *val = NULL;
-        int st = 0;
-        if (!v) st = bad(msg, 400, "records[%zu] has no \"%s\"", r, name);
-        else if (pd_schema_field_kind(t->schema, f) == PD_FIELD_ENUM) {
-            for (int32_t k = 0; json_is_string(v) && k < pd_schema_field_n_values(t->schema, f); k++)
-                if (!strcmp(json_string_value(v), pd_schema_field_value(t->schema, f, k))) val = json_string(json_string_value(v));
-            if (!val) st = bad(msg, 400, "records[%zu].%s: %s is not one of the schema's values", r, name,
-                               json_is_string(v) ? json_string_value(v) : "a non-string");
-        } else if (pd_schema_field_kind(t->schema, f) == PD_FIELD_PATTERN) {
-            if (json_is_string(v)) val = json_string(json_string_value(v));
-            else st = bad(msg, 400, "records[%zu].%s must be a string", r, name);
-        } else if (json_is_null(v)) {
-            if (pd_schema_field_empty(t->schema, f)) val = json_null();
-            else st = bad(msg, 400, "records[%zu].%s: the schema does not allow `_` here", r, name);
-        } else {
-            const json_t *s = json_object_get(v, "start"), *e = json_object_get(v, "end"), *tx = json_object_get(v, "text");
-            json_int_t a = json_integer_value(s), b = json_integer_value(e);
-            if (!json_is_integer(s) || !json_is_integer(e))
-                st = bad(msg, 400, "records[%zu].%s must be null or {\"start\", \"end\"} (character offsets)", r, name);
-            else if (a < 0 || b <= a || (size_t)b > chars)
-                st = bad(msg, 400, "records[%zu].%s: [%lld, %lld) is not a span of the review's %zu characters", r,
-                         name, (long long)a, (long long)b, chars);
-            else if (!(val = span_json(text, len, (size_t)a, (size_t)b)))
-                st = 500;
-            else if (tx && (!json_is_string(tx) || strcmp(json_string_value(tx), json_string_value(json_object_get(val, "text")))))
-                st = bad(msg, 400, "records[%zu].%s: the text is not the review's characters [%lld, %lld)", r, name,
-                         (long long)a, (long long)b);
-        }
-        if (st || !val) json_decref(val); /* not taken by o */
-        if (st || !val || json_object_set_new(o, name, val)) {
-            json_decref(o);
-            return st ? st : 500;
-        }
-    }
-    *out = o;
-    return o ? 0 : 500;
-}
-
-/* Two spans of one field that share a character without being the same
- * (train/dataset.py would drop the later record). */
-static int overlapping(const teach *t, const json_t *recs, char *msg)
-{
-    for (size_t a = 0; a < json_array_size(recs); a++)
-        for (size_t b = 0; b < a; b++)
-            for (int32_t f = 0; f < pd_schema_n_fields(t->schema); f++) {
-                const char *name = pd_schema_field_name(t->schema, f);
-                const json_t *x = json_object_get(json_array_get(recs, a), name),
-                             *y = json_object_get(json_array_get(recs, b), name);
-                if (!json_is_object(x) || !json_is_object(y)) continue;
-                json_int_t xs = json_integer_value(json_object_get(x, "start")), xe = json_integer_value(json_object_get(x, "end")),
-                           ys = json_integer_value(json_object_get(y, "start")), ye = json_integer_value(json_object_get(y, "end"));
-                if (xs < ye && ys < xe && (xs != ys || xe != ye))
-                    return bad(msg, 400, "records[%zu].%s overlaps records[%zu].%s without being the same span", a,
-                               name, b, name);
-            }
-    return 0;
-}
-
 /* The line's bytes committed (fsync'ed) and the review marked labelled. */
 static int commit_line(teach *t, size_t i, json_t *line, char *msg)
 {
@@ -461,14 +374,9 @@ static int op_answer(teach *t, const json_t *root, json_t **out, char *msg)
 {
     size_t i;
     int st = body_review(t, root, &i, msg);
-    const json_t *given = json_object_get(root, "records");
-    if (!st && !json_is_array(given)) st = bad(msg, 400, "\"records\" (a list, [] for nothing to label) is required");
-    json_t *recs = st ? NULL : json_array();
-    for (size_t r = 0; !st && r < json_array_size(given); r++) {
-        json_t *rec = NULL;
-        if (!(st = check_record(t, i, json_array_get(given, r), r, &rec, msg))) json_array_append_new(recs, rec);
-    }
-    if (!st) st = overlapping(t, recs, msg);
+    json_t *recs = NULL;
+    if (!st) st = serve_teach_check(t->schema, t->cfg->texts[i], t->cfg->lens[i], json_object_get(root, "records"),
+                                    &recs, msg);
     if (!st) st = model_records(t, i, msg);
     if (st) {
         json_decref(recs);
@@ -529,6 +437,79 @@ static int op_undo(teach *t, json_t **out, char *msg)
     return 0;
 }
 
+/* ranker's records of text in the labels file's form, or NULL with err. */
+static json_t *ranker_records(const teach *t, pd_ranker *ranker, const char *id, const char *text, size_t len,
+                              pd_error *err)
+{
+    pd_extraction *x = NULL;
+    double score;
+    if (pd_ranker_score(ranker, id, text, len, &score, &x, err)) return NULL;
+    json_t *recs = records_json(t, text, len, x, NULL);
+    pd_extraction_free(x);
+    if (!recs) err->code = PD_ERR_NOMEM;
+    return recs;
+}
+
+/* The current model's records of text (cached until a reload), or NULL
+ * with the status to answer. */
+static json_t *now_records(teach *t, const char *id, const char *text, size_t len, int *st, char *msg)
+{
+    json_t *recs = json_object_get(t->now, text);
+    if (recs) return recs;
+    pd_error err;
+    if (!(recs = ranker_records(t, t->ranker, id, text, len, &err)) && err.code != PD_ERR_NOMEM) {
+        *st = bad(msg, err.code == PD_ERR_INTERNAL ? 500 : 422, "review %.40s: %.200s", id, err.message);
+        return NULL;
+    }
+    if (!recs || json_object_set_new(t->now, text, recs)) {
+        *st = bad(msg, 500, "out of memory");
+        return NULL;
+    }
+    return recs;
+}
+
+/* GET /v1/teach/changes: every labelled line, its "model" records against
+ * the current model's, judged by its "records" (teach_changes.c). A line
+ * that cannot be compared (its text is not its review's any more, a record
+ * not of the schema) is listed with the errors. */
+static int op_changes(teach *t, json_t **out, char *msg)
+{
+    teach_changes *c = serve_changes_new(t->schema);
+    if (!c) return bad(msg, 500, "out of memory");
+    int st = 0;
+    size_t other = 0, no = 0;
+    for (size_t k = 0; !st && k < t->n_stack; k++) {
+        if (t->stack[k].skip) continue;
+        size_t i = t->stack[k].review;
+        const json_t *line = i == SIZE_MAX ? json_array_get(t->other_lines, other++) : t->lines[i];
+        const json_t *id = json_object_get(line, "id"), *text = json_object_get(line, "text");
+        char buf[32], where[200], why[SERVE_MESSAGE_SIZE + 210] = "";
+        const char *id_s = id_text(id, buf);
+        snprintf(where, sizeof where, "%.150s, line %zu", t->cfg->labels, ++no);
+        int model_st = 0;
+        json_t *now = NULL;
+        if (!json_is_string(text)) {
+            snprintf(why, sizeof why, "%s: no \"text\"", where);
+        } else if (i != SIZE_MAX && (json_string_length(text) != t->cfg->lens[i] ||
+                                     memcmp(json_string_value(text), t->cfg->texts[i], t->cfg->lens[i]) != 0)) {
+            snprintf(why, sizeof why, "%s: its text is not review %.40s's text in %.100s", where, id_s,
+                     t->cfg->reviews_name);
+        } else if (!(now = now_records(t, id_s, json_string_value(text), json_string_length(text), &model_st, msg)) &&
+                   model_st == 422) {
+            snprintf(why, sizeof why, "%s: %s", where, msg); /* the model cannot read it: this review alone */
+        }
+        if (now) st = serve_changes_add(c, id, where, json_string_value(text), json_string_length(text),
+                                        json_object_get(line, "records"), json_object_get(line, "model"), now);
+        else st = model_st && model_st != 422 ? model_st : serve_changes_error(c, id, why);
+        if (st == 1) st = bad(msg, 500, "out of memory");
+    }
+    json_t *o = st ? NULL : serve_changes_json(c);
+    serve_changes_free(c);
+    if (o && json_object_set_new(o, "generation", json_integer(t->gen->id))) o = (json_decref(o), NULL);
+    *out = o;
+    return st;
+}
+
 int serve_teach_handle(teach *t, int op, const char *body, size_t len, char **out)
 {
     char msg[SERVE_MESSAGE_SIZE];
@@ -544,6 +525,7 @@ int serve_teach_handle(teach *t, int op, const char *body, size_t len, char **ou
     if (!st) switch (op) {
         case TEACH_NEXT: st = op_next(t, &ans, msg); break;
         case TEACH_PROGRESS: st = (ans = progress_json(t)) ? 0 : bad(msg, 500, "out of memory"); break;
+        case TEACH_CHANGES: st = op_changes(t, &ans, msg); break;
         case TEACH_ANSWER: st = op_answer(t, root, &ans, msg); break;
         case TEACH_SKIP: st = op_skip(t, root, &ans, msg); break;
         default: st = op_undo(t, &ans, msg); break;
@@ -598,9 +580,10 @@ static int read_back(teach *t, char *msg, size_t msg_size)
     return rc;
 }
 
-/* The reviews not labelled, scored and ordered most useful first (the
- * labelled ones after them, never asked). */
-static int rank_reviews(teach *t, char *msg, size_t msg_size)
+/* The reviews open in state, scored by ranker and ordered most useful first
+ * into order (the others after them, never asked). */
+static int rank_reviews(const teach *t, pd_ranker *ranker, const unsigned char *state, size_t *order, char *msg,
+                        size_t msg_size)
 {
     double *scores = malloc(t->n * sizeof *scores);
     if (!scores) return say(msg, msg_size, 1, "out of memory");
@@ -608,17 +591,72 @@ static int rank_reviews(teach *t, char *msg, size_t msg_size)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < t->n; i++) {
         scores[i] = -1;
-        if (t->state[i] == OPEN &&
-            pd_ranker_score(t->ranker, t->cfg->ids[i], t->cfg->texts[i], t->cfg->lens[i], &scores[i], NULL, &err))
+        if (state[i] == OPEN &&
+            pd_ranker_score(ranker, t->cfg->ids[i], t->cfg->texts[i], t->cfg->lens[i], &scores[i], NULL, &err))
             rc = say(msg, msg_size, 1, "%s: review %s: %s", t->cfg->reviews_name, t->cfg->ids[i], err.message);
     }
-    if (rc == 0 && pd_rank_sort(scores, t->n, t->order, &err)) rc = say(msg, msg_size, 1, "%s", err.message);
+    if (rc == 0 && pd_rank_sort(scores, t->n, order, &err)) rc = say(msg, msg_size, 1, "%s", err.message);
     free(scores);
     return rc;
 }
 
-teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd_head *head, const serve_config *cfg,
-                        char *msg, size_t msg_size)
+int serve_teach_follow(teach *t, generation *g, generation **old, char *msg, size_t msg_size)
+{
+    pd_error err;
+    size_t *order = malloc(t->n * sizeof *order + 1);
+    unsigned char *state = malloc(t->n + 1);
+    pd_ranker *ranker = order && state ? pd_ranker_new(g->model, t->schema, g->head, t->cfg->order, t->cfg->seed,
+                                                       &t->pp, &err)
+                                       : NULL;
+    int rc = !order || !state ? say(msg, msg_size, 1, "out of memory")
+             : !ranker        ? say(msg, msg_size, 1, "the review queue cannot be ranked by the new bundle: %s",
+                                    err.message)
+                              : 0;
+    json_t *texts = json_array(), *now = json_object();
+    if (rc == 0 && (!texts || !now)) rc = say(msg, msg_size, 1, "out of memory");
+    if (rc == 0) { /* ranked outside the mutex: the page is answered by the old model meanwhile */
+        pthread_mutex_lock(&t->mu);
+        memcpy(state, t->state, t->n);
+        for (size_t k = 0; k < t->n; k++)
+            if (t->lines[k]) json_array_append(texts, json_object_get(t->lines[k], "text"));
+        for (size_t k = 0; k < json_array_size(t->other_lines); k++)
+            json_array_append(texts, json_object_get(json_array_get(t->other_lines, k), "text"));
+        pthread_mutex_unlock(&t->mu);
+        rc = rank_reviews(t, ranker, state, order, msg, msg_size);
+    }
+    /* and the labelled reviews' records by it, for /v1/teach/changes (one that fails is tried there again) */
+    for (size_t k = 0; rc == 0 && k < json_array_size(texts); k++) {
+        const json_t *text = json_array_get(texts, k);
+        json_t *recs = ranker_records(t, ranker, "", json_string_value(text), json_string_length(text), &err);
+        if (recs) json_object_set_new(now, json_string_value(text), recs);
+    }
+    json_decref(texts);
+    if (rc) {
+        json_decref(now);
+        pd_ranker_free(ranker);
+        free(order);
+        free(state);
+        return rc;
+    }
+    pthread_mutex_lock(&t->mu); /* after the request being answered, on the old model */
+    pd_ranker *was = t->ranker;
+    size_t *was_order = t->order;
+    *old = t->gen;
+    t->gen = g;
+    t->ranker = ranker;
+    t->order = order;
+    t->shown = SIZE_MAX; /* the next review's records are the new model's */
+    json_t *was_now = t->now;
+    t->now = now;
+    pthread_mutex_unlock(&t->mu);
+    pd_ranker_free(was);
+    json_decref(was_now);
+    free(was_order);
+    free(state);
+    return 0;
+}
+
+teach *serve_teach_open(generation *g, const pd_schema *schema, const serve_config *cfg, char *msg, size_t msg_size)
 {
     const serve_teach_config *tc = cfg->teach;
     teach *t = calloc(1, sizeof *t);
@@ -630,6 +668,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     t->lock = -1;
     t->schema = schema;
     t->cfg = tc;
+    t->gen = g;
     t->n = tc->n;
     t->shown = t->undone = SIZE_MAX;
     t->order = malloc(t->n * sizeof *t->order);
@@ -637,15 +676,16 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     t->state = calloc(t->n, 1);
     t->lines = calloc(t->n, sizeof *t->lines);
     t->other_lines = json_array();
-    if (!t->order || !t->by_id || !t->state || !t->lines || !t->other_lines) {
+    t->now = json_object();
+    if (!t->order || !t->by_id || !t->state || !t->lines || !t->other_lines || !t->now) {
         snprintf(msg, msg_size, "out of memory");
         serve_teach_free(t);
         return NULL;
     }
     for (size_t i = 0; i < t->n; i++) t->by_id[i] = (id_entry){tc->ids[i], i};
     qsort(t->by_id, t->n, sizeof *t->by_id, cmp_id);
-    pd_pipeline_params pp = cfg->pipeline;
-    pp.parallel = 1; /* one review at a time: one context */
+    t->pp = cfg->pipeline;
+    t->pp.parallel = 1; /* one review at a time: one context */
     pd_error err;
     char *state = NULL;
     pd_output_params op = pd_output_default_params();
@@ -657,7 +697,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
     else if (flock(t->lock, LOCK_EX | LOCK_NB) != 0)
         rc = say(msg, msg_size, 1, "%s: %s", tc->labels,
                  errno == EWOULDBLOCK ? "another pocketdec serve --teach is writing these labels" : strerror(errno));
-    if (rc == 0 && (!(t->ranker = pd_ranker_new(model, schema, head, tc->order, tc->seed, &pp, &err)) ||
+    if (rc == 0 && (!(t->ranker = pd_ranker_new(g->model, schema, g->head, tc->order, tc->seed, &t->pp, &err)) ||
                     !(t->out = pd_output_open(tc->labels, "labels: pocketdec serve --teach (train/dataset.py JSONL)\n",
                                               &op, &state, &err))))
         rc = say(msg, msg_size, 1, "%s", err.message);
@@ -667,7 +707,7 @@ teach *serve_teach_open(const pd_model *model, const pd_schema *schema, const pd
         fprintf(stderr, "pocketdec serve: --teach: %zu reviews, %zu labelled in %s; ordering the rest by %s\n", t->n,
                 t->labelled, tc->labels, pd_rank_order_name(tc->order));
         fflush(stderr);
-        rc = rank_reviews(t, msg, msg_size);
+        rc = rank_reviews(t, t->ranker, t->state, t->order, msg, msg_size);
     }
     if (rc) {
         serve_teach_free(t);
@@ -687,6 +727,7 @@ void serve_teach_free(teach *t)
     json_decref(t->shown_records);
     json_decref(t->shown_conf);
     json_decref(t->undone_records);
+    json_decref(t->now);
     free(t->lines);
     free(t->order);
     free(t->by_id);

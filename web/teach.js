@@ -17,16 +17,82 @@
   let active = 0;      // the chosen record
   let field = 0;       // the span field a selection fills (an index into fields)
   let busy = false;    // an answer on its way: keys wait
+  let generation = null; // the model generation the page last saw: a newer one shows what it changed
 
   const spanFields = () => fields.map((f, i) => i).filter((i) => fields[i].kind === "span");
 
   function showProgress(p) {
     const m = p.model_on_labels;
     $("progress").textContent = p.labelled + " labelled, " + p.left + " left" + (p.skipped ? ", " + p.skipped + " skipped" : "") +
-      " · asked by " + p.order + (m ? " · the model on your " + m.reviews + " labels: F1 " + m.f1.toFixed(3) +
+      " · asked by " + p.order + (m ? " · the model, as it was when each was labelled, on your " + m.reviews + " labels: F1 " + m.f1.toFixed(3) +
       " (P " + m.precision.toFixed(3) + ", R " + m.recall.toFixed(3) + ")" : "");
     document.body.dataset.labelled = p.labelled;
+    if (generation !== null && p.generation > generation) showChanges();
+    generation = p.generation;
   }
+
+  /* ---------------------------------------------------------------- what a reload changed */
+  const CHANGE = { added: "chg-added", removed: "chg-removed", unchanged: "chg-same" };
+  const fieldText = (v) => (v === null || v === undefined ? "_" : typeof v === "object" ? v.text : v);
+
+  /* One labelled review: its text with the records marked by their change, and the records. */
+  function changeItem(it) {
+    const box = el("div", "item" + (it.records.some((r) => r.change !== "unchanged") ? "" : " unchanged"));
+    box.dataset.id = it.id;
+    box.appendChild(el("div", "muted", "id " + it.id + " · your answer " + (it.exact_before ? "was" : "was not") +
+      " matched whole, " + (it.exact_after ? "is now" : "is not now") +
+      (it.fixed ? " · " + it.fixed + " of your records found now" : "") + (it.broken ? " · " + it.broken + " lost" : "")));
+    const text = el("div", "text");
+    Array.from(it.text).forEach((c, i) => {
+      const s = el("span", "ch", c);
+      it.records.forEach((r) => fields.forEach((f) => {
+        const v = r[f.name];
+        if (f.kind === "span" && v && i >= v.start && i < v.end) s.classList.add("on", CHANGE[r.change]);
+      }));
+      text.appendChild(s);
+    });
+    box.appendChild(text);
+    const table = el("table", "records"), hr = el("tr");
+    ["change"].concat(fields.map((f) => f.name), ["your answer"]).forEach((h) => hr.appendChild(el("th", "", h)));
+    table.appendChild(hr);
+    it.records.forEach((r) => {
+      const tr = el("tr", CHANGE[r.change]);
+      tr.appendChild(el("td", "", r.change));
+      fields.forEach((f) => tr.appendChild(el("td", "", fieldText(r[f.name]))));
+      tr.appendChild(el("td", r.right ? "right" : "wrong", r.right ? "✓" : "✗"));
+      table.appendChild(tr);
+    });
+    box.appendChild(table);
+    return box;
+  }
+
+  async function showChanges() {
+    const c = await api("GET", "/v1/teach/changes").catch((e) => { status(e.message, true); return null; });
+    if (!c) return;
+    const pct = (x) => (c.reviews ? " (" + (100 * x / c.reviews).toFixed(0) + "%)" : "");
+    $("changes-summary").textContent = "Model generation " + c.generation + ", on your " + c.reviews +
+      " labelled reviews: answers matched whole " + c.exact.before + pct(c.exact.before) + " before, " +
+      c.exact.after + pct(c.exact.after) + " now · your " + c.gold + " records found: " + c.matched.before +
+      " before, " + c.matched.after + " now (" + c.fixed + " found now that were not, " + c.broken + " lost) · " +
+      "records proposed: " + c.predicted.before + " before, " + c.predicted.after + " now · " + c.changed +
+      " reviews changed (" + c.added + " records added, " + c.removed + " removed, " + c.unchanged + " unchanged)";
+    const errs = $("changes-errors"), list = $("changes-list");
+    errs.textContent = list.textContent = "";
+    c.errors.forEach((e) => errs.appendChild(el("li", "", "id " + e.id + ": " + e.error)));
+    const items = c.items.slice().sort((a, b) => (b.fixed + b.broken) - (a.fixed + a.broken));
+    items.forEach((it) => list.appendChild(changeItem(it)));
+    $("changes").hidden = false;
+    $("review").hidden = true;
+    document.body.dataset.changes = JSON.stringify({ generation: c.generation, reviews: c.reviews, changed: c.changed });
+  }
+
+  function hideChanges() {
+    $("changes").hidden = true;
+    $("review").hidden = !review;
+    delete document.body.dataset.changes;
+  }
+
+  const toggleChanges = () => ($("changes").hidden ? showChanges() : hideChanges());
 
   /* The polarity-like class of a record: its last enum value's, when it is one we colour. */
   function colour(r) {
@@ -234,7 +300,10 @@
     if (ev.ctrlKey || ev.metaKey || ev.altKey || busy || !$("key").hidden) return;
     const digit = /^Digit([1-9])$/.exec(ev.code);
     let done = true;
-    if (ev.key === "Enter") accept();
+    if (!$("changes").hidden && (ev.key === "c" || ev.key === "Escape")) hideChanges();
+    else if (!$("changes").hidden) done = false;
+    else if (ev.key === "c") showChanges();
+    else if (ev.key === "Enter") accept();
     else if (ev.key === "0" && !ev.shiftKey) nothing();
     else if (digit && +digit[1] <= fields.length) {
       const f = +digit[1] - 1;
@@ -255,7 +324,13 @@
   $("nothing").onclick = nothing;
   $("skip").onclick = skip;
   $("undo").onclick = undo;
+  $("changes-open").onclick = toggleChanges;
+  $("changes-close").onclick = hideChanges;
   $("text").addEventListener("mouseup", selected);
   document.addEventListener("keydown", onKey);
   next().catch((e) => { status(e.message, true); document.body.dataset.ready = "error"; });
+  /* a reload while the page waits: progress says the generation, the changes come up by themselves */
+  setInterval(() => {
+    if (!busy && !document.hidden && generation !== null) api("GET", "/v1/teach/progress").then(showProgress, () => {});
+  }, 5000);
 })();
