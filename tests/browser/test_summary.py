@@ -91,6 +91,26 @@ def test_summary_page(browser, tmp_path):
                 spans.append(ex["text"][m["start"]:m["end"]])
                 end = m["end"]
     assert marks and sorted(marks) == sorted(spans), (marks[:10], spans[:10])
+    # each cell's count of reviews links to all of them: clicked, exactly that cell's reviews show (the
+    # JSON's "listed", every review of the cell), their spans marked; nothing else listed shows
+    assert page.eval("[...document.querySelectorAll('section.listed')].filter(s => s.offsetParent).length") == 0
+    for i, cell in enumerate(want["cells"]):
+        assert len(cell["listed"]) == cell["reviews"], cell
+        page.eval(f"document.querySelectorAll('table.cells tr.entry')[{i}].querySelector('a.all').click()")
+        page.wait_for(f"location.hash == '#reviews-{i}'")
+        shown = page.eval("[...document.querySelectorAll('section.listed')].filter(s => s.offsetParent).map(s => "
+                          "[...s.querySelectorAll('li')].map(li => [li.querySelector('.id').textContent, "
+                          "[...li.querySelectorAll('mark')].map(m => m.textContent)]))")
+        want_marks = []
+        for x in cell["listed"]:
+            end, got = 0, []
+            for m in sorted(x["marks"], key=lambda m: m["start"]):
+                if m["start"] >= end:
+                    got.append(x["text"][m["start"]:m["end"]])
+                    end = m["end"]
+            want_marks.append([str(x["id"]), got])
+        assert shown == [want_marks], (i, shown, want_marks[:5])
+    page.screenshot("summary-listed.png")
 
 
 def test_trend_page(browser, tmp_path):

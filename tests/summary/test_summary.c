@@ -187,6 +187,90 @@ static void test_merge_exact(void **state)
     pds_summary_free(b);
 }
 
+/* The ids of an entry's "listed" reviews, joined by spaces. */
+static void listed_ids(json_t *e, char *buf, size_t cap)
+{
+    json_t *x;
+    size_t i;
+    buf[0] = 0;
+    assert_true(json_is_array(json_object_get(e, "listed")));
+    json_array_foreach(json_object_get(e, "listed"), i, x) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, cap - n, "%s%s", i ? " " : "", json_string_value(json_object_get(x, "id")));
+    }
+}
+
+/* Every review of a cell listed, in order (by hand: review i holds the
+ * first i % 4 + 1 records of r): 气味/正面 all six, 整体/负面 1 2 3 5,
+ * 包装/负面 2 3, 负面 1 2 3 5; capped at 2, the first two; the same after
+ * two partitions pass through their states and merge; a state saved
+ * without its lists refuses to stand for them. */
+static void test_listed(void **state)
+{
+    (void)state;
+    static const pds_record r[] = {REC("味道", "香", "气味", "正面"), REC("_", "差", "整体", "负面"),
+                                   {"包装", "破", "包装", "负面", 0, 2, 2, 3}, REC("味道", "香", "气味", "正面")};
+    pds_params p = pds_default_params(), capped = p, none = p;
+    p.listed = -1;
+    capped.listed = 2;
+    pds_summary *one = pds_summary_new(&p), *a = pds_summary_new(&p), *b = pds_summary_new(&p);
+    pds_summary *two = pds_summary_new(&capped), *plain = pds_summary_new(&none);
+    pds_error err;
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", i);
+        size_t n = (size_t)(i % 4) + 1;
+        assert_int_equal(pds_summary_add(one, id, "包装破了", r, n, &err), 0);
+        assert_int_equal(pds_summary_add(two, id, "包装破了", r, n, &err), 0);
+        assert_int_equal(pds_summary_add(plain, id, "包装破了", r, n, &err), 0);
+        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, "包装破了", r, n, &err), 0);
+    }
+    json_t *x = pds_summary_json(one, NULL), *y = pds_summary_json(two, NULL);
+    char ids[64];
+    listed_ids(find_cell(x, "气味", "正面"), ids, sizeof ids);
+    assert_string_equal(ids, "0 1 2 3 4 5");
+    listed_ids(find_cell(x, "整体", "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "1 2 3 5");
+    listed_ids(find_cell(x, "包装", "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "2 3");
+    listed_ids(json_object_get(json_object_get(x, "polarity"), "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "1 2 3 5");
+    listed_ids(find_cell(y, "整体", "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "1 2");
+    /* a listed review has the cell's spans: 包装 [0, 2), 破 [2, 3) */
+    json_t *marks = json_object_get(json_array_get(json_object_get(find_cell(x, "包装", "负面"), "listed"), 0), "marks");
+    assert_int_equal(json_array_size(marks), 2);
+    assert_int_equal(num(json_array_get(marks, 1), "start"), 2);
+    /* partitions through their states, merged */
+    json_t *sa = pds_summary_state(a), *sb = pds_summary_state(b), *sp = pds_summary_state(plain);
+    pds_summary *ma = pds_summary_from_state(sa, &p, "a", &err), *mb = pds_summary_from_state(sb, &p, "b", &err);
+    assert_non_null(ma);
+    assert_non_null(mb);
+    assert_int_equal(pds_summary_merge(ma, mb, &err), 0);
+    json_t *z = pds_summary_json(ma, NULL);
+    assert_true(json_equal(x, z));
+    assert_null(pds_summary_from_state(sp, &p, "plain.state", &err));
+    assert_int_equal(err.code, PDS_ERR_FORMAT);
+    assert_non_null(strstr(err.message, "plain.state: cells["));
+    /* without listing, no "listed" key */
+    json_t *w = pds_summary_json(plain, NULL);
+    assert_null(json_object_get(find_cell(w, "整体", "负面"), "listed"));
+    json_decref(w);
+    json_decref(x);
+    json_decref(y);
+    json_decref(z);
+    json_decref(sa);
+    json_decref(sb);
+    json_decref(sp);
+    pds_summary_free(ma);
+    pds_summary_free(mb);
+    pds_summary_free(one);
+    pds_summary_free(two);
+    pds_summary_free(plain);
+    pds_summary_free(a);
+    pds_summary_free(b);
+}
+
 /* Two periods: January 4 reviews, 1 with a complaint about 价格 (share
  * 0.25) and 3 with praise of 整体 (0.75); February 2 reviews, both with a
  * complaint about 价格 (1.0) and no praise (0). By |change|, ties in the
@@ -230,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_none_found),
         cmocka_unit_test(test_merge_exact),
         cmocka_unit_test(test_changes),
+        cmocka_unit_test(test_listed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
