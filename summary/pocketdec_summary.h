@@ -4,7 +4,7 @@
  * opinions, examples, and a count corrected for what the model misses and
  * invents, with a 90% interval (docs/summarize.md, "Honest counts").
  *
- * Depends on jansson and libm only: reading files is the caller's (the
+ * Depends on jansson and libm (and the runtime's CSV field rule): reading files is the caller's (the
  * command reads reviews and records as `extract` does); this module holds the
  * rule for counts, estimates and intervals, in one place.
  *

@@ -3,6 +3,7 @@
  * review at a time, merged exactly, written as JSON with the estimates of a
  * calibration. */
 #include "pds_internal.h"
+#include "pd_internal.h" /* pdi_buf, and the CSV field rule shared with extract's rows */
 
 #include <math.h>
 #include <stdio.h>
@@ -441,44 +442,17 @@ json_t *pds_summary_changes(const json_t *before, const json_t *after, int top)
 
 /* ------------------------------------------------------------ CSV tables */
 
-typedef struct text {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} text;
-
-static void put(text *t, const char *s, size_t n)
+/* A CSV field (the rule of every CSV pocketdec writes: pdi_buf_csv_field), then a comma or the line's end. */
+static void field(pdi_buf *t, const char *s, bool last)
 {
-    if (t->oom || pds_grow((void **)&t->s, &t->cap, t->n + n + 1, 1)) {
-        t->oom = true;
-        return;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-/* A CSV field: quoted when it holds a comma, quote or line break. */
-static void field(text *t, const char *s, bool last)
-{
-    if (strpbrk(s, ",\"\r\n")) {
-        put(t, "\"", 1);
-        for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-            put(t, s, (size_t)(q - s));
-            put(t, "\"\"", 2);
-        }
-        put(t, s, strlen(s));
-        put(t, "\"", 1);
-    } else {
-        put(t, s, strlen(s));
-    }
-    put(t, last ? "\n" : ",", 1);
+    pdi_buf_csv_field(t, s);
+    pdi_buf_append(t, last ? "\n" : ",", 1);
 }
 
 static const char *const columns[] = {"category", "polarity", "records", "reviews", "share", "estimate",
                                       "low", "high", "support", "rates", "precision", "recall", NULL};
 
-static void csv_row(text *t, json_t *e, bool cells)
+static void csv_row(pdi_buf *t, json_t *e, bool cells)
 {
     for (int k = cells ? 0 : 1; columns[k]; k++) {
         json_t *v = json_object_get(e, columns[k]);
@@ -491,7 +465,7 @@ static void csv_row(text *t, json_t *e, bool cells)
 
 char *pds_summary_csv(const json_t *summary, bool cells)
 {
-    text t = {0};
+    pdi_buf t = {0};
     for (int k = cells ? 0 : 1; columns[k]; k++) field(&t, columns[k], !columns[k + 1]);
     json_t *e;
     size_t i;
@@ -501,9 +475,9 @@ char *pds_summary_csv(const json_t *summary, bool cells)
     } else {
         json_object_foreach(json_object_get(summary, "polarity"), key, e) csv_row(&t, e, false);
     }
-    if (t.oom) {
-        free(t.s);
+    if (t.failed) {
+        free(t.data);
         return NULL;
     }
-    return t.s;
+    return t.data ? t.data : strdup("");
 }
