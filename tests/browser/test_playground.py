@@ -20,7 +20,7 @@ import urllib.request
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from browser import Browser, skip_reason  # noqa: E402
+from browser import Browser, shown_marks, skip_reason  # noqa: E402
 
 BUILD = os.environ.get("POCKETDEC_BUILD_DIR", "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -188,14 +188,7 @@ def test_a_file_opens_on_its_summary(browser, server, tmp_path):
         page.eval(f"document.querySelector('table.cells button[data-cell=\"{k}\"]').click()")
         shown = page.eval("[...document.querySelectorAll('#cell-reviews .cell-review')].map(d => [d.dataset.id, "
                           "[...d.querySelectorAll('.span')].map(m => [m.dataset.field, m.textContent])])")
-        expected = []
-        for x in cell["listed"]:
-            end, marks = 0, []
-            for m in sorted(x["marks"], key=lambda m: m["start"]):
-                if m["start"] >= end:
-                    marks.append([m["field"], x["text"][m["start"]:m["end"]]])
-                    end = m["end"]
-            expected.append([str(x["id"]), marks])
+        expected = [[str(x["id"]), shown_marks(x)] for x in cell["listed"]]
         assert len(shown) == cell["reviews"] and shown == expected, (k, shown[:3], expected[:3])
     page.screenshot("playground-summary.png")
     page.eval("document.getElementById('view-reviews').click()")

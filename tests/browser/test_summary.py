@@ -13,7 +13,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from browser import Browser, skip_reason  # noqa: E402
+from browser import Browser, shown_marks, skip_reason  # noqa: E402
 
 BUILD = os.environ.get("POCKETDEC_BUILD_DIR", "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -101,14 +101,7 @@ def test_summary_page(browser, tmp_path):
         shown = page.eval("[...document.querySelectorAll('section.listed')].filter(s => s.offsetParent).map(s => "
                           "[...s.querySelectorAll('li')].map(li => [li.querySelector('.id').textContent, "
                           "[...li.querySelectorAll('mark')].map(m => m.textContent)]))")
-        want_marks = []
-        for x in cell["listed"]:
-            end, got = 0, []
-            for m in sorted(x["marks"], key=lambda m: m["start"]):
-                if m["start"] >= end:
-                    got.append(x["text"][m["start"]:m["end"]])
-                    end = m["end"]
-            want_marks.append([str(x["id"]), got])
+        want_marks = [[str(x["id"]), [text for _, text in shown_marks(x)]] for x in cell["listed"]]
         assert shown == [want_marks], (i, shown, want_marks[:5])
     page.screenshot("summary-listed.png")
 

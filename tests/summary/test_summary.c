@@ -142,6 +142,21 @@ static void test_none_found(void **state)
     pds_calibration_free(c);
 }
 
+/* Six reviews, review i holding the first i % 4 + 1 records of r: each into
+ * every summary of all[n], and into a (reviews 0-2) or b (3-5). */
+static void add_six(pds_summary *const *all, size_t n_all, pds_summary *a, pds_summary *b, const char *text,
+                    const pds_record *r)
+{
+    pds_error err;
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", i);
+        size_t n = (size_t)(i % 4) + 1;
+        for (size_t k = 0; k < n_all; k++) assert_int_equal(pds_summary_add(all[k], id, text, r, n, &err), 0);
+        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, text, r, n, &err), 0);
+    }
+}
+
 /* Partitions merged equal one pass: summaries and calibrations. */
 static void test_merge_exact(void **state)
 {
@@ -152,13 +167,7 @@ static void test_merge_exact(void **state)
     p.examples = 2;
     pds_summary *one = pds_summary_new(&p), *a = pds_summary_new(&p), *b = pds_summary_new(&p);
     pds_error err;
-    for (int i = 0; i < 6; i++) {
-        char id[8];
-        snprintf(id, sizeof id, "%d", i);
-        size_t n = (size_t)(i % 4) + 1;
-        assert_int_equal(pds_summary_add(one, id, "t", r, n, &err), 0);
-        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, "t", r, n, &err), 0);
-    }
+    add_six(&one, 1, a, b, "t", r);
     assert_int_equal(pds_summary_merge(a, b, &err), 0);
     pds_calibration *c1 = hand_calibration(), *c2 = hand_calibration(), *c12 = hand_calibration();
     assert_int_equal(pds_calibration_merge(c12, c2, &err), 0);
@@ -217,15 +226,8 @@ static void test_listed(void **state)
     pds_summary *one = pds_summary_new(&p), *a = pds_summary_new(&p), *b = pds_summary_new(&p);
     pds_summary *two = pds_summary_new(&capped), *plain = pds_summary_new(&none);
     pds_error err;
-    for (int i = 0; i < 6; i++) {
-        char id[8];
-        snprintf(id, sizeof id, "%d", i);
-        size_t n = (size_t)(i % 4) + 1;
-        assert_int_equal(pds_summary_add(one, id, "包装破了", r, n, &err), 0);
-        assert_int_equal(pds_summary_add(two, id, "包装破了", r, n, &err), 0);
-        assert_int_equal(pds_summary_add(plain, id, "包装破了", r, n, &err), 0);
-        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, "包装破了", r, n, &err), 0);
-    }
+    pds_summary *const all[3] = {one, two, plain};
+    add_six(all, 3, a, b, "包装破了", r);
     json_t *x = pds_summary_json(one, NULL), *y = pds_summary_json(two, NULL);
     char ids[64];
     listed_ids(find_cell(x, "气味", "正面"), ids, sizeof ids);
