@@ -270,7 +270,7 @@ pds_summary *pds_summary_from_state(const json_t *state, const pds_params *p, co
         }
         long want = s->params.listed < 0 || reviews < s->params.listed ? reviews : s->params.listed;
         if ((long)json_array_size(listed) < want) { /* a partial list would pass for the cell's reviews */
-            pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: the state lists %zu of the cell's %ld reviews (saved "
+            pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: the state lists %zu of the %ld reviews to list (saved "
                      "listing fewer): cannot list them", path, i, json_array_size(listed), want);
             goto fail;
         }
