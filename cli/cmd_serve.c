@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The key of --api-key-file: its first line, without the line end. */
 static int read_key_file(const char *path, char **key)
@@ -125,6 +126,10 @@ int cmd_serve(cli_args *a)
         return rc;
     }
     cfg.teach = teach.labels ? &teach : NULL;
+    char calibration[4096]; /* the bundle's rates, for /v1/summarize (docs/summarize.md) */
+    struct stat cst;
+    snprintf(calibration, sizeof calibration, "%s/calibration.json", cli_opt(a, "--model") ? cli_opt(a, "--model") : "");
+    cfg.calibration = cli_opt(a, "--model") && stat(calibration, &cst) == 0 ? calibration : NULL;
 
     /* SIGTERM, SIGINT and SIGHUP are taken by the server's sigwait, in no other thread */
     sigset_t set;

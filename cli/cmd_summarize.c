@@ -8,6 +8,7 @@
 #include "reviews.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,7 +536,8 @@ int cmd_summarize(cli_args *a)
         return cli_usage(a, "--schema extracts the reviews of --input with --model: give both");
     if ((rc = cli_int_opt(a, "--min-support", pp.min_support, 1, 1000000, &pp.min_support)) ||
         (rc = cli_int_opt(a, "--top", pp.top, 0, 1000, &pp.top)) ||
-        (rc = cli_int_opt(a, "--examples", pp.examples, 0, 100, &pp.examples)))
+        (rc = cli_int_opt(a, "--examples", pp.examples, 0, 100, &pp.examples)) ||
+        (rc = cli_int_opt(a, "--list-reviews", cli_opt(a, "--html") ? -1 : 0, -1, INT_MAX, &pp.listed)))
         return rc;
     run s = {.params = pp};
     const char *by = cli_opt(a, "--by"), *colon = by ? strrchr(by, ':') : NULL;

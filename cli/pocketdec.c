@@ -87,7 +87,7 @@ static const cli_command commands[] = {
     {"summarize",
      "[--records FILE] [--model PATH] [--schema FILE] [--threads N] [--input REVIEWS] [--input-format csv|jsonl] [--id-column NAME] [--text-column NAME] [--encoding NAME] [--by COLUMN[:month|:week]] [--json FILE] [--html FILE] [--csv DIR]"
      " [--calibration FILE | --calibrate LABELS --calibrate-records RECORDS [--save-calibration FILE]]"
-     " [--min-support N] [--top N] [--examples N] [--save-state FILE] [--merge STATE]",
+     " [--min-support N] [--top N] [--examples N] [--list-reviews N] [--save-state FILE] [--merge STATE]",
      "Summarizes a corpus's records (docs/summarize.md): for every polarity and every (category, polarity)\n"
      "the records found, the reviews with one and their share, the count corrected by the model's measured\n"
      "precision and recall with its 90% interval, the top aspects and opinions and example reviews with\n"
@@ -96,6 +96,8 @@ static const cli_command commands[] = {
      "the examples' text and the reviews with no record; or --model with --schema and no --records: the\n"
      "reviews of --input extracted here first (the bundle's head and extract's defaults). JSON on stdout (or --json FILE), --html FILE one\n"
      "self-contained page (tables, charts, complaints, examples), --csv DIR writes polarity.csv and cells.csv.\n"
+     "--list-reviews N lists up to N reviews a cell under \"listed\" (-1: all, the default with --html, whose\n"
+     "cells then link to all their reviews; 0: none); listed reviews are kept in memory.\n"
      "--id-column, --text-column, --encoding: as extract. --by COLUMN: the summary again per value of a column of the\n"
      "reviews (or of the records' JSONL lines); COLUMN:month or COLUMN:week groups a date by period and names\n"
      "the largest changes between the last two.\n"

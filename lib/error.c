@@ -118,6 +118,21 @@ bool pdi_buf_append(pdi_buf *b, const void *s, size_t n)
     return true;
 }
 
+void pdi_buf_csv_field(pdi_buf *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        pdi_buf_append(b, s, strlen(s));
+        return;
+    }
+    pdi_buf_append(b, "\"", 1);
+    for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+        pdi_buf_append(b, s, (size_t)(q - s));
+        pdi_buf_append(b, "\"\"", 2);
+    }
+    pdi_buf_append(b, s, strlen(s));
+    pdi_buf_append(b, "\"", 1);
+}
+
 pd_status pdi_read_file(const char *path, char **data, size_t *len, pd_error *err)
 {
     FILE *f = fopen(path, "rb");

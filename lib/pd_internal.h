@@ -59,6 +59,10 @@ typedef struct pdi_buf {
 
 /* Append n bytes of s; false (and b->failed) when memory is short. */
 bool pdi_buf_append(pdi_buf *b, const void *s, size_t n);
+/* Append s as a CSV field (RFC 4180): quoted when it holds a comma, a quote
+ * or a line break, its quotes doubled. The one rule of every CSV pocketdec
+ * writes (extract's Tianchi rows, summarize's tables). */
+void pdi_buf_csv_field(pdi_buf *b, const char *s);
 
 /* Read a whole file into memory (NUL-terminated). */
 pd_status pdi_read_file(const char *path, char **data, size_t *len, pd_error *err);

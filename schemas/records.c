@@ -157,28 +157,12 @@ void pdi_extraction_drop_last(pd_extraction *x)
 
 /* ---------------------------------------------------------- printing */
 
-/* RFC 4180: quote a field holding a comma, a quote or a line break; double its quotes. */
-static void put_csv(pdi_buf *b, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n")) {
-        pdi_buf_append(b, s, strlen(s));
-        return;
-    }
-    pdi_buf_append(b, "\"", 1);
-    for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-        pdi_buf_append(b, s, (size_t)(q - s));
-        pdi_buf_append(b, "\"\"", 2);
-    }
-    pdi_buf_append(b, s, strlen(s));
-    pdi_buf_append(b, "\"", 1);
-}
-
 static void tianchi_row(pdi_buf *b, const pd_schema *sc, const char *id, const pd_record *r)
 {
-    put_csv(b, id);
+    pdi_buf_csv_field(b, id);
     for (int32_t c = 0; c < sc->n_csv; c++) {
         pdi_buf_append(b, ",", 1);
-        put_csv(b, r ? r->values[sc->csv_cols[c]] : "_");
+        pdi_buf_csv_field(b, r ? r->values[sc->csv_cols[c]] : "_");
     }
     pdi_buf_append(b, "\n", 1);
 }

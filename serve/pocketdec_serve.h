@@ -57,6 +57,7 @@ typedef struct serve_config {
                                  and an answer be read at; 0: only the idle timeout */
     size_t max_header;        /* bytes of a request's line and headers (431 or 414 past it) */
     const serve_teach_config *teach; /* NULL: no /v1/teach endpoints */
+    const char *calibration;      /* the rates /v1/summarize estimates with (a calibration.json; NULL: none) */
     const serve_loader *loader;   /* NULL: no reload (POST /v1/reload answers 422) */
     pd_pipeline_params pipeline;  /* each engine's pipeline (n_threads: each engine's threads, 0 = the
                                      cores shared among the engines; parallel is set from the above) */

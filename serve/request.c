@@ -1,6 +1,7 @@
 /* request.c - request bodies parsed and checked, answers built (request.h). */
 #include "request.h"
 #include "pd_internal.h"
+#include "pocketdec_summary.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -210,6 +211,19 @@ int serve_parse_reload(const char *body, size_t len, char **path, char msg[SERVE
     return st;
 }
 
+int serve_parse_summarize(const char *body, size_t len, json_t **root, const json_t **reviews,
+                          char msg[SERVE_MESSAGE_SIZE])
+{
+    static const char *const allowed[] = {"reviews", NULL};
+    int st = load_object(body, len, allowed, root, msg);
+    if (st) return st;
+    *reviews = json_object_get(*root, "reviews");
+    if (json_is_array(*reviews)) return 0;
+    json_decref(*root);
+    *root = NULL;
+    return refuse(msg, 400, "\"reviews\" must be an array of {\"id\", \"text\", \"records\"}");
+}
+
 bool serve_auth_ok(const char *header, const char *key)
 {
     static const char prefix[] = "Bearer ";
@@ -231,4 +245,99 @@ char *serve_error_body(const char *msg)
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return s;
+}
+
+/* ------------------------------------------------------------ /v1/summarize */
+
+/* A record's field: a string, or NULL when absent. */
+static bool field(const json_t *r, const char *key, const char **out)
+{
+    const json_t *v = json_object_get(r, key);
+    *out = json_string_value(v);
+    return !v || json_is_string(v);
+}
+
+/* A span [start, end) of spans[key] (code points), -1 -1 when absent. */
+static bool span(const json_t *r, const char *key, long *start, long *end)
+{
+    const json_t *s = json_object_get(json_object_get(r, "spans"), key);
+    *start = *end = -1;
+    if (!s) return true;
+    if (!json_is_array(s) || json_array_size(s) != 2 || !json_is_integer(json_array_get(s, 0)) ||
+        !json_is_integer(json_array_get(s, 1)))
+        return false;
+    *start = (long)json_integer_value(json_array_get(s, 0));
+    *end = (long)json_integer_value(json_array_get(s, 1));
+    return *start >= 0 && *end >= *start;
+}
+
+/* Review i's records into recs (room for all); 0 or 400 with msg. */
+static int review_records(const json_t *records, size_t i, pds_record *recs, char msg[SERVE_MESSAGE_SIZE])
+{
+    const json_t *r;
+    size_t k;
+    json_array_foreach(records, k, r) {
+        pds_record *p = &recs[k];
+        if (!json_is_object(r) || !field(r, "aspect", &p->aspect) || !field(r, "opinion", &p->opinion) ||
+            !field(r, "category", &p->category) || !field(r, "polarity", &p->polarity) || !p->polarity)
+            return refuse(msg, 400, "reviews[%zu].records[%zu]: a record has string fields, \"polarity\" among them",
+                          i, k);
+        if (!span(r, "aspect", &p->a_start, &p->a_end) || !span(r, "opinion", &p->o_start, &p->o_end))
+            return refuse(msg, 400, "reviews[%zu].records[%zu]: \"spans\" are [start, end] in characters", i, k);
+    }
+    return 0;
+}
+
+int serve_summarize(const json_t *reviews, const char *calibration, char **out, char msg[SERVE_MESSAGE_SIZE])
+{
+    pds_params p = pds_default_params();
+    p.listed = -1; /* a click on a cell shows all of its reviews */
+    pds_summary *s = pds_summary_new(&p);
+    pds_calibration *cal = NULL;
+    pds_record *recs = NULL;
+    pds_error err;
+    int st = s ? 0 : refuse(msg, 500, "out of memory");
+    *out = NULL;
+    if (!st && calibration && !(cal = pds_calibration_load(calibration, &err))) st = refuse(msg, 500, "%s", err.message);
+    const json_t *v;
+    size_t i;
+    json_array_foreach(reviews, i, v) {
+        if (st) break;
+        const json_t *id = json_object_get(v, "id"), *text = json_object_get(v, "text");
+        const json_t *records = json_object_get(v, "records");
+        char num[32];
+        if (json_is_integer(id)) snprintf(num, sizeof num, "%lld", (long long)json_integer_value(id));
+        if (!json_is_object(v) || !(json_is_string(id) || json_is_integer(id)) || (text && !json_is_string(text)) ||
+            !json_is_array(records)) {
+            st = refuse(msg, 400, "reviews[%zu] must be {\"id\": string or integer, \"text\": string, \"records\": [...]}",
+                        i);
+            break;
+        }
+        size_t n = json_array_size(records);
+        pds_record *more = realloc(recs, (n ? n : 1) * sizeof *recs);
+        if (!more) {
+            st = refuse(msg, 500, "out of memory");
+            break;
+        }
+        recs = more;
+        if ((st = review_records(records, i, recs, msg))) break;
+        if (cal)
+            for (size_t k = 0; k < n; k++)
+                if (!pds_calibration_knows(cal, false, recs[k].polarity)) {
+                    st = refuse(msg, 400, "reviews[%zu].records[%zu]: polarity '%s' is not among the labels of the "
+                                "calibration %s (rates measured for another schema?)", i, k, recs[k].polarity,
+                                calibration);
+                    break;
+                }
+        if (!st && pds_summary_add(s, json_is_string(id) ? json_string_value(id) : num, json_string_value(text), recs,
+                                   n, &err))
+            st = refuse(msg, 500, "%s", err.message);
+    }
+    json_t *j = st ? NULL : pds_summary_json(s, cal);
+    if (!st && (!j || !(*out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER)))) st = refuse(msg, 500, "out of memory");
+    json_decref(j);
+    free(recs);
+    pds_calibration_free(cal);
+    pds_summary_free(s);
+    return st ? st : 200;
 }

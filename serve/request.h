@@ -56,6 +56,20 @@ void serve_score_req_free(serve_score_req *req);
  * started with), or 400 with msg saying what is wrong. */
 int serve_parse_reload(const char *body, size_t len, char **path, char msg[SERVE_MESSAGE_SIZE]);
 
+/* POST /v1/summarize: {"reviews": [{"id", "text", "records": [...]}, ...]}
+ * (a file's results of /v1/extract): 0 with *root the parsed body (free with
+ * json_decref) and *reviews its array, or 400 with msg. Each review is
+ * checked by serve_summarize. */
+int serve_parse_summarize(const char *body, size_t len, json_t **root, const json_t **reviews,
+                          char msg[SERVE_MESSAGE_SIZE]);
+
+/* The summary (summary/pocketdec_summary.h, as `pocketdec summarize` writes
+ * it, every cell's reviews under "listed") of reviews, estimated under the
+ * rates of the calibration file at calibration (NULL: none). Returns 200
+ * with *out the JSON (malloc'ed), or 400 (a review or record that is not
+ * one: msg names which), 500. */
+int serve_summarize(const json_t *reviews, const char *calibration, char **out, char msg[SERVE_MESSAGE_SIZE]);
+
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be
  * NULL (no header). */

@@ -33,7 +33,7 @@ bool serve_available(void)
 /* ------------------------------------------------------------ metrics */
 
 static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/v1/why", "/v1/info", "/health", "/metrics",
-                                           "/v1/reload", "/v1/teach", "page", "other"};
+                                           "/v1/reload", "/v1/summarize", "/v1/teach", "page", "other"};
 static const int statuses[] = {200, 400, 401, 404, 405, 408, 409, 413, 422, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -83,7 +83,8 @@ static void conn_phase(struct MHD_Connection *c, int phase, size_t bytes)
 static bool wants_post(const request *r)
 {
     if (r->endpoint == EP_TEACH) return serve_teach_wants_post(r->teach_op);
-    return r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE || r->endpoint == EP_WHY || r->endpoint == EP_RELOAD;
+    return r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE || r->endpoint == EP_WHY || r->endpoint == EP_RELOAD ||
+           r->endpoint == EP_SUMMARIZE;
 }
 
 /* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
@@ -316,6 +317,20 @@ static enum MHD_Result reload(server *s, struct MHD_Connection *c, request *r)
     return answer(s, c, r, st, body, NULL);
 }
 
+/* POST /v1/summarize: a file's results summarized (serve_summarize), under
+ * the rates of the bundle started with (--model DIR's calibration.json). */
+static enum MHD_Result summarize(server *s, struct MHD_Connection *c, request *r)
+{
+    char msg[SERVE_MESSAGE_SIZE], *body = NULL;
+    json_t *root;
+    const json_t *reviews;
+    int st = serve_parse_summarize(r->body, r->len, &root, &reviews, msg);
+    if (st == 0) st = serve_summarize(reviews, s->cfg->calibration, &body, msg);
+    json_decref(root);
+    if (st != 200) return fail(s, c, r, st, "%s", msg);
+    return answer(s, c, r, st, body, NULL);
+}
+
 static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
 {
     char msg[SERVE_MESSAGE_SIZE];
@@ -326,6 +341,7 @@ static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
     if (r->endpoint == EP_INFO) return answer(s, c, r, 200, info_text(s), NULL);
     if (r->endpoint == EP_PAGE) return answer(s, c, r, 200, strndup(r->page, r->page_len), r->page_type);
     if (r->endpoint == EP_RELOAD) return reload(s, c, r);
+    if (r->endpoint == EP_SUMMARIZE) return summarize(s, c, r);
     if (r->endpoint == EP_TEACH) {
         char *body = NULL;
         int st = serve_teach_handle(s->teach, r->teach_op, r->body, r->len, &body);

@@ -132,9 +132,12 @@ static const char *const entry_columns = "<tr><th>category</th><th>polarity</th>
                                          "<th>share</th><th>estimate</th><th>90% interval</th><th>support</th>"
                                          "<th>rates</th></tr>";
 
-/* An entry as a table row; its cells carry their JSON key (data-key). */
+/* An entry as a table row; its cells carry their JSON key (data-key). A
+ * cell's row (anchor "cell-K") links to its examples, and its count of
+ * reviews to all of them when the JSON lists them ("reviews-K"). */
 static void entry_row(out *o, const json_t *e, const char *anchor)
 {
+    bool listed = anchor && json_is_array(json_object_get(e, "listed"));
     lit(o, "<tr class=\"entry\"><td data-key=\"category\">");
     if (anchor) addf(o, "<a href=\"#%s\">", anchor);
     esc(o, json_object_get(e, "category") ? str(e, "category") : "(all)");
@@ -144,7 +147,10 @@ static void entry_row(out *o, const json_t *e, const char *anchor)
     static const char *const keys[] = {"records", "reviews", "share", "estimate", NULL};
     for (int k = 0; keys[k]; k++) {
         addf(o, "</td><td class=\"num\" data-key=\"%s\">", keys[k]);
+        bool link = listed && strcmp(keys[k], "reviews") == 0;
+        if (link) addf(o, "<a class=\"all\" href=\"#reviews-%s\">", anchor + strlen("cell-"));
         number(o, e, keys[k]);
+        if (link) lit(o, "</a>");
     }
     lit(o, "</td><td class=\"num\"><span data-key=\"low\">");
     number(o, e, "low");
@@ -233,9 +239,27 @@ static void cell_section(out *o, const json_t *e, int k)
     lit(o, "</p><p>opinions: ");
     top_list(o, json_object_get(e, "top_opinions"));
     lit(o, "</p><ul class=\"examples\">");
-    json_t *x;
+    json_t *x, *listed = json_object_get(e, "listed");
     size_t i;
     json_array_foreach(json_object_get(e, "examples"), i, x) example(o, x);
+    lit(o, "</ul>");
+    if (json_is_array(listed))
+        addf(o, "<p><a class=\"all\" href=\"#reviews-%d\">all %zu reviews</a></p>", k, json_array_size(listed));
+    lit(o, "</section>\n");
+}
+
+/* A cell's listed reviews: a section hidden until its link opens it. */
+static void listed_section(out *o, const json_t *e, int k)
+{
+    json_t *x, *listed = json_object_get(e, "listed");
+    size_t i;
+    if (!json_is_array(listed)) return;
+    addf(o, "<section class=\"listed\" id=\"reviews-%d\"><h3>", k);
+    esc(o, str(e, "category"));
+    lit(o, " / ");
+    esc(o, str(e, "polarity"));
+    addf(o, ": %zu reviews</h3><ul class=\"listed\">", json_array_size(listed));
+    json_array_foreach(listed, i, x) example(o, x);
     lit(o, "</ul></section>\n");
 }
 
@@ -256,7 +280,8 @@ char *pds_summary_html(const json_t *s, const char *title)
     esc(&o, title);
     lit(&o, "</title><style>body{font-family:sans-serif;margin:2em;max-width:1000px}table{border-collapse:collapse;"
             "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px}td.num{text-align:right}"
-            "mark.aspect{background:#cde}mark.opinion{background:#fd9}.id{color:#888}</style></head><body>\n");
+            "mark.aspect{background:#cde}mark.opinion{background:#fd9}.id{color:#888}"
+            "section.listed{display:none}section.listed:target{display:block}</style></head><body>\n");
     lit(&o, "<h1>");
     esc(&o, title);
     addf(&o, "</h1><p id=\"totals\"><span data-key=\"reviews\">%lld</span> reviews, <span data-key=\"records\">%lld"
@@ -324,6 +349,7 @@ char *pds_summary_html(const json_t *s, const char *title)
     }
     lit(&o, "<h2>Examples</h2>\n");
     json_array_foreach(cells, i, e) cell_section(&o, e, (int)i);
+    json_array_foreach(cells, i, e) listed_section(&o, e, (int)i);
     lit(&o, "</body></html>\n");
     if (o.oom) {
         free(o.s);

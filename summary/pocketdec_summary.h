@@ -4,7 +4,7 @@
  * opinions, examples, and a count corrected for what the model misses and
  * invents, with a 90% interval (docs/summarize.md, "Honest counts").
  *
- * Depends on jansson and libm only: reading files is the caller's (the
+ * Depends on jansson and libm (and the runtime's CSV field rule): reading files is the caller's (the
  * command reads reviews and records as `extract` does); this module holds the
  * rule for counts, estimates and intervals, in one place.
  *
@@ -100,6 +100,8 @@ typedef struct pds_params {
     int top;          /* aspects and opinions listed a cell (default 10) */
     int examples;     /* example reviews a cell (default 3) */
     int min_support;  /* gold records a cell needs for rates of its own, else its polarity's (default 20) */
+    int listed;       /* reviews listed a cell under "listed" (id, text, marks): 0 none (default), -1 all; a
+                         listed review is kept in memory, so memory then grows with the corpus */
 } pds_params;
 
 pds_params pds_default_params(void);
@@ -129,7 +131,9 @@ pds_summary *pds_summary_from_state(const json_t *state, const pds_params *p, co
 
 /* The summary as JSON (docs/summarize.md, "The JSON"): "reviews",
  * "records", "polarity" {label: entry}, "cells" [entry], each entry with its
- * estimate under the rates of cal (NULL: none, estimates equal the counts).
+ * estimate under the rates of cal (NULL: none, estimates equal the counts)
+ * and, with params.listed, "listed": the cell's reviews in order, as its
+ * examples are.
  * NULL when out of memory. */
 json_t *pds_summary_json(const pds_summary *s, const pds_calibration *cal);
 
@@ -144,7 +148,9 @@ json_t *pds_summary_changes(const json_t *before, const json_t *after, int top);
  * page titled title: the polarity and cell tables, a chart of the cells'
  * estimates with their intervals, the complaints (negative cells by
  * estimate), the groups with a trend chart of a period, examples with their
- * spans marked. Every number shown is the JSON's (integers as they are,
+ * spans marked, and each cell's "listed" reviews (when the JSON has them)
+ * in a section of their own that the cell's row links to and that shows
+ * alone when opened (CSS :target, no script). Every number shown is the JSON's (integers as they are,
  * others with 2 decimals); nothing is loaded from elsewhere. malloc'ed;
  * NULL when out of memory. */
 char *pds_summary_html(const json_t *summary, const char *title);

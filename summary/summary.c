@@ -3,6 +3,7 @@
  * review at a time, merged exactly, written as JSON with the estimates of a
  * calibration. */
 #include "pds_internal.h"
+#include "pd_internal.h" /* pdi_buf, and the CSV field rule shared with extract's rows */
 
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@ typedef struct cell {
     long records, reviews;
     pds_counts aspects, opinions;
     json_t *examples; /* [{"id","text","marks"}], at most params.examples */
+    json_t *listed;   /* the same, at most params.listed (-1: all) */
 } cell;
 
 struct pds_summary {
@@ -25,7 +27,7 @@ struct pds_summary {
 
 pds_params pds_default_params(void)
 {
-    return (pds_params){.top = 10, .examples = 3, .min_support = 20};
+    return (pds_params){.top = 10, .examples = 3, .min_support = 20, .listed = 0};
 }
 
 pds_summary *pds_summary_new(const pds_params *p)
@@ -44,6 +46,7 @@ void pds_summary_free(pds_summary *s)
         pds_counts_free(&s->cells[i].aspects);
         pds_counts_free(&s->cells[i].opinions);
         json_decref(s->cells[i].examples);
+        json_decref(s->cells[i].listed);
     }
     free(s->cells);
     free(s);
@@ -66,13 +69,37 @@ static long cell_index(pds_summary *s, const char *category, const char *polarit
     c->category = pds_strdup(category, &ok);
     c->polarity = pds_strdup(polarity, &ok);
     c->examples = json_array();
-    if (!ok || !c->examples) {
+    c->listed = json_array();
+    if (!ok || !c->examples || !c->listed) {
         free(c->category);
         free(c->polarity);
         json_decref(c->examples);
+        json_decref(c->listed);
         return -1;
     }
     return (long)s->n++;
+}
+
+/* A review into a cell's list of at most cap (-1: no limit): 0 when kept or
+ * not wanted, -1 when out of memory (or e NULL). */
+static int keep(json_t *list, int cap, json_t *e)
+{
+    if (cap >= 0 && json_array_size(list) >= (size_t)cap) return 0;
+    return json_array_append(list, e);
+}
+
+/* Copies of src's reviews after those of list (at most cap, -1: all). */
+static int keep_copies(json_t *list, int cap, const json_t *src)
+{
+    for (size_t j = 0; j < json_array_size(src) && (cap < 0 || json_array_size(list) < (size_t)cap); j++)
+        if (json_array_append_new(list, json_deep_copy(json_array_get(src, j)))) return -1;
+    return 0;
+}
+
+/* Another summary's examples and listed reviews after those of dst. */
+static int keep_all(cell *dst, const json_t *examples, const json_t *listed, const pds_params *p)
+{
+    return keep_copies(dst->examples, p->examples, examples) || (p->listed && keep_copies(dst->listed, p->listed, listed));
 }
 
 /* A review as an example of cell k: its id, text and the spans of the cell's
@@ -126,8 +153,12 @@ int pds_summary_add(pds_summary *s, const char *id, const char *text, const pds_
         cell *c = &s->cells[key[i]];
         if (!first) continue;
         c->reviews++;
-        if ((int)json_array_size(c->examples) < s->params.examples)
-            rc = json_array_append_new(c->examples, example(id, text, recs, n, key, key[i]));
+        bool want = (int)json_array_size(c->examples) < s->params.examples ||
+                    (s->params.listed && (s->params.listed < 0 || (int)json_array_size(c->listed) < s->params.listed));
+        if (!want) continue;
+        json_t *e = example(id, text, recs, n, key, key[i]);
+        rc = keep(c->examples, s->params.examples, e) || (s->params.listed && keep(c->listed, s->params.listed, e));
+        json_decref(e);
     }
     free(key);
     if (rc) return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
@@ -154,10 +185,7 @@ int pds_summary_merge(pds_summary *dst, const pds_summary *src, pds_error *err)
         d->reviews += a->reviews;
         if (merge_counts(&d->aspects, &a->aspects) || merge_counts(&d->opinions, &a->opinions))
             return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
-        for (size_t j = 0; j < json_array_size(a->examples) && (int)json_array_size(d->examples) < dst->params.examples;
-             j++)
-            if (json_array_append_new(d->examples, json_deep_copy(json_array_get(a->examples, j))))
-                return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
+        if (keep_all(d, a->examples, a->listed, &dst->params)) return pds_fail(err, PDS_ERR_MEMORY, "out of memory");
     }
     dst->reviews += src->reviews;
     dst->records += src->records;
@@ -188,7 +216,7 @@ json_t *pds_summary_state(const pds_summary *s)
                               "reviews", (json_int_t)c->reviews, "aspects", counts_object(&c->aspects), "opinions",
                               counts_object(&c->opinions), "examples", c->examples);
         if (!e || (c->category && json_object_set_new(e, "category", json_string(c->category))) ||
-            json_array_append_new(cells, e)) {
+            (s->params.listed && json_object_set(e, "listed", c->listed)) || json_array_append_new(cells, e)) {
             json_decref(root);
             return NULL;
         }
@@ -232,12 +260,18 @@ pds_summary *pds_summary_from_state(const json_t *state, const pds_params *p, co
     }
     json_array_foreach(cells, i, e) {
         json_t *cat = json_object_get(e, "category"), *pol = json_object_get(e, "polarity");
-        json_t *ex = json_object_get(e, "examples");
+        json_t *ex = json_object_get(e, "examples"), *listed = json_object_get(e, "listed");
         long records, reviews;
         if (!json_is_string(pol) || (cat && !json_is_string(cat)) || !whole_number(e, "records", &records) ||
-            !whole_number(e, "reviews", &reviews) || !json_is_array(ex)) {
+            !whole_number(e, "reviews", &reviews) || !json_is_array(ex) || (listed && !json_is_array(listed))) {
             pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: needs polarity, records, reviews, aspects, opinions and "
                      "examples", path, i);
+            goto fail;
+        }
+        long want = s->params.listed < 0 || reviews < s->params.listed ? reviews : s->params.listed;
+        if ((long)json_array_size(listed) < want) { /* a partial list would pass for the cell's reviews */
+            pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: the state lists %zu of the %ld reviews to list (saved "
+                     "listing fewer): cannot list them", path, i, json_array_size(listed), want);
             goto fail;
         }
         long k = cell_index(s, cat ? json_string_value(cat) : NULL, json_string_value(pol));
@@ -253,11 +287,10 @@ pds_summary *pds_summary_from_state(const json_t *state, const pds_params *p, co
             if (!oom) pds_fail(err, PDS_ERR_FORMAT, "%s: cells[%zu]: aspects and opinions are {value: count}", path, i);
             goto fail;
         }
-        for (size_t j = 0; j < json_array_size(ex) && (int)json_array_size(c->examples) < s->params.examples; j++)
-            if (json_array_append_new(c->examples, json_deep_copy(json_array_get(ex, j)))) {
-                oom = true;
-                goto fail;
-            }
+        if (keep_all(c, ex, listed, &s->params)) {
+            oom = true;
+            goto fail;
+        }
     }
     return s;
 fail:
@@ -300,7 +333,8 @@ static json_t *entry(const pds_summary *s, const cell *c, const pds_calibration 
                           "rates", which, "precision", rate(e.precision), "recall", rate(e.recall), "top_aspects", pds_counts_top(&c->aspects, s->params.top),
                           "top_opinions", pds_counts_top(&c->opinions, s->params.top), "examples", json_deep_copy(c->examples));
     json_t *out = c->category ? json_pack("{s:s}", "category", c->category) : json_object(); /* category first */
-    if (!o || !out || json_object_update(out, o)) {
+    if (!o || !out || json_object_update(out, o) ||
+        (s->params.listed && json_object_set_new(out, "listed", json_deep_copy(c->listed)))) {
         json_decref(out);
         out = NULL;
     }
@@ -408,44 +442,17 @@ json_t *pds_summary_changes(const json_t *before, const json_t *after, int top)
 
 /* ------------------------------------------------------------ CSV tables */
 
-typedef struct text {
-    char *s;
-    size_t n, cap;
-    bool oom;
-} text;
-
-static void put(text *t, const char *s, size_t n)
+/* A CSV field (the rule of every CSV pocketdec writes: pdi_buf_csv_field), then a comma or the line's end. */
+static void field(pdi_buf *t, const char *s, bool last)
 {
-    if (t->oom || pds_grow((void **)&t->s, &t->cap, t->n + n + 1, 1)) {
-        t->oom = true;
-        return;
-    }
-    memcpy(t->s + t->n, s, n);
-    t->n += n;
-    t->s[t->n] = 0;
-}
-
-/* A CSV field: quoted when it holds a comma, quote or line break. */
-static void field(text *t, const char *s, bool last)
-{
-    if (strpbrk(s, ",\"\r\n")) {
-        put(t, "\"", 1);
-        for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-            put(t, s, (size_t)(q - s));
-            put(t, "\"\"", 2);
-        }
-        put(t, s, strlen(s));
-        put(t, "\"", 1);
-    } else {
-        put(t, s, strlen(s));
-    }
-    put(t, last ? "\n" : ",", 1);
+    pdi_buf_csv_field(t, s);
+    pdi_buf_append(t, last ? "\n" : ",", 1);
 }
 
 static const char *const columns[] = {"category", "polarity", "records", "reviews", "share", "estimate",
                                       "low", "high", "support", "rates", "precision", "recall", NULL};
 
-static void csv_row(text *t, json_t *e, bool cells)
+static void csv_row(pdi_buf *t, json_t *e, bool cells)
 {
     for (int k = cells ? 0 : 1; columns[k]; k++) {
         json_t *v = json_object_get(e, columns[k]);
@@ -458,7 +465,7 @@ static void csv_row(text *t, json_t *e, bool cells)
 
 char *pds_summary_csv(const json_t *summary, bool cells)
 {
-    text t = {0};
+    pdi_buf t = {0};
     for (int k = cells ? 0 : 1; columns[k]; k++) field(&t, columns[k], !columns[k + 1]);
     json_t *e;
     size_t i;
@@ -468,9 +475,9 @@ char *pds_summary_csv(const json_t *summary, bool cells)
     } else {
         json_object_foreach(json_object_get(summary, "polarity"), key, e) csv_row(&t, e, false);
     }
-    if (t.oom) {
-        free(t.s);
+    if (t.failed) {
+        free(t.data);
         return NULL;
     }
-    return t.s;
+    return t.data ? t.data : strdup("");
 }

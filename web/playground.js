@@ -122,6 +122,8 @@
   async function extractText(text) {
     lines = null;
     $("downloads").hidden = true;
+    $("views").hidden = true;
+    view("reviews");
     status("extracting...");
     try {
       const t0 = performance.now();
@@ -193,6 +195,102 @@
     return { rows, problems };
   }
 
+  /* ---------------------------------------------------------------- the summary */
+
+  /* A file's results summarized by the server (POST /v1/summarize: the summary module `pocketdec
+   * summarize` runs, with the bundle's rates); the page only draws it. */
+  const NUMBERS = ["records", "reviews", "share", "estimate", "low", "high", "support"];
+  const COUNTS = ["records", "reviews", "support"]; // integers; the others 2 decimals (share 4), as the JSON rounds them
+  let summary = null;
+
+  function view(name) {
+    for (const v of ["summary", "reviews"]) $("view-" + v).setAttribute("aria-selected", String(v === name));
+    $("summary").hidden = name !== "summary";
+    $("results").hidden = name !== "reviews";
+  }
+
+  /* A review's text with the summary's marks of a cell ({start, end, field}, code points; one that overlaps
+   * the mark before it is left unmarked, as the command's HTML does). */
+  function markedSpans(text, marks, polarity) {
+    const chars = Array.from(text), out = el("div", "text");
+    let at = 0;
+    for (const m of [...marks].sort((a, b) => a.start - b.start)) {
+      if (m.start < at || m.end <= m.start) continue;
+      out.append(chars.slice(at, m.start).join(""));
+      const s = el("span", "span " + m.field + " " + (POLARITY[polarity] || ""), chars.slice(m.start, m.end).join(""));
+      s.dataset.field = m.field;
+      out.append(s);
+      at = m.end;
+    }
+    out.append(chars.slice(at).join(""));
+    return out;
+  }
+
+  /* A table of summary entries, its cells carrying their JSON key (data-key); onOpen: a cell's category is a
+   * link that shows its reviews. */
+  function summaryTable(cls, entries, onOpen) {
+    const t = el("table", "summary " + cls);
+    const head = t.insertRow();
+    for (const h of ["category", "polarity", ...NUMBERS]) head.append(el("th", "", h === "low" ? "90% low" : h === "high" ? "90% high" : h));
+    entries.forEach((e, k) => {
+      const row = t.insertRow();
+      row.className = "entry";
+      const c = row.insertCell();
+      c.dataset.key = "category";
+      if (onOpen) {
+        const b = el("button", "cell-link", e.category);
+        b.type = "button";
+        b.dataset.cell = String(k);
+        b.onclick = () => { onOpen(k); t.querySelectorAll("tr.entry").forEach((r, j) => r.classList.toggle("open", j === k)); };
+        c.append(b);
+      } else {
+        c.textContent = e.category ?? "(all)";
+      }
+      row.insertCell().textContent = e.polarity;
+      row.lastChild.dataset.key = "polarity";
+      for (const key of NUMBERS) {
+        const v = row.insertCell();
+        v.className = "num";
+        v.dataset.key = key;
+        v.textContent = e[key] === null ? "-" : COUNTS.includes(key) ? String(e[key]) : e[key].toFixed(key === "share" ? 4 : 2);
+      }
+    });
+    return t;
+  }
+
+  /* Every review of cell k, its spans marked. */
+  function openCell(k) {
+    const e = summary.cells[k], box = $("cell-reviews");
+    box.replaceChildren(el("h3", "", e.category + " / " + e.polarity + ": " + e.listed.length + " reviews"));
+    box.dataset.cell = String(k);
+    for (const r of e.listed) {
+      const d = el("div", "cell-review");
+      d.dataset.id = String(r.id);
+      d.append(el("span", "id", "id " + r.id), markedSpans(r.text || "", r.marks, e.polarity));
+      box.append(d);
+    }
+  }
+
+  function drawSummary(s) {
+    summary = s;
+    const box = $("summary");
+    box.replaceChildren(
+      el("p", "muted", s.reviews + " reviews, " + s.records + " records; estimates: counts corrected by the " +
+         "model's measured precision and recall, with 90% intervals (docs/summarize.md). Click a category for its reviews."),
+      summaryTable("polarity", Object.values(s.polarity), null),
+      summaryTable("cells", s.cells, openCell),
+      el("div", "", ""));
+    box.lastChild.id = "cell-reviews";
+    $("views").hidden = false;
+    view("summary");
+  }
+
+  async function summarize(items) {
+    status("summarizing...");
+    const s = await api("POST", "/v1/summarize", { reviews: items.map((x) => ({ id: x.id, text: x.text, records: x.records })) });
+    drawSummary(s);
+  }
+
   async function extractFile(file) {
     const data = await file.text();
     const jsonl = /\.jsonl$/i.test(file.name) || data.replace(/^\ufeff/, "").trimStart().startsWith("{");
@@ -218,6 +316,13 @@
     }
     show(items);
     $("downloads").hidden = false;
+    try {
+      await summarize(items);
+    } catch (e) {
+      view("reviews");
+      status("the summary: " + e.message, true);
+      return;
+    }
     status(rows.length + " reviews of " + file.name + ", " + items.reduce((n, x) => n + x.records.length, 0) +
            " records" + (problems.length ? "; skipped: " + problems.join("; ") : ""), problems.length > 0);
   }
@@ -286,6 +391,8 @@
     $("score-form").onsubmit = (ev) => { ev.preventDefault(); score(); };
     $("tab-extract").onclick = () => tab("extract");
     $("tab-score").onclick = () => tab("score");
+    $("view-summary").onclick = () => view("summary");
+    $("view-reviews").onclick = () => view("reviews");
     try {
       info = await api("GET", "/v1/info");
       $("served").textContent = info.head + " head, fields " + info.fields.join(", ");

@@ -211,6 +211,20 @@ class Extractor(Owner):
         return extract_file(self, input, output, format=format, input_format=input_format, resume=resume,
                             sync=sync, parallel=parallel)
 
+    def extract_frame(self, df, text_column, id_column=None, *, parallel=1, keep_empty=True):
+        """A pandas DataFrame of reviews in, a DataFrame of their records out, one row a record:
+        the review's id (id_column's value, else the frame's index, as "id"), its text, "record"
+        (the record's number within its review, from 0), every field, each field's span
+        (FIELD_start, FIELD_end: character offsets, end exclusive; <NA> where the value is not
+        placed in the text), each field's probability (FIELD_prob) and the pairing's (link_prob),
+        and the record's confidence; every other column of the input is kept. keep_empty: a
+        review with no record keeps one row, its record columns <NA> (False: no row). The records
+        are extract_many(texts, parallel)'s. Raises ImportError without pandas, Error for a column
+        that is not there, a text that is not a str, or an input column a record column would
+        overwrite."""
+        from .frames import extract_frame
+        return extract_frame(self, df, text_column, id_column, parallel, keep_empty)
+
     def _extracted(self, data, use):
         """use(out) on the extraction of data (UTF-8 bytes) by a pipeline of the pool, the
         model held during the call and the extraction freed after it."""

@@ -180,3 +180,14 @@ class Browser:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def shown_marks(review):
+    """[(field, text)] of a summary review's marks ({"text", "marks"}) as a page shows them: by start,
+    one that overlaps the mark before it left unmarked (summary/html.c, web/playground.js)."""
+    end, out = 0, []
+    for m in sorted(review["marks"], key=lambda m: m["start"]):
+        if m["start"] >= end:
+            out.append([m["field"], review["text"][m["start"]:m["end"]]])
+            end = m["end"]
+    return out

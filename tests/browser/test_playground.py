@@ -20,7 +20,7 @@ import urllib.request
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from browser import Browser, skip_reason  # noqa: E402
+from browser import Browser, shown_marks, skip_reason  # noqa: E402
 
 BUILD = os.environ.get("POCKETDEC_BUILD_DIR", "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -154,6 +154,45 @@ def test_a_file_round_trip(browser, server, tmp_path):
         subprocess.run([PD, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", str(src), "--output",
                         str(out), "--format", fmt], check=True, capture_output=True)
         assert (downloads / name).read_bytes() == out.read_bytes(), fmt
+
+
+def test_a_file_opens_on_its_summary(browser, server, tmp_path):
+    """A file's results open on the summary, the one `pocketdec summarize` writes for the same reviews (the
+    server runs the summary module; the page draws it); a click on a cell shows exactly that cell's
+    reviews, the cell's spans marked."""
+    src = tmp_path / "reviews.csv"
+    with open(DEV, encoding="utf-8") as f:
+        src.write_text("".join(line for _, line in zip(range(61), f)), encoding="utf-8")
+    out = tmp_path / "summary.json"
+    subprocess.run([PD, "summarize", "--model", TIANCHI, "--schema", SCHEMA, "--input", str(src), "--list-reviews",
+                    "-1", "--json", str(out)], check=True, capture_output=True)
+    want = json.loads(out.read_text(encoding="utf-8"))
+    page = browser.open(server.url + "/")
+    page.wait_for("document.body.dataset.ready")
+    doc = page.call("DOM.getDocument")
+    node = page.call("DOM.querySelector", nodeId=doc["root"]["nodeId"], selector="#file")
+    page.call("DOM.setFileInputFiles", nodeId=node["nodeId"], files=[str(src)])
+    page.wait_for("!document.getElementById('summary').hidden", timeout=120)
+    assert page.console == [] and page.hosts() == {"127.0.0.1"}, (page.console, page.requests)
+    assert page.eval("document.getElementById('results').hidden") is True  # the summary first
+    rows = {t: page.eval(f"[...document.querySelectorAll('table.{t} tr.entry')].map(r => Object.fromEntries("
+                         "[...r.querySelectorAll('[data-key]')].map(c => [c.dataset.key, c.textContent])))")
+            for t in ("polarity", "cells")}
+    for table, entries in (("polarity", list(want["polarity"].values())), ("cells", want["cells"])):
+        assert len(rows[table]) == len(entries) >= 2, (table, rows[table])
+        for row, e in zip(rows[table], entries):
+            assert row["category"] == e.get("category", "(all)") and row["polarity"] == e["polarity"], (row, e)
+            for key in ("records", "reviews", "share", "estimate", "low", "high", "support"):
+                assert (row[key] == "-") if e[key] is None else abs(float(row[key]) - e[key]) < 0.005, (key, row, e)
+    for k, cell in enumerate(want["cells"]):
+        page.eval(f"document.querySelector('table.cells button[data-cell=\"{k}\"]').click()")
+        shown = page.eval("[...document.querySelectorAll('#cell-reviews .cell-review')].map(d => [d.dataset.id, "
+                          "[...d.querySelectorAll('.span')].map(m => [m.dataset.field, m.textContent])])")
+        expected = [[str(x["id"]), shown_marks(x)] for x in cell["listed"]]
+        assert len(shown) == cell["reviews"] and shown == expected, (k, shown[:3], expected[:3])
+    page.screenshot("playground-summary.png")
+    page.eval("document.getElementById('view-reviews').click()")
+    assert page.eval("document.querySelectorAll('#results .review').length") == 60
 
 
 def test_the_key_prompt(browser, tmp_path):

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from browser import Browser, skip_reason  # noqa: E402
+from browser import Browser, shown_marks, skip_reason  # noqa: E402
 
 BUILD = os.environ.get("POCKETDEC_BUILD_DIR", "build")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -91,6 +91,19 @@ def test_summary_page(browser, tmp_path):
                 spans.append(ex["text"][m["start"]:m["end"]])
                 end = m["end"]
     assert marks and sorted(marks) == sorted(spans), (marks[:10], spans[:10])
+    # each cell's count of reviews links to all of them: clicked, exactly that cell's reviews show (the
+    # JSON's "listed", every review of the cell), their spans marked; nothing else listed shows
+    assert page.eval("[...document.querySelectorAll('section.listed')].filter(s => s.offsetParent).length") == 0
+    for i, cell in enumerate(want["cells"]):
+        assert len(cell["listed"]) == cell["reviews"], cell
+        page.eval(f"document.querySelectorAll('table.cells tr.entry')[{i}].querySelector('a.all').click()")
+        page.wait_for(f"location.hash == '#reviews-{i}'")
+        shown = page.eval("[...document.querySelectorAll('section.listed')].filter(s => s.offsetParent).map(s => "
+                          "[...s.querySelectorAll('li')].map(li => [li.querySelector('.id').textContent, "
+                          "[...li.querySelectorAll('mark')].map(m => m.textContent)]))")
+        want_marks = [[str(x["id"]), [text for _, text in shown_marks(x)]] for x in cell["listed"]]
+        assert shown == [want_marks], (i, shown, want_marks[:5])
+    page.screenshot("summary-listed.png")
 
 
 def test_trend_page(browser, tmp_path):

@@ -1,5 +1,5 @@
 /* fuzz_serve_request.c - the HTTP server's request bodies (serve/request.c)
- * on arbitrary bytes, as both endpoints read them: a body is accepted or
+ * on arbitrary bytes, as the endpoints read them (/v1/summarize's summarized): a body is accepted or
  * refused with 400 or 413 and a message; everything accepted is valid UTF-8
  * without a NUL, within the limits; every message makes a valid JSON error
  * body. */
@@ -59,6 +59,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st == 0 && path) check_text(path, strlen(path));
     else if (st) check_refusal(st, msg);
     free(path);
+    /* /v1/summarize: accepted and summarized into valid JSON, or refused */
+    json_t *root = NULL;
+    const json_t *reviews;
+    msg[0] = 0;
+    st = serve_parse_summarize(body, size, &root, &reviews, msg);
+    if (st == 0) {
+        char *out = NULL;
+        st = serve_summarize(reviews, NULL, &out, msg);
+        if (st == 200) {
+            json_t *v = out ? json_loads(out, 0, NULL) : NULL;
+            if (!v) abort();
+            json_decref(v);
+        } else {
+            check_refusal(st, msg);
+        }
+        free(out);
+        json_decref(root);
+    } else {
+        check_refusal(st, msg);
+    }
     /* the key comparison on the same bytes as a header */
     char *header = malloc(size + 1);
     if (!header) return 0;

@@ -10,6 +10,7 @@
 
 #include "request.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,67 @@ static void test_reload(void **state)
     }
 }
 
+/* /v1/summarize by hand: review 1 holds 价格/负面 (贵, [4, 5)) and 整体/正面,
+ * review 2 (an integer id) 整体/正面, review 3 nothing: 3 reviews, 3 records;
+ * 整体/正面 2 records in 2 reviews (share 0.6667), listed 1 then 2; 价格/负面
+ * listed 1 with its opinion marked. Without rates, estimates are the counts. */
+static void test_summarize(void **state)
+{
+    (void)state;
+    static const char body[] =
+        "{\"reviews\": [{\"id\": \"1\", \"text\": \"很好用，贵\", \"records\": ["
+        "{\"aspect\": \"_\", \"opinion\": \"贵\", \"category\": \"价格\", \"polarity\": \"负面\","
+        " \"spans\": {\"opinion\": [4, 5]}, \"probs\": {}, \"confidence\": 0.9},"
+        "{\"aspect\": \"_\", \"opinion\": \"好用\", \"category\": \"整体\", \"polarity\": \"正面\"}]},"
+        "{\"id\": 2, \"text\": \"好\", \"records\": [{\"opinion\": \"好\", \"category\": \"整体\", \"polarity\": \"正面\"}]},"
+        "{\"id\": \"3\", \"text\": \"嗯\", \"records\": []}]}";
+    char msg[SERVE_MESSAGE_SIZE], *out = NULL;
+    json_t *root;
+    const json_t *reviews;
+    assert_int_equal(serve_parse_summarize(body, strlen(body), &root, &reviews, msg), 0);
+    assert_int_equal(serve_summarize(reviews, NULL, &out, msg), 200);
+    json_decref(root);
+    json_t *j = json_loads(out, 0, NULL);
+    free(out);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "reviews")), 3);
+    assert_int_equal(json_integer_value(json_object_get(j, "records")), 3);
+    json_t *cells = json_object_get(j, "cells"), *whole = json_array_get(cells, 0), *price = json_array_get(cells, 1);
+    assert_string_equal(json_string_value(json_object_get(whole, "category")), "整体");
+    assert_int_equal(json_integer_value(json_object_get(whole, "reviews")), 2);
+    assert_true(fabs(json_number_value(json_object_get(whole, "share")) - 0.6667) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(whole, "estimate")) - 2) < 1e-9);
+    json_t *listed = json_object_get(whole, "listed");
+    assert_int_equal(json_array_size(listed), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(listed, 1), "id")), "2");
+    json_t *marks = json_object_get(json_array_get(json_object_get(price, "listed"), 0), "marks");
+    assert_int_equal(json_array_size(marks), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(marks, 0), "start")), 4);
+    json_decref(j);
+    static const struct {
+        const char *body, *says;
+    } bad[] = {{"{\"reviews\": 3}", "\"reviews\" must be"},
+               {"{\"reviews\": [{\"id\": [], \"records\": []}]}", "reviews[0] must be"},
+               {"{\"reviews\": [{\"id\": 1, \"records\": [{\"category\": \"x\"}]}]}", "reviews[0].records[0]"},
+               {"{\"reviews\": [{\"id\": 1, \"records\": [{\"polarity\": \"x\", \"spans\": {\"aspect\": [3, 1]}}]}]}",
+                "\"spans\""},
+               {"{\"texts\": []}", "unknown field"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int st = serve_parse_summarize(bad[i].body, strlen(bad[i].body), &root, &reviews, msg);
+        if (st == 0) {
+            st = serve_summarize(reviews, NULL, &out, msg);
+            json_decref(root);
+        }
+        assert_int_equal(st, 400);
+        if (!strstr(msg, bad[i].says)) fail_msg("%s: got \"%s\", wanted it to say \"%s\"", bad[i].body, msg, bad[i].says);
+    }
+    out = NULL;
+    assert_int_equal(serve_summarize(json_array_get(json_object_get(j = json_loads("{\"r\": [[]]}", 0, NULL), "r"), 0),
+                                     "/nonexistent/calibration.json", &out, msg), 500);
+    assert_null(out);
+    json_decref(j);
+}
+
 static void test_error_body(void **state)
 {
     (void)state;
@@ -155,6 +217,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_extract_ok), cmocka_unit_test(test_extract_refused), cmocka_unit_test(test_score),
         cmocka_unit_test(test_auth),            cmocka_unit_test(test_error_body), cmocka_unit_test(test_reload),
+        cmocka_unit_test(test_summarize),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* The summary module (summary/pocketdec_summary.h) against counts,
  * estimates and intervals worked by hand, and merges against one pass. */
 #include "pocketdec_summary.h"
+#include "pd_internal.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -206,6 +207,21 @@ static void test_none_found(void **state)
     pds_calibration_free(c);
 }
 
+/* Six reviews, review i holding the first i % 4 + 1 records of r: each into
+ * every summary of all[n], and into a (reviews 0-2) or b (3-5). */
+static void add_six(pds_summary *const *all, size_t n_all, pds_summary *a, pds_summary *b, const char *text,
+                    const pds_record *r)
+{
+    pds_error err;
+    for (int i = 0; i < 6; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "%d", i);
+        size_t n = (size_t)(i % 4) + 1;
+        for (size_t k = 0; k < n_all; k++) assert_int_equal(pds_summary_add(all[k], id, text, r, n, &err), 0);
+        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, text, r, n, &err), 0);
+    }
+}
+
 /* Partitions merged equal one pass: summaries and calibrations. */
 static void test_merge_exact(void **state)
 {
@@ -216,13 +232,7 @@ static void test_merge_exact(void **state)
     p.examples = 2;
     pds_summary *one = pds_summary_new(&p), *a = pds_summary_new(&p), *b = pds_summary_new(&p);
     pds_error err;
-    for (int i = 0; i < 6; i++) {
-        char id[8];
-        snprintf(id, sizeof id, "%d", i);
-        size_t n = (size_t)(i % 4) + 1;
-        assert_int_equal(pds_summary_add(one, id, "t", r, n, &err), 0);
-        assert_int_equal(pds_summary_add(i < 3 ? a : b, id, "t", r, n, &err), 0);
-    }
+    add_six(&one, 1, a, b, "t", r);
     assert_int_equal(pds_summary_merge(a, b, &err), 0);
     pds_calibration *c1 = hand_calibration(), *c2 = hand_calibration(), *c12 = hand_calibration();
     assert_int_equal(pds_calibration_merge(c12, c2, &err), 0);
@@ -250,6 +260,111 @@ static void test_merge_exact(void **state)
     pds_summary_free(one);
     pds_summary_free(a);
     pds_summary_free(b);
+}
+
+/* The ids of an entry's "listed" reviews, joined by spaces. */
+static void listed_ids(json_t *e, char *buf, size_t cap)
+{
+    json_t *x;
+    size_t i;
+    buf[0] = 0;
+    assert_true(json_is_array(json_object_get(e, "listed")));
+    json_array_foreach(json_object_get(e, "listed"), i, x) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, cap - n, "%s%s", i ? " " : "", json_string_value(json_object_get(x, "id")));
+    }
+}
+
+/* Every review of a cell listed, in order (by hand: review i holds the
+ * first i % 4 + 1 records of r): 气味/正面 all six, 整体/负面 1 2 3 5,
+ * 包装/负面 2 3, 负面 1 2 3 5; capped at 2, the first two; the same after
+ * two partitions pass through their states and merge; a state saved
+ * without its lists refuses to stand for them. */
+static void test_listed(void **state)
+{
+    (void)state;
+    static const pds_record r[] = {REC("味道", "香", "气味", "正面"), REC("_", "差", "整体", "负面"),
+                                   {"包装", "破", "包装", "负面", 0, 2, 2, 3}, REC("味道", "香", "气味", "正面")};
+    pds_params p = pds_default_params(), capped = p, none = p;
+    p.listed = -1;
+    capped.listed = 2;
+    pds_summary *one = pds_summary_new(&p), *a = pds_summary_new(&p), *b = pds_summary_new(&p);
+    pds_summary *two = pds_summary_new(&capped), *plain = pds_summary_new(&none);
+    pds_error err;
+    pds_summary *const all[3] = {one, two, plain};
+    add_six(all, 3, a, b, "包装破了", r);
+    json_t *x = pds_summary_json(one, NULL), *y = pds_summary_json(two, NULL);
+    char ids[64];
+    listed_ids(find_cell(x, "气味", "正面"), ids, sizeof ids);
+    assert_string_equal(ids, "0 1 2 3 4 5");
+    listed_ids(find_cell(x, "整体", "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "1 2 3 5");
+    listed_ids(find_cell(x, "包装", "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "2 3");
+    listed_ids(json_object_get(json_object_get(x, "polarity"), "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "1 2 3 5");
+    listed_ids(find_cell(y, "整体", "负面"), ids, sizeof ids);
+    assert_string_equal(ids, "1 2");
+    /* a listed review has the cell's spans: 包装 [0, 2), 破 [2, 3) */
+    json_t *marks = json_object_get(json_array_get(json_object_get(find_cell(x, "包装", "负面"), "listed"), 0), "marks");
+    assert_int_equal(json_array_size(marks), 2);
+    assert_int_equal(num(json_array_get(marks, 1), "start"), 2);
+    /* partitions through their states, merged */
+    json_t *sa = pds_summary_state(a), *sb = pds_summary_state(b), *sp = pds_summary_state(plain);
+    pds_summary *ma = pds_summary_from_state(sa, &p, "a", &err), *mb = pds_summary_from_state(sb, &p, "b", &err);
+    assert_non_null(ma);
+    assert_non_null(mb);
+    assert_int_equal(pds_summary_merge(ma, mb, &err), 0);
+    json_t *z = pds_summary_json(ma, NULL);
+    assert_true(json_equal(x, z));
+    assert_null(pds_summary_from_state(sp, &p, "plain.state", &err));
+    assert_int_equal(err.code, PDS_ERR_FORMAT);
+    assert_non_null(strstr(err.message, "plain.state: cells["));
+    /* without listing, no "listed" key */
+    json_t *w = pds_summary_json(plain, NULL);
+    assert_null(json_object_get(find_cell(w, "整体", "负面"), "listed"));
+    json_decref(w);
+    json_decref(x);
+    json_decref(y);
+    json_decref(z);
+    json_decref(sa);
+    json_decref(sb);
+    json_decref(sp);
+    pds_summary_free(ma);
+    pds_summary_free(mb);
+    pds_summary_free(one);
+    pds_summary_free(two);
+    pds_summary_free(plain);
+    pds_summary_free(a);
+    pds_summary_free(b);
+}
+
+/* The CSV field rule (pdi_buf_csv_field, the one extract's Tianchi rows use
+ * too) by hand, and through the summary's cells table: a category holding a
+ * comma and quotes is quoted, its quotes doubled. */
+static void test_csv(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {{"plain", "plain"}, {"a,b", "\"a,b\""}, {"say \"hi\"", "\"say \"\"hi\"\"\""},
+                                           {"two\nlines", "\"two\nlines\""}, {"cr\r", "\"cr\r\""}, {"", ""}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pdi_buf b = {0};
+        pdi_buf_csv_field(&b, cases[i][0]);
+        assert_false(b.failed);
+        assert_string_equal(b.data ? b.data : "", cases[i][1]);
+        free(b.data);
+    }
+    static const pds_record r[] = {REC("_", "差", "a,\"b\"", "负面")};
+    pds_summary *s = pds_summary_new(NULL);
+    pds_error err;
+    assert_int_equal(pds_summary_add(s, "1", NULL, r, 1, &err), 0);
+    json_t *j = pds_summary_json(s, NULL);
+    char *csv = pds_summary_csv(j, true);
+    assert_non_null(csv);
+    assert_non_null(strstr(csv, "\n\"a,\"\"b\"\"\",负面,1,1,1,1,"));
+    free(csv);
+    json_decref(j);
+    pds_summary_free(s);
 }
 
 /* Two periods: January 4 reviews, 1 with a complaint about 价格 (share
@@ -296,6 +411,8 @@ int main(void)
         cmocka_unit_test(test_none_found),
         cmocka_unit_test(test_merge_exact),
         cmocka_unit_test(test_changes),
+        cmocka_unit_test(test_listed),
+        cmocka_unit_test(test_csv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
