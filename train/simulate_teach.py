@@ -3,6 +3,7 @@
 
   simulate_teach.py --out DIR [--folds 0,1,2] [--orders random,confidence,entropy,complaint]
                     [--steps 100,200,400,800] [--seed-size 500] [--threads 1]
+                    [--data PATH... --schema YAML]
   simulate_teach.py --out DIR --summary [--chart docs/images/teach_curve.svg]
 
 For each fold k of kfold.py's folds of the labelled training reviews (the 2,546 outside dev): a model
@@ -15,12 +16,22 @@ initial base and adapter, as `teach.py --adapter keep` does: the head alone, on 
 the held-out fold is decoded (tagging.decode: pocketdec's rules in Python) and scored (F1, and the F1
 of the 负面 quadruples alone), and the pool left is ranked again for the next step.
 
+With --seed-size 0 (a user who starts from nothing: no seed model, the head untrained, the base alone
+the trunk) the first step's reviews are a seeded random sample for every ordering -- an untrained
+head's confidences and marginals are noise, so ranking by it would be random with extra steps -- and
+its model (trained once, shared) is the first that ranks; nothing is scored at 0 labels.
+
+--data and --schema are dataset.py's (default: the Tianchi reviews and schema); the folds are
+kfold.py's of whatever data is given.
+
 Orderings (most useful first), from the current model's decode of each pool review, as `pocketdec
 rank` defines them (pd_rank_order), computed here in Python from tagging.decode:
   random      a seeded shuffle;
   confidence  1 - the lowest confidence of the records written (1 for a review with none);
   entropy     the mean over its tokens of the entropy (nats) of the CRF's tag marginals;
-  complaint   the largest probability any candidate record gives to the 负面 labels.
+  complaint   the largest probability any candidate record gives to the negative labels: those with a
+              label value 负面, 差评, negative or neg (as pd_rank_order recognises them); the
+              figure "neg_f1" is the F1 of the records of those values alone.
 
 Every step's figures (and the labelled ids, and the ranking of the pool left) are saved as
 DIR/fold<k>/<order>_<n>.json as soon as they are known: a rerun continues where a run stopped. The
@@ -41,7 +52,26 @@ sys.path.insert(0, HERE)
 import dataset as DS  # noqa: E402
 
 ORDERS = ("random", "confidence", "entropy", "complaint")
-NEGATIVE = "负面"
+NEGATIVE_VALUES = ("负面", "差评", "negative", "neg")  # compose/rank.c's negative_values
+
+
+def negative(schema):
+    """The schema's negative label values as {position in a record's field tuple: {values}} (any
+    enum field may hold one, as pd_rank_order reads them); SystemExit when it has none."""
+    out = {}
+    for j, f in enumerate(schema.fields):
+        vals = {v for v in schema.values.get(f, ()) if v in NEGATIVE_VALUES}
+        if vals:
+            out[j] = vals
+    if not out:
+        raise SystemExit(f"simulate_teach.py: {schema.path}: no label value {', '.join(NEGATIVE_VALUES)}: the "
+                         "complaint ordering and the negative F1 need one")
+    return out
+
+
+def is_negative(neg, q):
+    """Whether a field tuple (schema order) holds a negative value."""
+    return any(q[j] in vals for j, vals in neg.items())
 
 
 def log(msg):
@@ -69,11 +99,12 @@ def cache_states():
     return cache
 
 
-def review_scores(model, head, meta, tok, labels, reviews):
-    """For each (id, text): (records as field tuples, {order: usefulness, higher first})."""
+def review_scores(model, head, meta, tok, schema, reviews):
+    """For each (id, text): (records as field tuples in schema order, {order: usefulness, higher first})."""
     import torch
     import tagging
-    neg = [j for j, lab in enumerate(labels) if lab[-1] == NEGATIVE]
+    labels, negs = schema.labels(), {v for vals in negative(schema).values() for v in vals}
+    neg = [j for j, lab in enumerate(labels) if any(v in negs for v in lab)]
     out = {}
     with torch.no_grad():
         for i, text in reviews:
@@ -90,16 +121,15 @@ def review_scores(model, head, meta, tok, labels, reviews):
                     m = math.exp(a[k] + b[k] - lat.log_z)
                     if m > 0:
                         entropy -= m * math.log(m)
-            fields = meta["spans"] + meta["label_fields"]
-            out[i] = ([tuple(r[f] for f in fields) for r in recs],
+            out[i] = ([tuple(r[f] for f in schema.fields) for r in recs],
                       {"confidence": 1.0 - min(conf) if conf else 1.0, "entropy": entropy / max(lat.n, 1),
                        "complaint": complaint})
     return out
 
 
-def figures(gold, pred):
-    """F1 of every quadruple and of the 负面 ones alone: gold and pred {id: [tuples]}."""
-    only = lambda d: {i: [q for q in v if q[-1] == NEGATIVE] for i, v in d.items()}  # noqa: E731
+def figures(gold, pred, neg):
+    """F1 of every record and of the negative ones alone (neg: negative()): gold and pred {id: [tuples]}."""
+    only = lambda d: {i: [q for q in v if is_negative(neg, q)] for i, v in d.items()}  # noqa: E731
     s, n = DS.f1(gold, pred), DS.f1(only(gold), only(pred))
     return {"f1": s["f1"], "precision": s["precision"], "recall": s["recall"], "S": s["S"], "P": s["P"],
             "G": s["G"], "neg_f1": n["f1"], "neg_S": n["S"], "neg_P": n["P"], "neg_G": n["G"]}
@@ -119,6 +149,8 @@ class Fold:
         random.Random(1000 + k).shuffle(rest)
         self.seed, self.pool = rest[:a.seed_size], rest[a.seed_size:]
         self.gold = {i: [schema.values_of(q) for q in self.by_id[i][1]] for i in self.test}
+        self.neg = negative(schema)
+        self.neg_name = "/".join(sorted({v for vals in self.neg.values() for v in vals}))
         self.model = None
 
     def labelled(self, ids):
@@ -151,7 +183,7 @@ class Fold:
         return model, head, meta, record[name]
 
     def decode(self, model, head, meta, tok, ids):
-        return review_scores(model, head, meta, tok, self.schema.labels(), [(i, self.by_id[i][0]) for i in ids])
+        return review_scores(model, head, meta, tok, self.schema, [(i, self.by_id[i][0]) for i in ids])
 
     def candidates(self, picked, n):
         """The pool left, in a seeded order; --rank-sample of them when set (the reviews ranked)."""
@@ -164,7 +196,7 @@ class Fold:
         """Score the held-out fold and rank the pool left (decodes given are reused); save the step."""
         t0 = time.time()
         test = test or self.decode(model, head, meta, tok, self.test)
-        fig = figures(self.gold, {i: v[0] for i, v in test.items()})
+        fig = figures(self.gold, {i: v[0] for i, v in test.items()}, self.neg)
         left = self.candidates(picked, n)
         if order == "random":
             ranked = left
@@ -172,12 +204,12 @@ class Fold:
             sc = pool or self.decode(model, head, meta, tok, left)
             ranked = sorted(left, key=lambda i: -sc[i][1][order])
         out = {"fold": self.k, "order": order, "labels": n, "picked": picked, "next": ranked,
-               "train": record, "score_seconds": round(time.time() - t0, 1), **fig}
+               "train": record, "score_seconds": round(time.time() - t0, 1), "negative": self.neg_name, **fig}
         path = os.path.join(self.dir, f"{order}_{n}.json")
         with open(path + ".tmp", "w", encoding="utf-8") as f:
             json.dump(out, f)
         os.replace(path + ".tmp", path)
-        log(f"fold {self.k} {order} {n}: F1 {fig['f1']:.4f}, 负面 F1 {fig['neg_f1']:.4f} "
+        log(f"fold {self.k} {order} {n}: F1 {fig['f1']:.4f}, {self.neg_name} F1 {fig['neg_f1']:.4f} "
             f"({record.get('seconds', 0)} s training, {out['score_seconds']} s scoring)")
         return out
 
@@ -190,6 +222,25 @@ def load_step(d, order, n):
     return None
 
 
+def first_step(a, fold, tok):
+    """--seed-size 0: the first step's reviews are a seeded random sample of the pool, the same for
+    every ordering; its model, trained once (the head alone, on the base's states), scores the
+    held-out fold and ranks the pool left for each ordering."""
+    n = a.steps[0]
+    if all(load_step(fold.dir, order, n) for order in a.orders):
+        return
+    picked = list(fold.pool)
+    random.Random(2000 + fold.k).shuffle(picked)
+    picked = picked[:n]
+    model, head, meta, record = fold.train(picked, "none", f"fold{fold.k} first {n}")
+    model.eval()
+    test = fold.decode(model, head, meta, tok, fold.test)
+    pool = fold.decode(model, head, meta, tok, fold.candidates(picked, n)) if a.orders != ["random"] else None
+    for order in a.orders:
+        if load_step(fold.dir, order, n) is None:
+            fold.run_step(order, n, model, head, meta, tok, picked, record, test, pool)
+
+
 def run_fold(a, fold, tok):
     import lora
     import qwen3
@@ -198,7 +249,9 @@ def run_fold(a, fold, tok):
     cache.clear()
     trunk = os.path.join(fold.dir, "init", "adapter")
     init = load_step(fold.dir, "init", 0)
-    if init is None:
+    if a.seed_size == 0:  # from nothing: no seed model, the base alone is the trunk
+        first_step(a, fold, tok)
+    elif init is None:
         model, head, meta, record = fold.train(fold.seed, None if a.seed_adapter else "none", f"fold{fold.k} seed")
         TT.save_stage(model, head, meta, fold.schema.labels(), os.path.join(fold.dir, "init"), "../../base")
         model.eval()
@@ -210,13 +263,14 @@ def run_fold(a, fold, tok):
         with open(os.path.join(fold.dir, "init_0.json"), "w", encoding="utf-8") as f:
             json.dump(init, f)
     model = qwen3.load_hf(a.base)
-    if a.seed_adapter:
+    if a.seed_adapter and a.seed_size:
         model = lora.load_peft(model, trunk)
     else:
         trunk = "none"
     model.eval()
-    prev = {order: load_step(fold.dir, order, 0) for order in a.orders}
-    for n in a.steps:  # every ordering a step before the next step: a stopped run is even
+    start = 0 if a.seed_size else a.steps[0]
+    prev = {order: load_step(fold.dir, order, start) for order in a.orders}
+    for n in a.steps[1:] if start else a.steps:  # every ordering a step before the next: a stopped run is even
         for order in a.orders:
             got = load_step(fold.dir, order, n)
             if got is None:
@@ -237,6 +291,7 @@ def summarise(a):
                 s = load_step(d, order, n)
                 if s is not None:
                     rows.setdefault((order, n), []).append(s)
+    neg = next((s.get("negative", "负面") for ss in rows.values() for s in ss), "负面")  # older runs: 负面
     out = []
     for (order, n), ss in sorted(rows.items(), key=lambda x: (a.orders.index(x[0][0]), x[0][1])):
         row = {"order": order, "labels": n, "folds": [s["fold"] for s in ss]}
@@ -246,14 +301,14 @@ def summarise(a):
             se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else float("nan")
             row[key], row[key + "_se"] = m, se
         out.append(row)
-        print(f"{order:10s} {n:4d} labels: F1 {row['f1']:.4f} +- {row['f1_se']:.4f}, 负面 F1 "
+        print(f"{order:10s} {n:4d} labels: F1 {row['f1']:.4f} +- {row['f1_se']:.4f}, {neg} F1 "
               f"{row['neg_f1']:.4f} +- {row['neg_f1_se']:.4f} (folds {row['folds']})")
     with open(os.path.join(a.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=2)
     if a.chart:
         import teach_chart
         with open(a.chart, "w", encoding="utf-8") as f:
-            f.write(teach_chart.svg(out, a.orders, [0] + a.steps, a.seed_size))
+            f.write(teach_chart.svg(out, a.orders, ([0] if a.seed_size else []) + a.steps, a.seed_size, neg))
     return out
 
 
@@ -265,7 +320,9 @@ def main(argv=None):
     ap.add_argument("--folds", type=lambda v: [int(x) for x in v.split(",")], default=[0, 1, 2])
     ap.add_argument("--orders", type=lambda v: v.split(","), default=list(ORDERS))
     ap.add_argument("--steps", type=lambda v: [int(x) for x in v.split(",")], default=[100, 200, 400, 800])
-    ap.add_argument("--seed-size", type=int, default=500)
+    ap.add_argument("--seed-size", type=int, default=500,
+                    help="reviews the seed model is trained on; 0: start from nothing (an untrained head, the "
+                         "first step's reviews picked at random for every ordering, the base alone the trunk)")
     ap.add_argument("--epochs", type=int, default=0, help="0: train_tagger.py's (5)")
     ap.add_argument("--seed-adapter", type=int, default=1,
                     help="1: the seed model's label stage trains an adapter, kept as the trunk after; 0: the base "
@@ -273,6 +330,7 @@ def main(argv=None):
     ap.add_argument("--rank-sample", type=int, default=0,
                     help="rank a seeded sample of this many reviews of the pool left at each step (0: all of it)")
     ap.add_argument("--threads", type=int, default=1)
+    DS.add_args(ap)
     ap.add_argument("--limit", type=int, default=0, help="the first N labelled reviews only (a smoke run)")
     ap.add_argument("--summary", action="store_true", help="sum up the steps saved; train nothing")
     ap.add_argument("--chart", help="with --summary: write the SVG chart here")
@@ -280,16 +338,18 @@ def main(argv=None):
     bad = [o for o in a.orders if o not in ORDERS]
     if bad:
         raise SystemExit(f"simulate_teach.py: unknown order {bad[0]} (one of {', '.join(ORDERS)})")
+    if a.steps != sorted(set(a.steps)) or a.steps[0] <= 0:
+        raise SystemExit("simulate_teach.py: --steps must be increasing and positive")
     if a.summary:
-        summarise(a)
-        return
+        return summarise(a)
     import torch
     import bpe
     import kfold
     torch.set_num_threads(a.threads)
-    ns = argparse.Namespace(data=[DS.TIANCHI], schema=DS.SCHEMA, strict=False, dev=None,
-                            dev_fraction=DS.DEV_FRACTION, dev_seed=DS.DEV_SEED)
-    data = DS.load(ns)
+    try:
+        data = DS.load(a)
+    except DS.DataError as e:
+        raise SystemExit(f"simulate_teach.py: {e}") from None
     train = data.labelled("train")
     if a.limit:
         train = train[:a.limit]

@@ -1,6 +1,6 @@
 """The simulated annotator's curves as an SVG chart, drawn as tianchi-eval draws its line charts (its
 palette, a <title> on the chart and on each point holding the figures, axis values as text, no
-script): F1 and 负面 F1 (two panels) against the labels added, one line an ordering, +- one SE as
+script): F1 and the negative label's F1 (two panels) against the labels added, one line an ordering, +- one SE as
 a bar at each point."""
 
 import math
@@ -10,13 +10,15 @@ PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00")
 W, H, LEFT, TOP, PW, PH = 760, 330, 60, 40, 280, 220
 
 
-def svg(rows, orders, steps, seed_size=500):
-    """rows: summary rows {order, labels, f1, f1_se, neg_f1, neg_f1_se, folds}."""
+def svg(rows, orders, steps, seed_size=500, negative="负面"):
+    """rows: summary rows {order, labels, f1, f1_se, neg_f1, neg_f1_se, folds}; seed_size 0: the labels
+    are all there is (a start from nothing); negative: the negative label's name."""
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
            f'font-family="sans-serif" font-size="12">',
-           "<title>Simulated annotator: F1 and 负面 F1 on the held-out folds by labels added</title>"]
+           f"<title>Simulated annotator: F1 and {escape(negative)} F1 on the held-out folds by labels "
+           f"{'added' if seed_size else 'given, from nothing'}</title>"]
     xmax = max(steps) or 1
-    for panel, (key, name) in enumerate((("f1", "F1"), ("neg_f1", "负面 F1"))):
+    for panel, (key, name) in enumerate((("f1", "F1"), ("neg_f1", f"{negative} F1"))):
         x0 = LEFT + panel * (PW + 90)
         vals = [r[key] + s * (r[key + "_se"] if not math.isnan(r[key + "_se"]) else 0)
                 for r in rows for s in (-1, 1)]
@@ -33,7 +35,7 @@ def svg(rows, orders, steps, seed_size=500):
         for n in steps:
             out.append(f'<line x1="{px(n):.1f}" y1="{TOP}" x2="{px(n):.1f}" y2="{TOP + PH}" stroke="#000" '
                        f'stroke-opacity="0.12"/><text x="{px(n):.1f}" y="{TOP + PH + 16}" text-anchor="middle">{n}</text>')
-        out.append(f'<text x="{x0 + PW / 2}" y="{TOP + PH + 34}" text-anchor="middle">labels added to {seed_size}</text>')
+        out.append(f'<text x="{x0 + PW / 2}" y="{TOP + PH + 34}" text-anchor="middle">{f"labels added to {seed_size}" if seed_size else "labels, from nothing"}</text>')
         for j, order in enumerate(orders):
             pts = sorted((r["labels"], r[key], r[key + "_se"], r["folds"]) for r in rows if r["order"] == order)
             if not pts:
