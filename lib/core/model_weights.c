@@ -13,7 +13,6 @@
 #include <math.h>
 #include <unistd.h>
 
-static pdi_pool *weights_pool(void);
 
 static const struct {
     const char *suffix;
@@ -177,7 +176,7 @@ pd_status pdi_model_quantize_weights(pd_model *m, pd_weight_quant q, pd_error *e
     uint8_t *out;
     pd_status st = pdi_store_map_anonymous(&m->store, total, what, &out, err);
     if (st != PD_OK) return st;
-    pdi_pool *pool = weights_pool();
+    pdi_pool *pool = pdi_pool_for_weights();
     int threads = pool ? pdi_pool_size(pool) : 1;
     weights_quant_job job = {m, NULL, t, out, malloc((size_t)threads * (size_t)max_cols * sizeof(float)), max_cols};
     if (!job.rows) {
@@ -204,14 +203,6 @@ pd_status pdi_model_quantize_weights(pd_model *m, pd_weight_quant q, pd_error *e
 
 /* Groups of n rows of x in a slab: about 1 MiB. */
 static int64_t slab_groups(const pdi_matrix *x, int n) { return (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1; }
-
-/* A pool of this machine's cores (up to 8) for a pass over the weights at
- * load or derive; NULL with one core, and the pass then runs on this thread. */
-static pdi_pool *weights_pool(void)
-{
-    int cores = pd_cpu_count();
-    return cores > 1 ? pdi_pool_new(cores < 8 ? cores : 8) : NULL;
-}
 
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
 typedef struct {
@@ -284,7 +275,7 @@ void pdi_model_interleave_weights(pd_model *m)
         dst += line_padded((size_t)x->rows * x->row_bytes);
     }
     pack_job job = {m, slabs, n};
-    pdi_pool *pool = weights_pool();
+    pdi_pool *pool = pdi_pool_for_weights();
     if (pool) pdi_pool_for(pool, (int64_t)k, 1, pack_range, &job);
     else pack_range(&job, 0, (int64_t)k, 0);
     pdi_pool_free(pool);
@@ -433,7 +424,7 @@ pd_model *pdi_model_derive(const pd_model *base, const pdi_lowrank *updates, siz
     }
     /* merging is a pass over every weight of the target matrices: spread it
      * over the cores */
-    if (mode != PD_DERIVE_RUNTIME) pool = weights_pool();
+    if (mode != PD_DERIVE_RUNTIME) pool = pdi_pool_for_weights();
     for (size_t i = 0; i < n_updates; i++) {
         const pdi_lowrank *u = &updates[i];
         long index = matrix_index(&base->cfg, u->matrix);

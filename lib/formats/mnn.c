@@ -4,6 +4,8 @@
  * copy), the norms read in place. */
 #include "mnn.h"
 
+#include "core/threadpool.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +19,8 @@ typedef struct mnn_load {
     size_t wi; /* the weight file's mapping in st (st->maps may move as it grows) */
     pd_config *cfg;
     pd_error *err;
-    uint8_t *out; /* next free byte of the repacked blocks */
+    uint8_t *out;   /* next free byte of the repacked blocks */
+    pdi_pool *pool; /* the cores the repack runs on (NULL: this thread) */
 } mnn_load;
 
 bool pdi_mnn_dir(const char *dir)
@@ -109,30 +112,67 @@ static const uint8_t *weight_range(mnn_load *m, const char *op, const char *what
     return w->data + offset;
 }
 
-/* Rows x cols of MNN's nibbles (element 2i in the high nibble of byte i,
- * row-major) with their F16 (zero, scale) pairs, w = zero + (q - 8) * scale,
- * as Q4_64 blocks: d = scale, m = zero - 8 * scale (rounded to F16, at most
- * half an F16 step of m), the nibbles of each half of 32 as Q4_1 packs them. */
-static void repack(const uint8_t *nib, const uint8_t *alpha, int64_t rows, int64_t cols, uint8_t *out)
+/* The eight bytes of v spread to the even bytes of a 64-bit word, low first
+ * (byte i to byte 2i), the odd bytes zero: four at a time. */
+static uint64_t spread_bytes(uint32_t v)
 {
-    const int64_t nb = cols / PD_QBLOCK_64;
-    const uint8_t *src = nib; /* a block's 64 nibbles are 32 whole bytes: cols is a multiple of 64 */
-    for (int64_t g = 0; g < rows * nb; g++, out += 36, src += 32) {
-        const uint8_t *a = alpha + 4 * g;
+    uint64_t x = v;
+    x = (x | x << 16) & 0x0000FFFF0000FFFFull;
+    return (x | x << 8) & 0x00FF00FF00FF00FFull;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8) p[i] = (uint8_t)v;
+}
+
+/* A block of 64 of MNN's nibbles (element k in byte k/2, the high nibble when
+ * k is even) as Q4_64's two halves (byte j of half h: element 32h+j low,
+ * 32h+j+16 high). A half's bytes 2i and 2i+1 take the nibbles of MNN's byte
+ * i (elements 2i, 2i+1) and byte i+8 (2i+16, 2i+17), so eight bytes at a
+ * time: the even output bytes from one word, the odd from another. */
+static void repack_nibbles(const uint8_t *src, uint8_t *out)
+{
+    const uint64_t low = 0x0F0F0F0F0F0F0F0Full;
+    for (int h = 0; h < 2; h++) {
+        const uint64_t lo = le64(src + 16 * h), hi = le64(src + 16 * h + 8);
+        const uint64_t even = (lo >> 4 & low) | (hi & ~low), odd = (lo & low) | (hi << 4 & ~low);
+        put_le64(out + 16 * h, spread_bytes((uint32_t)even) | spread_bytes((uint32_t)odd) << 8);
+        put_le64(out + 16 * h + 8, spread_bytes((uint32_t)(even >> 32)) | spread_bytes((uint32_t)(odd >> 32)) << 8);
+    }
+}
+
+/* One matrix to repack: rows of MNN's nibbles (row-major) with their F16
+ * (zero, scale) pairs, w = zero + (q - 8) * scale, into Q4_64 blocks at out. */
+typedef struct {
+    const uint8_t *nib, *alpha;
+    int64_t cols;
+    uint8_t *out;
+} repack_job;
+
+/* Rows [begin, end) of a repack_job as Q4_64 blocks: d = scale, m = zero -
+ * 8 * scale (rounded to F16, at most half an F16 step of m), the nibbles by
+ * repack_nibbles. */
+static void repack_rows(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const repack_job *j = arg;
+    const int64_t nb = j->cols / PD_QBLOCK_64; /* a block's 64 nibbles are 32 whole bytes */
+    for (int64_t g = begin * nb; g < end * nb; g++) {
+        const uint8_t *a = j->alpha + 4 * g;
+        uint8_t *out = j->out + 36 * g;
         const float zero = pdi_f16_to_f32(pdi_load_u16(a)), scale = pdi_f16_to_f32(pdi_load_u16(a + 2));
         const uint16_t m = pdi_f32_to_f16(zero - 8.0f * scale);
         out[0] = a[2], out[1] = a[3];
         out[2] = (uint8_t)m, out[3] = (uint8_t)(m >> 8);
-        /* element k of the block is in byte k/2 (high nibble when k is even); Q4_64's byte j
-         * of half h holds elements 32h+j (low) and 32h+j+16 (high) */
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *lo = src + 16 * h, *hi = lo + 8;
-            uint8_t *o = out + 4 + 16 * h;
-            for (int i = 0; i < 8; i++) {
-                o[2 * i] = (uint8_t)((lo[i] >> 4) | (hi[i] & 0xF0));
-                o[2 * i + 1] = (uint8_t)((lo[i] & 0x0F) | (hi[i] << 4));
-            }
-        }
+        repack_nibbles(j->nib + 32 * g, out + 4);
     }
 }
 
@@ -152,7 +192,9 @@ static pd_status add_q4(mnn_load *m, const char *name, const uint8_t *nib, const
 {
     const int64_t shape[2] = {rows, cols};
     size_t bytes = (size_t)rows * pdi_dtype_row_bytes(PD_Q4_64, cols);
-    repack(nib, alpha, rows, cols, m->out);
+    repack_job job = {nib, alpha, cols, m->out};
+    if (m->pool) pdi_pool_for(m->pool, rows, 1, repack_rows, &job);
+    else repack_rows(&job, 0, rows, 0);
     release_pages(nib, (size_t)(rows * cols / 2));
     release_pages(alpha, (size_t)(rows * (cols / PD_QBLOCK_64) * 4));
     pd_status rc = pdi_store_add_tensor(m->st, name, strlen(name), PD_Q4_64, 2, shape, m->out, bytes, m->err);
@@ -220,6 +262,7 @@ static pd_status add_tensors(mnn_load *m, const pdi_mnn_graph *g, const mnn_embe
     char what[PD_ERROR_MESSAGE_SIZE];
     snprintf(what, sizeof what, "%s: blocks repacked as Q4_64", m->weight_path);
     pd_status rc = pdi_store_map_anonymous(m->st, total, what, &m->out, m->err);
+    if (rc == PD_OK) m->pool = pdi_pool_for_weights();
     char name[128];
     for (int l = 0; rc == PD_OK && l < c->n_layers; l++) {
         const pdi_mnn_layer *L = &g->layers[l];
@@ -325,11 +368,12 @@ pd_status pdi_mnn_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd
                                  : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
     if (rc == PD_OK) rc = pdi_store_map_file(st, graph, &gi, err);
     if (rc == PD_OK) rc = pdi_store_map_file(st, weight, &wi, err);
-    mnn_load m = {graph, weight, config, st, wi, cfg, err, NULL};
+    mnn_load m = {graph, weight, config, st, wi, cfg, err, NULL, NULL};
     if (rc == PD_OK) rc = pdi_mnn_graph_read(st->maps[gi].data, st->maps[gi].size, graph, &g, err);
     if (rc == PD_OK) rc = read_config(&m, &hidden, &layers, &emb);
     if (rc == PD_OK) rc = make_config(&m, &g, hidden, layers);
     if (rc == PD_OK) rc = add_tensors(&m, &g, &emb);
+    pdi_pool_free(m.pool);
     if (rc == PD_OK) rc = pdi_store_check_overlaps(st, n_tensors, weight, err);
     if (rc == PD_OK) {
         cfg->tied_embeddings = 1;
