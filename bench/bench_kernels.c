@@ -1,7 +1,8 @@
 /* bench_kernels.c - the matrix-product kernels alone, one thread (a
  * benchmark, not a test): every vector kernel table this CPU runs (AVX2,
  * AVX-512 VNNI, NEON; the portable one where there is none) multiplies the
- * MNN-Pocket shapes (gate/up 2560 x 896, down 896 x 2560) at Q4_0 and Q8_0,
+ * MNN-Pocket shapes (gate/up 2560 x 896, down 896 x 2560) at Q4_0, Q8_0,
+ * Q4_1 and Q4_64 (MNN's blocks of 64),
  * and the bundled models' shapes (704 x 256, 256 x 704) at BF16, by 1, 4, 8
  * and 64 tokens, in the layout the model runs (block types interleaved as the
  * table asks). Enough copies of each matrix are swept in turn to pass
@@ -13,7 +14,9 @@
  * and every split must give them). Where the AVX-512 VNNI table runs, a
  * first line gives the roof: the rate one core issues vpdpbusd at.
  *
- * Usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64] */
+ * TYPES (q4_0,q8_0,q4_1,q4_64,bf16: all by default) picks the types.
+ *
+ * Usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64] [TYPES,...] */
 #define _POSIX_C_SOURCE 200809L
 #include "core/kernels.h"
 
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static double now_s(void)
@@ -171,6 +175,17 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static double vpdpbusd_pe
 }
 #endif
 
+/* Whether name is one of the comma-separated names of list, ignoring case. */
+static bool type_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *s = list; *s; s += strcspn(s, ",") + (s[strcspn(s, ",")] == ',')) {
+        if (strcspn(s, ",") == n && strncasecmp(s, name, n) == 0) return true;
+        if (!s[strcspn(s, ",")]) break;
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     int runs = argc > 1 ? atoi(argv[1]) : 5;
@@ -190,7 +205,7 @@ int main(int argc, char **argv)
     char *end = NULL;
     long sweep_mb = argc > 3 ? strtol(argv[3], &end, 10) : 64;
     if (runs < 1 || n_tokens == 0 || sweep_mb < 0 || sweep_mb > 4096 || (end && (end == argv[3] || *end))) {
-        fprintf(stderr, "usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64, at most 4096]\n");
+        fprintf(stderr, "usage: bench_kernels [RUNS=5] [TOKENS,...=1,4,8,64] [SWEEP_MB=64, at most 4096] [TYPES,...]\n");
         return 2;
     }
     const pdi_kernels *vector[] = {pdi_kernels_avx2(), pdi_kernels_avx512(), pdi_kernels_neon()};
@@ -202,8 +217,10 @@ int main(int argc, char **argv)
     static const struct {
         pdi_dtype type;
         int64_t rows, cols;
-    } shapes[] = {{PD_Q4_0, 2560, 896}, {PD_Q4_0, 896, 2560}, {PD_Q8_0, 2560, 896},
-                  {PD_Q8_0, 896, 2560}, {PD_BF16, 704, 256},  {PD_BF16, 256, 704}};
+    } shapes[] = {{PD_Q4_0, 2560, 896}, {PD_Q4_0, 896, 2560},  {PD_Q8_0, 2560, 896},  {PD_Q8_0, 896, 2560},
+                  {PD_Q4_1, 2560, 896}, {PD_Q4_1, 896, 2560},  {PD_Q4_64, 2560, 896}, {PD_Q4_64, 896, 2560},
+                  {PD_BF16, 704, 256},  {PD_BF16, 256, 704}};
+    const char *types = argc > 4 ? argv[4] : NULL; /* a comma-separated list of type names, any case */
 #if defined(__x86_64__) && defined(__GNUC__)
     if (pdi_kernels_avx512()) {
         double best = 0;
@@ -217,7 +234,8 @@ int main(int argc, char **argv)
 #endif
     bool ok = true;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        ok = run_shape(tables, n_tables, shapes[s].type, shapes[s].rows, shapes[s].cols, tokens, n_tokens, runs,
+        if (!types || type_listed(types, pdi_dtype_name(shapes[s].type)))
+            ok = run_shape(tables, n_tables, shapes[s].type, shapes[s].rows, shapes[s].cols, tokens, n_tokens, runs,
                        (size_t)sweep_mb << 20) && ok;
     return ok ? 0 : 1;
 }

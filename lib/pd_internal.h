@@ -131,6 +131,7 @@ typedef struct pdi_mapping {
     char *path;
     const uint8_t *data;
     size_t size;
+    bool owned; /* anonymous: load-time passes may rewrite it in place */
 } pdi_mapping;
 
 /* Every tensor of a model, whatever files it came from. Tensor names are HF

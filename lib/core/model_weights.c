@@ -13,7 +13,6 @@
 #include <math.h>
 #include <unistd.h>
 
-static pdi_pool *weights_pool(void);
 
 static const struct {
     const char *suffix;
@@ -177,7 +176,7 @@ pd_status pdi_model_quantize_weights(pd_model *m, pd_weight_quant q, pd_error *e
     uint8_t *out;
     pd_status st = pdi_store_map_anonymous(&m->store, total, what, &out, err);
     if (st != PD_OK) return st;
-    pdi_pool *pool = weights_pool();
+    pdi_pool *pool = pdi_pool_for_weights();
     int threads = pool ? pdi_pool_size(pool) : 1;
     weights_quant_job job = {m, NULL, t, out, malloc((size_t)threads * (size_t)max_cols * sizeof(float)), max_cols};
     if (!job.rows) {
@@ -205,14 +204,6 @@ pd_status pdi_model_quantize_weights(pd_model *m, pd_weight_quant q, pd_error *e
 /* Groups of n rows of x in a slab: about 1 MiB. */
 static int64_t slab_groups(const pdi_matrix *x, int n) { return (int64_t)((1u << 20) / ((size_t)n * x->row_bytes)) + 1; }
 
-/* A pool of this machine's cores (up to 8) for a pass over the weights at
- * load or derive; NULL with one core, and the pass then runs on this thread. */
-static pdi_pool *weights_pool(void)
-{
-    int cores = pd_cpu_count();
-    return cores > 1 ? pdi_pool_new(cores < 8 ? cores : 8) : NULL;
-}
-
 /* A slab of one matrix to pack: groups [g0, g0 + ng) of x into dst. */
 typedef struct {
     pdi_matrix *x;
@@ -224,20 +215,41 @@ typedef struct {
     pd_model *m;
     const pack_slab *slabs;
     int n;
+    uint8_t *scratch; /* in-place slabs: a slab's bytes a thread, scratch_bytes apart */
+    size_t scratch_bytes;
 } pack_job;
 
 /* Slabs [begin, end): packed, and each one's file pages given back at once,
- * so the peak is the packed weights plus a slab a thread. */
+ * so the peak is the packed weights plus a slab a thread. A slab packed in
+ * place (dst is the matrix's own data) is copied to the thread's scratch
+ * first. */
 static void pack_range(void *arg, int64_t begin, int64_t end, int thread)
 {
-    (void)thread;
     const pack_job *j = arg;
     for (int64_t i = begin; i < end; i++) {
         const pack_slab *s = &j->slabs[i];
-        size_t group = (size_t)j->n * s->x->row_bytes, at = (size_t)s->g0 * group;
-        pdi_x_pack(s->x->dtype, j->n, s->x->data + at, s->x->row_bytes, j->n * s->ng, s->dst + at);
-        release_mapped(&j->m->store, s->x->data + at, (size_t)s->ng * group);
+        size_t group = (size_t)j->n * s->x->row_bytes, at = (size_t)s->g0 * group, bytes = (size_t)s->ng * group;
+        const uint8_t *src = s->x->data + at;
+        if (s->dst == s->x->data) {
+            uint8_t *copy = j->scratch + (size_t)thread * j->scratch_bytes;
+            memcpy(copy, src, bytes);
+            pdi_x_pack(s->x->dtype, j->n, copy, s->x->row_bytes, j->n * s->ng, s->dst + at);
+            continue;
+        }
+        pdi_x_pack(s->x->dtype, j->n, src, s->x->row_bytes, j->n * s->ng, s->dst + at);
+        release_mapped(&j->m->store, src, bytes);
     }
+}
+
+/* Whether [p, p + n) lies in anonymous memory of the store's (weights
+ * repacked or quantized at load), which interleaving may rewrite in place. */
+static bool store_owns(const pdi_tensor_store *st, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < st->n_maps; i++) {
+        const pdi_mapping *mp = &st->maps[i];
+        if (mp->data && p >= mp->data && n <= mp->size && (size_t)(p - mp->data) <= mp->size - n) return mp->owned;
+    }
+    return false;
 }
 
 /* The block-quantized (Q8_0, Q4_0, Q4_1, Q4_64) matrices of the layers and the LM
@@ -254,40 +266,55 @@ void pdi_model_interleave_weights(pd_model *m)
     size_t n_mat = (size_t)m->cfg.n_layers * N_LAYER_MATRICES, total = 0;
     for (size_t i = 0; i < n_mat; i++)
         if (matrix_at(m->layers, (long)i)->rows % n) return;
+    /* matrices in memory of the store's own (repacked or quantized at load)
+     * are packed in place, a slab at a time through a thread's scratch: no
+     * second copy to fault in and zero; the others into one new buffer */
     const pdi_matrix *w;
-    for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (pdi_dtype_is_block(w->dtype)) total += line_padded((size_t)w->rows * w->row_bytes);
+    size_t n_slabs = 0, max_slab = 0;
+    for (size_t i = 0; (w = interleavable(m, i)); i++) {
+        if (!pdi_dtype_is_block(w->dtype)) continue;
+        size_t bytes = (size_t)w->rows * w->row_bytes, slab = (size_t)slab_groups(w, n) * n * w->row_bytes;
+        n_slabs += (size_t)(w->rows / n / slab_groups(w, n)) + 1;
+        if (!store_owns(&m->store, w->data, bytes)) total += line_padded(bytes);
+        else max_slab = slab > max_slab ? slab : max_slab;
+    }
     /* one buffer in 2 MiB pages where the system gives them: a few hundred
      * page faults at load instead of tens of thousands, and fewer TLB misses
      * while decode streams the weights */
     const size_t huge = (size_t)2 << 20, size = (total + huge - 1) & ~(huge - 1);
     void *buf = NULL;
-    if (total == 0 || posix_memalign(&buf, huge, size) || !own(m, buf)) return;
+    if (total && (posix_memalign(&buf, huge, size) || !own(m, buf))) return;
 #ifdef MADV_HUGEPAGE
-    madvise(buf, size, MADV_HUGEPAGE);
+    if (buf) madvise(buf, size, MADV_HUGEPAGE);
 #endif
+    pdi_pool *pool = pdi_pool_for_weights();
+    int threads = pool ? pdi_pool_size(pool) : 1;
+    pack_slab *slabs = malloc(n_slabs * sizeof *slabs);
+    uint8_t *scratch = max_slab ? malloc((size_t)threads * max_slab) : NULL;
+    if (!slabs || (max_slab && !scratch)) { /* buf is owned by m: freed with it */
+        free(slabs);
+        pdi_pool_free(pool);
+        return;
+    }
     /* slabs of about 1 MiB (whole groups), spread over the cores: the first
      * touch of the new pages and the packing both run in parallel */
-    size_t n_slabs = 0;
-    for (size_t i = 0; (w = interleavable(m, i)); i++)
-        if (pdi_dtype_is_block(w->dtype)) n_slabs += (size_t)(w->rows / n / slab_groups(w, n)) + 1;
-    pack_slab *slabs = malloc(n_slabs * sizeof *slabs);
-    if (!slabs) return; /* buf is owned by m: freed with it */
     uint8_t *dst = buf;
     size_t k = 0;
     pdi_matrix *x;
     for (size_t i = 0; (x = interleavable(m, i)); i++) {
         if (!pdi_dtype_is_block(x->dtype)) continue;
         int64_t slab = slab_groups(x, n);
+        size_t bytes = (size_t)x->rows * x->row_bytes;
+        uint8_t *to = store_owns(&m->store, x->data, bytes) ? (uint8_t *)(uintptr_t)x->data : dst;
         for (int64_t g0 = 0; g0 < x->rows / n; g0 += slab)
-            slabs[k++] = (pack_slab){x, dst, g0, x->rows / n - g0 < slab ? x->rows / n - g0 : slab};
-        dst += line_padded((size_t)x->rows * x->row_bytes);
+            slabs[k++] = (pack_slab){x, to, g0, x->rows / n - g0 < slab ? x->rows / n - g0 : slab};
+        if (to == dst) dst += line_padded(bytes);
     }
-    pack_job job = {m, slabs, n};
-    pdi_pool *pool = weights_pool();
+    pack_job job = {m, slabs, n, scratch, max_slab};
     if (pool) pdi_pool_for(pool, (int64_t)k, 1, pack_range, &job);
     else pack_range(&job, 0, (int64_t)k, 0);
     pdi_pool_free(pool);
+    free(scratch);
     /* every slab is packed: the matrices now read the new layout */
     for (size_t i = 0; i < k; i++) {
         if (slabs[i].g0) continue; /* a matrix's first slab */
@@ -433,7 +460,7 @@ pd_model *pdi_model_derive(const pd_model *base, const pdi_lowrank *updates, siz
     }
     /* merging is a pass over every weight of the target matrices: spread it
      * over the cores */
-    if (mode != PD_DERIVE_RUNTIME) pool = weights_pool();
+    if (mode != PD_DERIVE_RUNTIME) pool = pdi_pool_for_weights();
     for (size_t i = 0; i < n_updates; i++) {
         const pdi_lowrank *u = &updates[i];
         long index = matrix_index(&base->cfg, u->matrix);

@@ -198,6 +198,12 @@ int32_t pd_cpu_count(void)
     return n > 0 ? (int)n : 1;
 }
 
+pdi_pool *pdi_pool_for_weights(void)
+{
+    int cores = pd_cpu_count();
+    return cores > 1 ? pdi_pool_new(cores < 8 ? cores : 8) : NULL;
+}
+
 pdi_pool *pdi_pool_new(int n_threads)
 {
     int cores = pd_cpu_count();

@@ -16,6 +16,10 @@ typedef void (*pdi_range_fn)(void *arg, int64_t begin, int64_t end, int thread);
 pdi_pool *pdi_pool_new(int n_threads);
 void pdi_pool_free(pdi_pool *pool);
 int pdi_pool_size(const pdi_pool *pool);
+/* A pool of this machine's cores (up to 8) for a pass over the weights at
+ * load or derive (repacking, quantizing, interleaving); NULL with one core,
+ * and the pass then runs on the calling thread. */
+pdi_pool *pdi_pool_for_weights(void);
 
 /* Split [0, n) into contiguous chunks of whole `grain`s (a few per thread;
  * every chunk starts at a multiple of grain, the last ends at n) and run fn on

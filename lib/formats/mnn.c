@@ -4,6 +4,8 @@
  * copy), the norms read in place. */
 #include "mnn.h"
 
+#include "core/threadpool.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,8 @@ typedef struct mnn_load {
     pd_config *cfg;
     pd_error *err;
     uint8_t *out; /* next free byte of the repacked blocks */
+    struct repack_job *jobs; /* the matrices to repack, once all are checked */
+    size_t n_jobs, cap_jobs;
 } mnn_load;
 
 bool pdi_mnn_dir(const char *dir)
@@ -109,30 +113,65 @@ static const uint8_t *weight_range(mnn_load *m, const char *op, const char *what
     return w->data + offset;
 }
 
-/* Rows x cols of MNN's nibbles (element 2i in the high nibble of byte i,
- * row-major) with their F16 (zero, scale) pairs, w = zero + (q - 8) * scale,
- * as Q4_64 blocks: d = scale, m = zero - 8 * scale (rounded to F16, at most
- * half an F16 step of m), the nibbles of each half of 32 as Q4_1 packs them. */
-static void repack(const uint8_t *nib, const uint8_t *alpha, int64_t rows, int64_t cols, uint8_t *out)
+/* The eight bytes of v spread to the even bytes of a 64-bit word, low first
+ * (byte i to byte 2i), the odd bytes zero: four at a time. */
+static uint64_t spread_bytes(uint32_t v)
 {
-    const int64_t nb = cols / PD_QBLOCK_64;
-    const uint8_t *src = nib; /* a block's 64 nibbles are 32 whole bytes: cols is a multiple of 64 */
-    for (int64_t g = 0; g < rows * nb; g++, out += 36, src += 32) {
-        const uint8_t *a = alpha + 4 * g;
+    uint64_t x = v;
+    x = (x | x << 16) & 0x0000FFFF0000FFFFull;
+    return (x | x << 8) & 0x00FF00FF00FF00FFull;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8) p[i] = (uint8_t)v;
+}
+
+/* A block of 64 of MNN's nibbles (element k in byte k/2, the high nibble when
+ * k is even) as Q4_64's two halves (byte j of half h: element 32h+j low,
+ * 32h+j+16 high). A half's bytes 2i and 2i+1 take the nibbles of MNN's byte
+ * i (elements 2i, 2i+1) and byte i+8 (2i+16, 2i+17), so eight bytes at a
+ * time: the even output bytes from one word, the odd from another. */
+static void repack_nibbles(const uint8_t *src, uint8_t *out)
+{
+    const uint64_t low = 0x0F0F0F0F0F0F0F0Full;
+    for (int h = 0; h < 2; h++) {
+        const uint64_t lo = le64(src + 16 * h), hi = le64(src + 16 * h + 8);
+        const uint64_t even = (lo >> 4 & low) | (hi & ~low), odd = (lo & low) | (hi << 4 & ~low);
+        put_le64(out + 16 * h, spread_bytes((uint32_t)even) | spread_bytes((uint32_t)odd) << 8);
+        put_le64(out + 16 * h + 8, spread_bytes((uint32_t)(even >> 32)) | spread_bytes((uint32_t)(odd >> 32)) << 8);
+    }
+}
+
+/* One matrix to repack: rows of MNN's nibbles (row-major) with their F16
+ * (zero, scale) pairs, w = zero + (q - 8) * scale, into Q4_64 blocks at out. */
+typedef struct repack_job {
+    const uint8_t *nib, *alpha;
+    int64_t rows, cols;
+    uint8_t *out;
+} repack_job;
+
+/* Rows [r0, r1) of a repack_job as Q4_64 blocks: d = scale, m = zero -
+ * 8 * scale (rounded to F16, at most half an F16 step of m), the nibbles by
+ * repack_nibbles. */
+static void repack_rows(const repack_job *j, int64_t r0, int64_t r1)
+{
+    const int64_t nb = j->cols / PD_QBLOCK_64; /* a block's 64 nibbles are 32 whole bytes */
+    for (int64_t g = r0 * nb; g < r1 * nb; g++) {
+        const uint8_t *a = j->alpha + 4 * g;
+        uint8_t *out = j->out + 36 * g;
         const float zero = pdi_f16_to_f32(pdi_load_u16(a)), scale = pdi_f16_to_f32(pdi_load_u16(a + 2));
         const uint16_t m = pdi_f32_to_f16(zero - 8.0f * scale);
         out[0] = a[2], out[1] = a[3];
         out[2] = (uint8_t)m, out[3] = (uint8_t)(m >> 8);
-        /* element k of the block is in byte k/2 (high nibble when k is even); Q4_64's byte j
-         * of half h holds elements 32h+j (low) and 32h+j+16 (high) */
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *lo = src + 16 * h, *hi = lo + 8;
-            uint8_t *o = out + 4 + 16 * h;
-            for (int i = 0; i < 8; i++) {
-                o[2 * i] = (uint8_t)((lo[i] >> 4) | (hi[i] & 0xF0));
-                o[2 * i + 1] = (uint8_t)((lo[i] & 0x0F) | (hi[i] << 4));
-            }
-        }
+        repack_nibbles(j->nib + 32 * g, out + 4);
     }
 }
 
@@ -147,17 +186,74 @@ static void release_pages(const uint8_t *p, size_t n)
     if (b < e) madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
+/* A matrix registered at its place in the repacked blocks; the repack itself
+ * waits for repack_all, once every matrix is checked. */
 static pd_status add_q4(mnn_load *m, const char *name, const uint8_t *nib, const uint8_t *alpha, int64_t rows,
                         int64_t cols)
 {
     const int64_t shape[2] = {rows, cols};
     size_t bytes = (size_t)rows * pdi_dtype_row_bytes(PD_Q4_64, cols);
-    repack(nib, alpha, rows, cols, m->out);
-    release_pages(nib, (size_t)(rows * cols / 2));
-    release_pages(alpha, (size_t)(rows * (cols / PD_QBLOCK_64) * 4));
+    repack_job *grown = pdi_grow(m->jobs, &m->cap_jobs, m->n_jobs + 1, sizeof *grown);
+    if (!grown) return pdi_set_error(m->err, PD_ERR_NOMEM, "%s: out of memory", m->weight_path);
+    m->jobs = grown;
+    m->jobs[m->n_jobs++] = (repack_job){nib, alpha, rows, cols, m->out};
     pd_status rc = pdi_store_add_tensor(m->st, name, strlen(name), PD_Q4_64, 2, shape, m->out, bytes, m->err);
     m->out += bytes;
     return rc;
+}
+
+/* Rows [r0, r1) of jobs[job]: about 1 MiB of blocks, a unit of repack_all. */
+typedef struct {
+    size_t job;
+    int64_t r0, r1;
+} repack_slab;
+
+typedef struct {
+    const repack_job *jobs;
+    const repack_slab *slabs;
+} repack_pass;
+
+/* Slabs [begin, end) repacked, and the weight file's pages under each given
+ * back at once, so the peak stays near one copy of the weights. */
+static void repack_range(void *arg, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    const repack_pass *p = arg;
+    for (int64_t i = begin; i < end; i++) {
+        const repack_slab *s = &p->slabs[i];
+        const repack_job *j = &p->jobs[s->job];
+        const size_t nib_row = (size_t)j->cols / 2, alpha_row = (size_t)(j->cols / PD_QBLOCK_64) * 4;
+        repack_rows(j, s->r0, s->r1);
+        release_pages(j->nib + (size_t)s->r0 * nib_row, (size_t)(s->r1 - s->r0) * nib_row);
+        release_pages(j->alpha + (size_t)s->r0 * alpha_row, (size_t)(s->r1 - s->r0) * alpha_row);
+    }
+}
+
+/* Rows of a matrix of cols columns in a slab: about 1 MiB of blocks. */
+static int64_t slab_rows(int64_t cols) { return (int64_t)((1u << 20) / pdi_dtype_row_bytes(PD_Q4_64, cols)) + 1; }
+
+/* Every recorded matrix repacked in one parallel pass over slabs of rows
+ * across the load pool: one loop, so a worker that another process keeps
+ * off its core holds up the load once, not once a matrix. */
+static pd_status repack_all(mnn_load *m)
+{
+    size_t n_slabs = 0;
+    for (size_t i = 0; i < m->n_jobs; i++) n_slabs += (size_t)((m->jobs[i].rows - 1) / slab_rows(m->jobs[i].cols) + 1);
+    repack_slab *slabs = malloc((n_slabs ? n_slabs : 1) * sizeof *slabs);
+    if (!slabs) return pdi_set_error(m->err, PD_ERR_NOMEM, "%s: out of memory", m->weight_path);
+    size_t k = 0;
+    for (size_t i = 0; i < m->n_jobs; i++) {
+        const int64_t per = slab_rows(m->jobs[i].cols);
+        for (int64_t r = 0; r < m->jobs[i].rows; r += per)
+            slabs[k++] = (repack_slab){i, r, m->jobs[i].rows - r < per ? m->jobs[i].rows : r + per};
+    }
+    repack_pass pass = {m->jobs, slabs};
+    pdi_pool *pool = pdi_pool_for_weights();
+    if (pool) pdi_pool_for(pool, (int64_t)k, 1, repack_range, &pass);
+    else repack_range(&pass, 0, (int64_t)k, 0);
+    pdi_pool_free(pool);
+    free(slabs);
+    return PD_OK;
 }
 
 /* A linear of the graph: shape checked against the config, header checked,
@@ -325,11 +421,13 @@ pd_status pdi_mnn_load(const char *dir, pdi_tensor_store *st, pd_config *cfg, pd
                                  : pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", dir);
     if (rc == PD_OK) rc = pdi_store_map_file(st, graph, &gi, err);
     if (rc == PD_OK) rc = pdi_store_map_file(st, weight, &wi, err);
-    mnn_load m = {graph, weight, config, st, wi, cfg, err, NULL};
+    mnn_load m = {graph, weight, config, st, wi, cfg, err, NULL, NULL, 0, 0};
     if (rc == PD_OK) rc = pdi_mnn_graph_read(st->maps[gi].data, st->maps[gi].size, graph, &g, err);
     if (rc == PD_OK) rc = read_config(&m, &hidden, &layers, &emb);
     if (rc == PD_OK) rc = make_config(&m, &g, hidden, layers);
     if (rc == PD_OK) rc = add_tensors(&m, &g, &emb);
+    if (rc == PD_OK) rc = repack_all(&m);
+    free(m.jobs);
     if (rc == PD_OK) rc = pdi_store_check_overlaps(st, n_tensors, weight, err);
     if (rc == PD_OK) {
         cfg->tied_embeddings = 1;
