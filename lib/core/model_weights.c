@@ -293,6 +293,7 @@ void pdi_model_interleave_weights(pd_model *m)
     uint8_t *scratch = max_slab ? malloc((size_t)threads * max_slab) : NULL;
     if (!slabs || (max_slab && !scratch)) { /* buf is owned by m: freed with it */
         free(slabs);
+        free(scratch);
         pdi_pool_free(pool);
         return;
     }
