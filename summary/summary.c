@@ -350,7 +350,7 @@ json_t *pds_summary_json(const pds_summary *s, const pds_calibration *cal)
     const cell **order = s->n ? malloc(s->n * sizeof *order) : NULL;
     if (!root || (s->n && !order)) goto fail;
     for (size_t i = 0; i < s->n; i++) order[i] = &s->cells[i];
-    qsort(order, s->n, sizeof *order, cell_order);
+    if (s->n) qsort(order, s->n, sizeof *order, cell_order); /* no cells: order is NULL */
     for (size_t i = 0; i < s->n; i++) {
         json_t *e = entry(s, order[i], cal);
         if (!e || (order[i]->category ? json_array_append_new(cells, e)

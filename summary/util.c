@@ -130,7 +130,7 @@ json_t *pds_counts_top(const pds_counts *c, int top)
     size_t n = 0;
     for (size_t i = 0; i < c->cap; i++)
         if (c->keys[i]) s[n++] = (slot){c->keys[i], c->counts[i]};
-    qsort(s, n, sizeof *s, slot_order);
+    if (n) qsort(s, n, sizeof *s, slot_order); /* none: s is NULL */
     for (size_t i = 0; i < n && (long)i < top; i++)
         if (json_array_append_new(arr, json_pack("{s:s,s:I}", "value", s[i].key, "count", (json_int_t)s[i].count))) {
             json_decref(arr);
