@@ -70,6 +70,14 @@ static cal_cell *get(pds_calibration *c, const char *category, const char *polar
     return x;
 }
 
+bool pds_calibration_cell(const pds_calibration *c, size_t i, const char **category, const char **polarity,
+                          double *gold)
+{
+    if (!c || i >= c->n) return false;
+    *category = c->cells[i].category, *polarity = c->cells[i].polarity, *gold = c->cells[i].g;
+    return true;
+}
+
 bool pds_calibration_knows(const pds_calibration *c, bool category, const char *label)
 {
     if (c->reviews == 0) return true;

@@ -40,4 +40,9 @@ json_t *pds_counts_top(const pds_counts *c, int top);
 pds_rates pds_calibration_rates(const pds_calibration *c, const char *category, const char *polarity, int min_support,
                                 const char **which);
 
+/* The i-th cell of the calibration (its key and gold records): false past
+ * the last. */
+bool pds_calibration_cell(const pds_calibration *c, size_t i, const char **category, const char **polarity,
+                          double *gold);
+
 #endif

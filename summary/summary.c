@@ -342,25 +342,63 @@ static json_t *entry(const pds_summary *s, const cell *c, const pds_calibration 
     return out;
 }
 
+/* The calibration's cells with gold records that the summary found nothing
+ * of, as empty cells: their entry says so with the interval of nothing found
+ * (a complaint the model never wrote may still be in the corpus). NULL with
+ * *n 0 when there are none; -1 in *n when out of memory. */
+static cell *not_found(const pds_summary *s, const pds_calibration *cal, long *n)
+{
+    const char *category, *polarity;
+    double gold;
+    cell *out = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (size_t i = 0; pds_calibration_cell(cal, i, &category, &polarity, &gold); i++) {
+        bool found = gold <= 0;
+        for (size_t j = 0; j < s->n && !found; j++)
+            found = pds_same_key(s->cells[j].category, s->cells[j].polarity, category, polarity);
+        if (found) continue;
+        if (pds_grow((void **)&out, &cap, (size_t)*n + 1, sizeof *out)) {
+            free(out);
+            *n = -1;
+            return NULL;
+        }
+        /* the strings stay the calibration's: the cell lives only while the JSON is written */
+        out[(*n)++] = (cell){.category = (char *)category, .polarity = (char *)polarity};
+    }
+    return out;
+}
+
 json_t *pds_summary_json(const pds_summary *s, const pds_calibration *cal)
 {
-    json_t *pol = json_object(), *cells = json_array();
+    json_t *pol = json_object(), *cells = json_array(), *none = json_array();
     json_t *root = json_pack("{s:I,s:I,s:o,s:o}", "reviews", (json_int_t)s->reviews, "records",
                              (json_int_t)s->records, "polarity", pol, "cells", cells);
-    const cell **order = s->n ? malloc(s->n * sizeof *order) : NULL;
-    if (!root || (s->n && !order)) goto fail;
+    long n_empty;
+    cell *empty = not_found(s, cal, &n_empty);
+    size_t n = s->n + (size_t)(n_empty > 0 ? n_empty : 0);
+    const cell **order = n ? malloc(n * sizeof *order) : NULL;
+    if (!root || !none || n_empty < 0 || (n && !order)) goto fail;
     for (size_t i = 0; i < s->n; i++) order[i] = &s->cells[i];
-    if (s->n) qsort(order, s->n, sizeof *order, cell_order); /* no cells: order is NULL */
-    for (size_t i = 0; i < s->n; i++) {
+    for (long i = 0; i < n_empty; i++) {
+        empty[i].examples = empty[i].listed = none; /* borrowed: copied into each entry */
+        order[s->n + (size_t)i] = &empty[i];
+    }
+    if (n) qsort(order, n, sizeof *order, cell_order); /* no cells: order is NULL */
+    for (size_t i = 0; i < n; i++) {
         json_t *e = entry(s, order[i], cal);
         if (!e || (order[i]->category ? json_array_append_new(cells, e)
                                       : json_object_set_new(pol, order[i]->polarity, e)))
             goto fail;
     }
     free(order);
+    free(empty);
+    json_decref(none);
     return root;
 fail:
     free(order);
+    free(empty);
+    json_decref(none);
     json_decref(root);
     return NULL;
 }

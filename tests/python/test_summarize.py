@@ -30,7 +30,9 @@ def test_tables_equal_the_command(records):
     want = json.loads(helpers.run(helpers.POCKETDEC, "summarize", "--records", records, "--model", TIANCHI))
     t = pocketdec.summarize(records, model=TIANCHI, command=helpers.POCKETDEC)
     assert t["json"] == want
-    assert list(t["polarity"]["polarity"]) == list(want["polarity"]) == ["正面", "负面"]
+    # 中性: none found, an entry all the same (the bundle's rates know it)
+    assert list(t["polarity"]["polarity"]) == list(want["polarity"]) == ["正面", "负面", "中性"]
+    assert want["polarity"]["中性"]["records"] == 0 and want["polarity"]["中性"]["high"] > 0
     for df, entries in ((t["polarity"], list(want["polarity"].values())), (t["cells"], want["cells"])):
         assert len(df) == len(entries)
         for (_, row), e in zip(df.iterrows(), entries):

@@ -200,6 +200,39 @@ static void test_none_found(void **state)
     pds_estimate_count(&none, 7, &e);
     assert_true(e.estimate == 7 && e.precision < 0);
     assert_string_equal(e.rates, "none");
+    /* a corpus of two reviews with none of the calibration's records: each
+     * cell it knows still has an entry, nothing found, with the interval
+     * above (R 0.4: [0, 5.86]); the cell found comes first */
+    pds_params p = pds_default_params();
+    p.min_support = 5;
+    pds_summary *s = pds_summary_new(&p);
+    pds_error err;
+    static const pds_record other[] = {REC("包装", "好看", "包装", "正面")};
+    assert_int_equal(pds_summary_add(s, "1", "包装好看", other, 1, &err), 0);
+    assert_int_equal(pds_summary_add(s, "2", "还行", NULL, 0, &err), 0);
+    json_t *j = pds_summary_json(s, c);
+    assert_int_equal(json_array_size(json_object_get(j, "cells")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "cells"), 0), "category")),
+                        "包装");
+    json_t *entries[] = {find_cell(j, "价格", "负面"), json_object_get(json_object_get(j, "polarity"), "负面")};
+    for (int k = 0; k < 2; k++) {
+        assert_non_null(entries[k]);
+        assert_int_equal(num(entries[k], "records"), 0);
+        assert_int_equal(num(entries[k], "reviews"), 0);
+        assert_true(num(entries[k], "estimate") == 0 && num(entries[k], "low") == 0);
+        assert_true(fabs(num(entries[k], "high") - 5.86) < 1e-9);
+        assert_int_equal(num(entries[k], "support"), 5);
+        assert_int_equal(json_array_size(json_object_get(entries[k], "examples")), 0);
+        assert_int_equal(json_array_size(json_object_get(entries[k], "top_aspects")), 0);
+    }
+    assert_string_equal(json_string_value(json_object_get(entries[0], "rates")), "cell");
+    json_decref(j);
+    /* without a calibration nothing is known to be missing: only the cell found */
+    j = pds_summary_json(s, NULL);
+    assert_int_equal(json_array_size(json_object_get(j, "cells")), 1);
+    assert_null(json_object_get(json_object_get(j, "polarity"), "负面"));
+    json_decref(j);
+    pds_summary_free(s);
     /* a label the calibration never saw: another schema */
     assert_true(pds_calibration_knows(c, true, "价格"));
     assert_false(pds_calibration_knows(c, true, "Price"));
