@@ -136,6 +136,8 @@ typedef struct generation {
     const pd_head *head;      /* NULL: none */
     void *owner;              /* what serve_loader.close frees (NULL: nothing) */
     char *path;               /* the bundle it was loaded from (NULL: the start's) */
+    pds_calibration *rates;   /* what /v1/summarize estimates with (NULL: none): the bundle's calibration.json */
+    char *rates_path;         /* its file, for messages */
     pd_tag_extractor *why;    /* a tagger head's: what /v1/why explains with (NULL: no tagger head) */
     bool can_score;           /* a decision head */
     int32_t slots;            /* texts its engine holds at once */

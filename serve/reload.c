@@ -16,6 +16,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* The rates a generation summarizes with: its bundle's calibration.json (the
+ * start's: the server's configured file), read once, so summaries follow a
+ * reload and a file that cannot be read refuses the bundle. */
+static int load_rates(server *s, generation *g, const char *path, char *msg, size_t msg_size)
+{
+    const char *file = s->cfg->calibration;
+    char buf[4096];
+    if (path) {
+        struct stat st;
+        snprintf(buf, sizeof buf, "%s/calibration.json", path);
+        file = stat(buf, &st) == 0 ? buf : NULL; /* a bundle without rates: the estimates are the counts */
+    }
+    if (!file) return 0;
+    pds_error err;
+    if (!(g->rates = pds_calibration_load(file, &err)) || !(g->rates_path = strdup(file))) {
+        snprintf(msg, msg_size, "%s", g->rates ? "out of memory" : err.message);
+        return -1;
+    }
+    return 0;
+}
 
 generation *serve_gen_new(server *s, const pd_model *model, const pd_head *head, void *owner, const char *path,
                           char *msg, size_t msg_size)
@@ -32,7 +54,9 @@ generation *serve_gen_new(server *s, const pd_model *model, const pd_head *head,
     g->owner = owner;
     g->can_score = head && pd_head_get_type(head) != PD_HEAD_TAGGER;
     pd_error err;
-    if (head && pd_head_get_type(head) == PD_HEAD_TAGGER &&
+    if (load_rates(s, g, path, msg, msg_size)) {
+        /* refused: a reload keeps the old model, a start stops with msg */
+    } else if (head && pd_head_get_type(head) == PD_HEAD_TAGGER &&
         !(g->why = pd_tag_extractor_new(model, s->schema, head, &err)))
         snprintf(msg, msg_size, "%s", err.message);
     else if (serve_engine_start(s, g, msg, msg_size) == 0)
@@ -58,6 +82,8 @@ void serve_gen_free(server *s, generation *g)
     const serve_loader *l = s->cfg->loader;
     if (g->owner && l) l->close(l->user, g->owner);
     free(g->path);
+    pds_calibration_free(g->rates);
+    free(g->rates_path);
     free(g);
 }
 

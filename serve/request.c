@@ -288,17 +288,16 @@ static int review_records(const json_t *records, size_t i, pds_record *recs, cha
     return 0;
 }
 
-int serve_summarize(const json_t *reviews, const char *calibration, char **out, char msg[SERVE_MESSAGE_SIZE])
+int serve_summarize(const json_t *reviews, const pds_calibration *cal, const char *cal_name, char **out,
+                    char msg[SERVE_MESSAGE_SIZE])
 {
     pds_params p = pds_default_params();
     p.listed = -1; /* a click on a cell shows all of its reviews */
     pds_summary *s = pds_summary_new(&p);
-    pds_calibration *cal = NULL;
     pds_record *recs = NULL;
     pds_error err;
     int st = s ? 0 : refuse(msg, 500, "out of memory");
     *out = NULL;
-    if (!st && calibration && !(cal = pds_calibration_load(calibration, &err))) st = refuse(msg, 500, "%s", err.message);
     const json_t *v;
     size_t i;
     json_array_foreach(reviews, i, v) {
@@ -326,7 +325,7 @@ int serve_summarize(const json_t *reviews, const char *calibration, char **out, 
                 if (!pds_calibration_knows(cal, false, recs[k].polarity)) {
                     st = refuse(msg, 400, "reviews[%zu].records[%zu]: polarity '%s' is not among the labels of the "
                                 "calibration %s (rates measured for another schema?)", i, k, recs[k].polarity,
-                                calibration);
+                                cal_name ? cal_name : "");
                     break;
                 }
         if (!st && pds_summary_add(s, json_is_string(id) ? json_string_value(id) : num, json_string_value(text), recs,
@@ -337,7 +336,6 @@ int serve_summarize(const json_t *reviews, const char *calibration, char **out, 
     if (!st && (!j || !(*out = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER)))) st = refuse(msg, 500, "out of memory");
     json_decref(j);
     free(recs);
-    pds_calibration_free(cal);
     pds_summary_free(s);
     return st ? st : 200;
 }

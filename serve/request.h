@@ -8,6 +8,7 @@
 #define PD_SERVE_REQUEST_H
 
 #include "pocketdec.h"
+#include "pocketdec_summary.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -65,10 +66,11 @@ int serve_parse_summarize(const char *body, size_t len, json_t **root, const jso
 
 /* The summary (summary/pocketdec_summary.h, as `pocketdec summarize` writes
  * it, every cell's reviews under "listed") of reviews, estimated under the
- * rates of the calibration file at calibration (NULL: none). Returns 200
- * with *out the JSON (malloc'ed), or 400 (a review or record that is not
- * one: msg names which), 500. */
-int serve_summarize(const json_t *reviews, const char *calibration, char **out, char msg[SERVE_MESSAGE_SIZE]);
+ * rates cal (NULL: none), read from the file named cal_name (for messages).
+ * Returns 200 with *out the JSON (malloc'ed), or 400 (a review or record that
+ * is not one: msg names which), 500. */
+int serve_summarize(const json_t *reviews, const pds_calibration *cal, const char *cal_name, char **out,
+                    char msg[SERVE_MESSAGE_SIZE]);
 
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be

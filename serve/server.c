@@ -318,14 +318,23 @@ static enum MHD_Result reload(server *s, struct MHD_Connection *c, request *r)
 }
 
 /* POST /v1/summarize: a file's results summarized (serve_summarize), under
- * the rates of the bundle started with (--model DIR's calibration.json). */
+ * the rates of the bundle serving now (its calibration.json). */
 static enum MHD_Result summarize(server *s, struct MHD_Connection *c, request *r)
 {
     char msg[SERVE_MESSAGE_SIZE], *body = NULL;
     json_t *root;
     const json_t *reviews;
     int st = serve_parse_summarize(r->body, r->len, &root, &reviews, msg);
-    if (st == 0) st = serve_summarize(reviews, s->cfg->calibration, &body, msg);
+    if (st == 0) {
+        pthread_mutex_lock(&s->mu);
+        generation *g = s->gen; /* its rates, whole, whatever reload comes */
+        g->refs++;
+        pthread_mutex_unlock(&s->mu);
+        st = serve_summarize(reviews, g->rates, g->rates_path, &body, msg);
+        pthread_mutex_lock(&s->mu);
+        serve_gen_unref(g);
+        pthread_mutex_unlock(&s->mu);
+    }
     json_decref(root);
     if (st != 200) return fail(s, c, r, st, "%s", msg);
     return answer(s, c, r, st, body, NULL);

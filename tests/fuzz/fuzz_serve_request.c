@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = serve_parse_summarize(body, size, &root, &reviews, msg);
     if (st == 0) {
         char *out = NULL;
-        st = serve_summarize(reviews, NULL, &out, msg);
+        st = serve_summarize(reviews, NULL, NULL, &out, msg);
         if (st == 200) {
             json_t *v = out ? json_loads(out, 0, NULL) : NULL;
             if (!v) abort();

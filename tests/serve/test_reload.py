@@ -9,10 +9,13 @@ an API key, and checks:
   /v1/info (a pointer head, score, generation 2), after which /v1/extract
   gives `pocketdec extract --model models/tianchi-gen`'s records and
   /v1/score answers; no body reloads the start's bundle, whose records come
-  back; SIGHUP does the same (the server says so on stderr);
+  back; SIGHUP does the same (the server says so on stderr); /v1/summarize
+  estimates with the rates of the bundle serving (tianchi-gen has none: the
+  estimates are the counts; back on the default, its calibration.json's);
 - refused, nothing changed and the old bundle serving on: no key (401); a
   folder that does not exist, a bundle whose head is cut short (422, with
-  the loader's message); a body not JSON, "model" not a string, an unknown
+  the loader's message), a bundle whose calibration.json is not one (422
+  naming it); a body not JSON, "model" not a string, an unknown
   field (400);
 - reloads while 4 clients send requests of 3 reviews: every request answered
   200 with the records of one bundle for all its reviews (never a mix, never
@@ -64,7 +67,17 @@ def same(a, b):
     return a == b
 
 
+def summary_rates(s):
+    """The rates /v1/summarize estimated a complaint's cell with, and the estimate."""
+    review = {"id": "1", "text": "很好用，贵", "records": [{"aspect": "_", "opinion": "贵", "category": "价格", "polarity": "负面"}]}
+    st, _, body = s.post("/v1/summarize", {"reviews": [review]}, AUTH)
+    return (body["polarity"]["负面"]["rates"], body["polarity"]["负面"]["estimate"]) if st == 200 else (st, body)
+
+
 def test_swap(s, texts, want_tag, want_gen):
+    rates, estimate = summary_rates(s)
+    check("/v1/summarize on the default: its calibration.json's rates (a complaint counts more than 1)",
+          rates == "polarity" and estimate > 1, (rates, estimate))
     st, info = reload(s, {"model": GEN})
     check("POST /v1/reload {model: tianchi-gen} -> 200 with its /v1/info (pointer head, score, generation 2)",
           st == 200 and info["head"] == "pointer" and info["score"] is True and info["generation"] == 2, (st, info))
@@ -75,6 +88,8 @@ def test_swap(s, texts, want_tag, want_gen):
                          AUTH)
     check("... and /v1/score answers (the new bundle's pointer head)", st == 200 and len(body["candidates"]) == 2,
           (st, body))
+    check("... and /v1/summarize has no rates (tianchi-gen has no calibration.json): the counts",
+          summary_rates(s) == ("none", 1), summary_rates(s))
     st, info = reload(s)
     check("POST /v1/reload with no body -> the bundle started with (tagger head, generation 3)",
           st == 200 and info["head"] == "tagger" and info["generation"] == 3, (st, info))
@@ -82,6 +97,7 @@ def test_swap(s, texts, want_tag, want_gen):
     check("... whose records come back", st == 200 and records_of(body) == want_tag, (st, str(body)[:300]))
     st, _, body = s.post("/v1/score", {"text": "x", "candidates": ["a"]}, AUTH)
     check("... and /v1/score is 422 again (a tagger head)", st == 422, (st, body))
+    check("... and /v1/summarize its rates again", summary_rates(s)[0] == "polarity", summary_rates(s))
 
 
 def test_refused(s, texts, want_tag, tmp):
@@ -93,10 +109,18 @@ def test_refused(s, texts, want_tag, tmp):
     weights = os.path.join(bad, "head", "head.safetensors")
     with open(weights, "r+b") as f:
         f.truncate(os.path.getsize(weights) // 2)
+    rates = os.path.join(tmp, "rates")  # the bundle, its calibration.json not JSON
+    os.mkdir(rates)
+    for part in ("base", "adapter", "head"):
+        os.symlink(os.path.join(ts.MODEL, part), os.path.join(rates, part))
+    with open(os.path.join(rates, "calibration.json"), "w") as f:
+        f.write("{")
     cases = [("no key -> 401", {"model": GEN}, {}, 401, "API key"),
              ("a folder that does not exist -> 422 naming it", {"model": os.path.join(tmp, "nothing")}, AUTH, 422,
               "nothing"),
              ("a bundle whose head is cut short -> 422", {"model": bad}, AUTH, 422, "old one serves on"),
+             ("a bundle whose calibration.json is not JSON -> 422 naming it", {"model": rates}, AUTH, 422,
+              "calibration.json"),
              ("\"model\" not a string -> 400", {"model": 3}, AUTH, 400, "\"model\""),
              ("an unknown field -> 400", {"model": GEN, "head": "x"}, AUTH, 400, "head")]
     for what, body, headers, want_st, want_msg in cases:
@@ -111,8 +135,8 @@ def test_refused(s, texts, want_tag, tmp):
           info["generation"] == 3 and info["head"] == "tagger" and st2 == 200 and records_of(body) == want_tag,
           (info, st2))
     m = s.request("GET", "/metrics", None, AUTH)[2].decode()
-    check("metrics: reloads loaded 2, refused 2 (the loader's), generation 3",
-          'pocketdec_reloads_total{result="loaded"} 2' in m and 'pocketdec_reloads_total{result="refused"} 2' in m
+    check("metrics: reloads loaded 2, refused 3 (the loader's and the rates'), generation 3",
+          'pocketdec_reloads_total{result="loaded"} 2' in m and 'pocketdec_reloads_total{result="refused"} 3' in m
           and "pocketdec_model_generation 3" in m, m[-600:])
 
 

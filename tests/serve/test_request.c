@@ -158,7 +158,7 @@ static void test_summarize(void **state)
     json_t *root;
     const json_t *reviews;
     assert_int_equal(serve_parse_summarize(body, strlen(body), &root, &reviews, msg), 0);
-    assert_int_equal(serve_summarize(reviews, NULL, &out, msg), 200);
+    assert_int_equal(serve_summarize(reviews, NULL, NULL, &out, msg), 200);
     json_decref(root);
     json_t *j = json_loads(out, 0, NULL);
     free(out);
@@ -188,17 +188,26 @@ static void test_summarize(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int st = serve_parse_summarize(bad[i].body, strlen(bad[i].body), &root, &reviews, msg);
         if (st == 0) {
-            st = serve_summarize(reviews, NULL, &out, msg);
+            st = serve_summarize(reviews, NULL, NULL, &out, msg);
             json_decref(root);
         }
         assert_int_equal(st, 400);
         if (!strstr(msg, bad[i].says)) fail_msg("%s: got \"%s\", wanted it to say \"%s\"", bad[i].body, msg, bad[i].says);
     }
+    /* rates of another schema (polarity "negative"): 400 naming the record and the rates' file */
+    pds_calibration *cal = pds_calibration_new();
+    pds_record other = {"_", "bad", "Price", "negative", -1, -1, -1, -1};
+    pds_error err;
+    assert_non_null(cal);
+    assert_int_equal(pds_calibration_add(cal, &other, 1, &other, 1, &err), 0);
+    assert_int_equal(serve_parse_summarize(body, strlen(body), &root, &reviews, msg), 0);
     out = NULL;
-    assert_int_equal(serve_summarize(json_array_get(json_object_get(j = json_loads("{\"r\": [[]]}", 0, NULL), "r"), 0),
-                                     "/nonexistent/calibration.json", &out, msg), 500);
+    assert_int_equal(serve_summarize(reviews, cal, "B/calibration.json", &out, msg), 400);
     assert_null(out);
-    json_decref(j);
+    if (!strstr(msg, "reviews[0].records[0]: polarity '负面' is not among the labels of the calibration B/calibration.json"))
+        fail_msg("got \"%s\"", msg);
+    json_decref(root);
+    pds_calibration_free(cal);
 }
 
 static void test_error_body(void **state)
