@@ -606,6 +606,18 @@ def _read_texts(path):
     return [(r[0], r[1]) for _, r in rows]
 
 
+def read_result_rows(path):
+    """{id: [record tuples]} of a file of result rows (`id,field,...`, as `pocketdec extract` writes a
+    Tianchi Result.csv; a row of `_` alone: a review with none)."""
+    recs = {}
+    with open(path, encoding="utf-8", newline="") as f:
+        for r in csv.reader(f):
+            rows = recs.setdefault(r[0], [])
+            if any(x != "_" for x in r[1:]):
+                rows.append(tuple(r[1:]))
+    return recs
+
+
 def f1(gold, pred):
     """Micro precision, recall and F1 of records matched one to one within a review (the Tianchi
     metric): gold and pred {id: [field value tuples]}."""

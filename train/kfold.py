@@ -78,15 +78,7 @@ class Scorer:
         if self.tianchi:
             s = self.pd.tianchi_eval.score(gold, pred, reviews=reviews)
             return {"overall": s["overall"], "polarities": s["polarities"], "pairs": s["pairs"]}
-        def read(path):
-            out = {}
-            with open(path, encoding="utf-8", newline="") as f:
-                for r in csv.reader(f):
-                    rows = out.setdefault(r[0], [])
-                    if any(x != "_" for x in r[1:]):
-                        rows.append(tuple(r[1:]))
-            return out
-        return DS.score(self.data.schema, read(gold), read(pred))
+        return DS.score(self.data.schema, DS.read_result_rows(gold), DS.read_result_rows(pred))
 
 
 def extract_and_score(a, sc, out, reviews, result, gold, head=None):

@@ -35,6 +35,8 @@ import random
 import subprocess
 import sys
 
+import dataset as DS
+
 FOLD_SEED = 20261204  # kfold.py's
 MIN_GOLD = 5
 
@@ -152,17 +154,6 @@ def sds(recs, gold, ids):
             for p in ("负面", "正面", "中性") if some(recs, p) and some(gold, p)}
 
 
-def read_rows(path):
-    """{id: [(aspect, opinion, category, polarity)]} of Tianchi rows (Result.csv; `id,_,_,_,_`: none)."""
-    recs = {}
-    with open(path, encoding="utf-8", newline="") as f:
-        for r in csv.reader(f):
-            rows = recs.setdefault(r[0], [])
-            if any(x != "_" for x in r[1:]):
-                rows.append(tuple(r[1:5]))
-    return recs
-
-
 def concat(out, paths, header):
     """The files at paths one after another in out (a labels CSV's header once when header)."""
     with open(out, "w", encoding="utf-8", newline="") as f:
@@ -186,7 +177,7 @@ def measure_kfold(a, extract):
         others = [j for j in range(len(dirs)) if j != k]
         cr = concat(os.path.join(a.out, f"rest{k}_Result.csv"), [res[j] for j in others], False)
         cl = concat(os.path.join(a.out, f"rest{k}_gold.csv"), [gold[j] for j in others], True)
-        recs = read_rows(res[k])
+        recs = DS.read_result_rows(res[k])
         pol, cells = compare(summarize(a, res[k], cl, cr), counts(read_gold(gold[k]), recs))
         result["folds"].append({"fold": k, "reviews": len(recs), "polarity": pol})
         result["cells"] += [dict(c, fold=k) for c in cells]
@@ -196,7 +187,7 @@ def measure_kfold(a, extract):
     order, _ = read_records(records)
     pol, cells = compare(summarize(a, records, cl, cr), counts(read_gold(a.labels), [i for i, _ in order]))
     result["dev"] = {"reviews": len(order), "polarity": pol, "cells": cells}
-    recs, g = read_rows(cr), read_gold(cl)
+    recs, g = DS.read_result_rows(cr), read_gold(cl)
     result["sd"] = sds(recs, g, list(recs))
     result["sd_of"] = f"the out-of-fold records of {len(recs)} reviews"
     return result
