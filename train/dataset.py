@@ -30,6 +30,7 @@ enum field's value: (aspect, a_start, a_end, opinion, o_start, o_end, category, 
 
 import csv
 import json
+import math
 import os
 import random
 import sys
@@ -632,6 +633,12 @@ def f1(gold, pred):
         G += len(gold.get(i, []))
     pr, rc = S / max(P, 1), S / max(G, 1)
     return {"S": S, "P": P, "G": G, "precision": pr, "recall": rc, "f1": 2 * pr * rc / max(pr + rc, 1e-9)}
+
+
+def mean_se(v, single=0.0):
+    """The mean of the figures v and its standard error (sample SD / sqrt(n)); single: the SE of one."""
+    m = sum(v) / len(v)
+    return m, math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else single
 
 
 def score(schema, gold, pred):

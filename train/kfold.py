@@ -26,7 +26,6 @@ import argparse
 import copy
 import csv
 import json
-import math
 import os
 import random
 import sys
@@ -81,12 +80,18 @@ class Scorer:
         return DS.score(self.data.schema, DS.read_result_rows(gold), DS.read_result_rows(pred))
 
 
-def extract_and_score(a, sc, out, reviews, result, gold, head=None):
-    """Extract reviews with out/adapter and the head (out/head) through pocketdec; their figures."""
-    if not T.extract_dev(a.base, os.path.join(out, "adapter"), head or os.path.join(out, "head"), reviews, result,
-                         a.threads, sc.data.schema):
+def score_model(sc, base, adapter, head, reviews, result, gold, threads):
+    """Extract reviews [(id, text)] with base, adapter and head through pocketdec into result (a
+    Result.csv); their figures against gold (Scorer.write_gold's file)."""
+    if not T.extract_dev(base, adapter, head, reviews, result, threads, sc.data.schema):
         sys.exit("kfold.py scores through the pocketdec library: build it first (meson compile -C build)")
     return sc.score(gold, result, dict(reviews))
+
+
+def extract_and_score(a, sc, out, reviews, result, gold, head=None):
+    """Extract reviews with out/adapter and the head (out/head) through pocketdec; their figures."""
+    return score_model(sc, a.base, os.path.join(out, "adapter"), head or os.path.join(out, "head"), reviews, result,
+                       gold, a.threads)
 
 
 def run_fold(a, k, test_ids, train, meta, labels, sc, polarity=None):
@@ -125,8 +130,7 @@ def run_fold(a, k, test_ids, train, meta, labels, sc, polarity=None):
 
 def summary(scores, pooled):
     f = [s["overall"]["f1"] for s in scores]
-    mean = sum(f) / len(f)
-    se = math.sqrt(sum((x - mean) ** 2 for x in f) / (len(f) - 1) / len(f)) if len(f) > 1 else 0.0
+    mean, se = DS.mean_se(f)
     return {"folds": len(f), "f1": f, "mean": mean, "standard_error": se,
             "pooled": pooled["overall"], "pooled_pairs": pooled["pairs"], "pooled_polarities": pooled["polarities"]}
 

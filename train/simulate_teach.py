@@ -157,13 +157,8 @@ class Fold:
         return [(i, self.by_id[i][0], self.by_id[i][1]) for i in ids]
 
     def args(self, trunk):
-        import train_tagger as TT
-        ap = argparse.ArgumentParser()
-        TT.common_args(ap, data=False)
-        DS.add_args(ap)
-        TT.label_args(ap)
-        TT.sentiment.polarity_args(ap)
-        a = ap.parse_args(["--out", self.dir, "--threads", str(self.a.threads)])
+        import teach
+        a = teach.recipe_args(self.dir, ["--threads", str(self.a.threads)])
         if self.a.epochs:
             a.epochs = self.a.epochs
         if trunk == "none":  # the base alone is the trunk
@@ -296,10 +291,7 @@ def summarise(a):
     for (order, n), ss in sorted(rows.items(), key=lambda x: (a.orders.index(x[0][0]), x[0][1])):
         row = {"order": order, "labels": n, "folds": [s["fold"] for s in ss]}
         for key in ("f1", "neg_f1"):
-            v = [s[key] for s in ss]
-            m = sum(v) / len(v)
-            se = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1) / len(v)) if len(v) > 1 else float("nan")
-            row[key], row[key + "_se"] = m, se
+            row[key], row[key + "_se"] = DS.mean_se([s[key] for s in ss], float("nan"))
         out.append(row)
         print(f"{order:10s} {n:4d} labels: F1 {row['f1']:.4f} +- {row['f1_se']:.4f}, {neg} F1 "
               f"{row['neg_f1']:.4f} +- {row['neg_f1_se']:.4f} (folds {row['folds']})")

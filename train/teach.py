@@ -6,8 +6,9 @@
 
 The labels files are JSONL as dataset.py reads them ({"id", "text", "records": [...]}, what annotation
 in the playground writes). The original labels are the bundle's training data (data/tianchi, less the
-seeded dev split the bundle was trained without, as train_tagger.py splits it); --original none trains
-on the new labels alone (a schema of another domain, from an untrained head).
+seeded dev split the bundle was trained without, as train_tagger.py splits it); --original FILE
+--original-dev-fraction 0 takes a labels file whole (measure_teach_adapter.py's S_k); --original none
+trains on the new labels alone (a schema of another domain, from an untrained head).
 
 A review labelled again wins over the original: a new labelled review whose text is exactly that of an
 original review replaces it, and within the new files a later file's (or line's) label of a text wins.
@@ -58,23 +59,33 @@ def merge(original, new):
     return kept + new, len(original) - len(kept)
 
 
-def train_args(bundle, run, adapter, threads, epochs, seed):
-    """train_tagger.py's options for the label stage, as the bundle was trained (its train_log.json),
-    with the trunk kept (--adapter keep) or a new adapter (retrain)."""
+# the label-stage options a bundle's train_log.json records and a retrain takes over
+RECIPE = ("lora_r", "lora_alpha", "lora_lr", "head_lr", "sparse_lr", "link_dim", "drop", "features", "deep",
+          "jackknife", "polarity_prior", "batch", "epochs")
+
+
+def recipe_args(run, argv=()):
+    """train_tagger.py's options of the label stage at their defaults (the bundled default's recipe, as
+    kfold.py takes them), argv applied, writing to run."""
     import train_tagger as TT
     ap = argparse.ArgumentParser()
     TT.common_args(ap, data=False)
     DS.add_args(ap)
     TT.label_args(ap)
     TT.sentiment.polarity_args(ap)
-    a = ap.parse_args(["--out", run])
+    return ap.parse_args(["--out", run] + list(argv))
+
+
+def train_args(bundle, run, adapter, threads, epochs, seed):
+    """train_tagger.py's options for the label stage, as the bundle was trained (its train_log.json),
+    with the trunk kept (--adapter keep) or a new adapter (retrain)."""
+    a = recipe_args(run)
     try:
         with open(os.path.join(bundle, "train_log.json"), encoding="utf-8") as f:
             was = json.load(f).get("args", {})
     except (OSError, ValueError):
         was = {}
-    for k in ("lora_r", "lora_alpha", "lora_lr", "head_lr", "sparse_lr", "link_dim", "drop", "features", "deep",
-              "jackknife", "polarity_prior", "batch", "epochs"):
+    for k in RECIPE:
         if k in was and hasattr(a, k):
             setattr(a, k, was[k])
     with open(os.path.join(bundle, "head", "head.json"), encoding="utf-8") as f:
@@ -87,6 +98,21 @@ def train_args(bundle, run, adapter, threads, epochs, seed):
     if adapter == "keep":
         a.lora_r, a.trunk_adapter = 0, os.path.join(bundle, "adapter")
     return a
+
+
+def train_stage(a, base, schema, train, record, run, name="label"):
+    """The label stage of options a over base on train [(id, text, records)], saved as run/adapter and
+    run/head (the adapter naming ../base); its record (steps, seconds) goes to record[name]."""
+    import torch
+    import train_tagger as TT
+    import tagging
+    torch.manual_seed(a.seed)
+    torch.set_num_threads(a.threads)
+    meta = TT.schema_template(tagging.load_template(a.template), schema)
+    if not a.features:
+        meta.pop("features", None)
+    model, head = TT.label_stage(a, base, meta, schema.labels(), train, record, name)
+    TT.save_stage(model, head, meta, schema.labels(), run, "../base")
 
 
 def write_bundle(bundle, run, out, adapter, record):
@@ -111,11 +137,9 @@ def write_bundle(bundle, run, out, adapter, record):
 
 
 def teach(bundle, labels, out, original=DS.TIANCHI, adapter="keep", schema_path=DS.SCHEMA, threads=2,
-          epochs=0, seed=0, log=print):
-    """Train and write the new bundle; returns its record (teach_log.json)."""
-    import torch
-    import train_tagger as TT
-    import tagging
+          epochs=0, seed=0, log=print, original_dev=DS.DEV_FRACTION):
+    """Train and write the new bundle; returns its record (teach_log.json). original_dev: the dev
+    fraction left out of the original labels (the bundle's split; 0: every review of them)."""
     t0 = time.time()
     schema = DS.Schema(schema_path)
     new = read_new(labels, schema)
@@ -124,7 +148,7 @@ def teach(bundle, labels, out, original=DS.TIANCHI, adapter="keep", schema_path=
     orig = []
     if original != "none":
         ns = argparse.Namespace(data=[original], schema=schema_path, strict=False, dev=None,
-                                dev_fraction=DS.DEV_FRACTION, dev_seed=DS.DEV_SEED)
+                                dev_fraction=original_dev, dev_seed=DS.DEV_SEED)
         orig = DS.load(ns).labelled("train")
     train, replaced = merge(orig, new)
     log(f"teach: {len(orig)} original labelled reviews, {len(new)} new ({replaced} of them relabel an original), "
@@ -133,16 +157,10 @@ def teach(bundle, labels, out, original=DS.TIANCHI, adapter="keep", schema_path=
     shutil.rmtree(run, ignore_errors=True)
     os.makedirs(run)
     a = train_args(bundle, run, adapter, threads, epochs, seed)
-    torch.manual_seed(seed)
-    torch.set_num_threads(threads)
-    meta = TT.schema_template(tagging.load_template(a.template), schema)
-    if not a.features:
-        meta.pop("features", None)
     record = {"bundle": bundle, "labels": list(labels), "original": original, "adapter": adapter,
               "reviews": {"original": len(orig), "new": len(new), "replaced": replaced, "trained": len(train)},
               "threads": threads}
-    model, head = TT.label_stage(a, os.path.join(bundle, "base"), meta, schema.labels(), train, record)
-    TT.save_stage(model, head, meta, schema.labels(), run, "../base")
+    train_stage(a, os.path.join(bundle, "base"), schema, train, record, run)
     record["seconds"] = round(time.time() - t0, 1)
     write_bundle(bundle, run, out, adapter, record)
     shutil.rmtree(run, ignore_errors=True)
@@ -160,6 +178,9 @@ def main(argv=None):
     ap.add_argument("--adapter", choices=("keep", "retrain"), default="keep",
                     help="keep: the bundle's adapter, the head retrained on its states (minutes); retrain: a new "
                          "adapter and head")
+    ap.add_argument("--original-dev-fraction", type=float, default=DS.DEV_FRACTION,
+                    help="the dev split left out of --original, as train_tagger.py split it (default 0.1, "
+                         "seed 20261129); 0: train on every labelled review of it (a file of training reviews)")
     ap.add_argument("--schema", default=DS.SCHEMA)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=0, help="0: the bundle's own (5)")
@@ -173,7 +194,8 @@ def main(argv=None):
     except ImportError:
         raise SystemExit("teach.py: PyTorch is needed (Debian: apt-get install python3-torch)")
     try:
-        teach(a.bundle, a.labels, a.out, a.original, a.adapter, a.schema, a.threads, a.epochs, a.seed)
+        teach(a.bundle, a.labels, a.out, a.original, a.adapter, a.schema, a.threads, a.epochs, a.seed,
+              original_dev=a.original_dev_fraction)
     except DS.DataError as e:
         raise SystemExit(f"teach.py: {e}")
 
