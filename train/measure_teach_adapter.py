@@ -175,7 +175,7 @@ def check_kfold(a):
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit(f"measure_teach_adapter.py: --retrain-from: {path}: {e}; it is written when kfold.py "
                          "has run every fold") from None
-    want = teach.recipe_args(a.out)
+    want = teach.recipe_args(a.out, ["--seed", str(a.seed)])
     if a.epochs:
         want.epochs = a.epochs
     bad = [f"{x} {was.get(x)!r} (teach.py's retrain: {getattr(want, x)!r})" for x in teach.RECIPE + ("seed",)
