@@ -43,8 +43,8 @@ int cli_reviews_open(cli_args *a, cli_reviews *r, const char *in, const char *if
     p.text_column = cli_opt(a, "--text-column");
     p.encoding = cli_opt(a, "--encoding");
     p.keep_extra = r->keep_extra;
-    r->name = strcmp(in, "-") ? in : "stdin";
     if (!(r->h = pd_reviews_open(in, &p, &r->err))) return cli_failf("%s", r->err.message);
+    r->name = pd_reviews_name(r->h);
     r->jsonl = pd_reviews_get_format(r->h) == PD_REVIEWS_JSONL;
     return 0;
 }

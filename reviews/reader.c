@@ -1,7 +1,6 @@
 /* reader.c - the one reader of files of reviews (pocketdec_reviews.h): CSV
  * by tianchi-eval's reader (te_csv.h), JSONL by pd_jsonl.h, both over a
  * stream that pd_encoding.h may decode first. */
-#define _GNU_SOURCE /* fmemopen, strndup */
 #include "pocketdec_reviews.h"
 #include "pd_encoding.h"
 #include "pd_internal.h"
