@@ -1,6 +1,6 @@
 /* cli.c - the subcommand dispatcher, option accessors and JSON printers. */
 #include "cli.h"
-#include "jsonl.h"
+#include "pd_jsonl.h"
 #include "pd_internal.h"
 
 #include <errno.h>
@@ -316,6 +316,11 @@ int cli_failf(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 1;
+}
+
+int cli_jsonl_fail(const pd_jsonl *r)
+{
+    return cli_failf("%s:%ld: %s", r->name, r->line, r->what);
 }
 
 int cli_pipeline_opts(cli_args *a, pd_pipeline_params *pp)

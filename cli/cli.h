@@ -106,6 +106,9 @@ void cli_print_json_string(FILE *f, const char *s, size_t len);
  * never its C functions) on stderr and return 1. */
 int cli_fail(const pd_error *err);
 int cli_failf(const char *fmt, ...);
+/* Print a JSONL reader's refusal, "pocketdec: FILE:LINE: what", and return 1. */
+struct pd_jsonl;
+int cli_jsonl_fail(const struct pd_jsonl *r);
 /* Print a usage error for the subcommand and return 2. */
 int cli_usage(cli_args *a, const char *what);
 

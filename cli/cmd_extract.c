@@ -76,21 +76,12 @@ static int write_result(run_state *s, const row *w, const pd_extraction *x)
         return emit(s, w, NULL, 0);
     }
     char *joined = NULL;
-    if (w->extra && s->fmt == PD_FORMAT_JSONL && len >= 2) {
-        /* the input's other columns carried into the line: {"id":..,"records":[..],"rating":"5"} */
-        size_t n = strlen(w->extra);
-        if (!(joined = malloc(len + n + 2))) {
-            pd_free(text);
-            return cli_failf("out of memory");
-        }
-        memcpy(joined, text, len - 2);
-        joined[len - 2] = ',';
-        memcpy(joined + len - 1, w->extra, n);
-        memcpy(joined + len - 1 + n, "}\n", 2);
-        len += n + 1;
+    if (w->extra && s->fmt == PD_FORMAT_JSONL && !(joined = pd_reviews_join_extra(text, len, w->extra, &len))) {
+        pd_free(text);
+        return cli_failf("out of memory");
     }
     int rc = emit(s, w, joined ? joined : text, len);
-    free(joined);
+    pd_free(joined);
     pd_free(text);
     return rc;
 }
@@ -199,7 +190,7 @@ static bool batch_add(batch *b, const row *w)
 {
     row *c = &b->rows[b->n];
     *c = *w;
-    c->json = NULL; /* the extra moves to the batch (stream() leaves it) */
+    /* the extra moves to the batch (stream() leaves it) */
     char **id = &b->copies[2 * b->n], **text = id + 1;
     b->n++;
     if (w->id && !(*id = strdup(w->id))) return false;
@@ -244,11 +235,10 @@ static int batch_flush(run_state *s, reader *r, batch *b)
  * as one line for --progress (logs and pipes keep every line). */
 static void draw_progress(const run_state *s, reader *r, double elapsed)
 {
-    struct stat st;
-    long pos = ftell(r->f);
+    long pos, size;
+    pd_reviews_position(r->h, &pos, &size);
     int pct = -1;
-    if (fstat(fileno(r->f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && pos >= 0)
-        pct = (int)(100.0 * (double)pos / (double)st.st_size);
+    if (size > 0 && pos >= 0) pct = (int)(100.0 * (double)pos / (double)size);
     if (s->bar) {
         char bar[33] = "";
         for (int i = 0; pct >= 0 && i < 32; i++) bar[i] = i < pct * 32 / 100 ? '#' : '.';
@@ -338,11 +328,11 @@ static int stream(run_state *s, reader *r)
 
 static int open_files(cli_args *a, reader *r, FILE **out)
 {
-    int rc = cli_reviews_open(a, r, cli_opt(a, "--input"), cli_opt(a, "--input-format"));
-    if (rc) return rc;
     /* a CSV's other columns carried into JSONL lines (a JSONL input's other keys are not, as Python's
      * Extractor.extract_file writes the same lines) */
-    r->keep_extra = !r->jsonl && cli_opt(a, "--format") && strcmp(cli_opt(a, "--format"), "jsonl") == 0;
+    r->keep_extra = cli_opt(a, "--format") && strcmp(cli_opt(a, "--format"), "jsonl") == 0;
+    int rc = cli_reviews_open(a, r, cli_opt(a, "--input"), cli_opt(a, "--input-format"));
+    if (rc) return rc;
     if (strcmp(cli_opt(a, "--output"), "-") == 0) *out = stdout;
     return 0;
 }

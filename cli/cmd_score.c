@@ -3,7 +3,7 @@
  * or one per JSONL line on stdin; --bench times a decision against the
  * prefill of the same prompt. */
 #include "cli.h"
-#include "jsonl.h"
+#include "pd_jsonl.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -134,18 +134,18 @@ static int score_one(pd_decider *d, const pd_head *head, const cli_model *cm, co
  * lines with the same text reuse its cache. */
 static int score_jsonl(pd_decider *d, const pd_head *head, const cli_model *cm, const score_opts *o)
 {
-    cli_jsonl r;
-    cli_jsonl_init(&r, stdin, "stdin");
+    pd_jsonl r;
+    pd_jsonl_init(&r, stdin, "stdin");
     char *last_text = NULL, where[64];
     json_t *in = NULL;
-    cli_jsonl_status st;
+    pd_jsonl_status st;
     int rc = 0;
-    while (rc == 0 && (st = cli_jsonl_next(&r, &in)) != CLI_JSONL_END) {
+    while (rc == 0 && (st = pd_jsonl_next(&r, &in)) != PD_JSONL_END) {
         const char *text = NULL, *q = NULL, **cands = NULL;
         size_t n = 0;
-        if (st != CLI_JSONL_OK || !cli_jsonl_object(&r, in) || !cli_jsonl_string(&r, in, "text", true, &text, NULL) ||
-            !cli_jsonl_string(&r, in, "question", false, &q, NULL) ||
-            !cli_jsonl_strings(&r, in, "candidates", false, PD_MAX_CANDIDATES, &cands, &n)) {
+        if (st != PD_JSONL_OK || !pd_jsonl_object(&r, in) || !pd_jsonl_string(&r, in, "text", true, &text, NULL) ||
+            !pd_jsonl_string(&r, in, "question", false, &q, NULL) ||
+            !pd_jsonl_strings(&r, in, "candidates", false, PD_MAX_CANDIDATES, &cands, &n)) {
             rc = cli_jsonl_fail(&r);
         } else {
             snprintf(where, sizeof where, "%s:%ld", r.name, r.line);
@@ -157,7 +157,7 @@ static int score_jsonl(pd_decider *d, const pd_head *head, const cli_model *cm, 
         free(cands);
         json_decref(in);
     }
-    cli_jsonl_free(&r);
+    pd_jsonl_free(&r);
     free(last_text);
     return rc;
 }

@@ -270,10 +270,10 @@ static int add(run *s, const char *file, long line, const char *id, const char *
     return 0;
 }
 
-/* Row w's --by value (NULL without --by or when it has none). */
-static const char *by_value(run *s, const cli_review *w, char *buf)
+/* The --by value of the row just read (NULL without --by or when it has none). */
+static const char *by_value(run *s, char *buf)
 {
-    return s->by[0] ? cli_reviews_column(&s->in, w, s->by, buf) : NULL;
+    return s->by[0] ? cli_reviews_column(&s->in, s->by, buf) : NULL;
 }
 
 /* A review of --input with no records line: counted with none. */
@@ -281,7 +281,7 @@ static int review_alone(run *s, const cli_review *w)
 {
     char buf[32];
     s->unmatched++;
-    return add(s, s->in.name, w->line, w->id, NULL, NULL, 0, by_value(s, w, buf));
+    return add(s, s->in.name, w->line, w->id, NULL, NULL, 0, by_value(s, buf));
 }
 
 /* The review of --input whose id is the records' r->id (the reviews before
@@ -299,7 +299,7 @@ static int find_review(run *s, const cli_records *r)
             found = true;
             char *text = w.problem[0] ? NULL : strndup(w.text, w.text_len);
             if (!w.problem[0] && !text) rc = cli_failf("out of memory");
-            else rc = add(s, s->in.name, w.line, r->id, text, r->recs, r->n, by_value(s, &w, buf));
+            else rc = add(s, s->in.name, w.line, r->id, text, r->recs, r->n, by_value(s, buf));
             free(text);
         } else if (!w.header) {
             rc = review_alone(s, &w);
@@ -384,7 +384,7 @@ static int extract_all(run *s, pd_pipeline *pipe, const pd_schema *schema)
                                        col[0] >= 0 ? r->end[col[0]] : -1, col[1] >= 0 ? r->start[col[1]] : -1,
                                        col[1] >= 0 ? r->end[col[1]] : -1};
             }
-            if (rc == 0) rc = add(s, s->in.name, w.line, w.id, w.text, recs, n, by_value(s, &w, buf));
+            if (rc == 0) rc = add(s, s->in.name, w.line, w.id, w.text, recs, n, by_value(s, buf));
         }
         pd_extraction_free(x);
         cli_review_release(&w);

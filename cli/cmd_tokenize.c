@@ -1,19 +1,19 @@
 /* cmd_tokenize.c - `pocketdec tokenize`: JSON lines of text to ids, or
  * (--decode) of ids to text, with a tokenizer.json. */
 #include "cli.h"
-#include "jsonl.h"
+#include "pd_jsonl.h"
 
 #include <stdlib.h>
 
 /* One line's value: a string to encode, or (decode) an array of ids. */
-static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *in, bool decode)
+static int tokenize_value(const pd_tokenizer *tok, pd_jsonl *r, const json_t *in, bool decode)
 {
     pd_error err;
     int32_t *ids = NULL;
     size_t n = 0;
     if (!decode) {
         if (!json_is_string(in)) {
-            cli_jsonl_bad(r, "expected a JSON string");
+            pd_jsonl_bad(r, "expected a JSON string");
             return cli_jsonl_fail(r);
         }
         if (pd_tokenizer_encode(tok, json_string_value(in), json_string_length(in), &ids, &n, &err))
@@ -22,7 +22,7 @@ static int tokenize_value(const pd_tokenizer *tok, cli_jsonl *r, const json_t *i
         pd_free(ids);
         return 0;
     }
-    if (!cli_jsonl_ids(r, in, &ids, &n)) return cli_jsonl_fail(r);
+    if (!pd_jsonl_ids(r, in, &ids, &n)) return cli_jsonl_fail(r);
     char *text = NULL;
     size_t len = 0;
     int rc = 0;
@@ -45,16 +45,16 @@ int cmd_tokenize(cli_args *a)
     pd_error err;
     pd_tokenizer *tok = pd_tokenizer_load(path, &err);
     if (!tok) return cli_fail(&err);
-    cli_jsonl r;
-    cli_jsonl_init(&r, stdin, "stdin");
+    pd_jsonl r;
+    pd_jsonl_init(&r, stdin, "stdin");
     json_t *in = NULL;
-    cli_jsonl_status st;
+    pd_jsonl_status st;
     int rc = 0;
-    while (rc == 0 && (st = cli_jsonl_next(&r, &in)) != CLI_JSONL_END) {
-        rc = st == CLI_JSONL_OK ? tokenize_value(tok, &r, in, decode) : cli_jsonl_fail(&r);
+    while (rc == 0 && (st = pd_jsonl_next(&r, &in)) != PD_JSONL_END) {
+        rc = st == PD_JSONL_OK ? tokenize_value(tok, &r, in, decode) : cli_jsonl_fail(&r);
         json_decref(in);
     }
-    cli_jsonl_free(&r);
+    pd_jsonl_free(&r);
     pd_tokenizer_free(tok);
     return rc;
 }

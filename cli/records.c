@@ -15,7 +15,7 @@ int cli_records_open(cli_records *r, const char *path)
     if (!(r->f = fopen(path, "rb"))) return cli_failf("%s: cannot open: %s", path, strerror(errno));
     te_error err;
     if (r->jsonl) {
-        cli_jsonl_init(&r->jl, r->f, path);
+        pd_jsonl_init(&r->jl, r->f, path);
     } else if (!(r->csv = te_csv_open(path, r->f, &err))) {
         fclose(r->f);
         r->f = NULL;
@@ -40,7 +40,7 @@ void cli_records_close(cli_records *r)
     free(r->strs);
     free(r->recs);
     te_csv_free(r->csv);
-    cli_jsonl_free(&r->jl);
+    pd_jsonl_free(&r->jl);
     if (r->f) fclose(r->f);
     memset(r, 0, sizeof *r);
 }
@@ -95,17 +95,17 @@ static void json_span(const json_t *rec, const char *key, long *start, long *end
 static int jsonl_next(cli_records *r)
 {
     json_t *v;
-    cli_jsonl_status st = cli_jsonl_next(&r->jl, &v);
-    if (st == CLI_JSONL_END) return 0;
-    if (st != CLI_JSONL_OK) return cli_jsonl_fail(&r->jl), -1;
+    pd_jsonl_status st = pd_jsonl_next(&r->jl, &v);
+    if (st == PD_JSONL_END) return 0;
+    if (st != PD_JSONL_OK) return cli_jsonl_fail(&r->jl), -1;
     r->value = v;
     r->line = r->jl.line;
     json_t *recs = json_object_get(v, "records"), *e;
-    if (!cli_jsonl_object(&r->jl, v) || !cli_jsonl_id(&r->jl, v, "id", r->id_buf, &r->id) ||
-        !cli_jsonl_string(&r->jl, v, "text", false, &r->text, NULL))
+    if (!pd_jsonl_object(&r->jl, v) || !pd_jsonl_id(&r->jl, v, "id", r->id_buf, &r->id) ||
+        !pd_jsonl_string(&r->jl, v, "text", false, &r->text, NULL))
         return cli_jsonl_fail(&r->jl), -1;
     if (!json_is_array(recs)) {
-        cli_jsonl_bad(&r->jl, "\"records\" must be a list (of what extract writes, or dataset.py's records)");
+        pd_jsonl_bad(&r->jl, "\"records\" must be a list (of what extract writes, or dataset.py's records)");
         return cli_jsonl_fail(&r->jl), -1;
     }
     size_t i;
@@ -115,7 +115,7 @@ static int jsonl_next(cli_records *r)
         if (!json_is_object(e) || !json_field(e, "aspect", &x->aspect, &x->a_start, &x->a_end) ||
             !json_field(e, "opinion", &x->opinion, &x->o_start, &x->o_end) ||
             !json_field(e, "category", &x->category, NULL, NULL) || !json_field(e, "polarity", &x->polarity, NULL, NULL)) {
-            cli_jsonl_bad(&r->jl, "records[%zu]: a record is an object whose aspect, opinion, category and polarity "
+            pd_jsonl_bad(&r->jl, "records[%zu]: a record is an object whose aspect, opinion, category and polarity "
                                   "are strings, {\"text\",\"start\",\"end\"} or null", i);
             return cli_jsonl_fail(&r->jl), -1;
         }

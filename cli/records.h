@@ -7,7 +7,7 @@
 #ifndef PD_CLI_RECORDS_H
 #define PD_CLI_RECORDS_H
 
-#include "jsonl.h"
+#include "pd_jsonl.h"
 #include "pocketdec_summary.h"
 #include "te_csv.h"
 
@@ -15,7 +15,7 @@ typedef struct cli_records {
     const char *name;
     FILE *f;
     bool jsonl;
-    cli_jsonl jl;
+    pd_jsonl jl;
     te_csv *csv;
     /* the review read last */
     const char *id, *text; /* text: a JSONL line's "text", else NULL */

@@ -9,6 +9,7 @@
  *   pocketdec_drafts.h    DFlash / DFlash2 speculative-decoding drafts (drafts/)
  *   pocketdec_schemas.h   extraction schemas and constrained extraction (schemas/)
  *   pocketdec_compose.h   relabelling extractions with a head, extraction by a tagger head (compose/)
+ *   pocketdec_reviews.h   files of reviews: CSV and JSONL, columns, encodings (reviews/)
  * The conventions of every call (errors, memory, threads) are in pocketdec_runtime.h.
  */
 #ifndef POCKETDEC_H
@@ -20,5 +21,6 @@
 #include "pocketdec_drafts.h"
 #include "pocketdec_schemas.h"
 #include "pocketdec_compose.h"
+#include "pocketdec_reviews.h"
 
 #endif /* POCKETDEC_H */

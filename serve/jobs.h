@@ -17,7 +17,7 @@
 
 /* The endpoints, by path (server.c ep_names); EP_TEACH: /v1/teach/... (teach.c);
  * EP_PAGE: the playground's files (page.c). */
-enum { EP_EXTRACT, EP_SCORE, EP_WHY, EP_INFO, EP_HEALTH, EP_METRICS, EP_RELOAD, EP_SUMMARIZE, EP_TEACH, EP_PAGE, EP_OTHER,
+enum { EP_EXTRACT, EP_SCORE, EP_WHY, EP_INFO, EP_HEALTH, EP_METRICS, EP_RELOAD, EP_SUMMARIZE, EP_READ, EP_TEACH, EP_PAGE, EP_OTHER,
        N_EP };
 #define N_STATUS 12 /* the statuses /metrics counts (server.c) */
 #define N_BUCKET 13 /* the latency histogram's bounds (server.c) */

@@ -339,3 +339,60 @@ int serve_summarize(const json_t *reviews, const pds_calibration *cal, const cha
     pds_summary_free(s);
     return st ? st : 200;
 }
+
+/* An option of the query: NULL when absent or empty. */
+static const char *given(const char *v)
+{
+    return v && *v ? v : NULL;
+}
+
+/* One row of the reader as {"id","text","line","extra"}. */
+static json_t *review_json(const pd_review *w)
+{
+    size_t n = w->extra ? strlen(w->extra) + 3 : 0;
+    char *members = n ? malloc(n) : NULL;
+    if (n && !members) return NULL;
+    if (members) snprintf(members, n, "{%s}", w->extra);
+    json_t *extra = members ? json_loads(members, 0, NULL) : json_object();
+    free(members);
+    return json_pack("{s:s, s:s%, s:I, s:o*}", "id", w->id, "text", w->text, w->text_len, "line", (json_int_t)w->line,
+                     "extra", extra);
+}
+
+int serve_read_reviews(const char *body, size_t len, const serve_reviews_opts *o, char **out)
+{
+    const char *format = given(o->format);
+    *out = NULL;
+    if (format && strcmp(format, "csv") && strcmp(format, "jsonl"))
+        return (*out = serve_error_body("format must be csv or jsonl (or empty: by the file's name)")) ? 400 : 500;
+    pd_reviews_params p = pd_reviews_default_params();
+    p.format = !format ? PD_REVIEWS_AUTO : strcmp(format, "jsonl") == 0 ? PD_REVIEWS_JSONL : PD_REVIEWS_CSV;
+    p.id_column = given(o->id_column);
+    p.text_column = given(o->text_column);
+    p.encoding = given(o->encoding);
+    p.keep_extra = 1;
+    pd_error err = {0};
+    pd_reviews *r = pd_reviews_open_memory(body ? body : "", len, given(o->name) ? o->name : "upload", &p, &err);
+    json_t *rows = json_array(), *problems = json_array();
+    pd_review w;
+    int got = 0;
+    bool oom = !rows || !problems;
+    while (r && !oom && (got = pd_reviews_next(r, &w, &err)) == 1) {
+        if (w.header) continue;
+        oom = w.problem ? json_array_append_new(problems, json_string(w.problem)) != 0
+                        : json_array_append_new(rows, review_json(&w)) != 0;
+    }
+    pd_reviews_free(r);
+    int status = oom || err.code == PD_ERR_NOMEM ? 500 : !r || got < 0 ? 400 : 200;
+    if (status == 200) {
+        json_t *answer = json_pack("{s:O, s:O}", "rows", rows, "problems", problems);
+        *out = answer ? json_dumps(answer, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(answer);
+        if (!*out) status = 500;
+    } else {
+        *out = serve_error_body(status == 500 ? "out of memory" : err.message);
+    }
+    json_decref(rows);
+    json_decref(problems);
+    return status;
+}

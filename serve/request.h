@@ -72,6 +72,21 @@ int serve_parse_summarize(const char *body, size_t len, json_t **root, const jso
 int serve_summarize(const json_t *reviews, const pds_calibration *cal, const char *cal_name, char **out,
                     char msg[SERVE_MESSAGE_SIZE]);
 
+/* POST /v1/reviews/read: a file of reviews (the body: its bytes, any
+ * encoding) read by the library's reader (pocketdec_reviews.h), as `pocketdec
+ * extract` reads it, with the options of the query: name (the file's name,
+ * for messages and, without format, its extension), format ("csv", "jsonl";
+ * empty or NULL: by the name), id_column, text_column, encoding (empty or
+ * NULL: the defaults). 200 with *out {"rows": [{"id", "text", "line",
+ * "extra": {other columns}}], "problems": ["FILE:LINE: ...", ...]} (a
+ * broken row is a problem and reading goes on), or 400 with *out the error
+ * body naming what is wrong (the file's encoding, its columns, ...), 500
+ * when out of memory (*out may then be NULL). */
+typedef struct serve_reviews_opts {
+    const char *name, *format, *id_column, *text_column, *encoding;
+} serve_reviews_opts;
+int serve_read_reviews(const char *body, size_t len, const serve_reviews_opts *o, char **out);
+
 /* Whether the Authorization header value is "Bearer KEY"; the time taken
  * depends on KEY's length only, never on where the two differ. header may be
  * NULL (no header). */

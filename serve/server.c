@@ -33,7 +33,8 @@ bool serve_available(void)
 /* ------------------------------------------------------------ metrics */
 
 static const char *const ep_names[N_EP] = {"/v1/extract", "/v1/score", "/v1/why", "/v1/info", "/health", "/metrics",
-                                           "/v1/reload", "/v1/summarize", "/v1/teach", "page", "other"};
+                                           "/v1/reload", "/v1/summarize", "/v1/reviews/read", "/v1/teach", "page",
+                                           "other"};
 static const int statuses[] = {200, 400, 401, 404, 405, 408, 409, 413, 422, 500, 503, 504};
 _Static_assert(sizeof statuses / sizeof statuses[0] == N_STATUS, "a count a status");
 static const double buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
@@ -84,7 +85,7 @@ static bool wants_post(const request *r)
 {
     if (r->endpoint == EP_TEACH) return serve_teach_wants_post(r->teach_op);
     return r->endpoint == EP_EXTRACT || r->endpoint == EP_SCORE || r->endpoint == EP_WHY || r->endpoint == EP_RELOAD ||
-           r->endpoint == EP_SUMMARIZE;
+           r->endpoint == EP_SUMMARIZE || r->endpoint == EP_READ;
 }
 
 /* Queue the answer: body (malloc'ed, taken; NULL: an empty one). */
@@ -340,6 +341,20 @@ static enum MHD_Result summarize(server *s, struct MHD_Connection *c, request *r
     return answer(s, c, r, st, body, NULL);
 }
 
+/* POST /v1/reviews/read: the playground's file read by the library's reader
+ * of reviews (serve_read_reviews), its options from the query. */
+static enum MHD_Result read_reviews(server *s, struct MHD_Connection *c, request *r)
+{
+    const char *const keys[] = {"name", "format", "id_column", "text_column", "encoding"};
+    const char *v[5];
+    for (int k = 0; k < 5; k++) v[k] = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, keys[k]);
+    serve_reviews_opts o = {v[0], v[1], v[2], v[3], v[4]};
+    char *body = NULL;
+    int st = serve_read_reviews(r->body, r->len, &o, &body);
+    if (!body) return fail(s, c, r, 500, "out of memory");
+    return answer(s, c, r, st, body, NULL);
+}
+
 static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
 {
     char msg[SERVE_MESSAGE_SIZE];
@@ -351,6 +366,7 @@ static enum MHD_Result handle(server *s, struct MHD_Connection *c, request *r)
     if (r->endpoint == EP_PAGE) return answer(s, c, r, 200, strndup(r->page, r->page_len), r->page_type);
     if (r->endpoint == EP_RELOAD) return reload(s, c, r);
     if (r->endpoint == EP_SUMMARIZE) return summarize(s, c, r);
+    if (r->endpoint == EP_READ) return read_reviews(s, c, r);
     if (r->endpoint == EP_TEACH) {
         char *body = NULL;
         int st = serve_teach_handle(s->teach, r->teach_op, r->body, r->len, &body);

@@ -38,8 +38,9 @@ window.pdPage = (function () {
     for (let tries = 0; ; tries++) {
       const headers = {};
       if (key !== null) headers.Authorization = "Bearer " + key;
-      if (body !== undefined) headers["Content-Type"] = "application/json";
-      const r = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const raw = body instanceof Blob; // a file's bytes as they are; anything else as JSON
+      if (body !== undefined) headers["Content-Type"] = raw ? "application/octet-stream" : "application/json";
+      const r = await fetch(path, { method, headers, body: body === undefined || raw ? body : JSON.stringify(body) });
       if (r.status === 401 && tries < 5) {
         status(key === null ? "the server needs its API key" : "that key was refused", key !== null);
         key = await askKey();

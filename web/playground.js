@@ -137,62 +137,13 @@
 
   /* ---------------------------------------------------------------- files */
 
-  /* Tianchi CSV rows (id,Reviews; the header skipped): fields split at commas, a field that starts with a
-   * quote may hold commas, line breaks and "" (the command's rule for well-formed rows; a row it would call
-   * broken is listed as a problem and skipped here). */
-  function parseCsv(data) {
-    const rows = [], problems = [];
-    let i = data.charCodeAt(0) === 0xfeff ? 1 : 0, line = 1;
-    while (i < data.length) {
-      const fields = [], start = line;
-      let broken = null;
-      for (;;) {
-        let f = "";
-        if (data[i] === '"') {
-          i++;
-          for (;;) {
-            if (i >= data.length) { broken = "a quoted field opened here is never closed"; break; }
-            if (data[i] === '"' && data[i + 1] === '"') { f += '"'; i += 2; continue; }
-            if (data[i] === '"') { i++; break; }
-            if (data[i] === "\n") line++;
-            f += data[i++];
-          }
-          if (!broken && i < data.length && !",\r\n".includes(data[i])) broken = "text after a closing quote";
-        } else {
-          while (i < data.length && !",\r\n".includes(data[i])) f += data[i++];
-        }
-        fields.push(f);
-        if (broken || data[i] !== ",") break;
-        i++;
-      }
-      while (i < data.length && data[i] !== "\n" && data[i] !== "\r") i++; // the rest of a broken line
-      if (data[i] === "\r" && data[i + 1] === "\n") i++;
-      i++;
-      line++;
-      if (fields.length === 1 && fields[0] === "" && !broken) continue; // a blank line
-      if (rows.length === 0 && problems.length === 0 && fields[0] === "id" && !broken) continue; // the header
-      if (broken || fields.length !== 2 || !fields[0])
-        problems.push("line " + start + ": " + (broken || "expected 2 fields (id,Reviews), got " + fields.length));
-      else rows.push({ id: fields[0], text: fields[1] });
-    }
-    return { rows, problems };
-  }
-
-  function parseJsonl(data) {
-    const rows = [], problems = [];
-    data.replace(/^\ufeff/, "").split("\n").forEach((l, k) => {
-      if (!l.trim()) return;
-      try {
-        const o = JSON.parse(l);
-        if (typeof o !== "object" || o === null || Array.isArray(o)) throw new Error("expected a JSON object");
-        if (!("id" in o) || (typeof o.id !== "string" && !Number.isInteger(o.id))) throw new Error('"id" must be a string or an integer');
-        if (typeof o.text !== "string") throw new Error('"text" must be a string');
-        rows.push({ id: o.id, text: o.text });
-      } catch (e) {
-        problems.push("line " + (k + 1) + ": " + e.message);
-      }
-    });
-    return { rows, problems };
+  /* The file read by the server (POST /v1/reviews/read: libpocketdec's reader of reviews, the one
+   * `pocketdec extract` reads with), its bytes as they are: the CSV or JSONL rule, the id and text
+   * columns, the encoding, and each broken row as a problem ("FILE:LINE: what") are the command's. */
+  async function readFile(file) {
+    const q = new URLSearchParams({ name: file.name, id_column: $("id-column").value.trim(),
+                                    text_column: $("text-column").value.trim(), encoding: $("encoding").value.trim() });
+    return api("POST", "/v1/reviews/read?" + q, file);
   }
 
   /* ---------------------------------------------------------------- the summary */
@@ -292,9 +243,14 @@
   }
 
   async function extractFile(file) {
-    const data = await file.text();
-    const jsonl = /\.jsonl$/i.test(file.name) || data.replace(/^\ufeff/, "").trimStart().startsWith("{");
-    const { rows, problems } = jsonl ? parseJsonl(data) : parseCsv(data);
+    let rows, problems;
+    try {
+      status("reading " + file.name + "...");
+      ({ rows, problems } = await readFile(file));
+    } catch (e) {
+      status(e.message, true);
+      return;
+    }
     const items = [];
     lines = { jsonl: [], tianchi: [] };
     const per = (info && info.max_texts) || 16;

@@ -171,6 +171,17 @@ class Extraction(Structure):
                 ("stats", ExtractionStats)]
 
 
+class ReviewsParams(Structure):  # pd_reviews_params
+    _fields_ = [("format", c_int), ("id_column", c_char_p), ("text_column", c_char_p), ("encoding", c_char_p),
+                ("keep_extra", c_int)]
+
+
+class Review(Structure):  # pd_review
+    _fields_ = [("line", c_long), ("ordinal", c_long), ("header", c_int), ("id", c_char_p),
+                ("text", ctypes.POINTER(c_char)), ("text_len", c_size_t), ("problem", c_char_p), ("keep_id", c_int),
+                ("extra", c_char_p)]
+
+
 class Quad(Structure):  # te_quad
     _fields_ = [("id", c_long), ("aspect", c_char_p), ("opinion", c_char_p), ("category", c_char_p),
                 ("polarity", c_char_p)]
@@ -250,6 +261,12 @@ _PD_PROTOTYPES = {
     "pd_output_commit": (c_int, [P, c_char_p, c_size_t, c_char_p, E]),
     "pd_output_finish": (c_int, [P, E]),
     "pd_output_free": (None, [P]),
+    "pd_reviews_default_params": (ReviewsParams, []),
+    "pd_reviews_open": (P, [c_char_p, POINTER(ReviewsParams), E]),
+    "pd_reviews_free": (None, [P]),
+    "pd_reviews_next": (c_int, [P, POINTER(Review), E]),
+    "pd_reviews_get_format": (c_int, [P]),
+    "pd_reviews_join_extra": (c_void_p, [c_char_p, c_size_t, c_char_p, POINTER(c_size_t)]),
     "pd_tag_extractor_new": (P, [P, P, P, E]),
     "pd_tag_extractor_free": (None, [P]),
     "pd_tag_extract": (c_int, [P, P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),
@@ -266,14 +283,6 @@ _TE_PROTOTYPES = {
     "te_result_free": (None, [P]),
     "te_result_json": (c_void_p, [P, c_uint, E]),
     "te_result_save_html": (c_int, [P, c_char_p, E]),
-    # the one CSV reader (te_csv.h), which `pocketdec extract` reads reviews with
-    "te_csv_open": (P, [c_char_p, P, E]),
-    "te_csv_free": (None, [P]),
-    "te_csv_expect_fields": (None, [P, c_size_t]),
-    "te_csv_next": (c_int, [P, E]),
-    "te_csv_n_fields": (c_size_t, [P]),
-    "te_csv_field": (ctypes.POINTER(c_char), [P, c_size_t, POINTER(c_size_t)]),
-    "te_csv_line": (c_long, [P]),
 }
 
 

@@ -193,13 +193,20 @@ class Extractor(Owner):
                 return line(ctypes.POINTER(_lib.Extraction)())
         return self._extracted(cstr(text, "text"), line)
 
-    def extract_file(self, input, output, *, format="tianchi", input_format=None, resume=False, sync=False,
-                     parallel=1):
-        """Extract every review of input (a Tianchi CSV `id,Reviews`, or JSONL {"id", "text"}
-        by the .jsonl extension or input_format) into output (a path), in the command's
-        format ("tianchi" rows or "jsonl"): byte for byte what `pocketdec extract` writes for
-        the same input and options, each review's lines written whole, and output.progress
-        beside it (docs/reliability.md). An existing output is replaced, unless resume=True:
+    def extract_file(self, input, output, *, format="tianchi", input_format=None, id_column=None, text_column=None,
+                     encoding=None, resume=False, sync=False, parallel=1):
+        """Extract every review of input (a Tianchi CSV `id,Reviews`, a CSV with a header such
+        as a shop's export, or JSONL {"id", "text"} by the .jsonl extension or input_format)
+        into output (a path), in the command's format ("tianchi" rows or "jsonl"): byte for
+        byte what `pocketdec extract` writes for the same input and options, each review's
+        lines written whole, and output.progress beside it (docs/reliability.md). The file is
+        read by the library's reader of review files (pocketdec_reviews.h), the command's:
+        id_column and text_column name the columns (--id-column, --text-column; by default
+        "id" and the one column named Reviews, text, review, content or comment, else an
+        Error listing the header's columns); a CSV's other columns are carried into "jsonl"
+        lines; encoding (--encoding: "gb18030", "gbk", "utf-16", any iconv name) reads a file
+        that is not UTF-8, and without it such a file raises Error naming the option. An
+        existing output is replaced, unless resume=True:
         then a call that died (killed, a full disk) is continued where it stopped, the torn
         tail cut, and the file ends as one uninterrupted call's; a resume with another
         model, schema, input or option raises Error naming what differs. sync=True fsyncs
@@ -208,8 +215,8 @@ class Extractor(Owner):
         "broken", "failed", "problems"} as pocketdec.dask.extract_jsonl does (the counts
         include what a resumed call had written; problems are this call's)."""
         from .files import extract_file
-        return extract_file(self, input, output, format=format, input_format=input_format, resume=resume,
-                            sync=sync, parallel=parallel)
+        return extract_file(self, input, output, format=format, input_format=input_format, id_column=id_column,
+                            text_column=text_column, encoding=encoding, resume=resume, sync=sync, parallel=parallel)
 
     def extract_frame(self, df, text_column, id_column=None, *, parallel=1, keep_empty=True):
         """A pandas DataFrame of reviews in, a DataFrame of their records out, one row a record:

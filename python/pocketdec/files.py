@@ -1,8 +1,8 @@
 """A file of reviews extracted into an output that survives a crash and that a later call
 continues (Extractor.extract_file; docs/reliability.md): the library's resumable output
-(pd_output_*) and the command's two readers, Tianchi CSV through tianchi-eval's CSV reader (the
-one `pocketdec extract` reads with) and JSONL by pocketdec.dask's reader of the command's rule.
-The output is what `pocketdec extract` writes for the same input and options, byte for byte."""
+(pd_output_*) and its reader of review files (pd_reviews_*, the one `pocketdec extract` reads
+with: CSV or JSONL, the id and text columns, other encodings). The output is what
+`pocketdec extract` writes for the same input and options, byte for byte."""
 
 import ctypes
 import hashlib
@@ -16,10 +16,7 @@ from ._lib import byref, check, cpath, cstr, pd
 __all__ = ["ResumableOutput", "extract_file"]
 
 _WHOLE = 8 << 20  # files hashed whole up to this size; larger ones by size, mtime and edges
-_TE_CSV_FAIL, _TE_CSV_END, _TE_CSV_BROKEN = -1, 0, 2
-_libc = ctypes.CDLL(None)
-_libc.fopen.restype, _libc.fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]
-_libc.fclose.argtypes = [ctypes.c_void_p]
+_PD_REVIEWS_AUTO, _PD_REVIEWS_CSV, _PD_REVIEWS_JSONL = 0, 1, 2
 
 
 class ResumableOutput:
@@ -112,98 +109,100 @@ def run_text(call, items):
     return "".join(f"{k}: {_identity(v)}\n" for k, v in {"pocketdec": __version__, "call": call, **items}.items())
 
 
-def _run_text(ex, input, format, jsonl_in):
+def _run_text(ex, input, format, jsonl_in, columns):
     return run_text("Extractor.extract_file", {
         "input": input, "input format": "jsonl" if jsonl_in else "csv", "format": format,
+        **{k.replace("_", " "): v for k, v in columns.items() if v is not None},
         **{"model " + k: v for k, v in ex.model._described.items()}, **ex._described})
 
 
-# ---------------------------------------------------------------- the readers
+# ---------------------------------------------------------------- the reader
 
 class _Row:
-    __slots__ = ("ordinal", "line", "rid", "text", "problem", "keep_id")
+    __slots__ = ("ordinal", "line", "rid", "text", "problem", "keep_id", "extra")
 
-    def __init__(self, ordinal, line, rid=None, text=None, problem=None, keep_id=False):
-        self.ordinal, self.line, self.rid, self.text = ordinal, line, rid, text
-        self.problem, self.keep_id = problem, keep_id
-
-
-def _jsonl_rows(path, name):
-    from .dask import _Broken, _parse  # the command's JSONL rule (no dask needed)
-    with open(path, "rb") as f:
-        for n, data in enumerate(f, 1):
-            try:
-                row = _parse(data.rstrip(b"\n"), n == 1)
-            except _Broken as e:
-                yield _Row(n, n, problem=f"{name}:{n}: broken row skipped: {e}")
-                continue
-            if row is not None:
-                yield _Row(n, n, *row)
+    def __init__(self, w):
+        self.ordinal, self.line, self.keep_id = w.ordinal, w.line, bool(w.keep_id)
+        self.rid = w.id.decode("utf-8") if w.id is not None else None
+        self.text = ctypes.string_at(w.text, w.text_len).decode("utf-8") if w.text else None
+        self.problem = w.problem.decode("utf-8", "replace") if w.problem is not None else None
+        self.extra = w.extra  # bytes: the other columns as JSON members, or None
 
 
-def _csv_rows(path, name):
-    """Rows as the command reads a Tianchi CSV (cli/cmd_extract.c, csv_row): `id,Reviews`, the
-    header skipped, a broken row reported and its id kept when it has one."""
-    te = _lib.te()
-    f = _libc.fopen(cpath(path, "input"), b"rb")
-    if not f:
-        raise _lib.Error("i/o error", f"{name}: cannot open: {os.strerror(ctypes.get_errno() or 2)}", _lib.PD_ERR_IO)
-    err = _lib.new_error()
-    csv = te.te_csv_open(cstr(name, "input"), f, byref(err))
-    if not csv:
-        _libc.fclose(f)
-        _lib.raise_error(err, te_lib=True)
-    try:
-        te.te_csv_expect_fields(csv, 2)
-        ordinal = 0
+class _Reviews:
+    """The library's reader of review files (pd_reviews_*), open on path: its rows, the
+    CSV header left out."""
+
+    def __init__(self, path, input_format, columns, keep_extra):
+        params = pd.pd_reviews_default_params()
+        params.format = {None: _PD_REVIEWS_AUTO, "csv": _PD_REVIEWS_CSV, "jsonl": _PD_REVIEWS_JSONL}[input_format]
+        for k, v in columns.items():
+            setattr(params, k, None if v is None else cstr(v, k))
+        params.keep_extra = 1 if keep_extra else 0
+        err = _lib.new_error()
+        ptr = pd.pd_reviews_open(cpath(path, "input"), byref(params), byref(err))
+        if not ptr:
+            _lib.raise_error(err)
+        self._ptr = ptr
+        self._finalizer = weakref.finalize(self, pd.pd_reviews_free, ptr)
+        self.jsonl = pd.pd_reviews_get_format(ptr) == _PD_REVIEWS_JSONL
+
+    def rows(self):
+        w, err = _lib.Review(), _lib.new_error()
         while True:
-            res = te.te_csv_next(csv, byref(err))
-            if res == _TE_CSV_END:
+            got = pd.pd_reviews_next(self._ptr, byref(w), byref(err))
+            if got < 0:
+                _lib.raise_error(err)
+            if got == 0:
                 return
-            if res == _TE_CSV_FAIL:
-                _lib.raise_error(err, te_lib=True)
-            ordinal += 1
-            line, n = te.te_csv_line(csv), te.te_csv_n_fields(csv)
-            fields = []
-            for i in range(n):
-                size = ctypes.c_size_t()
-                p = te.te_csv_field(csv, i, byref(size))
-                fields.append(ctypes.string_at(p, size.value).decode("utf-8"))
-            rid = fields[0] if fields else None
-            header = ordinal == 1 and rid == "id"
-            if res == _TE_CSV_BROKEN:
-                problem = err.message.decode("utf-8", "replace")
-            elif n != 2:
-                problem = f"{name}:{line}: broken row: expected 2 fields (id,Reviews), got {n}"
-            elif not rid:
-                problem = f"{name}:{line}: broken row: the id is empty"
-            elif header:
-                continue
-            else:
-                yield _Row(ordinal, line, rid, fields[1])
-                continue
-            yield _Row(ordinal, line, rid, None, problem, bool(rid) and not header)
+            if not w.header:
+                yield _Row(w)
+
+    def close(self):
+        self._finalizer()
+
+
+def _join_extra(text, extra):
+    """A JSONL line with a row's other columns before its closing brace (pd_reviews_join_extra)."""
+    if not extra or not text:
+        return text
+    n = ctypes.c_size_t()
+    p = pd.pd_reviews_join_extra(text, len(text), extra, byref(n))
+    if not p:
+        raise _lib.Error("out of memory", "out of memory", _lib.PD_ERR_NOMEM)
+    try:
+        return ctypes.string_at(p, n.value)
     finally:
-        te.te_csv_free(csv)
-        _libc.fclose(f)
+        pd.pd_free(p)
 
 
 # ---------------------------------------------------------------- the job
 
-def extract_file(ex, input, output, *, format="tianchi", input_format=None, resume=False, sync=False, parallel=1):
+def extract_file(ex, input, output, *, format="tianchi", input_format=None, id_column=None, text_column=None,
+                 encoding=None, resume=False, sync=False, parallel=1):
     """Extractor.extract_file: see there."""
     if format not in ("tianchi", "jsonl"):
         raise _lib.arg_error(f"format must be 'tianchi' or 'jsonl', got {format!r}")
     if input_format not in (None, "csv", "jsonl"):
         raise _lib.arg_error(f"input_format must be None, 'csv' or 'jsonl', got {input_format!r}")
     parallel = _lib.positive(parallel, "parallel", 1, 256)
-    jsonl_in = input_format == "jsonl" or (input_format is None and os.fspath(input).endswith(".jsonl"))
     name = os.fsdecode(input)
     if not os.path.isfile(input):
         raise _lib.Error("i/o error", f"{name}: cannot open: no such file", _lib.PD_ERR_IO)
+    columns = {"id_column": id_column, "text_column": text_column, "encoding": encoding}
+    # a CSV's other columns are carried into JSONL lines, as the command carries them
+    reader = _Reviews(input, input_format, columns, format == "jsonl")
+    try:
+        return _extract(ex, reader, name, output, format, _run_text(ex, input, format, reader.jsonl, columns), resume,
+                        sync, parallel)
+    finally:
+        reader.close()
+
+
+def _extract(ex, reader, name, output, format, run, resume, sync, parallel):
     fmt = 1 if format == "jsonl" else 0  # PD_FORMAT_JSONL, PD_FORMAT_TIANCHI
     stats = {"rows": 0, "reviews": 0, "records": 0, "broken": 0, "failed": 0, "problems": []}
-    with ResumableOutput(output, _run_text(ex, input, format, jsonl_in), resume=resume, sync=sync) as out:
+    with ResumableOutput(output, run, resume=resume, sync=sync) as out:
         stats.update(out.counts())
         done = stats["rows"]
 
@@ -215,12 +214,12 @@ def extract_file(ex, input, output, *, format="tianchi", input_format=None, resu
                 return text, 0, row.problem
             try:
                 text, n = ex._line(row.rid, row.text, fmt)
-                return text, n, None
+                return _join_extra(text, row.extra), n, None
             except _lib.Error as e:
                 text, _ = ex._line(row.rid, None, fmt)
-                return text, 0, f"{name}:{row.line}: id {row.rid}: {e.message}"
+                return _join_extra(text, row.extra), 0, f"{name}:{row.line}: id {row.rid}: {e.message}"
 
-        rows = (r for r in (_jsonl_rows if jsonl_in else _csv_rows)(input, name) if r.ordinal > done)
+        rows = (r for r in reader.rows() if r.ordinal > done)
         with ThreadPoolExecutor(parallel) as pool:
             batch = []
             for row in rows:

@@ -156,6 +156,69 @@ def test_a_file_round_trip(browser, server, tmp_path):
         assert (downloads / name).read_bytes() == out.read_bytes(), fmt
 
 
+def upload(page, path, downloads=None):
+    """path through the page's file picker (downloads, when given, allowed into that folder)."""
+    if downloads:
+        downloads.mkdir()
+        page.call("Browser.setDownloadBehavior", behavior="allow", downloadPath=str(downloads))
+    doc = page.call("DOM.getDocument")
+    node = page.call("DOM.querySelector", nodeId=doc["root"]["nodeId"], selector="#file")
+    page.call("DOM.setFileInputFiles", nodeId=node["nodeId"], files=[str(path)])
+
+
+def downloaded(page, downloads, button, name):
+    page.eval(f"document.getElementById('{button}').click()")
+    end = time.time() + 30
+    while not (downloads / name).exists() and time.time() < end:
+        page.pump(0.1)
+    return (downloads / name).read_bytes()
+
+
+def test_a_shop_export_and_a_gb18030_file(browser, server, tmp_path):
+    """The page's file read by the server's reader of reviews (POST /v1/reviews/read), the command's: a
+    shop's export by its id column, and a GB18030 file, refused naming --encoding until the encoding is
+    given; the downloads are the command's bytes for the same options."""
+    import csv
+    with open(DEV, encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))[1:9]
+    shop, gb = tmp_path / "shop.csv", tmp_path / "gb.csv"
+    with open(shop, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(
+            [("review_id", "rating", "content", "date", "sku"),
+             *[(f"r{i}", "5", t, "2026-01-03", f"A{k}") for k, (i, t) in enumerate(rows)]])
+    with open(gb, "w", encoding="gb18030", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([("id", "Reviews"), *rows])
+    gb_again = tmp_path / "gb-again.csv"
+    gb_again.write_bytes(gb.read_bytes())
+
+    def command(src, fmt, *opts):
+        out = tmp_path / ("cli-" + src.stem + "." + fmt)
+        subprocess.run([PD, "extract", "--model", TIANCHI, "--schema", SCHEMA, "--input", str(src), "--output",
+                        str(out), "--format", fmt, *opts], check=True, capture_output=True)
+        return out.read_bytes()
+
+    page = browser.open(server.url + "/")
+    page.wait_for("document.body.dataset.ready")
+    page.eval("document.getElementById('id-column').value = 'review_id'")
+    upload(page, shop, tmp_path / "shop-downloads")
+    page.wait_for("!document.getElementById('downloads').hidden", timeout=120)
+    assert page.eval("[...document.querySelectorAll('#results .review')].length") == len(rows)
+    assert downloaded(page, tmp_path / "shop-downloads", "download-csv", "Result.csv") == \
+        command(shop, "tianchi", "--id-column", "review_id")
+    page.eval("document.getElementById('id-column').value = ''")
+    page.eval("document.getElementById('downloads').hidden = true")
+    upload(page, gb)
+    page.wait_for("document.getElementById('status').textContent.includes('--encoding gb18030')", timeout=60)
+    assert "gb.csv: the file is not UTF-8" in page.eval("document.getElementById('status').textContent")
+    page.eval("document.getElementById('encoding').value = 'gb18030'")
+    upload(page, gb_again, tmp_path / "gb-downloads")
+    page.wait_for("!document.getElementById('downloads').hidden", timeout=120)
+    for button, name, fmt in (("download-csv", "Result.csv", "tianchi"), ("download-jsonl", "records.jsonl", "jsonl")):
+        assert downloaded(page, tmp_path / "gb-downloads", button, name) == \
+            command(gb_again, fmt, "--encoding", "gb18030"), fmt
+    page.screenshot("playground-gb18030.png")
+
+
 def test_a_file_opens_on_its_summary(browser, server, tmp_path):
     """A file's results open on the summary, the one `pocketdec summarize` writes for the same reviews (the
     server runs the summary module; the page draws it); a click on a cell shows exactly that cell's

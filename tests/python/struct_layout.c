@@ -62,6 +62,13 @@ int main(void)
     FIELD(pd_pipeline_params, draft_block); END();
     STRUCT(pd_output_params);
     FIELD(pd_output_params, resume); FIELD(pd_output_params, sync_seconds); END();
+    STRUCT(pd_reviews_params);
+    FIELD(pd_reviews_params, format); FIELD(pd_reviews_params, id_column); FIELD(pd_reviews_params, text_column);
+    FIELD(pd_reviews_params, encoding); FIELD(pd_reviews_params, keep_extra); END();
+    STRUCT(pd_review);
+    FIELD(pd_review, line); FIELD(pd_review, ordinal); FIELD(pd_review, header); FIELD(pd_review, id);
+    FIELD(pd_review, text); FIELD(pd_review, text_len); FIELD(pd_review, problem); FIELD(pd_review, keep_id);
+    FIELD(pd_review, extra); END();
     STRUCT(pd_extraction_stats);
     FIELD(pd_extraction_stats, n_prompt_tokens); FIELD(pd_extraction_stats, n_tokens);
     FIELD(pd_extraction_stats, n_sparse); FIELD(pd_extraction_stats, mask_us);

@@ -68,6 +68,45 @@ def test_the_commands_bytes(ex, tmp_path):
         assert b"\ncomplete yes\n" in (tmp_path / "py.out.progress").read_bytes()
 
 
+def test_shop_export_and_gb18030(ex, tmp_path):
+    """The library's reader of review files under Python and the command alike: a shop's
+    export (its columns named, its other columns carried into JSONL lines) and a GB18030
+    file, byte for byte; a GB18030 file without encoding= refused naming the option."""
+    rows = helpers.dev_reviews(4)
+
+    def quoted(text):
+        return '"' + text.replace('"', '""') + '"'
+    shop, gb = tmp_path / "shop.csv", tmp_path / "gb.csv"
+    shop.write_text("review_id,rating,content,date,sku\n" + "".join(
+        f"r{rid},{k % 5 + 1},{quoted(text)},2024-05-0{k + 1},SKU-{k}\n" for k, (rid, text) in enumerate(rows)),
+        encoding="utf-8")
+    gb.write_bytes(("id,Reviews\n" + "".join(f"{rid},{quoted(text)}\n" for rid, text in rows)).encode("gb18030"))
+    cases = ((shop, "jsonl", {"id_column": "review_id", "text_column": "content"}),
+             (shop, "tianchi", {"id_column": "review_id"}),
+             (gb, "jsonl", {"encoding": "gb18030"}))
+    for src, fmt, opts in cases:
+        args = [a for k, v in opts.items() for a in ("--" + k.replace("_", "-"), v)]
+        p = subprocess.run([helpers.POCKETDEC, "extract", "--model", helpers.TIANCHI, "--schema", helpers.SCHEMA,
+                            "--input", str(src), "--output", str(tmp_path / "cli.out"), "--threads", "2",
+                            "--format", fmt, *args], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        want = (tmp_path / "cli.out").read_bytes()
+        stats = ex.extract_file(src, tmp_path / "py.out", format=fmt, **opts)
+        assert (tmp_path / "py.out").read_bytes() == want, (src, fmt)
+        assert stats["reviews"] == len(rows) and stats["broken"] == 0
+        if src == shop and fmt == "jsonl":
+            first = json.loads(want.split(b"\n")[0])
+            assert first["id"] == f"r{rows[0][0]}" and (first["rating"], first["date"], first["sku"]) == \
+                ("1", "2024-05-01", "SKU-0"), first
+    e = helpers.error_of(ex.extract_file, gb, tmp_path / "x.out")
+    assert e.code == 2, e  # PD_ERR_FORMAT
+    assert str(gb) in e.message and "--encoding gb18030" in e.message and "GB18030" in e.message, e.message
+    e = helpers.error_of(ex.extract_file, shop, tmp_path / "x.out")  # review_id: no "id" column
+    assert e.code == 2 and "review_id,rating,content,date,sku" in e.message, e.message
+    e = helpers.error_of(ex.extract_file, gb, tmp_path / "x.out", encoding="no-such-encoding")
+    assert e.code == 7 and "no-such-encoding" in e.message, e.message
+
+
 _CHILD = """
 import sys
 import pocketdec

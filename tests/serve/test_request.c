@@ -221,12 +221,60 @@ static void test_error_body(void **state)
     free(s);
 }
 
+/* POST /v1/reviews/read: a shop's export by its named columns (the others
+ * as "extra"), a broken row as a problem with reading going on, a GB18030
+ * file refused without its encoding and read with it, bad options. */
+static void test_read_reviews(void **state)
+{
+    (void)state;
+    const char *shop = "review_id,rating,content\nr1,5,\"好,用\"\nr2,1\nr3,2,差\n";
+    serve_reviews_opts o = {"shop.csv", "", "review_id", "content", ""};
+    char *out = NULL;
+    assert_int_equal(serve_read_reviews(shop, strlen(shop), &o, &out), 200);
+    assert_string_equal(out, "{\"rows\":[{\"id\":\"r1\",\"text\":\"好,用\",\"line\":2,\"extra\":{\"rating\":\"5\"}},"
+                             "{\"id\":\"r3\",\"text\":\"差\",\"line\":4,\"extra\":{\"rating\":\"2\"}}],"
+                             "\"problems\":[\"shop.csv:3: broken row: expected 3 fields (review_id,rating,content), got 2\"]}");
+    free(out);
+    o = (serve_reviews_opts){"shop.csv", NULL, NULL, NULL, NULL}; /* no id column named: the columns listed */
+    assert_int_equal(serve_read_reviews(shop, strlen(shop), &o, &out), 400);
+    assert_non_null(strstr(out, "shop.csv:1: which columns hold the id and the review? the header has review_id,rating,content"));
+    free(out);
+    const char *gb = "id,Reviews\n1,\xBA\xC3\n"; /* 好 in GB18030 */
+    o = (serve_reviews_opts){"gb.csv", NULL, NULL, NULL, NULL};
+    assert_int_equal(serve_read_reviews(gb, strlen(gb), &o, &out), 400);
+    assert_non_null(strstr(out, "gb.csv: the file is not UTF-8"));
+    assert_non_null(strstr(out, "--encoding gb18030"));
+    free(out);
+    o.encoding = "gb18030";
+    assert_int_equal(serve_read_reviews(gb, strlen(gb), &o, &out), 200);
+    assert_string_equal(out, "{\"rows\":[{\"id\":\"1\",\"text\":\"好\",\"line\":2,\"extra\":{}}],\"problems\":[]}");
+    free(out);
+    const char *jl = "{\"id\":7,\"text\":\"ok\"}\n{\"id\":8}\n";
+    o = (serve_reviews_opts){"upload", "jsonl", NULL, NULL, NULL};
+    assert_int_equal(serve_read_reviews(jl, strlen(jl), &o, &out), 200);
+    assert_string_equal(out, "{\"rows\":[{\"id\":\"7\",\"text\":\"ok\",\"line\":1,\"extra\":{}}],"
+                             "\"problems\":[\"upload:2: broken row skipped: missing key \\\"text\\\"\"]}");
+    free(out);
+    o.format = "xml";
+    assert_int_equal(serve_read_reviews(jl, strlen(jl), &o, &out), 400);
+    assert_non_null(strstr(out, "format must be csv or jsonl"));
+    free(out);
+    o = (serve_reviews_opts){"e.csv", NULL, NULL, NULL, "no-such-encoding"};
+    assert_int_equal(serve_read_reviews(gb, strlen(gb), &o, &out), 400);
+    assert_non_null(strstr(out, "no-such-encoding"));
+    free(out);
+    o = (serve_reviews_opts){NULL, NULL, NULL, NULL, NULL}; /* no bytes: no rows */
+    assert_int_equal(serve_read_reviews(NULL, 0, &o, &out), 200);
+    assert_string_equal(out, "{\"rows\":[],\"problems\":[]}");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_extract_ok), cmocka_unit_test(test_extract_refused), cmocka_unit_test(test_score),
         cmocka_unit_test(test_auth),            cmocka_unit_test(test_error_body), cmocka_unit_test(test_reload),
-        cmocka_unit_test(test_summarize),
+        cmocka_unit_test(test_summarize),       cmocka_unit_test(test_read_reviews),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -234,6 +234,11 @@ def test_errors(s):
         ("duplicate key", "POST", "/v1/extract", b'{"text": "a", "text": "b"}', 400, "duplicate"),
         ("too many texts", "POST", "/v1/extract", json.dumps({"texts": ["a"] * 33}).encode(), 413, "--max-texts"),
         ("body too large", "POST", "/v1/extract", json.dumps({"text": "a" * 70000}).encode(), 413, "--max-body"),
+        ("file too large", "POST", "/v1/reviews/read", b"1,a\n" * 17500, 413, "--max-body"),
+        ("file in GB18030", "POST", "/v1/reviews/read?name=gb.csv", "id,Reviews\n1,很好\n".encode("gb18030"), 400,
+         "gb.csv: the file is not UTF-8 (byte 14) but reads cleanly as GB18030"),
+        ("file's format", "POST", "/v1/reviews/read?format=xml", b"1,a\n", 400, "format must be csv or jsonl"),
+        ("GET on /v1/reviews/read", "GET", "/v1/reviews/read", None, 405, "takes POST"),
         ("unknown path", "GET", "/v2/nothing", None, 404, "no such endpoint"),
         ("GET on /v1/extract", "GET", "/v1/extract", None, 405, "takes POST"),
         ("POST on /health", "POST", "/health", b"{}", 405, "takes GET"),
@@ -287,6 +292,13 @@ def test_auth(reviews, want):
         check("the playground page needs no key (its API calls carry it)", st == 200 and b"<html" in page, st)
         st, _, _ = s.request("GET", "/v1/info")
         check("/v1/info needs the key", st == 401, st)
+        src = "review_id,content,sku\nr1,好,A1\n".encode()
+        st, _, _ = s.request("POST", "/v1/reviews/read?id_column=review_id", src)
+        check("/v1/reviews/read needs the key", st == 401, st)
+        st, _, body = s.request("POST", "/v1/reviews/read?id_column=review_id&name=shop.csv", src,
+                                {"Authorization": "Bearer s3cret-key"})
+        check("/v1/reviews/read with the key: the file's rows by the command's reader", st == 200 and json.loads(body) ==
+              {"rows": [{"id": "r1", "text": "好", "line": 2, "extra": {"sku": "A1"}}], "problems": []}, (st, body))
     finally:
         check("auth server: SIGTERM -> exit 0", s.stop() == 0, s.log)
         os.unlink(keyfile)

@@ -1,6 +1,7 @@
 /* encoding.c - reviews read through iconv (encoding.h). */
 #define _GNU_SOURCE /* fopencookie */
-#include "encoding.h"
+#include "pd_encoding.h"
+#include "pd_internal.h"
 
 #include <errno.h>
 #include <iconv.h>
@@ -59,17 +60,17 @@ static int decode_close(void *cookie)
     return rc;
 }
 
-FILE *cli_decoded(FILE *f, const char *encoding, char *msg, size_t size)
+FILE *pd_decoded(FILE *f, const char *encoding, pd_error *err)
 {
     decoder *d = calloc(1, sizeof *d);
     if (!d) {
-        snprintf(msg, size, "out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
         return NULL;
     }
     d->src = f;
     d->cd = iconv_open("UTF-8", encoding);
     if (d->cd == (iconv_t)-1) {
-        snprintf(msg, size, "--encoding %s: not an encoding this system's iconv knows (e.g. gb18030, gbk, utf-16)",
+        pdi_set_error(err, PD_ERR_ARG, "--encoding %s: not an encoding this system's iconv knows (e.g. gb18030, gbk, utf-16)",
                  encoding);
         free(d);
         return NULL;
@@ -77,7 +78,7 @@ FILE *cli_decoded(FILE *f, const char *encoding, char *msg, size_t size)
     cookie_io_functions_t io = {.read = decode_read, .close = decode_close};
     FILE *out = fopencookie(d, "r", io);
     if (!out) {
-        snprintf(msg, size, "out of memory");
+        pdi_set_error(err, PD_ERR_NOMEM, "out of memory");
         iconv_close(d->cd);
         free(d);
     }
@@ -122,7 +123,7 @@ static bool reads_as_gb18030(const char *s, size_t n)
     return ok;
 }
 
-bool cli_encoding_check(FILE *f, const char *name, char *msg, size_t size)
+bool pd_encoding_check(FILE *f, const char *name, pd_error *err)
 {
     char buf[65536];
     long at = ftell(f);
@@ -131,13 +132,13 @@ bool cli_encoding_check(FILE *f, const char *name, char *msg, size_t size)
     bool ok = true;
     if ((n >= 2 && (unsigned char)buf[0] == 0xFF && (unsigned char)buf[1] == 0xFE) ||
         (n >= 2 && (unsigned char)buf[0] == 0xFE && (unsigned char)buf[1] == 0xFF)) {
-        snprintf(msg, size, "%s: the file is UTF-16 (it starts with UTF-16's byte order mark), not UTF-8: read it with "
+        pdi_set_error(err, PD_ERR_FORMAT, "%s: the file is UTF-16 (it starts with UTF-16's byte order mark), not UTF-8: read it with "
                  "--encoding utf-16", name);
         ok = false;
     } else {
         size_t valid = utf8_prefix((const unsigned char *)buf, n);
         if (valid < n && reads_as_gb18030(buf, n)) {
-            snprintf(msg, size, "%s: the file is not UTF-8 (byte %zu) but reads cleanly as GB18030 (as Excel saves a "
+            pdi_set_error(err, PD_ERR_FORMAT, "%s: the file is not UTF-8 (byte %zu) but reads cleanly as GB18030 (as Excel saves a "
                      "CSV on a Chinese Windows machine): read it with --encoding gb18030", name, valid + 1);
             ok = false;
         }

@@ -1,7 +1,7 @@
 /* jsonl.c - one JSON value per line, read safely: bounded line length,
  * UTF-8 checked before parsing, types checked with messages that name the
  * key, the line and the file. */
-#include "jsonl.h"
+#include "pd_jsonl.h"
 #include "pd_internal.h"
 
 #include <errno.h>
@@ -9,33 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cli_jsonl_init(cli_jsonl *r, FILE *f, const char *name)
+void pd_jsonl_init(pd_jsonl *r, FILE *f, const char *name)
 {
     memset(r, 0, sizeof *r);
     r->f = f;
     r->name = name;
 }
 
-void cli_jsonl_free(cli_jsonl *r)
+void pd_jsonl_free(pd_jsonl *r)
 {
     free(r->buf);
     r->buf = NULL;
     r->cap = 0;
 }
 
-cli_jsonl_status cli_jsonl_bad(cli_jsonl *r, const char *fmt, ...)
+pd_jsonl_status pd_jsonl_bad(pd_jsonl *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->what, sizeof r->what, fmt, ap);
     va_end(ap);
-    return CLI_JSONL_BAD;
-}
-
-int cli_jsonl_fail(const cli_jsonl *r)
-{
-    fprintf(stderr, "pocketdec: %s:%ld: %s\n", r->name, r->line, r->what);
-    return 1;
+    return PD_JSONL_BAD;
 }
 
 typedef enum { LINE_OK, LINE_END, LINE_LONG, LINE_ERROR } line_status;
@@ -43,9 +37,9 @@ typedef enum { LINE_OK, LINE_END, LINE_LONG, LINE_ERROR } line_status;
 /* The next physical line into r->buf (NUL-terminated, without its line break
  * or a CR before it). A line over the limit is read to its end but not kept,
  * so memory stays bounded whatever the input. */
-static line_status read_line(cli_jsonl *r, size_t *len)
+static line_status read_line(pd_jsonl *r, size_t *len)
 {
-    size_t max = r->max_line ? r->max_line : CLI_JSONL_MAX_LINE, n = 0;
+    size_t max = r->max_line ? r->max_line : PD_JSONL_MAX_LINE, n = 0;
     bool too_long = false;
     int c = getc(r->f);
     if (c == EOF) {
@@ -95,18 +89,18 @@ static line_status read_line(cli_jsonl *r, size_t *len)
 }
 
 /* A NUL byte or invalid UTF-8 anywhere in the line, by 1-based byte offset. */
-static bool check_bytes(cli_jsonl *r, const char *s, size_t n)
+static bool check_bytes(pd_jsonl *r, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
         if (p[i] == 0) {
-            cli_jsonl_bad(r, "a NUL byte at byte %zu", i + 1);
+            pd_jsonl_bad(r, "a NUL byte at byte %zu", i + 1);
             return false;
         }
         uint32_t cp;
         size_t k = pdi_utf8_char(p + i, n - i, &cp);
         if (k == 0) {
-            cli_jsonl_bad(r, "invalid UTF-8 at byte %zu", i + 1);
+            pd_jsonl_bad(r, "invalid UTF-8 at byte %zu", i + 1);
             return false;
         }
         i += k;
@@ -114,15 +108,15 @@ static bool check_bytes(cli_jsonl *r, const char *s, size_t n)
     return true;
 }
 
-cli_jsonl_status cli_jsonl_next(cli_jsonl *r, json_t **value)
+pd_jsonl_status pd_jsonl_next(pd_jsonl *r, json_t **value)
 {
     *value = NULL;
     size_t n = 0;
     for (;;) {
         line_status ls = read_line(r, &n);
-        if (ls == LINE_END) return CLI_JSONL_END;
-        if (ls == LINE_ERROR) return CLI_JSONL_FAIL;
-        if (ls == LINE_LONG) return CLI_JSONL_BAD;
+        if (ls == LINE_END) return PD_JSONL_END;
+        if (ls == LINE_ERROR) return PD_JSONL_FAIL;
+        if (ls == LINE_LONG) return PD_JSONL_BAD;
         if (strspn(r->buf, " \t\r") < n) break; /* blank lines separate nothing */
     }
     const char *s = r->buf;
@@ -130,11 +124,11 @@ cli_jsonl_status cli_jsonl_next(cli_jsonl *r, json_t **value)
         s += 3;
         n -= 3;
     }
-    if (!check_bytes(r, s, n)) return CLI_JSONL_BAD;
+    if (!check_bytes(r, s, n)) return PD_JSONL_BAD;
     json_error_t je;
     *value = json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-    if (!*value) return cli_jsonl_bad(r, "malformed JSON at column %d: %s", je.column, je.text);
-    return CLI_JSONL_OK;
+    if (!*value) return pd_jsonl_bad(r, "malformed JSON at column %d: %s", je.column, je.text);
+    return PD_JSONL_OK;
 }
 
 /* ------------------------------------------------------------ type checks */
@@ -154,23 +148,23 @@ static const char *type_name(const json_t *v)
     return "an unknown value";
 }
 
-bool cli_jsonl_object(cli_jsonl *r, const json_t *v)
+bool pd_jsonl_object(pd_jsonl *r, const json_t *v)
 {
     if (json_is_object(v)) return true;
-    cli_jsonl_bad(r, "expected a JSON object, got %s", type_name(v));
+    pd_jsonl_bad(r, "expected a JSON object, got %s", type_name(v));
     return false;
 }
 
 /* obj[key], or NULL (with r->what set when it is required). */
-static json_t *member(cli_jsonl *r, const json_t *obj, const char *key, bool required, bool *ok)
+static json_t *member(pd_jsonl *r, const json_t *obj, const char *key, bool required, bool *ok)
 {
     json_t *v = json_object_get(obj, key);
     *ok = v || !required;
-    if (!v && required) cli_jsonl_bad(r, "missing key \"%s\"", key);
+    if (!v && required) pd_jsonl_bad(r, "missing key \"%s\"", key);
     return v;
 }
 
-bool cli_jsonl_string(cli_jsonl *r, const json_t *obj, const char *key, bool required, const char **s, size_t *len)
+bool pd_jsonl_string(pd_jsonl *r, const json_t *obj, const char *key, bool required, const char **s, size_t *len)
 {
     bool ok;
     json_t *v = member(r, obj, key, required, &ok);
@@ -178,7 +172,7 @@ bool cli_jsonl_string(cli_jsonl *r, const json_t *obj, const char *key, bool req
     if (len) *len = 0;
     if (!v) return ok;
     if (!json_is_string(v)) {
-        cli_jsonl_bad(r, "\"%s\" must be a string, got %s", key, type_name(v));
+        pd_jsonl_bad(r, "\"%s\" must be a string, got %s", key, type_name(v));
         return false;
     }
     *s = json_string_value(v);
@@ -186,7 +180,7 @@ bool cli_jsonl_string(cli_jsonl *r, const json_t *obj, const char *key, bool req
     return true;
 }
 
-bool cli_jsonl_strings(cli_jsonl *r, const json_t *obj, const char *key, bool required, size_t max,
+bool pd_jsonl_strings(pd_jsonl *r, const json_t *obj, const char *key, bool required, size_t max,
                        const char ***out, size_t *n)
 {
     bool ok;
@@ -195,23 +189,23 @@ bool cli_jsonl_strings(cli_jsonl *r, const json_t *obj, const char *key, bool re
     *n = 0;
     if (!v) return ok;
     if (!json_is_array(v)) {
-        cli_jsonl_bad(r, "\"%s\" must be an array of strings, got %s", key, type_name(v));
+        pd_jsonl_bad(r, "\"%s\" must be an array of strings, got %s", key, type_name(v));
         return false;
     }
     size_t len = json_array_size(v);
     if (len > max) {
-        cli_jsonl_bad(r, "\"%s\" has %zu entries, more than the limit of %zu", key, len, max);
+        pd_jsonl_bad(r, "\"%s\" has %zu entries, more than the limit of %zu", key, len, max);
         return false;
     }
     const char **s = malloc((len ? len : 1) * sizeof *s);
     if (!s) {
-        cli_jsonl_bad(r, "out of memory for %zu entries of \"%s\"", len, key);
+        pd_jsonl_bad(r, "out of memory for %zu entries of \"%s\"", len, key);
         return false;
     }
     for (size_t i = 0; i < len; i++) {
         json_t *e = json_array_get(v, i);
         if (!json_is_string(e)) {
-            cli_jsonl_bad(r, "\"%s\"[%zu] must be a string, got %s", key, i, type_name(e));
+            pd_jsonl_bad(r, "\"%s\"[%zu] must be a string, got %s", key, i, type_name(e));
             free(s);
             return false;
         }
@@ -222,26 +216,26 @@ bool cli_jsonl_strings(cli_jsonl *r, const json_t *obj, const char *key, bool re
     return true;
 }
 
-bool cli_jsonl_ids(cli_jsonl *r, const json_t *v, int32_t **ids, size_t *n)
+bool pd_jsonl_ids(pd_jsonl *r, const json_t *v, int32_t **ids, size_t *n)
 {
     *ids = NULL;
     *n = 0;
     if (!json_is_array(v)) {
-        cli_jsonl_bad(r, "expected a JSON array of integer ids, got %s", type_name(v));
+        pd_jsonl_bad(r, "expected a JSON array of integer ids, got %s", type_name(v));
         return false;
     }
     size_t len = json_array_size(v);
     int32_t *out = malloc((len ? len : 1) * sizeof *out);
     if (!out) {
-        cli_jsonl_bad(r, "out of memory for %zu ids", len);
+        pd_jsonl_bad(r, "out of memory for %zu ids", len);
         return false;
     }
     for (size_t i = 0; i < len; i++) {
         json_t *e = json_array_get(v, i);
         json_int_t x = json_integer_value(e);
         if (!json_is_integer(e) || x < INT32_MIN || x > INT32_MAX) {
-            if (json_is_integer(e)) cli_jsonl_bad(r, "id %zu (%lld) is outside the 32-bit range", i, (long long)x);
-            else cli_jsonl_bad(r, "id %zu must be an integer, got %s", i, type_name(e));
+            if (json_is_integer(e)) pd_jsonl_bad(r, "id %zu (%lld) is outside the 32-bit range", i, (long long)x);
+            else pd_jsonl_bad(r, "id %zu must be an integer, got %s", i, type_name(e));
             free(out);
             return false;
         }
@@ -252,7 +246,7 @@ bool cli_jsonl_ids(cli_jsonl *r, const json_t *v, int32_t **ids, size_t *n)
     return true;
 }
 
-bool cli_jsonl_id(cli_jsonl *r, const json_t *obj, const char *key, char *buf, const char **s)
+bool pd_jsonl_id(pd_jsonl *r, const json_t *obj, const char *key, char *buf, const char **s)
 {
     bool ok;
     json_t *v = member(r, obj, key, true, &ok);
@@ -264,7 +258,7 @@ bool cli_jsonl_id(cli_jsonl *r, const json_t *obj, const char *key, char *buf, c
         return true;
     }
     if (!json_is_string(v)) {
-        cli_jsonl_bad(r, "\"%s\" must be a string or an integer, got %s", key, type_name(v));
+        pd_jsonl_bad(r, "\"%s\" must be a string or an integer, got %s", key, type_name(v));
         return false;
     }
     *s = json_string_value(v);
