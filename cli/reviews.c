@@ -34,14 +34,22 @@ void cli_review_release(cli_review *w)
     w->extra = NULL;
 }
 
-int cli_reviews_open(cli_args *a, cli_reviews *r, const char *in, const char *ifmt)
+int cli_reviews_params(cli_args *a, const char *ifmt, pd_reviews_params *p)
 {
     if (ifmt && strcmp(ifmt, "jsonl") && strcmp(ifmt, "csv")) return cli_usage(a, "--input-format must be csv or jsonl");
-    pd_reviews_params p = pd_reviews_default_params();
-    p.format = !ifmt ? PD_REVIEWS_AUTO : strcmp(ifmt, "jsonl") == 0 ? PD_REVIEWS_JSONL : PD_REVIEWS_CSV;
-    p.id_column = cli_opt(a, "--id-column");
-    p.text_column = cli_opt(a, "--text-column");
-    p.encoding = cli_opt(a, "--encoding");
+    *p = pd_reviews_default_params();
+    p->format = !ifmt ? PD_REVIEWS_AUTO : strcmp(ifmt, "jsonl") == 0 ? PD_REVIEWS_JSONL : PD_REVIEWS_CSV;
+    p->id_column = cli_opt(a, "--id-column");
+    p->text_column = cli_opt(a, "--text-column");
+    p->encoding = cli_opt(a, "--encoding");
+    return 0;
+}
+
+int cli_reviews_open(cli_args *a, cli_reviews *r, const char *in, const char *ifmt)
+{
+    pd_reviews_params p;
+    int rc = cli_reviews_params(a, ifmt, &p);
+    if (rc) return rc;
     p.keep_extra = r->keep_extra;
     if (!(r->h = pd_reviews_open(in, &p, &r->err))) return cli_failf("%s", r->err.message);
     r->name = pd_reviews_name(r->h);

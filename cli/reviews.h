@@ -33,6 +33,9 @@ typedef struct cli_review {
  * extension): 0, or the exit code after the message (1; 2 for a bad format,
  * with a usage message of a). */
 int cli_reviews_open(cli_args *a, cli_reviews *r, const char *path, const char *format);
+/* The reader's params from a's --id-column, --text-column, --encoding and
+ * format (as cli_reviews_open): 0, or 2 after a usage message. */
+int cli_reviews_params(cli_args *a, const char *format, pd_reviews_params *p);
 /* Column name of the row just read (pd_reviews_column). */
 const char *cli_reviews_column(const cli_reviews *r, const char *name, char *buf);
 /* The next row; false at the end of input. A broken row comes back with

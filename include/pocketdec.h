@@ -10,6 +10,7 @@
  *   pocketdec_schemas.h   extraction schemas and constrained extraction (schemas/)
  *   pocketdec_compose.h   relabelling extractions with a head, extraction by a tagger head (compose/)
  *   pocketdec_reviews.h   files of reviews: CSV and JSONL, columns, encodings (reviews/)
+ *   pocketdec_summarize.h the summary of a corpus from its files: counts, estimates, intervals (summary/)
  * The conventions of every call (errors, memory, threads) are in pocketdec_runtime.h.
  */
 #ifndef POCKETDEC_H
@@ -22,5 +23,6 @@
 #include "pocketdec_schemas.h"
 #include "pocketdec_compose.h"
 #include "pocketdec_reviews.h"
+#include "pocketdec_summarize.h"
 
 #endif /* POCKETDEC_H */

@@ -3,6 +3,7 @@
 #define PDS_INTERNAL_H
 
 #include "pocketdec_summary.h"
+#include "pocketdec_runtime.h"
 
 #include <stdint.h>
 
@@ -44,5 +45,14 @@ pds_rates pds_calibration_rates(const pds_calibration *c, const char *category, 
  * the last. */
 bool pds_calibration_cell(const pds_calibration *c, size_t i, const char **category, const char **polarity,
                           double *gold);
+
+/* ------------------------------------------------ summaries from files */
+
+/* e as err (pd_error's code for pds_error's): 1. */
+int pds_to_pd_error(pd_error *err, const pds_error *e);
+/* The rates of p (rates.c: a calibration file, measured on labelled
+ * reviews, or the bundle's calibration.json): *out NULL when none; *name
+ * the calibration's name in messages. 0, or non-zero with err. */
+int pds_rates_load(const pd_summarize_params *p, pds_calibration **out, const char **name, pd_error *err);
 
 #endif

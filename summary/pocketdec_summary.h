@@ -4,9 +4,11 @@
  * opinions, examples, and a count corrected for what the model misses and
  * invents, with a 90% interval (docs/summarize.md, "Honest counts").
  *
- * Depends on jansson and libm (and the runtime's CSV field rule): reading files is the caller's (the
- * command reads reviews and records as `extract` does); this module holds the
- * rule for counts, estimates and intervals, in one place.
+ * Part of libpocketdec, internal (its pds_* symbols hidden): the library's
+ * one public way in is pd_summarize (pocketdec_summarize.h, summarize.c),
+ * which reads the files; this header's calls hold the rule for counts,
+ * estimates and intervals, in one place, for it, the command's other
+ * outputs and the server.
  *
  *   - Memory does not grow with the number of reviews: a review is added and
  *     forgotten, except its cells' counts, the distinct aspect and opinion
@@ -19,6 +21,8 @@
  *   - No global mutable state. */
 #ifndef POCKETDEC_SUMMARY_H
 #define POCKETDEC_SUMMARY_H
+
+#include "pocketdec_summarize.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -158,5 +162,14 @@ char *pds_summary_html(const json_t *summary, const char *title);
 /* The summary's tables as CSV text: polarity (the polarity entries) or
  * cells, one row an entry, header first. malloc'ed; NULL when out of memory. */
 char *pds_summary_csv(const json_t *summary, bool cells);
+
+/* ------------------------------------------------ summaries from files */
+
+/* pd_summarize's summary as JSON, for the command's other outputs (HTML,
+ * CSV); NULL with err. */
+json_t *pds_summarize_json(const pd_summarize_params *p, pd_error *err);
+/* The params that go together, as pd_summarize checks them (extracting: a
+ * pipeline will be given): 0, or PD_ERR_ARG with the message. */
+int pds_summarize_check(const pd_summarize_params *p, bool extracting, pd_error *err);
 
 #endif

@@ -1,17 +1,18 @@
-/* records.h - records a review at a time, for summarize: what `extract`
+/* records.h - records a review at a time, for pd_summarize (summarize.c): what `extract`
  * wrote (JSONL {"id","records"} or Tianchi submission rows id,a,o,c,p) and
  * labelled reviews (train/dataset.py's JSONL {"id","text","records"} or the
  * Tianchi labels CSV id,AspectTerms,A_start,...,Polarities). Rows of one id
  * are one review; a row that cannot be read stops the reading with
  * "FILE:LINE: what". */
-#ifndef PD_CLI_RECORDS_H
-#define PD_CLI_RECORDS_H
+#ifndef PDS_RECORDS_H
+#define PDS_RECORDS_H
 
 #include "pd_jsonl.h"
+#include "pocketdec_runtime.h"
 #include "pocketdec_summary.h"
 #include "te_csv.h"
 
-typedef struct cli_records {
+typedef struct pds_records {
     const char *name;
     FILE *f;
     bool jsonl;
@@ -30,12 +31,12 @@ typedef struct cli_records {
     char *pending[9]; /* CSV: the row read after the review, the next one's first */
     size_t n_pending;
     long pending_line;
-} cli_records;
+} pds_records;
 
-/* Open path (JSONL by the .jsonl extension, else CSV); 0 or 1 after the message. */
-int cli_records_open(cli_records *r, const char *path);
-/* The next review into r: 1, 0 at the end, -1 after printing why it cannot be read. */
-int cli_records_next(cli_records *r);
-void cli_records_close(cli_records *r);
+/* Open path (JSONL by the .jsonl extension, else CSV): 0, or non-zero with err. */
+int pds_records_open(pds_records *r, const char *path, pd_error *err);
+/* The next review into r: 1, 0 at the end, -1 with err saying why it cannot be read. */
+int pds_records_next(pds_records *r, pd_error *err);
+void pds_records_close(pds_records *r);
 
 #endif

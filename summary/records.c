@@ -1,30 +1,30 @@
 /* records.c - records a review at a time (records.h). */
 #include "records.h"
-#include "cli.h"
+#include "pd_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-int cli_records_open(cli_records *r, const char *path)
+int pds_records_open(pds_records *r, const char *path, pd_error *e)
 {
     size_t n = strlen(path);
     memset(r, 0, sizeof *r);
     r->name = path;
     r->jsonl = n > 6 && strcmp(path + n - 6, ".jsonl") == 0;
-    if (!(r->f = fopen(path, "rb"))) return cli_failf("%s: cannot open: %s", path, strerror(errno));
+    if (!(r->f = fopen(path, "rb"))) return pdi_set_error(e, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     te_error err;
     if (r->jsonl) {
         pd_jsonl_init(&r->jl, r->f, path);
     } else if (!(r->csv = te_csv_open(path, r->f, &err))) {
         fclose(r->f);
         r->f = NULL;
-        return cli_failf("%s", err.message);
+        return pdi_set_error(e, PD_ERR_FORMAT, "%s", err.message);
     }
     return 0;
 }
 
-static void clear(cli_records *r)
+static void clear(pds_records *r)
 {
     for (size_t i = 0; i < r->n_strs; i++) free(r->strs[i]);
     r->n_strs = r->n = 0;
@@ -33,7 +33,7 @@ static void clear(cli_records *r)
     r->id = r->text = NULL;
 }
 
-void cli_records_close(cli_records *r)
+void pds_records_close(pds_records *r)
 {
     clear(r);
     for (size_t i = 0; i < r->n_pending; i++) free(r->pending[i]);
@@ -45,7 +45,7 @@ void cli_records_close(cli_records *r)
     memset(r, 0, sizeof *r);
 }
 
-static pds_record *new_record(cli_records *r)
+static pds_record *new_record(pds_records *r)
 {
     size_t cap = r->cap;
     if (r->n == cap) {
@@ -60,6 +60,13 @@ static pds_record *new_record(cli_records *r)
 }
 
 /* ---------------------------------------------------------------- JSONL */
+
+/* The reader's complaint as err: -1. */
+static int jsonl_fail(const pd_jsonl *j, pd_error *e)
+{
+    pdi_set_error(e, PD_ERR_FORMAT, "%s:%ld: %s", j->name, j->line, j->what);
+    return -1;
+}
 
 /* A field of a record: a string, {"text","start","end"} (dataset.py's span)
  * or null / absent ("_"). */
@@ -92,35 +99,35 @@ static void json_span(const json_t *rec, const char *key, long *start, long *end
     }
 }
 
-static int jsonl_next(cli_records *r)
+static int jsonl_next(pds_records *r, pd_error *e)
 {
     json_t *v;
     pd_jsonl_status st = pd_jsonl_next(&r->jl, &v);
     if (st == PD_JSONL_END) return 0;
-    if (st != PD_JSONL_OK) return cli_jsonl_fail(&r->jl), -1;
+    if (st != PD_JSONL_OK) return jsonl_fail(&r->jl, e);
     r->value = v;
     r->line = r->jl.line;
-    json_t *recs = json_object_get(v, "records"), *e;
+    json_t *recs = json_object_get(v, "records"), *item;
     if (!pd_jsonl_object(&r->jl, v) || !pd_jsonl_id(&r->jl, v, "id", r->id_buf, &r->id) ||
         !pd_jsonl_string(&r->jl, v, "text", false, &r->text, NULL))
-        return cli_jsonl_fail(&r->jl), -1;
+        return jsonl_fail(&r->jl, e);
     if (!json_is_array(recs)) {
         pd_jsonl_bad(&r->jl, "\"records\" must be a list (of what extract writes, or dataset.py's records)");
-        return cli_jsonl_fail(&r->jl), -1;
+        return jsonl_fail(&r->jl, e);
     }
     size_t i;
-    json_array_foreach(recs, i, e) {
+    json_array_foreach(recs, i, item) {
         pds_record *x = new_record(r);
-        if (!x) return cli_failf("out of memory"), -1;
-        if (!json_is_object(e) || !json_field(e, "aspect", &x->aspect, &x->a_start, &x->a_end) ||
-            !json_field(e, "opinion", &x->opinion, &x->o_start, &x->o_end) ||
-            !json_field(e, "category", &x->category, NULL, NULL) || !json_field(e, "polarity", &x->polarity, NULL, NULL)) {
+        if (!x) return pdi_set_error(e, PD_ERR_NOMEM, "out of memory"), -1;
+        if (!json_is_object(item) || !json_field(item, "aspect", &x->aspect, &x->a_start, &x->a_end) ||
+            !json_field(item, "opinion", &x->opinion, &x->o_start, &x->o_end) ||
+            !json_field(item, "category", &x->category, NULL, NULL) || !json_field(item, "polarity", &x->polarity, NULL, NULL)) {
             pd_jsonl_bad(&r->jl, "records[%zu]: a record is an object whose aspect, opinion, category and polarity "
                                   "are strings, {\"text\",\"start\",\"end\"} or null", i);
-            return cli_jsonl_fail(&r->jl), -1;
+            return jsonl_fail(&r->jl, e);
         }
-        json_span(e, "aspect", &x->a_start, &x->a_end);
-        json_span(e, "opinion", &x->o_start, &x->o_end);
+        json_span(item, "aspect", &x->a_start, &x->a_end);
+        json_span(item, "opinion", &x->o_start, &x->o_end);
     }
     return 1;
 }
@@ -129,23 +136,23 @@ static int jsonl_next(cli_records *r)
 
 /* The next CSV row into r->pending (its fields copied): 1, 0 at the end,
  * -1 after the message. The labels' header is skipped. */
-static int csv_row(cli_records *r)
+static int csv_row(pds_records *r, pd_error *e)
 {
     for (;;) {
         te_error err;
         te_csv_result res = te_csv_next(r->csv, &err);
         if (res == TE_CSV_END) return 0;
-        if (res != TE_CSV_ROW) return cli_failf("%s", err.message), -1;
+        if (res != TE_CSV_ROW) return pdi_set_error(e, PD_ERR_FORMAT, "%s", err.message), -1;
         size_t n = te_csv_n_fields(r->csv);
         long line = te_csv_line(r->csv);
         if (n != 5 && n != 9)
-            return cli_failf("%s:%ld: expected 5 fields (id,aspect,opinion,category,polarity: what extract writes) or "
+            return pdi_set_error(e, PD_ERR_FORMAT, "%s:%ld: expected 5 fields (id,aspect,opinion,category,polarity: what extract writes) or "
                              "9 (the Tianchi labels), got %zu", r->name, line, n), -1;
         if (strcmp(te_csv_field(r->csv, 0, NULL), "id") == 0) continue; /* a header */
         for (size_t i = 0; i < n; i++)
             if (!(r->pending[i] = strdup(te_csv_field(r->csv, i, NULL)))) {
                 r->n_pending = i;
-                return cli_failf("out of memory"), -1;
+                return pdi_set_error(e, PD_ERR_NOMEM, "out of memory"), -1;
             }
         r->n_pending = n;
         r->pending_line = line;
@@ -162,13 +169,13 @@ static long offset(const char *s)
 }
 
 /* The pending row as a record of the current review (its strings owned by r). */
-static int take_pending(cli_records *r)
+static int take_pending(pds_records *r, pd_error *e)
 {
     char **f = r->pending;
     size_t n = r->n_pending;
     if (r->n_strs + n > r->cap_strs) {
         char **p = realloc(r->strs, (r->cap_strs + n + 16) * sizeof *p);
-        if (!p) return cli_failf("out of memory"), -1;
+        if (!p) return pdi_set_error(e, PD_ERR_NOMEM, "out of memory"), -1;
         r->strs = p;
         r->cap_strs += n + 16;
     }
@@ -179,7 +186,7 @@ static int take_pending(cli_records *r)
     const char *pol = f[labels ? 8 : 4], *cat = f[labels ? 7 : 3];
     if (strcmp(pol, "_") == 0 && strcmp(cat, "_") == 0) return 0; /* id,_,_,_,_: a review with none */
     pds_record *x = new_record(r);
-    if (!x) return cli_failf("out of memory"), -1;
+    if (!x) return pdi_set_error(e, PD_ERR_NOMEM, "out of memory"), -1;
     x->aspect = f[1];
     x->opinion = f[labels ? 4 : 2];
     x->category = cat;
@@ -192,21 +199,21 @@ static int take_pending(cli_records *r)
 }
 
 /* The rows of one id, in a row, are one review. */
-static int csv_next(cli_records *r)
+static int csv_next(pds_records *r, pd_error *e)
 {
-    int rc = r->n_pending ? 1 : csv_row(r);
+    int rc = r->n_pending ? 1 : csv_row(r, e);
     if (rc <= 0) return rc;
     r->line = r->pending_line;
-    if (take_pending(r)) return -1;
+    if (take_pending(r, e)) return -1;
     r->id = r->strs[0];
-    while ((rc = csv_row(r)) == 1 && strcmp(r->pending[0], r->id) == 0)
-        if (take_pending(r)) return -1;
+    while ((rc = csv_row(r, e)) == 1 && strcmp(r->pending[0], r->id) == 0)
+        if (take_pending(r, e)) return -1;
     return rc < 0 ? -1 : 1;
 }
 
-int cli_records_next(cli_records *r)
+int pds_records_next(pds_records *r, pd_error *e)
 {
     clear(r);
-    if (r->jsonl) return jsonl_next(r);
-    return csv_next(r);
+    if (r->jsonl) return jsonl_next(r, e);
+    return csv_next(r, e);
 }
