@@ -182,6 +182,18 @@ class Review(Structure):  # pd_review
                 ("extra", c_char_p)]
 
 
+SUMMARIZE_NOTE = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)  # pd_summarize_note_fn
+
+
+class SummarizeParams(Structure):  # pd_summarize_params
+    _fields_ = [("records", c_char_p), ("pipeline", c_void_p), ("schema", c_void_p), ("merge", POINTER(c_char_p)),
+                ("n_merge", c_size_t), ("reviews", c_char_p), ("reviews_params", ReviewsParams), ("by", c_char_p),
+                ("calibration", c_char_p), ("calibrate_labels", c_char_p), ("calibrate_records", c_char_p),
+                ("save_calibration", c_char_p), ("bundle", c_char_p), ("save_state", c_char_p),
+                ("min_support", c_int), ("top", c_int), ("examples", c_int), ("listed", c_int),
+                ("note", SUMMARIZE_NOTE), ("note_ctx", c_void_p)]
+
+
 class Quad(Structure):  # te_quad
     _fields_ = [("id", c_long), ("aspect", c_char_p), ("opinion", c_char_p), ("category", c_char_p),
                 ("polarity", c_char_p)]
@@ -267,6 +279,8 @@ _PD_PROTOTYPES = {
     "pd_reviews_next": (c_int, [P, POINTER(Review), E]),
     "pd_reviews_get_format": (c_int, [P]),
     "pd_reviews_join_extra": (c_void_p, [c_char_p, c_size_t, c_char_p, POINTER(c_size_t)]),
+    "pd_summarize_default_params": (SummarizeParams, []),
+    "pd_summarize": (c_void_p, [POINTER(SummarizeParams), E]),
     "pd_tag_extractor_new": (P, [P, P, P, E]),
     "pd_tag_extractor_free": (None, [P]),
     "pd_tag_extract": (c_int, [P, P, c_char_p, c_size_t, POINTER(POINTER(Extraction)), E]),

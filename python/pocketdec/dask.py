@@ -393,8 +393,8 @@ def extract_jsonl(inputs, model, schema, output, *, blocksize=None, npartitions=
 # ------------------------------------------------------------ summaries of partitions
 
 
-def _summarize_block(path, start, end, first, command):
-    """A block of a records file summarized by the command in a worker: its whole state (JSON text)."""
+def _summarize_block(path, start, end, first):
+    """A block of a records file summarized by libpocketdec in a worker: its whole state (JSON text)."""
     import tempfile
     from . import summary
     with open(path, "rb") as f:
@@ -405,7 +405,7 @@ def _summarize_block(path, start, end, first, command):
         with open(part, "wb") as f:
             f.write(data)
         try:
-            summary.run(["--records", part, "--save-state", state, "--json", os.devnull], command)
+            summary._text(records=part, save_state=state)
         except Error as e:  # name the file and its line, not the block's copy
             raise Error(e.status, e.message.replace(part + ":", f"{path}: the block from line {first}, its line "),
                         e.code) from None
@@ -417,20 +417,19 @@ def summarize_jsonl(records, *, blocksize=None, npartitions=None, model=None, ca
                     command=None):
     """pocketdec.summarize over a Dask cluster: the records files (what `pocketdec extract --format jsonl`
     wrote; a path or a list) cut into blocks at line breaks as read_jsonl cuts them, each summarized by a
-    worker (`pocketdec summarize --save-state`), the states merged in order by the client (`--merge`):
+    worker (libpocketdec's pd_summarize with a saved state), the states merged in order by the client:
     the same tables as one summarize over the files. model, calibration, min_support: the rates, applied
-    once to the merged counts. The command (pocketdec.summary.command_path) must run on the workers."""
+    once to the merged counts. command= is ignored (deprecated): no command is run."""
     import tempfile
     import dask
     from . import summary
-    exe = summary.command_path(command)
+    summary._deprecated_command(command)
     blocks = _blocks(records, blocksize, npartitions)
-    states = dask.compute(*[dask.delayed(_summarize_block, pure=True)(*b, exe) for b in blocks])
+    states = dask.compute(*[dask.delayed(_summarize_block, pure=True)(*b) for b in blocks])
     with tempfile.TemporaryDirectory() as d:
         paths = []
         for i, text in enumerate(states):
             paths.append(os.path.join(d, f"{i}.state"))
             with open(paths[-1], "w", encoding="utf-8") as f:
                 f.write(text)
-        return summary.summarize(merge=paths, model=model, calibration=calibration, min_support=min_support,
-                                 command=exe)
+        return summary.summarize(merge=paths, model=model, calibration=calibration, min_support=min_support)

@@ -69,6 +69,15 @@ int main(void)
     FIELD(pd_review, line); FIELD(pd_review, ordinal); FIELD(pd_review, header); FIELD(pd_review, id);
     FIELD(pd_review, text); FIELD(pd_review, text_len); FIELD(pd_review, problem); FIELD(pd_review, keep_id);
     FIELD(pd_review, extra); END();
+    STRUCT(pd_summarize_params);
+    FIELD(pd_summarize_params, records); FIELD(pd_summarize_params, pipeline); FIELD(pd_summarize_params, schema);
+    FIELD(pd_summarize_params, merge); FIELD(pd_summarize_params, n_merge); FIELD(pd_summarize_params, reviews);
+    FIELD(pd_summarize_params, reviews_params); FIELD(pd_summarize_params, by);
+    FIELD(pd_summarize_params, calibration); FIELD(pd_summarize_params, calibrate_labels);
+    FIELD(pd_summarize_params, calibrate_records); FIELD(pd_summarize_params, save_calibration);
+    FIELD(pd_summarize_params, bundle); FIELD(pd_summarize_params, save_state);
+    FIELD(pd_summarize_params, min_support); FIELD(pd_summarize_params, top); FIELD(pd_summarize_params, examples);
+    FIELD(pd_summarize_params, listed); FIELD(pd_summarize_params, note); FIELD(pd_summarize_params, note_ctx); END();
     STRUCT(pd_extraction_stats);
     FIELD(pd_extraction_stats, n_prompt_tokens); FIELD(pd_extraction_stats, n_tokens);
     FIELD(pd_extraction_stats, n_sparse); FIELD(pd_extraction_stats, mask_us);

@@ -181,18 +181,19 @@ def test_dask_cluster_writes_the_command_output(corpus, cluster):
 
 @needs_dask
 def test_dask_summary_of_partitions(corpus, cluster, tmp_path):
-    """summarize_jsonl: blocks summarized by the workers and merged equal one summarize of the file."""
+    """summarize_jsonl: blocks summarized by the workers (libpocketdec, no command) and merged equal one
+    summarize of the file."""
     pytest.importorskip("pandas")
     _, _, one, _ = corpus
     records = tmp_path / "records.jsonl"
     records.write_bytes(one)
     want = json.loads(helpers.run(helpers.POCKETDEC, "summarize", "--records", records, "--model", TIANCHI))
-    got = pdd.summarize_jsonl(records, blocksize=len(one) // 5, model=TIANCHI, command=helpers.POCKETDEC)
+    got = pdd.summarize_jsonl(records, blocksize=len(one) // 5, model=TIANCHI)
     assert got["json"] == want and want["reviews"] > 10
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(one + b'{"id": 1}\n')
     with pytest.raises(pocketdec.Error) as e:
-        pdd.summarize_jsonl(bad, npartitions=2, command=helpers.POCKETDEC)
+        pdd.summarize_jsonl(bad, npartitions=2)
     assert str(bad) in e.value.message and "records" in e.value.message, e.value.message
 
 

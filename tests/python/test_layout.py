@@ -16,6 +16,7 @@ MIRRORS = {
     "pd_decision": _lib.Decision, "pd_sampler_params": _lib.SamplerParams, "pd_extract_params": _lib.ExtractParams,
     "pd_record": _lib.Record, "pd_pipeline_params": _lib.PipelineParams, "pd_output_params": _lib.OutputParams, "pd_extraction": _lib.Extraction,
     "pd_extraction_stats": _lib.ExtractionStats, "pd_reviews_params": _lib.ReviewsParams, "pd_review": _lib.Review,
+    "pd_summarize_params": _lib.SummarizeParams,
     "te_quad": _lib.Quad,
 }
 
