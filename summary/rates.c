@@ -3,7 +3,7 @@
  * model's records over them, or a model folder's calibration.json. */
 #include "pd_internal.h"
 #include "pds_internal.h"
-#include "records.h"
+#include "pds_records.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* records.c - records a review at a time (records.h). */
-#include "records.h"
+/* records.c - records a review at a time (pds_records.h). */
+#include "pds_records.h"
 #include "pd_internal.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
  * by a column or a date's period. */
 #include "pd_internal.h"
 #include "pds_internal.h"
-#include "records.h"
+#include "pds_records.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* records.h - records a review at a time, for pd_summarize (summarize.c): what `extract`
+/* pds_records.h - records a review at a time, for pd_summarize (summarize.c): what `extract`
  * wrote (JSONL {"id","records"} or Tianchi submission rows id,a,o,c,p) and
  * labelled reviews (train/dataset.py's JSONL {"id","text","records"} or the
  * Tianchi labels CSV id,AspectTerms,A_start,...,Polarities). Rows of one id
