@@ -2,7 +2,8 @@
 pyproject.toml (meson-python, no build isolation, no package index) in a fresh venv, the
 wheel under 5 MB with both libraries inside, then from /tmp, with no PYTHONPATH and no
 POCKETDEC_LIBRARY, the installed package extracts with the bundled default what the
-build's `pocketdec extract --format jsonl` writes.
+build's `pocketdec extract --format jsonl` writes, and summarizes those records (no command on PATH) as
+`pocketdec summarize` does.
 
     check_wheel.py SOURCE_ROOT POCKETDEC_COMMAND
 
@@ -88,6 +89,14 @@ def main():
         assert got == want, f"the installed package extracted\n{got}\nthe command\n{want}"
         assert sum(map(len, want)) >= len(REVIEWS), want  # the bundled model does extract
         print(f"the installed package extracts {sum(map(len, got))} records as the command does")
+        # pocketdec.summarize by the installed library, no pocketdec command on PATH
+        want = json.loads(run(command, "summarize", "--records", out, "--model", model))
+        summary = ("import json, sys, pocketdec\n"
+                   "print(json.dumps(pocketdec.summarize(sys.argv[1], model=sys.argv[2])['json']))\n")
+        got = json.loads(run(os.path.join(venv, "bin", "python"), "-c", summary, out, model, cwd="/tmp",
+                             env={**env, "PATH": "/usr/bin:/bin"}))
+        assert got == want, f"the installed package summarized\n{got}\nthe command\n{want}"
+        print(f"the installed package summarizes {want['reviews']} reviews as the command does")
 
 
 if __name__ == "__main__":
