@@ -80,11 +80,11 @@ def _text(*, records=None, pipeline=None, schema=None, reviews=None, by=None, ca
 
 def _extracted(model, schema, **kw):
     """_text over kw's reviews extracted here by an Extractor of model and schema (the bundle's head)."""
-    if model is None or kw.get("reviews") is None:
-        raise arg_error("--schema extracts the reviews of --input with --model: give both")
-    if kw.get("records") is not None or kw.get("merge"):
+    if kw.get("records") is not None or kw.get("merge"):  # the library's checks, in its order
         raise arg_error("--records FILE (what pocketdec extract wrote), --model and --schema to extract here, or "
                         "--merge STATE ...: one of them")
+    if model is None or kw.get("reviews") is None:
+        raise arg_error("--schema extracts the reviews of --input with --model: give both")
     from .extract import Extractor
     with Extractor(model, schema) as ex:
         w = ex._worker()

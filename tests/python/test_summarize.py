@@ -63,7 +63,13 @@ def test_errors(tmp_path, records):
     assert f"{records}:1: id 0 has no column 'nope'" in e.value.message
     with pytest.raises(pocketdec.Error) as e:
         pocketdec.summarize(records, schema=SCHEMA)
-    assert e.value.status == "invalid argument"
+    assert e.value.status == "invalid argument" and "one of them" in e.value.message
+    with pytest.raises(pocketdec.Error) as e:
+        pocketdec.summarize(reviews=records, schema=SCHEMA)
+    assert e.value.status == "invalid argument" and "give both" in e.value.message
+    with pytest.raises(pocketdec.Error) as e:  # the library's own check
+        pocketdec.summarize(records, merge=[records])
+    assert e.value.status == "invalid argument" and "one of them" in e.value.message
 
 
 def test_no_command_on_path(records, tmp_path):
