@@ -405,6 +405,8 @@ json_t *pds_summarize_json(const pd_summarize_params *p, pd_error *err)
     if (!p) return pdi_set_error(err, PD_ERR_ARG, "params is NULL"), NULL;
     if (pds_summarize_check(p, p->pipeline != NULL, err)) return NULL;
     if (p->pipeline && !p->schema) return pdi_set_error(err, PD_ERR_ARG, "a pipeline needs its schema"), NULL;
+    for (size_t i = 0; i < p->n_merge; i++)
+        if (!p->merge || !p->merge[i]) return pdi_set_error(err, PD_ERR_ARG, "merge[%zu] is NULL", i), NULL;
     run s = {.p = p, .err = err,
              .params = {.top = p->top, .examples = p->examples, .min_support = p->min_support, .listed = p->listed}};
     json_t *j = NULL;

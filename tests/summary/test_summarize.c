@@ -159,6 +159,11 @@ static void test_errors(void **state)
     assert_null(pd_summarize(&p, &err)); /* no source */
     assert_int_equal(err.code, PD_ERR_ARG);
     assert_non_null(strstr(err.message, "one of them"));
+    p.n_merge = 1; /* and no paths */
+    assert_null(pd_summarize(&p, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_string_equal(err.message, "merge[0] is NULL");
+    p.n_merge = 0;
     p.records = file("bad.jsonl", "{\"id\":1,\"records\":[]}\n{\"id\":2,\"records\":{}}\n");
     assert_null(pd_summarize(&p, &err));
     assert_int_equal(err.code, PD_ERR_FORMAT);
