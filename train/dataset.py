@@ -607,6 +607,22 @@ def _read_texts(path):
     return [(r[0], r[1]) for _, r in rows]
 
 
+def read_saved(path):
+    """The JSON a long run saved at path (write_saved), or None when it has not saved it yet."""
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_saved(path, obj, **dump_args):
+    """obj as JSON at path, whole or not at all (written beside it, then renamed): what a rerun of a
+    long run reads back with read_saved to continue where it stopped."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(obj, f, **dump_args)
+    os.replace(path + ".tmp", path)
+
+
 def read_result_rows(path):
     """{id: [record tuples]} of a file of result rows (`id,field,...`, as `pocketdec extract` writes a
     Tianchi Result.csv; a row of `_` alone: a review with none)."""

@@ -54,18 +54,11 @@ def cpu_seconds():
 
 
 def load_arm(d, arm):
-    path = os.path.join(d, f"{arm}.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    return None
+    return DS.read_saved(os.path.join(d, f"{arm}.json"))
 
 
 def save_arm(d, arm, s):
-    path = os.path.join(d, f"{arm}.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(s, f, ensure_ascii=False, indent=2)
-    os.replace(path + ".tmp", path)
+    DS.write_saved(os.path.join(d, f"{arm}.json"), s, ensure_ascii=False, indent=2)
 
 
 class Fold:

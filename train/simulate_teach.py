@@ -200,21 +200,14 @@ class Fold:
             ranked = sorted(left, key=lambda i: -sc[i][1][order])
         out = {"fold": self.k, "order": order, "labels": n, "picked": picked, "next": ranked,
                "train": record, "score_seconds": round(time.time() - t0, 1), "negative": self.neg_name, **fig}
-        path = os.path.join(self.dir, f"{order}_{n}.json")
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(out, f)
-        os.replace(path + ".tmp", path)
+        DS.write_saved(os.path.join(self.dir, f"{order}_{n}.json"), out)
         log(f"fold {self.k} {order} {n}: F1 {fig['f1']:.4f}, {self.neg_name} F1 {fig['neg_f1']:.4f} "
             f"({record.get('seconds', 0)} s training, {out['score_seconds']} s scoring)")
         return out
 
 
 def load_step(d, order, n):
-    path = os.path.join(d, f"{order}_{n}.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    return None
+    return DS.read_saved(os.path.join(d, f"{order}_{n}.json"))
 
 
 def first_step(a, fold, tok):
@@ -255,8 +248,7 @@ def run_fold(a, fold, tok):
         pool = fold.decode(model, head, meta, tok, fold.candidates([], 0))
         for order in a.orders:  # every ordering starts from the same model and its own ranking
             init[order] = fold.run_step(order, 0, model, head, meta, tok, [], record, test, pool)["next"]
-        with open(os.path.join(fold.dir, "init_0.json"), "w", encoding="utf-8") as f:
-            json.dump(init, f)
+        DS.write_saved(os.path.join(fold.dir, "init_0.json"), init)
     model = qwen3.load_hf(a.base)
     if a.seed_adapter and a.seed_size:
         model = lora.load_peft(model, trunk)
