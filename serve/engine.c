@@ -4,6 +4,7 @@
  * client share its passes, pd_pipeline_extract_stream), score requests run
  * on the way. */
 #include "jobs.h"
+#include "pocketdec_reviews.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,8 +91,9 @@ static void put(buf *b, const char *t)
 
 /* ,"jsonl":"...","tianchi":"..." for text i under its id: the command's
  * lines in both formats (x NULL: a text that failed, written with no
- * records, as the command does). */
-static void put_lines(buf *b, const server *s, const json_t *id, const pd_extraction *x)
+ * records, as the command does), the row's other columns (extra, or NULL)
+ * carried into the JSONL line as the command carries them. */
+static void put_lines(buf *b, const server *s, const json_t *id, const char *extra, const pd_extraction *x)
 {
     char num[24];
     const char *rid = json_is_string(id) ? json_string_value(id) : num;
@@ -102,8 +104,14 @@ static void put_lines(buf *b, const server *s, const json_t *id, const pd_extrac
         char *text = NULL, *quoted = NULL;
         size_t len = 0;
         pd_error err;
-        json_t *str = pd_extraction_format(s->schema, x, rid, kinds[k].fmt, &text, &len, &err) == PD_OK
-                          ? json_stringn(text, len) : NULL;
+        bool ok = pd_extraction_format(s->schema, x, rid, kinds[k].fmt, &text, &len, &err) == PD_OK;
+        if (ok && extra && kinds[k].fmt == PD_FORMAT_JSONL) {
+            char *joined = pd_reviews_join_extra(text, len, extra, &len);
+            pd_free(text);
+            text = joined;
+            ok = joined != NULL;
+        }
+        json_t *str = ok ? json_stringn(text, len) : NULL;
         quoted = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
         json_decref(str);
         pd_free(text);
@@ -134,7 +142,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
             *n_records += j->outs[i]->n_records;
             put(&b, i ? ",{\"records\":" : "{\"records\":");
             put(&b, recs);
-            if (r->ids) put_lines(&b, s, json_array_get(r->ids, i), j->outs[i]);
+            if (r->ids) put_lines(&b, s, json_array_get(r->ids, i), r->extras ? r->extras[i] : NULL, j->outs[i]);
             put(&b, "}");
         } else {
             char *e = serve_error_body(j->errs[i].message);
@@ -142,7 +150,7 @@ static int extract_answer(server *s, job *j, char **body, long *n_records)
             put(&b, i ? "," : "");
             if (e && r->ids) e[strlen(e) - 1] = 0; /* the lines go inside the error's object */
             put(&b, e ? e : "{");
-            if (r->ids) put_lines(&b, s, json_array_get(r->ids, i), NULL);
+            if (r->ids) put_lines(&b, s, json_array_get(r->ids, i), r->extras ? r->extras[i] : NULL, NULL);
             put(&b, r->ids || !e ? "}" : "");
             free(e);
         }

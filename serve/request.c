@@ -90,9 +90,55 @@ static int string_array(const json_t *v, const char *name, size_t max, const cha
     return 0;
 }
 
+/* "extras"[i]: a row's other columns as JSON members ("rating":"5",...),
+ * checked (an object once braced, no key twice, none the line holds already)
+ * and written back compact in their order into *out; NULL for null or "". */
+static int extra_members(const json_t *v, size_t i, char **out, char msg[SERVE_MESSAGE_SIZE])
+{
+    *out = NULL;
+    if (json_is_null(v)) return 0;
+    if (!json_is_string(v)) return refuse(msg, 400, "\"extras\"[%zu] must be a string (JSON members) or null", i);
+    size_t n = json_string_length(v);
+    if (n == 0) return 0;
+    char *braced = malloc(n + 2);
+    if (!braced) return refuse(msg, 500, "out of memory");
+    braced[0] = '{';
+    memcpy(braced + 1, json_string_value(v), n);
+    braced[n + 1] = '}';
+    json_error_t je;
+    json_t *o = json_loadb(braced, n + 2, JSON_REJECT_DUPLICATES, &je);
+    free(braced);
+    int st = !o ? refuse(msg, 400, "\"extras\"[%zu] is not JSON members (\"column\":\"value\",...): %s", i, je.text)
+             : json_object_get(o, "id") || json_object_get(o, "records")
+                 ? refuse(msg, 400, "\"extras\"[%zu] has a column \"id\" or \"records\", which the line holds already", i)
+                 : 0;
+    bool empty = st == 0 && json_object_size(o) == 0;
+    char *t = st == 0 && !empty ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (st || empty) return st;
+    if (!t) return refuse(msg, 500, "out of memory");
+    size_t tl = strlen(t);
+    memmove(t, t + 1, tl - 2); /* without the braces */
+    t[tl - 2] = 0;
+    *out = t;
+    return 0;
+}
+
+/* "extras": one entry a text, with "ids". */
+static int extras_list(const json_t *extras, serve_extract_req *req, char msg[SERVE_MESSAGE_SIZE])
+{
+    if (!req->ids) return refuse(msg, 400, "\"extras\" goes with \"ids\" (the lines it is carried into)");
+    if (!json_is_array(extras) || json_array_size(extras) != req->n)
+        return refuse(msg, 400, "\"extras\" must be an array of %zu entries, one a text", req->n);
+    if (!(req->extras = calloc(req->n, sizeof *req->extras))) return refuse(msg, 500, "out of memory");
+    int st = 0;
+    for (size_t i = 0; st == 0 && i < req->n; i++) st = extra_members(json_array_get(extras, i), i, &req->extras[i], msg);
+    return st;
+}
+
 int serve_parse_extract(const char *body, size_t len, size_t max_texts, serve_extract_req *req, char msg[SERVE_MESSAGE_SIZE])
 {
-    static const char *const allowed[] = {"text", "texts", "ids", NULL};
+    static const char *const allowed[] = {"text", "texts", "ids", "extras", NULL};
     memset(req, 0, sizeof *req);
     json_t *root;
     int st = load_object(body, len, allowed, &root, msg);
@@ -134,12 +180,16 @@ int serve_parse_extract(const char *body, size_t len, size_t max_texts, serve_ex
         }
         req->ids = ids;
     }
+    const json_t *extras = json_object_get(root, "extras");
+    if (st == 0 && extras) st = extras_list(extras, req, msg);
     if (st) serve_extract_req_free(req);
     return st;
 }
 
 void serve_extract_req_free(serve_extract_req *req)
 {
+    for (size_t i = 0; req->extras && i < req->n; i++) free(req->extras[i]);
+    free(req->extras);
     free(req->texts);
     free(req->lens);
     json_decref(req->root);
@@ -346,7 +396,7 @@ static const char *given(const char *v)
     return v && *v ? v : NULL;
 }
 
-/* One row of the reader as {"id","text","line","extra"}. */
+/* One row of the reader as {"id","text","line","extra","extra_json"}. */
 static json_t *review_json(const pd_review *w)
 {
     size_t n = w->extra ? strlen(w->extra) + 3 : 0;
@@ -355,8 +405,8 @@ static json_t *review_json(const pd_review *w)
     if (members) snprintf(members, n, "{%s}", w->extra);
     json_t *extra = members ? json_loads(members, 0, NULL) : json_object();
     free(members);
-    return json_pack("{s:s, s:s%, s:I, s:o*}", "id", w->id, "text", w->text, w->text_len, "line", (json_int_t)w->line,
-                     "extra", extra);
+    return json_pack("{s:s, s:s%, s:I, s:o*, s:s*}", "id", w->id, "text", w->text, w->text_len, "line",
+                     (json_int_t)w->line, "extra", extra, "extra_json", w->extra);
 }
 
 int serve_read_reviews(const char *body, size_t len, const serve_reviews_opts *o, char **out)

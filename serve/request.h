@@ -19,10 +19,16 @@
 /* POST /v1/extract: {"text": "..."} or {"texts": ["...", ...]}, the latter
  * with optional "ids": [id, ...] (strings or integers, one a text): each
  * result then also carries the command's lines for that id ("jsonl" and
- * "tianchi": what `pocketdec extract` writes, byte for byte). */
+ * "tianchi": what `pocketdec extract` writes, byte for byte). With "ids",
+ * optional "extras": [members or null, ...], one a text: a CSV row's other
+ * columns as JSON members ("rating":"5","sku":"A1", the "extra_json" of
+ * /v1/reviews/read), carried into its "jsonl" line as the command carries
+ * them. A string is sent, not an object, so that the columns keep the
+ * file's order (a JavaScript object reorders keys that look like numbers). */
 typedef struct serve_extract_req {
     json_t *root;       /* the parsed body: owns the strings below */
     const json_t *ids;  /* NULL, or the ids (an array of n strings or integers) */
+    char **extras;      /* NULL, or [n]: each text's members, checked and written compact (malloc'ed), or NULL */
     const char **texts; /* [n], NUL-terminated, valid UTF-8 without NUL */
     size_t *lens;       /* [n] their lengths in bytes */
     size_t n;
@@ -78,7 +84,9 @@ int serve_summarize(const json_t *reviews, const pds_calibration *cal, const cha
  * for messages and, without format, its extension), format ("csv", "jsonl";
  * empty or NULL: by the name), id_column, text_column, encoding (empty or
  * NULL: the defaults). 200 with *out {"rows": [{"id", "text", "line",
- * "extra": {other columns}}], "problems": ["FILE:LINE: ...", ...]} (a
+ * "extra": {other columns}, "extra_json": "the same as JSON members, in the
+ * file's order" (absent without other columns)}], "problems": ["FILE:LINE:
+ * ...", ...]} (a
  * broken row is a problem and reading goes on), or 400 with *out the error
  * body naming what is wrong (the file's encoding, its columns, ...), 500
  * when out of memory (*out may then be NULL). */

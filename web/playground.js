@@ -258,7 +258,10 @@
       for (let k = 0; k < rows.length; k += per) {
         status("extracting " + file.name + ": " + k + " of " + rows.length + " reviews...");
         const part = rows.slice(k, k + per);
-        const data = await api("POST", "/v1/extract", { texts: part.map((r) => r.text), ids: part.map((r) => r.id) });
+        const req = { texts: part.map((r) => r.text), ids: part.map((r) => r.id) };
+        // the other columns as the server read them, a string each: an object would reorder "2024"-like names
+        if (part.some((r) => r.extra_json)) req.extras = part.map((r) => r.extra_json || null);
+        const data = await api("POST", "/v1/extract", req);
         data.results.forEach((res, j) => {
           items.push({ id: part[j].id, text: part[j].text, records: res.records || [], problem: res.error || null });
           lines.jsonl.push(res.jsonl);

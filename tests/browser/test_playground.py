@@ -177,15 +177,16 @@ def downloaded(page, downloads, button, name):
 def test_a_shop_export_and_a_gb18030_file(browser, server, tmp_path):
     """The page's file read by the server's reader of reviews (POST /v1/reviews/read), the command's: a
     shop's export by its id column, and a GB18030 file, refused naming --encoding until the encoding is
-    given; the downloads are the command's bytes for the same options."""
+    given; the downloads are the command's bytes for the same options, the export's other columns in its
+    JSONL lines in the file's order (a column named like a number, "2024", after "sku")."""
     import csv
     with open(DEV, encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))[1:9]
     shop, gb = tmp_path / "shop.csv", tmp_path / "gb.csv"
     with open(shop, "w", encoding="utf-8", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows(
-            [("review_id", "rating", "content", "date", "sku"),
-             *[(f"r{i}", "5", t, "2026-01-03", f"A{k}") for k, (i, t) in enumerate(rows)]])
+            [("review_id", "rating", "content", "date", "sku", "2024"),
+             *[(f"r{i}", "5", t, "2026-01-03", f"A{k}", str(k)) for k, (i, t) in enumerate(rows)]])
     with open(gb, "w", encoding="gb18030", newline="") as f:
         csv.writer(f, lineterminator="\n").writerows([("id", "Reviews"), *rows])
     gb_again = tmp_path / "gb-again.csv"
@@ -205,6 +206,9 @@ def test_a_shop_export_and_a_gb18030_file(browser, server, tmp_path):
     assert page.eval("[...document.querySelectorAll('#results .review')].length") == len(rows)
     assert downloaded(page, tmp_path / "shop-downloads", "download-csv", "Result.csv") == \
         command(shop, "tianchi", "--id-column", "review_id")
+    jsonl = downloaded(page, tmp_path / "shop-downloads", "download-jsonl", "records.jsonl")
+    assert jsonl == command(shop, "jsonl", "--id-column", "review_id") and \
+        '"date":"2026-01-03","sku":"A0","2024":"0"}'.encode() in jsonl, jsonl[:300]
     page.eval("document.getElementById('id-column').value = ''")
     page.eval("document.getElementById('downloads').hidden = true")
     upload(page, gb)

@@ -35,6 +35,16 @@ static void test_extract_ok(void **state)
     assert_true(req.many);
     assert_string_equal(req.texts[2], "c");
     assert_int_equal(req.lens[1], 0);
+    assert_null(req.extras);
+    serve_extract_req_free(&req);
+    /* extras: checked and written back compact, in the order sent ("2024" stays after "sku"); "" and null: none */
+    assert_int_equal(extract("{\"texts\": [\"a\", \"b\", \"c\"], \"ids\": [1, 2, 3], \"extras\": "
+                             "[\"\\\"sku\\\": \\\"A1\\\", \\\"2024\\\":\\\"x\\\"\", \"\", null]}",
+                             3, &req, msg), 0);
+    assert_non_null(req.extras);
+    assert_string_equal(req.extras[0], "\"sku\":\"A1\",\"2024\":\"x\"");
+    assert_null(req.extras[1]);
+    assert_null(req.extras[2]);
     serve_extract_req_free(&req);
 }
 
@@ -62,6 +72,14 @@ static void test_extract_refused(void **state)
         {"{\"text\": \"a\", \"extra\": 1}", 400, "unknown field \"extra\""},
         {"{\"text\": \"a\\u0000\"}", 400, "not valid JSON"},
         {"{\"text\": \"a\", \"text\": \"b\"}", 400, "duplicate"},
+        {"{\"texts\": [\"a\"], \"extras\": [\"\\\"r\\\":\\\"5\\\"\"]}", 400, "\"extras\" goes with \"ids\""},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": []}", 400, "an array of 1 entries"},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": [5]}", 400, "\"extras\"[0] must be a string"},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": [\"\\\"r\\\":\"]}", 400, "\"extras\"[0] is not JSON members"},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": [\"}{\"]}", 400, "\"extras\"[0] is not JSON members"},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": [\"\\\"r\\\":1,\\\"r\\\":2\"]}", 400, "not JSON members"},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": [\"\\\"records\\\":[]\"]}", 400, "holds already"},
+        {"{\"texts\": [\"a\"], \"ids\": [1], \"extras\": [\"\\\"id\\\":\\\"9\\\"\"]}", 400, "holds already"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         serve_extract_req req;
@@ -71,6 +89,7 @@ static void test_extract_refused(void **state)
             fail_msg("case %zu: %d \"%s\", expected %d and \"%s\"", i, st, msg, cases[i].status, cases[i].words);
         assert_null(req.root);
         assert_null(req.texts);
+        assert_null(req.extras);
     }
 }
 
@@ -231,8 +250,10 @@ static void test_read_reviews(void **state)
     serve_reviews_opts o = {"shop.csv", "", "review_id", "content", ""};
     char *out = NULL;
     assert_int_equal(serve_read_reviews(shop, strlen(shop), &o, &out), 200);
-    assert_string_equal(out, "{\"rows\":[{\"id\":\"r1\",\"text\":\"好,用\",\"line\":2,\"extra\":{\"rating\":\"5\"}},"
-                             "{\"id\":\"r3\",\"text\":\"差\",\"line\":4,\"extra\":{\"rating\":\"2\"}}],"
+    assert_string_equal(out, "{\"rows\":[{\"id\":\"r1\",\"text\":\"好,用\",\"line\":2,\"extra\":{\"rating\":\"5\"},"
+                             "\"extra_json\":\"\\\"rating\\\":\\\"5\\\"\"},"
+                             "{\"id\":\"r3\",\"text\":\"差\",\"line\":4,\"extra\":{\"rating\":\"2\"},"
+                             "\"extra_json\":\"\\\"rating\\\":\\\"2\\\"\"}],"
                              "\"problems\":[\"shop.csv:3: broken row: expected 3 fields (review_id,rating,content), got 2\"]}");
     free(out);
     o = (serve_reviews_opts){"shop.csv", NULL, NULL, NULL, NULL}; /* no id column named: the columns listed */

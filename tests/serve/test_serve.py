@@ -196,6 +196,31 @@ def test_playground_api(s, reviews):
     check("POST /v1/extract {texts, ids}: each result's lines are the command's, CSV and JSONL",
           st == 200 and "".join(r["tianchi"] for r in body["results"]) == cli["tianchi"]
           and "".join(r["jsonl"] for r in body["results"]) == cli["jsonl"], (st, str(body)[:300]))
+    # a shop's export: the page reads it by /v1/reviews/read and sends each row's other columns back as
+    # "extras" (the member text, in the file's order: "2024" stays after "sku"); the JSONL lines are the
+    # command's on the same file, extra columns included
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "shop.csv")
+        with open(src, "w", encoding="utf-8", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(
+                [("review_id", "sku", "content", "2024", "店铺")] +
+                [(i, f"A{k}", t, str(k), "旗舰\"店") for k, (i, t) in enumerate(reviews)])
+        out = os.path.join(d, "out.jsonl")
+        subprocess.run([PD, "extract", "--model", MODEL, "--schema", SCHEMA, "--input", src, "--output", out,
+                        "--format", "jsonl", "--id-column", "review_id", "--text-column", "content"],
+                       check=True, capture_output=True, timeout=300)
+        cli_shop = open(out, encoding="utf-8").read()
+        st, _, read = s.request("POST", "/v1/reviews/read?name=shop.csv&id_column=review_id&text_column=content",
+                                open(src, "rb").read())
+    rows = json.loads(read)["rows"]
+    st, _, body = s.post("/v1/extract", {"texts": [r["text"] for r in rows], "ids": [r["id"] for r in rows],
+                                         "extras": [r["extra_json"] for r in rows]})
+    got = "".join(r["jsonl"] for r in body["results"]) if st == 200 else ""
+    check("POST /v1/extract {texts, ids, extras}: the JSONL lines of a shop's export are the command's, its "
+          "columns in the file's order", st == 200 and got == cli_shop and '"sku":"A0","2024":"0","店铺":"旗舰\\"店"}'
+          in got, (st, got[:300], cli_shop[:300]))
+    st, _, body = s.post("/v1/extract", {"texts": ["x"], "ids": [1], "extras": ['"records":[]']})
+    check("extras naming a column the line holds -> 400", st == 400 and "holds already" in body["error"], (st, body))
     for bad, what in (({"text": "x", "ids": [1]}, '"ids" goes with "texts"'),
                       ({"texts": ["x", "y"], "ids": [1]}, "array of 2 ids"),
                       ({"texts": ["x"], "ids": [1.5]}, '"ids"[0] must be a string or an integer')):
@@ -298,7 +323,8 @@ def test_auth(reviews, want):
         st, _, body = s.request("POST", "/v1/reviews/read?id_column=review_id&name=shop.csv", src,
                                 {"Authorization": "Bearer s3cret-key"})
         check("/v1/reviews/read with the key: the file's rows by the command's reader", st == 200 and json.loads(body) ==
-              {"rows": [{"id": "r1", "text": "好", "line": 2, "extra": {"sku": "A1"}}], "problems": []}, (st, body))
+              {"rows": [{"id": "r1", "text": "好", "line": 2, "extra": {"sku": "A1"}, "extra_json": '"sku":"A1"'}],
+               "problems": []}, (st, body))
     finally:
         check("auth server: SIGTERM -> exit 0", s.stop() == 0, s.log)
         os.unlink(keyfile)
