@@ -51,6 +51,15 @@ def add_lora(model, r, alpha, gen, targets=TARGETS):
     return [p for _, m in wrapped(model) for p in (m.lora_A, m.lora_B)]
 
 
+def trainable(model):
+    """The LoRA parameters model already wraps (load_peft's), made trainable again: an adapter trained
+    on from where it stands rather than from zero."""
+    params = [p for _, m in wrapped(model) for p in (m.lora_A, m.lora_B)]
+    for p in params:
+        p.requires_grad_(True)
+    return params
+
+
 def merged_copy(model):
     """A plain Qwen3 with every adapter delta added to its base weight."""
     out = qwen3.Qwen3(model.config)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Does a new adapter pay for its time? teach.py's --adapter keep against --adapter retrain, on the folds.
+"""Does a new adapter pay for its time? teach.py's --adapter keep, warm and retrain, on the folds.
 
   measure_teach_adapter.py --out DIR [--folds 0 1 2] [--new 500] [--threads 2] [--epochs 0] [--seed 0]
                            [--retrain-from KDIR] [--base models/tianchi/base] [--data PATH... --schema YAML]
@@ -7,7 +7,7 @@
 
 For each fold k of kfold.py's folds (its seeded split into 5 of the labelled reviews outside dev): the
 held-out part H_k; the training part T_k, split by a seeded shuffle (--seed) into S_k, all but --new of
-them (the labels a bundle was trained on), and N_k, --new reviews (the new labels a user brings). Three
+them (the labels a bundle was trained on), and N_k, --new reviews (the new labels a user brings). Five
 arms, each scored on H_k through pocketdec as kfold.py scores (F1; the F1 of the schema's negative
 label's records alone, simulate_teach.py's figure):
 
@@ -16,16 +16,21 @@ label's records alone, simulate_teach.py's figure):
            head/, train_log.json);
   keep     teach.py --bundle SEED_k --labels N_k.jsonl --original S_k.jsonl --original-dev-fraction 0
            --adapter keep: the seed's trunk kept, the head retrained on S_k + N_k;
-  retrain  the same with --adapter retrain: a new adapter and head on S_k + N_k. With --retrain-from
-           KDIR it is not trained: kfold.py's own model of the fold (KDIR/fold<k>/: adapter and head
-           trained on all of T_k over the same base, the same recipe; checked against KDIR/kfold.json)
-           is scored instead, and its training time is kfold.py's (no CPU time).
+  warm     the same with --adapter warm: the seed's adapter trained on, with a new head, for teach.py's
+           epochs of warm (2);
+  retrain  the same with --adapter retrain: a new adapter and head on S_k + N_k, for teach.py's epochs
+           of retrain (3);
+  full     a new adapter and head for the recipe's epochs (5): teach.py --adapter retrain --epochs 5.
+           With --retrain-from KDIR it is not trained: kfold.py's own model of the fold (KDIR/fold<k>/:
+           adapter and head trained on all of T_k over the same base, the same recipe; checked against
+           KDIR/kfold.json) is scored instead, and its training time is kfold.py's (no CPU time).
 
-Every arm's figures, training wall time and CPU time (the process's, from getrusage: every thread) are
-saved as DIR/fold<k>/<arm>.json as soon as they are known; a rerun loads them and trains only what is
-missing. --summary prints each arm's mean +- SE over the folds, the paired differences keep - seed and
-retrain - keep fold by fold, and the decision: retrain pays when retrain - keep is above its standard
-error on the mean F1 and positive on every fold (two folds at least); otherwise keep.
+--epochs N (not 0) trains every arm N epochs. Every arm's figures, training wall time and CPU time (the
+process's, from getrusage: every thread) are saved as DIR/fold<k>/<arm>.json as soon as they are known;
+a rerun loads them and trains only what is missing. --summary prints each arm's mean +- SE over the
+folds, the paired differences (PAIRS) fold by fold, and a decision for each trained adapter (warm,
+retrain, full): it pays when its difference over keep is above its standard error on the mean F1 and
+positive on every fold (two folds at least); otherwise keep.
 """
 
 import argparse
@@ -43,7 +48,10 @@ sys.path.insert(0, HERE)
 import dataset as DS  # noqa: E402
 import simulate_teach as ST  # noqa: E402
 
-ARMS = ("seed", "keep", "retrain")
+ARMS = ("seed", "keep", "warm", "retrain", "full")
+TRAINED = ("warm", "retrain", "full")  # the arms that train an adapter, each decided against keep
+PAIRS = (("keep", "seed"), ("warm", "keep"), ("retrain", "keep"), ("full", "keep"), ("retrain", "warm"),
+         ("full", "retrain"))
 KFOLDS = 5  # kfold.py's default: the folds of its runs that --retrain-from reads
 
 
@@ -127,16 +135,17 @@ class Fold:
 
     def train_teach(self, arm):
         import teach
-        teach.teach(self.bundle("seed"), [self.n_path], self.bundle(arm), original=self.s_path, adapter=arm,
-                    schema_path=self.schema.path, threads=self.a.threads, epochs=self.a.epochs, seed=self.a.seed,
-                    log=ST.log, original_dev=0)
+        epochs = self.a.epochs or (teach.recipe_args(self.dir).epochs if arm == "full" else 0)
+        teach.teach(self.bundle("seed"), [self.n_path], self.bundle(arm), original=self.s_path,
+                    adapter="retrain" if arm == "full" else arm, schema_path=self.schema.path,
+                    threads=self.a.threads, epochs=epochs, seed=self.a.seed, log=ST.log, original_dev=0)
 
     def run(self, arm):
         got = load_arm(self.dir, arm)
         if got is not None:
             ST.log(f"fold {self.k} {arm}: saved ({os.path.join(self.dir, arm + '.json')}), not trained again")
             return got
-        if arm == "retrain" and self.a.retrain_from:
+        if arm == "full" and self.a.retrain_from:
             return self.from_kfold()
         ST.log(f"fold {self.k} {arm}: training ({len(self.S)} reviews S, {len(self.N)} N)")
         t0, c0 = time.time(), cpu_seconds()
@@ -150,16 +159,16 @@ class Fold:
         return self.score(arm, os.path.join(b, "base"), os.path.join(b, "adapter"), os.path.join(b, "head"), record)
 
     def from_kfold(self):
-        """kfold.py's model of this fold (trained on all of T_k) as the retrain arm."""
+        """kfold.py's model of this fold (trained on all of T_k) as the full arm."""
         d = os.path.join(self.a.retrain_from, f"fold{self.k}")
         with open(os.path.join(d, "score.json"), encoding="utf-8") as f:
             done = json.load(f)
         record = {"train_seconds": done.get("seconds"), "train_cpu_seconds": None, "from": d}
-        return self.score("retrain", self.a.base, os.path.join(d, "adapter"), os.path.join(d, "head"), record)
+        return self.score("full", self.a.base, os.path.join(d, "adapter"), os.path.join(d, "head"), record)
 
 
 def check_kfold(a):
-    """--retrain-from: KDIR's run must be kfold.py's folds over this base with teach.py's retrain recipe."""
+    """--retrain-from: KDIR's run must be kfold.py's folds over this base with the full arm's recipe."""
     import teach
     path = os.path.join(a.retrain_from, "kfold.json")
     try:
@@ -171,7 +180,7 @@ def check_kfold(a):
     want = teach.recipe_args(a.out, ["--seed", str(a.seed)])
     if a.epochs:
         want.epochs = a.epochs
-    bad = [f"{x} {was.get(x)!r} (teach.py's retrain: {getattr(want, x)!r})" for x in teach.RECIPE + ("seed",)
+    bad = [f"{x} {was.get(x)!r} (the full arm's: {getattr(want, x)!r})" for x in teach.RECIPE + ("seed",)
            if was.get(x) != getattr(want, x)]
     if was.get("folds") != KFOLDS or was.get("fold_seed") != a.fold_seed or was.get("limit"):
         bad.append(f"folds {was.get('folds')}, fold seed {was.get('fold_seed')}, limit {was.get('limit')} "
@@ -215,7 +224,7 @@ def summarise(a, out=print):
         out(f"{arm:8s} folds {','.join(map(str, ks))}: F1 {row['f1']['mean']:.4f} +- {row['f1']['se']:.4f}, "
             f"{neg} F1 {row['neg_f1']['mean']:.4f} +- {row['neg_f1']['se']:.4f}; training a fold "
             f"{secs(row['train_seconds'])} wall, {secs(row['train_cpu_seconds'])} CPU")
-    for hi, lo in (("keep", "seed"), ("retrain", "keep")):
+    for hi, lo in PAIRS:
         ks = sorted(set(runs[hi]) & set(runs[lo]))
         if not ks:
             continue
@@ -228,23 +237,26 @@ def summarise(a, out=print):
             f"{row['f1']['se']:.4f}); {neg} F1 {', '.join(f'{x:+.4f}' for x in d['neg_f1'])} "
             f"({row['neg_f1']['mean']:+.4f} +- {row['neg_f1']['se']:.4f}); training time "
             f"{', '.join(f'{x:+.0f} s' for x in t) or '-'} (folds {','.join(map(str, ks))})")
-    res["decision"] = decide(res["differences"].get("retrain-keep"))
-    out(res["decision"]["line"])
+    res["decisions"] = {arm: decide(res["differences"].get(f"{arm}-keep"), arm) for arm in TRAINED}
+    res["decision"] = res["decisions"]["retrain"]
+    for d in res["decisions"].values():
+        out(d["line"])
     return res
 
 
-def decide(diff):
-    """retrain when retrain - keep's mean F1 is above its SE and every fold's is positive (2 folds or more)."""
+def decide(diff, arm="retrain"):
+    """arm (a trained adapter) when arm - keep's mean F1 is above its SE and every fold's is positive (2
+    folds or more); otherwise keep."""
     if diff is None or len(diff["folds"]) < 2:
-        return {"adapter": None, "line": "decision: none yet (retrain - keep needs two folds or more)"}
+        return {"adapter": None, "line": f"decision: none yet ({arm} - keep needs two folds or more)"}
     f = diff["f1"]
     pays = f["mean"] > f["se"] and all(x > 0 for x in f["folds"])
     t = diff["train_seconds"]
     cost = f"; it costs {sum(t) / len(t):+.0f} s of training a fold" if t else ""
-    why = (f"retrain - keep F1 {f['mean']:+.4f} +- {f['se']:.4f} over {len(f['folds'])} folds, "
+    why = (f"{arm} - keep F1 {f['mean']:+.4f} +- {f['se']:.4f} over {len(f['folds'])} folds, "
            f"{sum(x > 0 for x in f['folds'])} of them positive{cost}")
-    return {"adapter": "retrain" if pays else "keep",
-            "line": f"decision: {'retrain (a new adapter pays)' if pays else 'keep (a new adapter does not pay)'}: "
+    return {"adapter": arm if pays else "keep",
+            "line": f"decision: {f'{arm} (the trained adapter pays)' if pays else f'keep ({arm} does not pay)'}: "
                     f"{why}"}
 
 
@@ -256,11 +268,13 @@ def main(argv=None):
     ap.add_argument("--base", default=os.path.join(os.path.dirname(HERE), "models", "tianchi", "base"),
                     help="a base pre-trained without labels (the bundled default's)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--epochs", type=int, default=0, help="0: the recipe's (5)")
+    ap.add_argument("--epochs", type=int, default=0,
+                    help="every arm's epochs; 0: the recipe's (5) for seed, keep and full, teach.py's for warm and "
+                         "retrain")
     ap.add_argument("--seed", type=int, default=0, help="the S_k / N_k split and the training")
     ap.add_argument("--fold-seed", type=int, default=20261204, help="kfold.py's")
     ap.add_argument("--retrain-from", metavar="KDIR", help="kfold.py's run of these folds: its fold models are "
-                    "the retrain arm (trained on all of T_k), not trained here")
+                    "the full arm (trained on all of T_k), not trained here")
     ap.add_argument("--summary", action="store_true", help="sum up the arms saved; train nothing")
     DS.add_args(ap)
     a = ap.parse_args(argv)

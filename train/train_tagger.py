@@ -356,7 +356,9 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     if spec is not None and spec.polarity is not None and a.table_prior:
         table_prior(head, spec, labels, a.table_prior)
     lora_params = []
-    if a.lora_r and a.deep:
+    if getattr(a, "trunk_adapter", None) and getattr(a, "continue_adapter", False):
+        lora_params = lora.trainable(model)  # teach.py --adapter warm: the kept adapter trained on
+    elif a.lora_r and a.deep:
         lora_params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 3))
     else:  # the trunk stays as it is: its states are computed once
         for p in model.parameters():
@@ -393,7 +395,8 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     pool = exs + [x for x in exs if x.polarities - {major}] * (a.minority_copies - 1)
     steps, step, tokens, recent = a.epochs * math.ceil(len(pool) / a.batch), 0, 0, []
     log(f"{name}: {len(exs)} labelled reviews ({len(silver)} of them silver, {len(copies)} copies, {len(pool)} an epoch), {steps} steps, "
-        f"LoRA r {a.lora_r if lora_params else 0}, "
+        f"LoRA r {lora_params[0].shape[0] if lora_params else 0}"
+        f"{' (the kept adapter, trained on)' if lora_params and not a.lora_r else ''}, "
         f"features {'on' if spec else 'off'}")
     for epoch in range(a.epochs):
         t_epoch, step_epoch = time.time(), step

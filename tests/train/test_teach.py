@@ -6,10 +6,11 @@
 Without torch the torch-free checks run and the test exits 77 (meson: skipped). Checks:
   - the rule of the new labels: a new label of an original review's text replaces it; within the new
     files the later label of a text wins, once, at its later place;
-  - a tiny retrain (12 reviews, one epoch, the bundled default's trunk kept) writes a bundle: base/
-    and adapter/ the bundle's bytes, a new head whose memory.tsv holds the new labels' pairs and
-    nothing else, teach_log.json with the counts;
-  - pocketdec extract opens the new bundle as a bundle (--model NEW: its base, adapter and head) and
+  - a tiny retrain (12 reviews, one epoch, the bundled default's trunk kept: --adapter keep) writes a
+    bundle: base/ and adapter/ the bundle's bytes, a new head whose memory.tsv holds the new labels'
+    pairs and nothing else, teach_log.json with the counts;
+  - the default (--adapter retrain, one step) writes the bundle's base and a new adapter;
+  - pocketdec extract opens each new bundle as a bundle (--model NEW: its base, adapter and head) and
     runs it: every line a review of the input, every label one of the schema, every span text of its
     review.
 """
@@ -71,7 +72,8 @@ def main():
         with open(labels, "w", encoding="utf-8") as f:
             f.writelines(labels_line(r) for r in reviews)
         out = os.path.join(tmp, "new")
-        record = teach.teach(BUNDLE, [labels], out, original="none", schema_path=SCHEMA, threads=1, epochs=1)
+        record = teach.teach(BUNDLE, [labels], out, original="none", adapter="keep", schema_path=SCHEMA, threads=1,
+                             epochs=1)
         assert record["reviews"] == {"original": 0, "new": 12, "replaced": 0, "trained": 12}, record["reviews"]
         for sub, names in (("base", ("config.json", "model.safetensors", "tokenizer.json")),
                            ("adapter", ("adapter_model.safetensors",))):
@@ -83,26 +85,39 @@ def main():
         assert mem and mem <= pairs, mem - pairs
         assert os.path.exists(os.path.join(out, "teach_log.json"))
         assert not os.path.exists(out + ".tmp") and not os.path.exists(out + ".run")
+        extracts(tmp, out, reviews, schema)
 
-        inp, got = os.path.join(tmp, "in.csv"), os.path.join(tmp, "out.jsonl")
-        with open(inp, "w", encoding="utf-8") as f:
-            f.write("id,Reviews\n" + "".join(f"{r.id},{r.text}\n" for r in reviews if "," not in r.text))
-        # --model NEW alone: the bundle's base, adapter and head
-        r = subprocess.run([POCKETDEC, "extract", "--model", out, "--schema", SCHEMA,
-                            "--input", inp, "--output", got, "--format", "jsonl",
-                            "--min-confidence", "0", "--threads", "1"], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-        text = {str(x.id): x.text for x in reviews}
-        lines = [json.loads(line) for line in open(got, encoding="utf-8")]
-        assert len(lines) == sum(1 for x in reviews if "," not in x.text), len(lines)
-        n = 0
-        for line in lines:
-            assert line["id"] in text, line
-            for rec in line["records"]:
-                n += 1
-                assert rec["category"] in schema.values["category"] and rec["polarity"] in schema.values["polarity"]
-                assert all(rec[k] == "_" or rec[k] in text[line["id"]] for k in ("aspect", "opinion")), rec
-        print(f"ok: the retrained bundle extracts ({n} records on {len(lines)} reviews)")
+        new = os.path.join(tmp, "new-adapter")  # the default: a new adapter
+        record = teach.teach(BUNDLE, [labels], new, original="none", schema_path=SCHEMA, threads=1, epochs=1)
+        assert record["adapter"] == "retrain" and record["epochs"] == 1, record
+        adapter = os.path.join("adapter", "adapter_model.safetensors")
+        assert filecmp.cmp(os.path.join(BUNDLE, "base", "model.safetensors"),
+                           os.path.join(new, "base", "model.safetensors"), shallow=False)
+        assert not filecmp.cmp(os.path.join(BUNDLE, adapter), os.path.join(new, adapter), shallow=False)
+        extracts(tmp, new, reviews, schema)
+
+
+def extracts(tmp, out, reviews, schema):
+    """pocketdec extract on the bundle out: every line a review, every label the schema's, every span its text's."""
+    inp, got = os.path.join(tmp, "in.csv"), os.path.join(tmp, "out.jsonl")
+    with open(inp, "w", encoding="utf-8") as f:
+        f.write("id,Reviews\n" + "".join(f"{r.id},{r.text}\n" for r in reviews if "," not in r.text))
+    # --model NEW alone: the bundle's base, adapter and head
+    r = subprocess.run([POCKETDEC, "extract", "--model", out, "--schema", SCHEMA,
+                        "--input", inp, "--output", got, "--format", "jsonl",
+                        "--min-confidence", "0", "--threads", "1"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = {str(x.id): x.text for x in reviews}
+    lines = [json.loads(line) for line in open(got, encoding="utf-8")]
+    assert len(lines) == sum(1 for x in reviews if "," not in x.text), len(lines)
+    n = 0
+    for line in lines:
+        assert line["id"] in text, line
+        for rec in line["records"]:
+            n += 1
+            assert rec["category"] in schema.values["category"] and rec["polarity"] in schema.values["polarity"]
+            assert all(rec[k] == "_" or rec[k] in text[line["id"]] for k in ("aspect", "opinion")), rec
+    print(f"ok: {os.path.basename(out)} extracts ({n} records on {len(lines)} reviews)")
 
 
 if __name__ == "__main__":

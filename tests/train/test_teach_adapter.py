@@ -78,7 +78,50 @@ def check_decision(tmp):
     assert summary(d, [0, 1, 2])[0]["decision"]["adapter"] == "keep"
     res, text = summary(d, [0])
     assert res["decision"]["adapter"] is None and "decision: none yet" in text, text
+    # warm's own decision over keep (keep F1 0.62, 0.53, 0.70): +0.01, +0.02, +0.015 pays; then one fold below
+    assert summary(d, [0, 1, 2])[0]["decisions"]["warm"]["adapter"] is None  # no warm arm yet
+    for k, w in enumerate([0.63, 0.55, 0.715]):
+        arm(d, k, "warm", w, 0.3, 90)
+    res, text = summary(d, [0, 1, 2])
+    wk = res["differences"]["warm-keep"]
+    assert [round(x, 6) for x in wk["f1"]["folds"]] == [0.01, 0.02, 0.015] and wk["train_seconds"] == [50] * 3, wk
+    assert res["decisions"]["warm"]["adapter"] == "warm" and "decision: warm" in text, text
+    assert [round(x, 6) for x in res["differences"]["retrain-warm"]["f1"]["folds"]] == [-0.01, -0.0199, 0.015]
+    arm(d, 2, "warm", 0.695, 0.3, 90)
+    res, text = summary(d, [0, 1, 2])
+    assert res["decisions"]["warm"]["adapter"] == "keep" and "keep (warm does not pay)" in text, text
     print("ok: the summary and the decision, against hand-made arms")
+
+
+def check_warm_starts_from_seed(tmp, d):
+    """teach.py --adapter warm at a learning rate of 0 for the trunk writes the seed's adapter as it was
+    (the adapter is trained on from where it stands, not from zero), and --adapter retrain at 0 writes a
+    new one (B still zero)."""
+    import shutil
+    import teach
+    import qwen3
+    seed = os.path.join(tmp, "seed-lr0")
+    shutil.rmtree(seed, ignore_errors=True)
+    shutil.copytree(os.path.join(d, "seed"), seed)
+    log_path = os.path.join(seed, "train_log.json")
+    with open(log_path, encoding="utf-8") as f:
+        log = json.load(f)
+    log["args"]["lora_lr"] = 0.0
+    with open(log_path, "w", encoding="utf-8") as f:
+        json.dump(log, f)
+    # the epochs of each when none are asked: a new adapter 3, a continued one 2, a kept trunk's head the bundle's
+    for adapter, epochs in (("retrain", 3), ("warm", 2), ("keep", log["args"]["epochs"])):
+        assert teach.train_args(seed, os.path.join(tmp, "run"), adapter, 1, 0, 0).epochs == epochs, adapter
+    was = qwen3.read_safetensors(os.path.join(seed, "adapter", "adapter_model.safetensors"))
+    for arm in ("warm", "retrain"):
+        out = os.path.join(tmp, f"{arm}-lr0")
+        teach.teach(seed, [os.path.join(d, "N.jsonl")], out, original=os.path.join(d, "S.jsonl"), adapter=arm,
+                    schema_path=SCHEMA, threads=1, epochs=1, log=lambda *x: None, original_dev=0)
+        got = qwen3.read_safetensors(os.path.join(out, "adapter", "adapter_model.safetensors"))
+        assert sorted(got) == sorted(was), (arm, sorted(got)[:3])
+        same = all((got[k] == was[k]).all() for k in was)
+        b_zero = all(not got[k].any() for k in got if k.endswith("lora_B.weight"))
+        assert same if arm == "warm" else (not same and b_zero), arm
 
 
 def check_run(tmp):
@@ -126,8 +169,16 @@ def check_run(tmp):
         assert not filecmp.cmp(os.path.join(d, "seed", head), os.path.join(d, "keep", head), shallow=False)
         assert not filecmp.cmp(os.path.join(d, "seed", adapter), os.path.join(d, "retrain", adapter), shallow=False)
         assert not filecmp.cmp(os.path.join(d, "keep", head), os.path.join(d, "retrain", head), shallow=False)
+        with open(os.path.join(d, "warm", "teach_log.json"), encoding="utf-8") as f:
+            warm = json.load(f)
+        assert warm["adapter"] == "warm" and warm["epochs"] == 1 and warm["reviews"] == taught["reviews"], warm
+        assert not filecmp.cmp(os.path.join(d, "seed", adapter), os.path.join(d, "warm", adapter), shallow=False)
+        assert not filecmp.cmp(os.path.join(d, "keep", head), os.path.join(d, "warm", head), shallow=False)
+        check_warm_starts_from_seed(tmp, d)
     assert res["decision"]["line"] in log.getvalue() and res["decision"]["adapter"] in ("keep", "retrain"), res
-    assert "retrain - keep: F1" in log.getvalue() and "keep - seed: F1" in log.getvalue(), log.getvalue()
+    for pair in ("keep - seed", "warm - keep", "retrain - keep", "full - keep", "retrain - warm", "full - retrain"):
+        assert f"{pair}: F1" in log.getvalue(), (pair, log.getvalue())
+    assert res["decisions"]["warm"]["line"] in log.getvalue(), res["decisions"]
     # a rerun loads every arm: nothing trained, nothing written again
     log = io.StringIO()
     with contextlib.redirect_stdout(log):
@@ -137,7 +188,7 @@ def check_run(tmp):
             assert f"fold {k} {name}: saved" in log.getvalue(), log.getvalue()
             assert os.stat(os.path.join(out, f"fold{k}", f"{name}.json")).st_mtime_ns == mtimes[k, name]
     assert "training (" not in log.getvalue(), log.getvalue()
-    print(f"ok: a tiny run of three arms on two folds, and a rerun that trains nothing ({res['decision']['line']})")
+    print(f"ok: a tiny run of five arms on two folds, and a rerun that trains nothing ({res['decision']['line']})")
 
 
 def main():
