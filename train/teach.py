@@ -22,8 +22,8 @@ states are computed once and the head (dense part, feature tables, lexicon, memo
 trained on them: about 3 minutes, but what the new labels teach the trunk is lost. --adapter warm: the
 bundle's adapter trained on from where it stands, with a new head, for EPOCHS["warm"] (2) epochs (on the
 folds a quarter of retrain's gain). The new bundle holds base/ (copied), adapter/ and head/, and
-teach_log.json (what was trained on, the time). Progress is printed as the training goes: each epoch with its loss and the
-time left.
+teach_log.json (what was trained on, the time). Progress is printed as the training goes: each epoch
+with its loss and the time left.
 """
 
 import argparse
