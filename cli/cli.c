@@ -1,7 +1,6 @@
 /* cli.c - the subcommand dispatcher, option accessors and JSON printers. */
 #include "cli.h"
 #include "pd_jsonl.h"
-#include "pd_internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -277,7 +276,7 @@ void cli_print_json_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
     for (size_t i = 0; i < len;) {
         uint32_t cp;
-        size_t k = pdi_utf8_char(p + i, len - i, &cp);
+        size_t k = pd_utf8_char(s + i, len - i, &cp);
         if (k == 0) {
             fputs("\xef\xbf\xbd", f); /* U+FFFD for each invalid byte */
             i++;

@@ -68,6 +68,15 @@ PD_API const char *pd_status_name(pd_status code);
 /* Release memory that pocketdec returned to the caller. NULL is fine. */
 PD_API void pd_free(void *ptr);
 
+/* The library's reading of UTF-8 (RFC 3629: no overlong form, no surrogate,
+ * nothing past U+10FFFF), for programs that check or walk text the way the
+ * library will. pd_utf8_valid_prefix: the offset of the first ill-formed byte
+ * of s[0..n), or n when all of it is well formed. pd_utf8_char: the length
+ * (1 to 4) of the well-formed character at the start of s[0..n) with its code
+ * point in *cp, or 0 when s starts with an ill-formed byte (or n is 0). */
+PD_API size_t pd_utf8_valid_prefix(const char *s, size_t n);
+PD_API size_t pd_utf8_char(const char *s, size_t n, uint32_t *cp);
+
 /* --------------------------------------------------------------- tokenizer */
 
 typedef struct pd_tokenizer pd_tokenizer;

@@ -75,3 +75,14 @@ int32_t pdi_utf8_count(const char *s, size_t n)
     for (size_t i = 0; i < n; i++) c += !pdi_utf8_is_continuation((uint8_t)s[i]);
     return c;
 }
+
+size_t pd_utf8_valid_prefix(const char *s, size_t n)
+{
+    return s ? pdi_utf8_check(s, n) : 0;
+}
+
+size_t pd_utf8_char(const char *s, size_t n, uint32_t *cp)
+{
+    uint32_t ignored;
+    return s ? pdi_utf8_char((const uint8_t *)s, n, cp ? cp : &ignored) : 0;
+}

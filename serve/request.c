@@ -1,6 +1,5 @@
 /* request.c - request bodies parsed and checked, answers built (request.h). */
 #include "request.h"
-#include "pd_internal.h"
 #include "pocketdec_summary.h"
 
 #include <stdarg.h>
@@ -23,7 +22,7 @@ static int load_object(const char *body, size_t len, const char *const *allowed,
 {
     *out = NULL;
     if (len == 0) return refuse(msg, 400, "the body is empty: send a JSON object");
-    size_t bad = pdi_utf8_check(body, len);
+    size_t bad = pd_utf8_valid_prefix(body, len);
     if (bad < len) return refuse(msg, 400, "the body is not valid UTF-8 (byte %zu)", bad);
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);

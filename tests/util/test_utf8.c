@@ -84,6 +84,15 @@ static void test_check_and_count(void **state)
     assert_int_equal(pdi_utf8_check("x\xed\xa0\x80", 4), 1);               /* a surrogate */
     assert_int_equal(pdi_utf8_check("\x80", 1), 0);                        /* a lone continuation */
     assert_int_equal(pdi_utf8_check("", 0), 0);
+    /* the public names read the same */
+    uint32_t cp = 0;
+    assert_int_equal(pd_utf8_valid_prefix("x\xed\xa0\x80", 4), 1);
+    assert_int_equal(pd_utf8_valid_prefix("\xe8\xb4\xa8", 3), 3);
+    assert_int_equal(pd_utf8_valid_prefix(NULL, 3), 0);
+    assert_int_equal(pd_utf8_char("\xe8\xb4\xa8x", 4, &cp), 3);
+    assert_int_equal(cp, 0x8D28);
+    assert_int_equal(pd_utf8_char("\xc0\xaf", 2, &cp), 0);
+    assert_int_equal(pd_utf8_char("a", 1, NULL), 1);
     assert_int_equal(pdi_utf8_count("质量a😀", strlen("质量a😀")), 4);
     assert_int_equal(pdi_utf8_count("", 0), 0);
     assert_true(pdi_utf8_is_continuation(0x80) && pdi_utf8_is_continuation(0xBF));
