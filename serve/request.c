@@ -89,6 +89,23 @@ static int string_array(const json_t *v, const char *name, size_t max, const cha
     return 0;
 }
 
+/* JSON members s[0..n) ("rating":"5",...) as the object they make once
+ * braced, or NULL (*je says why) for what is not members or holds a key twice. */
+static json_t *members_object(const char *s, size_t n, json_error_t *je)
+{
+    char *braced = malloc(n + 2);
+    if (!braced) {
+        snprintf(je->text, sizeof je->text, "out of memory");
+        return NULL;
+    }
+    braced[0] = '{';
+    memcpy(braced + 1, s, n);
+    braced[n + 1] = '}';
+    json_t *o = json_loadb(braced, n + 2, JSON_REJECT_DUPLICATES, je);
+    free(braced);
+    return o;
+}
+
 /* "extras"[i]: a row's other columns as JSON members ("rating":"5",...),
  * checked (an object once braced, no key twice, none the line holds already)
  * and written back compact in their order into *out; NULL for null or "". */
@@ -99,14 +116,8 @@ static int extra_members(const json_t *v, size_t i, char **out, char msg[SERVE_M
     if (!json_is_string(v)) return refuse(msg, 400, "\"extras\"[%zu] must be a string (JSON members) or null", i);
     size_t n = json_string_length(v);
     if (n == 0) return 0;
-    char *braced = malloc(n + 2);
-    if (!braced) return refuse(msg, 500, "out of memory");
-    braced[0] = '{';
-    memcpy(braced + 1, json_string_value(v), n);
-    braced[n + 1] = '}';
     json_error_t je;
-    json_t *o = json_loadb(braced, n + 2, JSON_REJECT_DUPLICATES, &je);
-    free(braced);
+    json_t *o = members_object(json_string_value(v), n, &je);
     int st = !o ? refuse(msg, 400, "\"extras\"[%zu] is not JSON members (\"column\":\"value\",...): %s", i, je.text)
              : json_object_get(o, "id") || json_object_get(o, "records")
                  ? refuse(msg, 400, "\"extras\"[%zu] has a column \"id\" or \"records\", which the line holds already", i)
@@ -398,12 +409,8 @@ static const char *given(const char *v)
 /* One row of the reader as {"id","text","line","extra","extra_json"}. */
 static json_t *review_json(const pd_review *w)
 {
-    size_t n = w->extra ? strlen(w->extra) + 3 : 0;
-    char *members = n ? malloc(n) : NULL;
-    if (n && !members) return NULL;
-    if (members) snprintf(members, n, "{%s}", w->extra);
-    json_t *extra = members ? json_loads(members, 0, NULL) : json_object();
-    free(members);
+    json_error_t je;
+    json_t *extra = w->extra ? members_object(w->extra, strlen(w->extra), &je) : json_object();
     return json_pack("{s:s, s:s%, s:I, s:o*, s:s*}", "id", w->id, "text", w->text, w->text_len, "line",
                      (json_int_t)w->line, "extra", extra, "extra_json", w->extra);
 }

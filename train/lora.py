@@ -48,12 +48,12 @@ def add_lora(model, r, alpha, gen, targets=TARGETS):
             if child in targets and isinstance(sub, nn.Linear):
                 setattr(mod, child, LoRALinear(sub, r, alpha, gen))
     model.lora_config = {"r": r, "lora_alpha": alpha, "target_modules": list(targets)}
-    return [p for _, m in wrapped(model) for p in (m.lora_A, m.lora_B)]
+    return trainable(model)
 
 
 def trainable(model):
-    """The LoRA parameters model already wraps (load_peft's), made trainable again: an adapter trained
-    on from where it stands rather than from zero."""
+    """The LoRA parameters model wraps, trainable: add_lora's new ones, or load_peft's, so that an
+    adapter is trained on from where it stands rather than from zero."""
     params = [p for _, m in wrapped(model) for p in (m.lora_A, m.lora_B)]
     for p in params:
         p.requires_grad_(True)

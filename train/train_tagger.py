@@ -356,7 +356,7 @@ def label_stage(a, base_dir, meta, labels, train, record, name="label", polarity
     if spec is not None and spec.polarity is not None and a.table_prior:
         table_prior(head, spec, labels, a.table_prior)
     lora_params = []
-    if getattr(a, "trunk_adapter", None) and getattr(a, "continue_adapter", False):
+    if getattr(a, "continue_adapter", False):
         lora_params = lora.trainable(model)  # teach.py --adapter warm: the kept adapter trained on
     elif a.lora_r and a.deep:
         lora_params = lora.add_lora(model, a.lora_r, a.lora_alpha, torch.Generator().manual_seed(a.seed + 3))
