@@ -141,8 +141,9 @@ static const cli_command commands[] = {
      "--output (default stdout). The orderings (docs/serve.md, \"Teach it\"): confidence, 1 - the lowest\n"
      "record confidence (1 for a review with no record; any head); entropy, the mean entropy of the tag\n"
      "marginals of a tagger head's pass; complaint, the largest probability a candidate record gives to a\n"
-     "complaint label (负面, 差评 or negative; a tagger head); random, a draw from --seed N (default 0) and\n"
-     "the id. Default: entropy for a tagger head, else confidence (the folds' choice: train/README.md).\n"
+     "complaint label (负面, 差评, negative or neg; a tagger head); random, a draw from --seed N (default 0)\n"
+     "and the id. Default: complaint for a tagger head with a complaint label, else confidence (the folds'\n"
+     "choice: train/README.md).\n"
      "`pocketdec serve --teach` asks its reviews in the same order.",
      cmd_rank},
     {"serve",
@@ -175,10 +176,10 @@ static const cli_command commands[] = {
      "the adapter and weight options are those of extract.\n"
      "--teach REVIEWS --labels FILE: annotation at /teach (docs/serve.md, \"Teach it\"): the reviews of REVIEWS\n"
      "(read as extract reads them) asked one at a time, most useful first by --order (as `pocketdec rank`\n"
-     "orders them; default entropy for a tagger head, else confidence; --seed N for random), with the\n"
-     "model's records to accept or fix; each\n"
-     "answer is a line of FILE (JSONL as train/ reads it; FILE.progress beside it), fsync'ed before it is\n"
-     "answered; a restart continues at the next review FILE does not hold. Skips are not written.",
+     "orders them; default complaint for a tagger head with a complaint label, else confidence; --seed N\n"
+     "for random), with the model's records to accept or fix; each answer is a line of FILE (JSONL as\n"
+     "train/ reads it; FILE.progress beside it), fsync'ed before it is answered; a restart continues at\n"
+     "the next review FILE does not hold. Skips are not written.",
      cmd_serve},
     {"quantize", "--model HFDIR --type q4_0|q4_1|q8_0 [--out FILE.gguf]",
      "Writes the HF model as one GGUF v3 file that pocketdec and llama.cpp load: matrices and the\n"

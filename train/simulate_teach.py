@@ -33,6 +33,10 @@ rank` defines them (pd_rank_order), computed here in Python from tagging.decode:
               label value 负面, 差评, negative or neg (as pd_rank_order recognises them); the
               figure "neg_f1" is the F1 of the records of those values alone.
 
+--summary prints mean +- SE over the folds of every step and the rule that picks the default ordering
+(decide: the ordering that reaches random's F1 at the last step with the fewest labels, on every fold;
+random when none does), and writes both as DIR/summary.json and DIR/decision.json.
+
 Every step's figures (and the labelled ids, and the ranking of the pool left) are saved as
 DIR/fold<k>/<order>_<n>.json as soon as they are known: a rerun continues where a run stopped. The
 trunk's states are computed once a fold and kept in memory (the trunk does not change).
@@ -268,9 +272,55 @@ def run_fold(a, fold, tok):
             prev[order] = got
 
 
+def reach(curve, target):
+    """The labels at which a curve [(labels, F1)] (increasing labels) first reaches target, linear
+    between its steps; None when it never does."""
+    for j, (n, v) in enumerate(curve):
+        if v >= target:
+            if j == 0:
+                return float(n)
+            n0, v0 = curve[j - 1]
+            return n0 + (n - n0) * (target - v0) / (v - v0)
+    return None
+
+
+def decide(steps, orders, labels):
+    """The default ordering by the rule of the work: the one that reaches random's F1 at the last step
+    with the fewest labels. steps: {(fold, order, labels): step}. For each ordering: on each fold the
+    labels it needs to reach that fold's random F1 at the last step (None: not by then), and its paired
+    differences from random at each step (per fold, mean, SE). An ordering beats random when it reaches
+    that F1 on every fold in fewer labels than random needs; of those, the fewest labels on the mean
+    wins; with none, random stays. Only folds with every step of random and the ordering count."""
+    last = labels[-1]
+    out = {"last": last, "orders": {}, "default": "random"}
+    for order in orders:
+        folds = sorted(k for k in {f for f, _, _ in steps}
+                       if all((k, o, n) in steps for o in ("random", order) for n in labels))
+        if order == "random" or not folds:
+            continue
+        need, own, diffs = {}, {}, {}
+        for k in folds:
+            target = steps[k, "random", last]["f1"]
+            need[k] = reach([(n, steps[k, order, n]["f1"]) for n in labels], target)
+            own[k] = reach([(n, steps[k, "random", n]["f1"]) for n in labels], target)
+        for n in labels:
+            for key in ("f1", "neg_f1"):
+                d = [steps[k, order, n][key] - steps[k, "random", n][key] for k in folds]
+                m, se = DS.mean_se(d, float("nan"))
+                diffs[f"{key}_{n}"] = {"folds": d, "mean": m, "se": se}
+        got = [v for v in need.values() if v is not None]
+        beats = len(got) == len(folds) and all(need[k] < own[k] for k in folds)
+        out["orders"][order] = {"folds": folds, "labels_to_reach": need, "random_labels": own, "beats_random": beats,
+                                "mean_labels": sum(got) / len(got) if beats else None, "differences": diffs}
+    winners = [(v["mean_labels"], o) for o, v in out["orders"].items() if v["beats_random"]]
+    if winners:
+        out["default"] = min(winners)[1]
+    return out
+
+
 def summarise(a):
-    """mean +- SE over the folds of every (order, labels); the chart."""
-    rows = {}
+    """mean +- SE over the folds of every (order, labels); the decision (decide); the chart."""
+    rows, steps = {}, {}
     for k in a.folds:
         d = os.path.join(a.out, f"fold{k}")
         for order in a.orders:
@@ -278,6 +328,7 @@ def summarise(a):
                 s = load_step(d, order, n)
                 if s is not None:
                     rows.setdefault((order, n), []).append(s)
+                    steps[k, order, n] = s
     neg = next((s.get("negative", "负面") for ss in rows.values() for s in ss), "负面")  # older runs: 负面
     out = []
     for (order, n), ss in sorted(rows.items(), key=lambda x: (a.orders.index(x[0][0]), x[0][1])):
@@ -289,6 +340,17 @@ def summarise(a):
               f"{row['neg_f1']:.4f} +- {row['neg_f1_se']:.4f} (folds {row['folds']})")
     with open(os.path.join(a.out, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=2)
+    if "random" in a.orders:
+        dec = decide(steps, a.orders, ([0] if a.seed_size else []) + a.steps)
+        for order, v in dec["orders"].items():
+            need = ", ".join("-" if n is None else f"{n:.0f}" for n in v["labels_to_reach"].values())
+            d = v["differences"][f"f1_{dec['last']}"]
+            print(f"{order:10s} reaches random's {dec['last']}-label F1 after {need} labels (folds {v['folds']}); "
+                  f"F1 - random at {dec['last']}: {d['mean']:+.4f} +- {d['se']:.4f}")
+        print(f"default ordering: {dec['default']}" + ("" if dec["default"] != "random" else
+                                                       " (no ordering beats random on every fold)"))
+        with open(os.path.join(a.out, "decision.json"), "w", encoding="utf-8") as f:
+            json.dump(dec, f, ensure_ascii=False, indent=2)
     if a.chart:
         import teach_chart
         with open(a.chart, "w", encoding="utf-8") as f:

@@ -3,13 +3,15 @@
 against something computed apart from it: confidence against the records `extract --format jsonl`
 writes for the same reviews (1 - the lowest confidence, 1 for none); entropy against the bound
 of five tags' entropy (log 5); complaint against a hand-picked complaint and praise review; random against itself (the same seed, the same draws, each id
-once) and another seed. Usage errors exit 2; an ordering the head cannot give exits 1, saying why.
+once) and another seed. Without --order: complaint for a tagger head with a negative label, confidence for
+a tagger head without one (the bundled head and schema with 负面 renamed) and for another head. Usage errors exit 2; an ordering the head cannot give exits 1, saying why.
 
 Usage: test_rank.py POCKETDEC SOURCE_ROOT
 """
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,8 +34,8 @@ def check(name, cond, detail=""):
     print(("ok    " if cond else "FAIL  ") + name + ("" if cond else "  " + str(detail)[:600]))
 
 
-def rank(path, order, *more, model=M):
-    rc, out, err = run("rank", "--model", model, "--schema", SCHEMA, "--input", path,
+def rank(path, order, *more, model=M, schema=SCHEMA):
+    rc, out, err = run("rank", "--model", model, "--schema", schema, "--input", path,
                        *(["--order", order] if order else []), "--threads", "1", *more)
     return rc, [json.loads(x) for x in out.splitlines()] if rc == 0 else [], err
 
@@ -85,8 +87,26 @@ def main():
     with open(out, encoding="utf-8") as f:
         check("--output FILE holds what stdout would", rc == 0 and [json.loads(x) for x in f] == a[1], err)
 
-    default, entropy = rank(path, None), rank(path, "entropy")
-    check("no --order: entropy for a tagger head", default[0] == 0 and default[1] == entropy[1], default[2])
+    default, complaint = rank(path, None), rank(path, "complaint")
+    check("no --order: complaint for a tagger head with a negative label", default[0] == 0 and
+          default[1] == complaint[1], default[2])
+    # the same head and schema with 负面 renamed 不好: no complaint label, so confidence, and complaint refused
+    head, schema = os.path.join(tmp, "head-no-negative"), os.path.join(tmp, "no-negative.yaml")
+    shutil.copytree(os.path.join(M, "head"), head)
+    for name in os.listdir(head):
+        if not name.endswith(".safetensors"):
+            with open(os.path.join(head, name), encoding="utf-8") as f:
+                text = f.read()
+            with open(os.path.join(head, name), "w", encoding="utf-8") as f:
+                f.write(text.replace("负面", "不好"))
+    with open(SCHEMA, encoding="utf-8") as f, open(schema, "w", encoding="utf-8") as out:
+        out.write(f.read().replace("负面", "不好"))
+    renamed = lambda order: rank(path, order, "--head", head, schema=schema)  # noqa: E731
+    default, confidence, refused = renamed(None), renamed("confidence"), renamed("complaint")
+    check("no --order: confidence for a tagger head without a negative label",
+          default[0] == 0 and default[1] == confidence[1] and default[1], default[2])
+    check("complaint without a negative label exits 1, naming the values", refused[0] == 1 and "负面" in refused[2],
+          refused[2])
     few = os.path.join(tmp, "few.csv")  # generation is slower: 5 reviews
     with open(DEV, encoding="utf-8") as f, open(few, "w", encoding="utf-8") as out:
         out.write("".join(line for _, line in zip(range(6), f)))

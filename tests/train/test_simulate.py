@@ -8,6 +8,9 @@ Without torch the torch-free checks run and the test exits 77 (meson: skipped). 
     any label field and never in a span; a schema without one is refused with its path;
   - the figures against hand-worked counts: F1 of every record, F1 of the negative ones alone;
   - a summary of steps saved before the negative label was recorded reads it as 负面;
+  - the default ordering's rule against hand-worked curves: the labels each ordering needs to reach
+    random's last-step F1 (linear between steps), random's own need when its curve dips at the end,
+    an ordering short of it on one fold, a fold missing a step, and random kept when none beats it;
   - a tiny run from nothing (--seed-size 0, 40 coarse reviews, one epoch, steps 5 and 10): every
     ordering's first step is the same random sample and the same model's figures, a later step
     keeps the reviews asked before and adds new ones of the pool (never the held-out fold's), the
@@ -70,6 +73,42 @@ def check_old_summary(tmp):
     print("ok: an older run's steps are summed up as before")
 
 
+def check_decide():
+    labels = [0, 100, 200, 400, 800]
+    curves = {  # (fold, order): F1 at each of labels
+        (0, "random"): [0.60, 0.62, 0.64, 0.66, 0.70], (1, "random"): [0.60, 0.61, 0.62, 0.65, 0.68],
+        (0, "fast"): [0.60, 0.64, 0.66, 0.70, 0.72], (1, "fast"): [0.60, 0.63, 0.65, 0.67, 0.70],
+        (0, "slow"): [0.60, 0.62, 0.64, 0.68, 0.75], (1, "slow"): [0.60, 0.61, 0.62, 0.66, 0.70],
+        (0, "short"): [0.60, 0.66, 0.68, 0.69, 0.695], (1, "short"): [0.60, 0.65, 0.70, 0.71, 0.72],
+        (2, "random"): [0.6, 0.6, 0.6, 0.6, 0.6], (2, "fast"): [0.9] * 4,  # fold 2 lacks fast's 800
+    }
+    steps = {(k, o, n): {"f1": f, "neg_f1": f / 2} for (k, o), v in curves.items() for n, f in zip(labels, v)}
+    orders = ["random", "fast", "slow", "short"]
+    dec = ST.decide(steps, orders, labels)
+    fast, slow, short = (dec["orders"][o] for o in ("fast", "slow", "short"))
+    assert fast["folds"] == [0, 1] and slow["folds"] == [0, 1], (fast["folds"], slow["folds"])
+    assert fast["labels_to_reach"][0] == 400 and math.isclose(fast["labels_to_reach"][1], 400 + 400 / 3), fast
+    assert math.isclose(slow["labels_to_reach"][0], 400 + 400 * 2 / 7) and \
+        math.isclose(slow["labels_to_reach"][1], 400 + 400 * 2 / 4), slow
+    assert fast["random_labels"] == {0: 800.0, 1: 800.0} and fast["beats_random"] and slow["beats_random"]
+    assert math.isclose(fast["mean_labels"], (400 + 400 + 400 / 3) / 2), fast["mean_labels"]
+    assert short["labels_to_reach"][0] is None and not short["beats_random"] and short["mean_labels"] is None
+    d = fast["differences"]["f1_800"]
+    assert [round(x, 6) for x in d["folds"]] == [0.02, 0.02] and math.isclose(d["mean"], 0.02) and d["se"] < 1e-12, d
+    assert dec["default"] == "fast", dec["default"]
+    # random's own curve reaches its last F1 at 200 + 200 * 0.6 = 320 on fold 0: fast (400) and slow (514)
+    # no longer beat it there
+    dipped = dict(steps)
+    dipped[0, "random", 400] = {"f1": 0.74, "neg_f1": 0.37}
+    dec = ST.decide(dipped, orders, labels)
+    assert math.isclose(dec["orders"]["fast"]["random_labels"][0], 320), dec["orders"]["fast"]
+    assert not dec["orders"]["fast"]["beats_random"] and not dec["orders"]["slow"]["beats_random"]
+    assert dec["default"] == "random", dec["default"]
+    dec = ST.decide(steps, ["random", "short"], labels)
+    assert dec["default"] == "random" and dec["orders"]["short"]["beats_random"] is False
+    print("ok: the default ordering's rule on hand-worked curves")
+
+
 def check_from_nothing(tmp):
     data = os.path.join(tmp, "coarse.jsonl")
     reviews = DS.read([os.path.join(ROOT, "data", "tianchi")], DS.Schema(DS.SCHEMA), DS.Report(True))[:40]
@@ -113,6 +152,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_negative(tmp)
         check_old_summary(tmp)
+        check_decide()
         try:
             import torch  # noqa: F401
         except ImportError:
