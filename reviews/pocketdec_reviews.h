@@ -48,6 +48,14 @@ typedef struct pd_reviews_params {
     const char *text_column; /* NULL: the usual names (CSV), "text" (JSONL) */
     const char *encoding;    /* NULL: UTF-8 (see above) */
     int keep_extra;          /* CSV: each row's other columns into its extra */
+    long first_line;         /* 0: the input is a whole file. Above 0 (JSONL, no
+                              * encoding): the input is a piece of a JSONL file
+                              * whose first line is the file's line first_line,
+                              * as a process reads a block of a file it shares
+                              * (pocketdec.dask): lines are numbered from there,
+                              * a byte order mark is dropped only on line 1, and
+                              * the encoding is not sniffed (a line that is not
+                              * UTF-8 is a broken row, as deep in a file). */
 } pd_reviews_params;
 
 /* One row, valid until the next pd_reviews_next or pd_reviews_free. */
@@ -72,7 +80,8 @@ PD_API pd_reviews_params pd_reviews_default_params(void);
  * PD_ERR_FORMAT for a file in another encoding than the one expected. */
 PD_API pd_reviews *pd_reviews_open(const char *path, const pd_reviews_params *params, pd_error *err);
 /* The same over data[0..len), which must outlive the reader; name is used
- * in messages and, with format AUTO, for its extension. */
+ * in messages and, with format AUTO, for its extension. PD_ERR_ARG also for
+ * a first_line below 0, or above 0 with CSV or an encoding. */
 PD_API pd_reviews *pd_reviews_open_memory(const char *data, size_t len, const char *name,
                                           const pd_reviews_params *params, pd_error *err);
 PD_API void pd_reviews_free(pd_reviews *r);

@@ -45,6 +45,13 @@ pd_reviews_params pd_reviews_default_params(void)
     return (pd_reviews_params){.format = PD_REVIEWS_AUTO};
 }
 
+/* JSONL when asked for, or with format AUTO for a name ending in ".jsonl". */
+static bool is_jsonl(const pd_reviews_params *p, const char *path)
+{
+    size_t n = strlen(path);
+    return p->format == PD_REVIEWS_JSONL || (p->format == PD_REVIEWS_AUTO && n > 6 && strcmp(path + n - 6, ".jsonl") == 0);
+}
+
 static size_t column_index(const pd_reviews *r, const char *name)
 {
     for (size_t i = 0; i < r->n_columns; i++)
@@ -211,7 +218,6 @@ static pd_reviews *open_stream(FILE *f, const char *name, const char *path, cons
     pd_reviews_params def = pd_reviews_default_params();
     if (!p) p = &def;
     pd_reviews *r = calloc(1, sizeof *r);
-    size_t n = strlen(path);
     if (!r || !(r->name = strdup(name)) || (p->id_column && !(r->id_name = strdup(p->id_column))) ||
         (p->text_column && !(r->text_name = strdup(p->text_column)))) {
         if (f && f != stdin) fclose(f);
@@ -222,10 +228,10 @@ static pd_reviews *open_stream(FILE *f, const char *name, const char *path, cons
     r->first = true;
     r->text_col = 1;
     r->keep_extra = p->keep_extra != 0;
-    r->jsonl = p->format == PD_REVIEWS_JSONL || (p->format == PD_REVIEWS_AUTO && n > 6 && strcmp(path + n - 6, ".jsonl") == 0);
+    r->jsonl = is_jsonl(p, path);
     if (!f) return r; /* no bytes: no rows */
     FILE *dec = p->encoding ? pd_decoded(f, p->encoding, err) : NULL;
-    if (p->encoding ? !dec : !pd_encoding_check(f, r->name, err)) {
+    if (p->encoding ? !dec : !p->first_line && !pd_encoding_check(f, r->name, err)) {
         if (f != stdin) fclose(f);
         r->f = NULL;
         pd_reviews_free(r);
@@ -235,6 +241,7 @@ static pd_reviews *open_stream(FILE *f, const char *name, const char *path, cons
     te_error te;
     if (r->jsonl) {
         pd_jsonl_init(&r->jl, r->f, r->name);
+        if (p->first_line) r->jl.line = p->first_line - 1; /* the line before the piece's first */
     } else if (!(r->csv = te_csv_open(r->name, r->f, &te))) {
         pdi_set_error(err, te.code == TE_ERR_NOMEM ? PD_ERR_NOMEM : PD_ERR_IO, "%s", te.message);
         pd_reviews_free(r);
@@ -245,17 +252,23 @@ static pd_reviews *open_stream(FILE *f, const char *name, const char *path, cons
     return r;
 }
 
-static bool format_ok(const pd_reviews_params *p, pd_error *err)
+static bool params_ok(const pd_reviews_params *p, const char *path, pd_error *err)
 {
-    if (!p || (p->format >= PD_REVIEWS_AUTO && p->format <= PD_REVIEWS_JSONL)) return true;
-    pdi_set_error(err, PD_ERR_ARG, "reviews: format %d is not csv, jsonl or auto", (int)p->format);
-    return false;
+    if (!p) return true;
+    if (p->format < PD_REVIEWS_AUTO || p->format > PD_REVIEWS_JSONL)
+        return pdi_set_error(err, PD_ERR_ARG, "reviews: format %d is not csv, jsonl or auto", (int)p->format), false;
+    if (p->first_line < 0)
+        return pdi_set_error(err, PD_ERR_ARG, "reviews: first_line %ld is below 0", p->first_line), false;
+    if (p->first_line > 0 && (p->encoding || !is_jsonl(p, path)))
+        return pdi_set_error(err, PD_ERR_ARG, "%s: first_line reads a piece of a UTF-8 JSONL file, not %s", path,
+                             p->encoding ? "a file in another encoding" : "CSV"), false;
+    return true;
 }
 
 pd_reviews *pd_reviews_open(const char *path, const pd_reviews_params *params, pd_error *err)
 {
     if (!path) return pdi_set_error(err, PD_ERR_ARG, "pd_reviews_open: no path"), NULL;
-    if (!format_ok(params, err)) return NULL;
+    if (!params_ok(params, path, err)) return NULL;
     bool in = strcmp(path, "-") == 0;
     FILE *f = in ? stdin : fopen(path, "rb");
     if (!f) return pdi_set_error(err, PD_ERR_IO, "%s: cannot open: %s", path, strerror(errno)), NULL;
@@ -266,7 +279,7 @@ pd_reviews *pd_reviews_open_memory(const char *data, size_t len, const char *nam
                                    pd_error *err)
 {
     if ((!data && len) || !name) return pdi_set_error(err, PD_ERR_ARG, "pd_reviews_open_memory: no data or no name"), NULL;
-    if (!format_ok(params, err)) return NULL;
+    if (!params_ok(params, name, err)) return NULL;
     FILE *f = len ? fmemopen((void *)data, len, "rb") : NULL;
     if (len && !f) return pdi_set_error(err, PD_ERR_NOMEM, "%s: out of memory", name), NULL;
     return open_stream(f, name, name, params, err);

@@ -173,7 +173,7 @@ class Extraction(Structure):
 
 class ReviewsParams(Structure):  # pd_reviews_params
     _fields_ = [("format", c_int), ("id_column", c_char_p), ("text_column", c_char_p), ("encoding", c_char_p),
-                ("keep_extra", c_int)]
+                ("keep_extra", c_int), ("first_line", c_long)]
 
 
 class Review(Structure):  # pd_review
@@ -275,6 +275,7 @@ _PD_PROTOTYPES = {
     "pd_output_free": (None, [P]),
     "pd_reviews_default_params": (ReviewsParams, []),
     "pd_reviews_open": (P, [c_char_p, POINTER(ReviewsParams), E]),
+    "pd_reviews_open_memory": (P, [c_char_p, c_size_t, c_char_p, POINTER(ReviewsParams), E]),
     "pd_reviews_free": (None, [P]),
     "pd_reviews_next": (c_int, [P, POINTER(Review), E]),
     "pd_reviews_get_format": (c_int, [P]),

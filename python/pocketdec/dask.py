@@ -19,18 +19,16 @@ the command writes them. docs/python.md, "pocketdec.dask"."""
 import collections
 import functools
 import json
-import math
 import os
 import threading
 
 from ._lib import Error
 from .extract import Extractor
+from .files import BrokenRow, jsonl_row
 from .model import Model
 
 __all__ = ["Line", "Output", "read_jsonl", "extract_bag", "extract_jsonl", "extract_rows", "summarize_jsonl"]
 
-# The longest JSONL line the command reads (cli/jsonl.h, CLI_JSONL_MAX_LINE).
-MAX_LINE = 16 << 20
 # Bytes of input a partition by default: some thousands of reviews, tens of seconds of work;
 # a smaller input is cut into about MIN_PARTITIONS partitions.
 BLOCKSIZE = 1 << 20
@@ -51,128 +49,34 @@ Output.__doc__ = """What one input row gave:
 
 # ---------------------------------------------------------------- reading
 
-class _Broken(Exception):
-    pass
-
-
-def _no_duplicates(pairs):
-    obj = {}
-    for k, v in pairs:
-        if k in obj:
-            raise _Broken(f"duplicate object key \"{k}\"")
-        obj[k] = v
-    return obj
-
-
-def _int(s):
-    v = int(s)
-    if not -2**63 <= v < 2**63:
-        raise _Broken("too big integer" if v > 0 else "too big negative integer")
-    return v
-
-
-def _float(s):
-    v = float(s)
-    if math.isinf(v):
-        raise _Broken("real number overflow")
-    return v
-
-
-def _constant(s):
-    raise _Broken(f"invalid token '{s}'")
-
-
-def _bad_strings(v):
-    """What the command's JSON reader (jansson) refuses in a string Python's json takes: a
-    \\u0000 escape or a lone surrogate."""
-    if isinstance(v, str):
-        if "\0" in v:
-            return "\\u0000 is not allowed"
-        try:
-            v.encode("utf-8")
-        except UnicodeEncodeError:
-            return "invalid Unicode escape (a lone surrogate)"
-        return None
-    if isinstance(v, dict):
-        return next(filter(None, (_bad_strings(k) or _bad_strings(x) for k, x in v.items())), None)
-    if isinstance(v, list):
-        return next(filter(None, map(_bad_strings, v)), None)
-    return None
-
-
-_TYPES = ((dict, "an object"), (list, "an array"), (str, "a string"), (bool, "a boolean"),
-          (int, "an integer"), (float, "a number"), (type(None), "null"))
-
-
-def _type_name(v):
-    return next(name for t, name in _TYPES if isinstance(v, t))
-
-
-def _fields(obj):
-    """(id, text) of a parsed row, as the command checks them."""
-    if not isinstance(obj, dict):
-        raise _Broken(f"expected a JSON object, got {_type_name(obj)}")
-    if "id" not in obj:
-        raise _Broken('missing key "id"')
-    rid = obj["id"]
-    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
-        raise _Broken(f'"id" must be a string or an integer, got {_type_name(rid)}')
-    if "text" not in obj:
-        raise _Broken('missing key "text"')
-    text = obj["text"]
-    if not isinstance(text, str):
-        raise _Broken(f'"text" must be a string, got {_type_name(text)}')
-    return str(rid), text
-
-
-def _parse(data, first):
-    """(id, text) of a JSONL line (bytes, no line break), or None for a blank line; a
-    refusal raises _Broken with the command's reason (cli/jsonl.c)."""
-    if data.endswith(b"\r"):
-        data = data[:-1]
-    if len(data) > MAX_LINE:
-        raise _Broken(f"the line is longer than {MAX_LINE} bytes (the limit)")
-    if not data.strip(b" \t\r"):
-        return None
-    if first and data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if b"\0" in data:
-        raise _Broken(f"a NUL byte at byte {data.index(bytes(1)) + 1}")
+def _dict_line(item):
+    """A dict's id and text (its other keys are not read) as a JSONL line, for the library to read
+    as it reads a file's line; a numpy scalar as its Python value."""
+    row = {}
+    for key in ("id", "text"):
+        if key in item:
+            v = item[key]
+            row[key] = v.item() if hasattr(v, "item") and not isinstance(v, (str, bool)) else v
     try:
-        s = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _Broken(f"invalid UTF-8 at byte {e.start + 1}") from None
-    try:
-        obj = json.loads(s, object_pairs_hook=_no_duplicates, parse_int=_int, parse_float=_float,
-                         parse_constant=_constant)
-    except (ValueError, RecursionError) as e:  # json.JSONDecodeError is a ValueError
-        if isinstance(e, json.JSONDecodeError):
-            raise _Broken(f"malformed JSON at column {e.colno}: {e.msg}") from None
-        raise _Broken(f"malformed JSON: {e}") from None
-    bad = _bad_strings(obj)
-    if bad:
-        raise _Broken(f"malformed JSON: {bad}")
-    return _fields(obj)
+        return json.dumps(row, ensure_ascii=False).encode("utf-8", "surrogatepass")  # a lone surrogate: invalid UTF-8
+    except (TypeError, ValueError) as e:
+        raise BrokenRow(f"not JSON: {e}") from None
 
 
-def _row(item):
-    """(id, text) of a bag item, None for a blank line; _Broken for a broken row. An item
-    is a Line, a JSONL line (str or bytes) or a dict {"id", "text"}."""
+def _row(item, here):
+    """(id, text) of a bag item, None for a blank line; BrokenRow for a broken row. An item is a
+    Line (read as that line of its file), a JSONL line (str or bytes) or a dict {"id", "text"}
+    (each read as a file of one line named here). The library reads every one (files.jsonl_row),
+    by the rule `pocketdec extract` reads its JSONL with."""
     if isinstance(item, Line):
-        return _parse(item.data, item.line == 1)
+        return jsonl_row(item.data, item.source, item.line)
     if isinstance(item, str):
-        item = item.encode("utf-8", "surrogatepass")  # a lone surrogate: invalid UTF-8
+        item = item.encode("utf-8", "surrogatepass")
     if isinstance(item, (bytes, bytearray)):
-        return _parse(bytes(item).rstrip(b"\n"), False)
+        return jsonl_row(bytes(item).rstrip(b"\n"), here, 1)
     if isinstance(item, dict):
-        bad = _bad_strings(item.get("id")) or _bad_strings(item.get("text"))
-        if bad:
-            raise _Broken(bad)
-        rid = item.get("id")
-        if hasattr(rid, "item") and not isinstance(rid, (str, bool)):  # a numpy integer
-            item = {**item, "id": rid.item()}
-        return _fields(item)
-    raise _Broken(f"expected a JSONL line or a dict, got {type(item).__name__}")
+        return jsonl_row(_dict_line(item), here, 1)
+    raise BrokenRow(f"expected a JSONL line or a dict, got {type(item).__name__}")
 
 
 def extract_rows(ex, items, where="item"):
@@ -184,8 +88,8 @@ def extract_rows(ex, items, where="item"):
     for i, item in enumerate(items):
         here = f"{item.source}:{item.line}" if isinstance(item, Line) else f"{where} {i + 1}"
         try:
-            row = _row(item)
-        except _Broken as e:
+            row = _row(item, here)
+        except BrokenRow as e:
             yield Output(None, f"{here}: broken row skipped: {e}", 0)
             continue
         if row is None:

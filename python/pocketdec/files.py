@@ -162,6 +162,41 @@ class _Reviews:
         self._finalizer()
 
 
+class BrokenRow(Exception):
+    """A broken row (jsonl_row): the command's reason, without its "NAME:LINE: broken row skipped: "."""
+
+
+def jsonl_row(data, name, line):
+    """The review on one line of a JSONL file as `pocketdec extract` reads that line of that file:
+    the library's reader over the line alone, as a piece of the file from line `line`
+    (pd_reviews_params.first_line: no encoding sniffed, a byte order mark dropped on line 1
+    alone). data: the line's bytes without its line break. (id, text); None for a blank line;
+    BrokenRow for a broken row."""
+    data = bytes(data)
+    if b"\n" in data:
+        raise BrokenRow("a line break inside one JSONL line")
+    params = pd.pd_reviews_default_params()
+    params.format, params.first_line = _PD_REVIEWS_JSONL, line
+    err = _lib.new_error()
+    ptr = pd.pd_reviews_open_memory(data, len(data), cstr(name, "name"), byref(params), byref(err))
+    if not ptr:
+        _lib.raise_error(err)
+    try:
+        w = _lib.Review()
+        got = pd.pd_reviews_next(ptr, byref(w), byref(err))
+        if got < 0:
+            _lib.raise_error(err)
+        if got == 0:
+            return None
+        row = _Row(w)
+    finally:
+        pd.pd_reviews_free(ptr)
+    if row.problem is not None:
+        prefix = f"{name}:{row.line}: broken row skipped: "
+        raise BrokenRow(row.problem[len(prefix):] if row.problem.startswith(prefix) else row.problem)
+    return row.rid, row.text
+
+
 def _join_extra(text, extra):
     """A JSONL line with a row's other columns before its closing brace (pd_reviews_join_extra)."""
     if not extra or not text:

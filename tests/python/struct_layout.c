@@ -64,7 +64,8 @@ int main(void)
     FIELD(pd_output_params, resume); FIELD(pd_output_params, sync_seconds); END();
     STRUCT(pd_reviews_params);
     FIELD(pd_reviews_params, format); FIELD(pd_reviews_params, id_column); FIELD(pd_reviews_params, text_column);
-    FIELD(pd_reviews_params, encoding); FIELD(pd_reviews_params, keep_extra); END();
+    FIELD(pd_reviews_params, encoding); FIELD(pd_reviews_params, keep_extra); FIELD(pd_reviews_params, first_line);
+    END();
     STRUCT(pd_review);
     FIELD(pd_review, line); FIELD(pd_review, ordinal); FIELD(pd_review, header); FIELD(pd_review, id);
     FIELD(pd_review, text); FIELD(pd_review, text_len); FIELD(pd_review, problem); FIELD(pd_review, keep_id);

@@ -21,6 +21,12 @@ from helpers import POCKETDEC, SCHEMA, TIANCHI, run
 
 import pocketdec
 from pocketdec import dask as pdd
+from pocketdec.files import BrokenRow
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
 
 try:
     import dask.bag
@@ -95,18 +101,36 @@ def corpus(tmp_path_factory):
 # ------------------------------------------------------------ the writer and the reader
 
 def test_reader_refuses_what_the_command_refuses():
+    """Every item is read by the library's reader (files.jsonl_row), a Line as that line of its file."""
     broken = [b'{"id": 1}', b"{", b'{"id": 1, "text": "a"} x', b'{"id": true, "text": "a"}',
               b'{"id": 1, "text": 2}', b'{"id": 1, "text": "a", "text": "b"}', b'{"id": 1, "text": "\\ud800"}',
               b'{"id": 1, "text": "\\u0000"}', b'{"id": 1, "text": "a\x00"}', b'{"id": 1, "text": "\xc0\x80"}',
               b'{"id": 1, "text": "a", "x": Infinity}', b'{"id": 1, "text": "a", "x": 1e400}',
-              b'{"id": -9223372036854775809, "text": "a"}', b'\xef\xbb\xbf{"id": 1, "text": "a"}']
+              b'{"id": -9223372036854775809, "text": "a"}', b'\xef\xbb\xbf{"id": 1, "text": "a"}',
+              b'{"id": 1, "text": "\xba\xdc\xba\xc3"}']  # GB18030 on line 2: a broken row, not a refused file
     for line in broken:
-        with pytest.raises(pdd._Broken):
-            pdd._parse(line, False)
-    assert pdd._parse(b'\xef\xbb\xbf{"id": -9223372036854775808, "text": "a"}\r', True) == \
+        with pytest.raises(BrokenRow):
+            pdd._row(pdd.Line("f", 2, line), "f:2")
+    with pytest.raises(BrokenRow) as e:
+        pdd._row(pdd.Line("f", 2, broken[-1]), "f:2")
+    at = broken[-1].index(b"\xba") + 1
+    assert str(e.value) == f"invalid UTF-8 at byte {at}", e.value  # the reason alone, as Output.problem joins it
+    assert pdd._row(pdd.Line("f", 1, b'\xef\xbb\xbf{"id": -9223372036854775808, "text": "a"}\r'), "f:1") == \
         ("-9223372036854775808", "a")
-    assert pdd._parse(b'{"id": "\\ud83d\\ude00", "text": ""}', False) == ("😀", "")
-    assert pdd._parse(b" \t\r", False) is None
+    assert pdd._row(pdd.Line("f", 3, b'{"id": "\\ud83d\\ude00", "text": ""}'), "f:3") == ("😀", "")
+    assert pdd._row(pdd.Line("f", 4, b" \t\r"), "f:4") is None
+    # str, bytes and dict items, each read as a file of one line
+    assert pdd._row('{"id": 5, "text": "好"}\n', "item 1") == ("5", "好")
+    assert pdd._row({"id": 6, "text": "好", "sku": object()}, "item 2") == ("6", "好")  # other keys not read
+    if np is not None:
+        assert pdd._row({"id": np.int64(7), "text": "x"}, "item 3") == ("7", "x")
+    for item, why in (('{"id": 1,\n"text": "a"}', "a line break inside one JSONL line"),
+                      ({"id": 1.5, "text": "a"}, '"id" must be a string or an integer, got a number'),
+                      ({"id": 1, "text": "\ud800"}, "invalid UTF-8 at byte"), ({"id": b"1", "text": "a"}, "not JSON"),
+                      (3, "expected a JSONL line or a dict, got int")):
+        with pytest.raises(BrokenRow) as e:
+            pdd._row(item, "item 9")
+        assert str(e.value).startswith(why), (item, str(e.value))
 
 
 def test_rows_give_the_command_output(corpus):

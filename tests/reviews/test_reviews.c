@@ -1,7 +1,7 @@
 /* test_reviews.c - the one reader of review files (reviews/pocketdec_reviews.h)
  * on hand-made files: the Tianchi CSV with and without its header, a shop's
  * export with named and default columns, a header with no obvious text
- * column, broken rows in the middle, JSONL, GB18030 and UTF-16 (bytes written
+ * column, broken rows in the middle, JSONL and a piece of a JSONL file, GB18030 and UTF-16 (bytes written
  * by hand from the encodings' tables), an unknown encoding, files and memory. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -273,6 +273,55 @@ static void test_unknown_encoding_and_bad_args(void **state)
     pd_reviews_free(r);
 }
 
+/* A piece of a JSONL file (first_line): numbered from there, no sniffing of
+ * the encoding, a byte order mark dropped on the file's line 1 alone. */
+static void test_jsonl_piece(void **state)
+{
+    (void)state;
+    pd_reviews_params p = pd_reviews_default_params();
+    p.first_line = 41;
+    /* 很好 in GB18030 on line 42: a broken row of this piece, not a refused file */
+    const char piece[] = "{\"id\":7,\"text\":\"a\"}\n{\"id\":8,\"text\":\"\xBA\xDC\xBA\xC3\"}\n\n"
+                         "\xEF\xBB\xBF{\"id\":9,\"text\":\"b\"}\n{\"id\":10,\"text\":\"c\"}\n";
+    pd_reviews *r = open_mem(piece, sizeof piece - 1, "big.jsonl", &p);
+    expect_review(r, "7", "a", 41);
+    pd_review w;
+    pd_error err = {0};
+    assert_int_equal(pd_reviews_next(r, &w, &err), 1);
+    assert_int_equal(w.line, 42);
+    assert_string_equal(w.problem, "big.jsonl:42: broken row skipped: invalid UTF-8 at byte 17");
+    assert_int_equal(pd_reviews_next(r, &w, &err), 1);
+    assert_int_equal(w.line, 44);
+    assert_non_null(strstr(w.problem, "big.jsonl:44: broken row skipped: malformed JSON"));
+    expect_review(r, "10", "c", 45);
+    expect_end(r);
+    pd_reviews_free(r);
+    /* the same bytes as a whole file: refused, naming --encoding */
+    p.first_line = 0;
+    assert_null(pd_reviews_open_memory(piece, sizeof piece - 1, "big.jsonl", &p, &err));
+    assert_int_equal(err.code, PD_ERR_FORMAT);
+    /* a piece at line 1: its byte order mark is the file's, dropped */
+    p.first_line = 1;
+    const char start[] = "\xEF\xBB\xBF{\"id\":1,\"text\":\"x\"}\n";
+    r = open_mem(start, sizeof start - 1, "big.jsonl", &p);
+    expect_review(r, "1", "x", 1);
+    expect_end(r);
+    pd_reviews_free(r);
+    /* refused: CSV, an encoding, a line below 1 */
+    p.first_line = 3;
+    assert_null(pd_reviews_open_memory("1,a\n", 4, "t.csv", &p, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_string_equal(err.message, "t.csv: first_line reads a piece of a UTF-8 JSONL file, not CSV");
+    p.encoding = "gb18030";
+    assert_null(pd_reviews_open_memory(start, sizeof start - 1, "big.jsonl", &p, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+    assert_non_null(strstr(err.message, "not a file in another encoding"));
+    p = pd_reviews_default_params();
+    p.first_line = -1;
+    assert_null(pd_reviews_open_memory(start, sizeof start - 1, "big.jsonl", &p, &err));
+    assert_int_equal(err.code, PD_ERR_ARG);
+}
+
 /* A file on disk: the same rows as from memory, its position and size known. */
 static void test_file(void **state)
 {
@@ -325,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_no_obvious_text_column),
         cmocka_unit_test(test_broken_rows),
         cmocka_unit_test(test_jsonl),
+        cmocka_unit_test(test_jsonl_piece),
         cmocka_unit_test(test_gb18030),
         cmocka_unit_test(test_utf16),
         cmocka_unit_test(test_unknown_encoding_and_bad_args),
